@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the system packages lockwatch's build and tests need (idempotent:
+# nothing is fetched when all are present). Uses sudo when not root.
+set -euo pipefail
+packages=(
+  build-essential pkg-config libssl-dev
+  libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev
+  redis-server redis-tools redis-sentinel openssl
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# redis-server's package starts a system instance on 6379; the tests never use it.
+command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs first" >&2; exit 1; }

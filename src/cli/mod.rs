@@ -1,0 +1,157 @@
+//! The `lockwatch` command line: arguments, then one function per command.
+//! Errors end here, printed once as a sentence on stderr.
+//!
+//! Exit codes: `status` uses 0 running/stopped, 1 stale, 2 down/conflict,
+//! 3 unknown (Nagios style); every other command 0 on success, 1 on failure;
+//! 2 for a command line that cannot be parsed.
+
+mod args;
+pub mod render;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+use clap::Parser;
+use serde_json::json;
+
+use crate::flags;
+use crate::probe::probe;
+use crate::status::{self, Observation, State, Tracker};
+use crate::watch::Watcher;
+
+pub use args::{Cli, Command, Global, parse_duration};
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LOCKWATCH_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("lockwatch: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let failure_code = match cli.command {
+        Command::Status { .. } => State::Unknown.exit_code(),
+        _ => 1,
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("lockwatch: {err:#}");
+            ExitCode::from(failure_code)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<u8> {
+    let g = &cli.global;
+    match &cli.command {
+        Command::Status { json } => status_once(g, *json).await,
+        Command::Watch { json } => watch(g, *json).await,
+        Command::Enable { user } => flip(g, user.as_deref(), true).await,
+        Command::Disable { user } => flip(g, user.as_deref(), false).await,
+        Command::Acl { user } => {
+            let user = flags::check_user(user)?;
+            let mut out = io::stdout().lock();
+            for line in crate::acl::rules(&g.keys(), user) {
+                writeln!(out, "{line}")?;
+            }
+            eprintln!(
+                "lockwatch: pipe these lines into redis-cli as an admin, then set {user}'s password with: ACL SETUSER {user} ><password>"
+            );
+            Ok(0)
+        }
+    }
+}
+
+async fn status_once(g: &Global, json: bool) -> Result<u8> {
+    let target = g.target()?;
+    let keys = g.keys();
+    let observation = match target.manager().await {
+        Ok(mut conn) => match probe(&mut conn, &keys, target.host()).await {
+            Ok(snapshot) => Observation::Read(snapshot),
+            Err(err) => Observation::Failed { reason: err.to_string(), elapsed_ms: 0 },
+        },
+        Err(err) => Observation::Failed { reason: err.to_string(), elapsed_ms: 0 },
+    };
+    let step = status::step(&mut Tracker::default(), &keys.job, &keys.lock, observation, &g.engine());
+    let mut out = io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(&step.status)?)?;
+    } else {
+        write!(out, "{}", render::status(&step.status))?;
+    }
+    Ok(step.status.state.exit_code())
+}
+
+async fn watch(g: &Global, json: bool) -> Result<u8> {
+    let watcher = Watcher::spawn(g.target()?, g.keys(), g.watch_options());
+    let mut status = watcher.status();
+    let mut events = watcher.events();
+    let first = loop {
+        status.changed().await.context("the watcher stopped")?;
+        if let Some(s) = status.borrow_and_update().clone() {
+            break s;
+        }
+    };
+    {
+        let mut out = io::stdout().lock();
+        if json {
+            writeln!(out, "{}", json!({ "event": "status", "status": first }))?;
+        } else {
+            write!(out, "{}", render::status(&first))?;
+        }
+        out.flush()?;
+    }
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            _ = tokio::signal::ctrl_c() => break,
+        };
+        let event = match event {
+            Ok(event) => event,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "events were dropped");
+                continue;
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+        };
+        let mut out = io::stdout().lock();
+        if json {
+            writeln!(out, "{}", serde_json::to_string(&event)?)?;
+        } else {
+            writeln!(out, "{}", render::event(&event))?;
+        }
+        out.flush()?;
+    }
+    watcher.stop().await;
+    Ok(0)
+}
+
+async fn flip(g: &Global, user: Option<&str>, on: bool) -> Result<u8> {
+    let target = g.target()?;
+    let user = match user {
+        Some(user) => user.to_owned(),
+        None => flags::default_user(target.user())?,
+    };
+    let keys = g.keys();
+    let mut conn = target.manager().await?;
+    let flipped = flags::set_flag(&mut conn, &keys, &user, on, &flags::this_host(), target.host()).await?;
+    let word = if on { "enabled" } else { "disabled" };
+    println!("{} {word} job {} for {}", render::utc(flipped.at_ms), keys.job, flipped.user);
+    if let Some(warning) = flipped.warning {
+        eprintln!("lockwatch: {warning}");
+    }
+    Ok(0)
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe))
+}

@@ -1,0 +1,137 @@
+//! A supervisor's own enable flag: who may flip it, and the flip itself
+//! (state, Redis time, host), with the server's refusal as a clear error.
+
+use redis::AsyncCommands;
+use redis::aio::ConnectionLike;
+
+use crate::error::{Error, RedisFailure, describe};
+use crate::keys::Keys;
+
+/// What a flip did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flipped {
+    pub user: String,
+    pub on: bool,
+    /// Redis time written with the flag, ms.
+    pub at_ms: u64,
+    /// Set when the flag was written but does not count yet, saying why.
+    pub warning: Option<String>,
+}
+
+/// Checks that `user` can name a flag key and an ACL rule safely: letters,
+/// digits and `._@-`, 1 to 64 of them (no glob characters, no spaces).
+///
+/// # Errors
+/// [`Error::Invalid`] naming the offending input.
+pub fn check_user(user: &str) -> Result<&str, Error> {
+    let ok = (1..=64).contains(&user.len()) && user.bytes().all(|b| b.is_ascii_alphanumeric() || b"._@-".contains(&b));
+    if ok {
+        Ok(user)
+    } else {
+        Err(Error::Invalid(format!(
+            "the user name {user:?} cannot be used; use 1 to 64 letters, digits, '.', '_', '@' or '-'"
+        )))
+    }
+}
+
+/// The supervisor name to use when none is given: the Redis ACL user of the
+/// URL (unless it is `default`), else the OS login name.
+///
+/// # Errors
+/// [`Error::Invalid`] when neither is known.
+pub fn default_user(acl_user: Option<&str>) -> Result<String, Error> {
+    if let Some(user) = acl_user.filter(|u| !u.is_empty() && *u != "default") {
+        return Ok(user.to_owned());
+    }
+    ["USER", "LOGNAME", "USERNAME"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+        .ok_or_else(|| Error::Invalid("no user name is known; pass --user NAME".to_owned()))
+}
+
+/// This machine's name, written with each flip so others see where it came from.
+pub fn this_host() -> String {
+    gethostname::gethostname().to_string_lossy().into_owned()
+}
+
+/// Sets `user`'s flag of the job on or off, stamped with Redis time and
+/// `host`, and registers the user in `{job}:users` when the server allows.
+///
+/// # Errors
+/// [`Error::Redis`] when Redis cannot be reached or refuses the write (an ACL
+/// `NOPERM` says whose flag it was and what to ask for).
+pub async fn set_flag<C: ConnectionLike + Send + Sync>(
+    conn: &mut C,
+    keys: &Keys,
+    user: &str,
+    on: bool,
+    host: &str,
+    server: &str,
+) -> Result<Flipped, Error> {
+    let user = check_user(user)?;
+    let key = keys.enabled(user);
+    let (secs, micros): (u64, u64) =
+        redis::cmd("TIME").query_async(conn).await.map_err(|e| describe(e, "reading the time", server))?;
+    let at_ms = secs * 1000 + micros / 1000;
+    let () = redis::cmd("HSET")
+        .arg(&key)
+        .arg("on")
+        .arg(if on { "1" } else { "0" })
+        .arg("time")
+        .arg(at_ms)
+        .arg("host")
+        .arg(host)
+        .query_async(conn)
+        .await
+        .map_err(|e| refused(describe(e, &format!("writing {key}"), server), user, keys))?;
+    let mut warning = None;
+    let registered: bool =
+        conn.sismember(keys.users(), user).await.map_err(|e| describe(e, "reading the users", server))?;
+    if !registered {
+        let added: Result<i64, _> = conn.sadd(keys.users(), user).await;
+        if let Err(e) = added {
+            let what = if on { "does not count yet" } else { "is off" };
+            warning = Some(format!(
+                "{user}'s flag {what}: {user} is not in {} and may not add itself ({}); ask the Redis admin to run: SADD {} {user}",
+                keys.users(),
+                e.code().unwrap_or("refused"),
+                keys.users(),
+            ));
+        }
+    }
+    Ok(Flipped { user: user.to_owned(), on, at_ms, warning })
+}
+
+/// A refused write said in the supervisor's words.
+fn refused(err: Error, user: &str, keys: &Keys) -> Error {
+    match err {
+        Error::Redis { host, cause, kind: RedisFailure::Permission, .. } => Error::Redis {
+            action: format!("setting {user}'s flag of job {}", keys.job),
+            host,
+            cause,
+            hint: "a Redis user may only flip its own flag; connect as that user, or ask the admin for the rules printed by `lockwatch acl --user <name>`",
+            kind: RedisFailure::Permission,
+        },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_names_that_could_widen_an_acl_pattern_are_refused() {
+        assert!(check_user("alice").is_ok());
+        assert!(check_user("a.b-c_d@site").is_ok());
+        for bad in ["", "ali*", "a b", "x?", "[a]", "a\n", &"x".repeat(65)] {
+            assert!(check_user(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn default_user_prefers_the_acl_user() {
+        assert_eq!(default_user(Some("alice")).unwrap(), "alice");
+        assert_ne!(default_user(Some("default")).ok().as_deref(), Some("default"));
+    }
+}

@@ -1,0 +1,30 @@
+//! lockwatch: see whether a job guarded by a Redisson-style Redis lock runs,
+//! where, and whether it hung; and run any job on exactly one server.
+//!
+//! # Layout
+//!
+//! - [`keys`]: the Redis key schema of a job, from its name.
+//! - [`snapshot`]: what one read of a job found (plain data).
+//! - [`probe`]: the one-round-trip read and the pure decoding of its reply.
+//! - [`status`]: the pure status engine: snapshot in, state and events out.
+//! - [`watch`]: the async shell around the engine: reads, wakes, publishes.
+//! - [`flags`]: flipping a supervisor's own enable flag.
+//! - [`acl`]: the Redis ACL rules for a supervisor.
+//! - [`connect`]: Redis URLs, connections and their timeouts.
+//! - [`error`]: the library's errors, one sentence each.
+//! - [`cli`]: the `lockwatch` command line.
+
+pub mod acl;
+pub mod cli;
+pub mod connect;
+pub mod error;
+pub mod flags;
+pub mod keys;
+pub mod probe;
+pub mod snapshot;
+pub mod status;
+pub mod watch;
+
+pub use error::Error;
+pub use keys::Keys;
+pub use status::{Event, EventKind, State, Status};

@@ -1,0 +1,5 @@
+//! The `lockwatch` command: see `lockwatch --help`.
+
+fn main() -> std::process::ExitCode {
+    lockwatch::cli::main()
+}

@@ -1,0 +1,382 @@
+//! The one-round-trip read of a job: a Lua script that returns the lock, the
+//! fence, the flags and the heartbeats at one Redis `TIME`, and the pure
+//! decoding of its reply into a [`Snapshot`].
+
+use std::sync::LazyLock;
+
+use redis::Value;
+use redis::aio::ConnectionLike;
+
+use crate::error::{Error, describe};
+use crate::keys::Keys;
+use crate::snapshot::{Beat, Flag, Lock, LockKind, Snapshot, escape_bytes};
+
+static PROBE: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("probe.lua")));
+
+/// A Redisson hold count is small; a value this large is a timestamp in ms,
+/// which marks a task-alternation hash.
+const TIMESTAMP_MS_FLOOR: i64 = 100_000_000_000;
+
+/// Reads the job's whole state: one round trip when the lock key shares the
+/// job's hash slot, two when it does not.
+///
+/// # Errors
+/// [`Error::Redis`] when Redis cannot be reached or refuses the read,
+/// [`Error::Unreadable`] when its reply is not what the script returns.
+pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &str) -> Result<Snapshot, Error> {
+    let together = keys.lock_shares_slot();
+    let lock_arg = if together { keys.lock.as_str() } else { "" };
+    let reply: Value = PROBE
+        .key(lock_arg)
+        .key(keys.fence())
+        .key(keys.users())
+        .key(keys.nodes())
+        .arg(keys.enabled_prefix())
+        .arg(keys.node_prefix())
+        .invoke_async(conn)
+        .await
+        .map_err(|e| describe(e, "reading the job", host))?;
+    let lock_reply = if together {
+        None
+    } else {
+        let reply: Value = PROBE
+            .key(&keys.lock)
+            .key(format!("{}:fence", keys.lock))
+            .key(format!("{}:users", keys.lock))
+            .key(format!("{}:nodes", keys.lock))
+            .arg("")
+            .arg("")
+            .invoke_async(conn)
+            .await
+            .map_err(|e| describe(e, "reading the lock", host))?;
+        Some(reply)
+    };
+    decode(keys, &reply, lock_reply.as_ref())
+}
+
+/// Turns the script's reply (and, when the lock was read apart, the second
+/// reply) into a snapshot. Pure: unit-tested with hand-made replies.
+///
+/// # Errors
+/// [`Error::Unreadable`] when the reply does not have the script's shape.
+pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<Snapshot, Error> {
+    let bad = |what: &str| Error::Unreadable { key: keys.job.clone(), what: what.to_owned() };
+    let parts = array(reply).ok_or_else(|| bad("the probe reply is not an array"))?;
+    let [time, lock, fence, users, flags, nodes, beats] = parts else {
+        return Err(bad("the probe reply has the wrong number of parts"));
+    };
+    let mut snap =
+        Snapshot { time_ms: decode_time(time).ok_or_else(|| bad("Redis TIME is unreadable"))?, ..Default::default() };
+    let lock = match lock_reply {
+        Some(other) => array(other).and_then(|p| p.get(1)).ok_or_else(|| bad("the lock reply is unreadable"))?,
+        None => lock,
+    };
+    snap.lock = decode_lock(&keys.lock, lock, &mut snap.problems);
+    snap.fence = decode_fence(&keys.fence(), fence, &mut snap.problems);
+    let user_names = decode_set(&keys.users(), users, &mut snap.problems);
+    snap.flags = pair_up(&user_names, flags)
+        .map(|(user, reply)| decode_flag(&keys.enabled(user), user, reply, &mut snap.problems))
+        .collect();
+    snap.flags.sort_by(|a, b| a.user.cmp(&b.user));
+    let node_names = decode_set(&keys.nodes(), nodes, &mut snap.problems);
+    snap.beats = pair_up(&node_names, beats)
+        .map(|(node, reply)| decode_beat(&keys.node(node), node, reply, &mut snap.problems))
+        .collect();
+    snap.beats.sort_by(|a, b| a.node.cmp(&b.node));
+    Ok(snap)
+}
+
+fn pair_up<'a>(names: &'a [String], replies: &'a Value) -> impl Iterator<Item = (&'a String, &'a Value)> {
+    names.iter().zip(array(replies).unwrap_or_default())
+}
+
+fn decode_time(v: &Value) -> Option<u64> {
+    let [secs, micros] = array(v)? else { return None };
+    let secs = u64::try_from(int(secs)?).ok()?;
+    let micros = u64::try_from(int(micros)?).ok()?;
+    Some(secs * 1000 + micros / 1000)
+}
+
+fn decode_lock(key: &str, v: &Value, problems: &mut Vec<String>) -> Lock {
+    let parts = array(v).unwrap_or_default();
+    let redis_type = parts.first().and_then(text).unwrap_or_default();
+    let ttl_ms = parts.get(1).and_then(int).and_then(|t| u64::try_from(t).ok());
+    let mut lock = Lock { ttl_ms, redis_type: redis_type.clone(), ..Default::default() };
+    match redis_type.as_str() {
+        "none" | "" => {}
+        "string" => {
+            lock.kind = LockKind::String;
+            let token = parts.get(3).and_then(bytes).unwrap_or_default();
+            let len = parts.get(2).and_then(int).unwrap_or(0);
+            let mut shown = escape_bytes(token);
+            if len > token.len() as i64 {
+                shown.push_str(&format!("… ({len} bytes)"));
+            }
+            lock.holders.push(shown);
+        }
+        "hash" => {
+            let fields = pairs(parts.get(3));
+            let total = parts.get(2).and_then(int).unwrap_or(fields.len() as i64);
+            let values: Vec<Option<i64>> = fields.iter().map(|(_, v)| v.as_deref().and_then(parse_int)).collect();
+            lock.kind = if fields.len() == 1 && values[0].is_some_and(|v| v >= TIMESTAMP_MS_FLOOR) {
+                lock.next_run_ms = values[0];
+                LockKind::Alternation
+            } else if fields.iter().all(|(f, _)| looks_like_redisson_field(f)) && values.iter().all(Option::is_some) {
+                LockKind::Redisson
+            } else {
+                LockKind::Hash
+            };
+            lock.holders = fields.into_iter().map(|(f, _)| f).collect();
+            if total > lock.holders.len() as i64 {
+                problems.push(format!("the lock hash {key} has {total} fields; only {} are shown", lock.holders.len()));
+            }
+        }
+        other => {
+            lock.kind = LockKind::Unreadable;
+            problems.push(format!("the lock key {key} is a {other}, not a hash or string lock"));
+        }
+    }
+    lock
+}
+
+/// Redisson writes `<client uuid>:<thread id>`.
+fn looks_like_redisson_field(field: &str) -> bool {
+    field
+        .rsplit_once(':')
+        .is_some_and(|(id, thread)| !id.is_empty() && !thread.is_empty() && thread.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn decode_fence(key: &str, v: &Value, problems: &mut Vec<String>) -> Option<i64> {
+    let parts = array(v).unwrap_or_default();
+    match parts.first().and_then(text).as_deref() {
+        Some("string") => {
+            let value = parts.get(1).and_then(bytes).unwrap_or_default();
+            let fence = parse_int(&escape_bytes(value));
+            if fence.is_none() {
+                problems.push(format!("the fence counter {key} holds {:?}, not a number", escape_bytes(value)));
+            }
+            fence
+        }
+        Some("none") => None,
+        other => {
+            problems.push(format!("the fence counter {key} is a {}, not a string", other.unwrap_or("?")));
+            None
+        }
+    }
+}
+
+fn decode_set(key: &str, v: &Value, problems: &mut Vec<String>) -> Vec<String> {
+    let parts = array(v).unwrap_or_default();
+    let redis_type = parts.first().and_then(text).unwrap_or_default();
+    if redis_type != "set" && redis_type != "none" {
+        problems.push(format!("the registry {key} is a {redis_type}, not a set"));
+    }
+    let total = parts.get(1).and_then(int).unwrap_or(0);
+    // Names are used to build keys again, so they must stay exactly as stored;
+    // escaping only changes names that are not valid UTF-8.
+    let names: Vec<String> =
+        parts.get(2).and_then(array).unwrap_or_default().iter().filter_map(bytes).map(escape_bytes).collect();
+    if total > names.len() as i64 {
+        problems.push(format!("the registry {key} has {total} members; only {} are read", names.len()));
+    }
+    names
+}
+
+/// Fields of a hash reply as `(name, value)`, or `None` with a problem noted
+/// when the key is not a hash.
+fn decode_hash(key: &str, v: &Value, problems: &mut Vec<String>) -> Option<Vec<(String, Option<String>)>> {
+    let parts = array(v).unwrap_or_default();
+    match parts.first().and_then(text).as_deref() {
+        Some("hash") => Some(pairs(parts.get(2))),
+        Some("none") => Some(Vec::new()),
+        other => {
+            problems.push(format!("{key} is a {}, not a hash", other.unwrap_or("?")));
+            None
+        }
+    }
+}
+
+fn decode_flag(key: &str, user: &str, v: &Value, problems: &mut Vec<String>) -> Flag {
+    let mut flag = Flag { user: user.to_owned(), on: None, at_ms: None, host: None };
+    if let Some(fields) = decode_hash(key, v, problems) {
+        flag.on = Some(field(&fields, "on").is_some_and(|on| on == "1" || on.eq_ignore_ascii_case("true")));
+        flag.at_ms = field(&fields, "time").and_then(parse_int).and_then(|t| u64::try_from(t).ok());
+        flag.host = field(&fields, "host").map(str::to_owned);
+    }
+    flag
+}
+
+fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<String>) -> Beat {
+    let fields = decode_hash(key, v, problems).unwrap_or_default();
+    let text = |name: &str| field(&fields, name).map(str::to_owned);
+    let num = |name: &str| field(&fields, name).and_then(parse_int);
+    let unsigned = |name: &str| num(name).and_then(|n| u64::try_from(n).ok());
+    Beat {
+        node: node.to_owned(),
+        host: text("host"),
+        pid: unsigned("pid"),
+        lock_field: text("lock_field"),
+        fence: num("fence"),
+        seq: unsigned("seq"),
+        beat_ms: unsigned("beat_ms"),
+        state: text("state"),
+        version: text("version"),
+        started_ms: unsigned("started_ms"),
+        child_pid: unsigned("child_pid"),
+        last_exit: text("last_exit"),
+    }
+}
+
+fn field<'a>(fields: &'a [(String, Option<String>)], name: &str) -> Option<&'a str> {
+    fields.iter().find(|(f, _)| f == name).and_then(|(_, v)| v.as_deref())
+}
+
+/// A flat `[field, value, field, value, …]` reply as pairs of escaped text.
+fn pairs(v: Option<&Value>) -> Vec<(String, Option<String>)> {
+    let items = v.and_then(array).unwrap_or_default();
+    items
+        .chunks(2)
+        .map(|c| {
+            (
+                c.first().and_then(bytes).map(escape_bytes).unwrap_or_default(),
+                c.get(1).and_then(bytes).map(escape_bytes),
+            )
+        })
+        .collect()
+}
+
+fn parse_int(s: &str) -> Option<i64> {
+    s.trim().parse().ok()
+}
+
+fn array(v: &Value) -> Option<&[Value]> {
+    match v {
+        Value::Array(items) | Value::Set(items) => Some(items),
+        _ => None,
+    }
+}
+
+fn bytes(v: &Value) -> Option<&[u8]> {
+    match v {
+        Value::BulkString(b) => Some(b),
+        Value::SimpleString(s) => Some(s.as_bytes()),
+        _ => None,
+    }
+}
+
+fn text(v: &Value) -> Option<String> {
+    bytes(v).map(escape_bytes)
+}
+
+fn int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        other => bytes(other).and_then(|b| std::str::from_utf8(b).ok()).and_then(parse_int),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(x: &[u8]) -> Value {
+        Value::BulkString(x.to_vec())
+    }
+    fn arr(items: Vec<Value>) -> Value {
+        Value::Array(items)
+    }
+    fn empty_set() -> Value {
+        arr(vec![s(b"none"), Value::Int(0), arr(vec![])])
+    }
+    fn reply(lock: Value, fence: Value) -> Value {
+        arr(vec![
+            arr(vec![s(b"1700000000"), s(b"250000")]),
+            lock,
+            fence,
+            empty_set(),
+            arr(vec![]),
+            empty_set(),
+            arr(vec![]),
+        ])
+    }
+
+    #[test]
+    fn redisson_hash_is_decoded_with_holder_and_ttl() {
+        let lock = arr(vec![s(b"hash"), Value::Int(29_500), Value::Int(1), arr(vec![s(b"8d3c-uuid:57"), s(b"1")])]);
+        let snap = decode(&Keys::new("outbound"), &reply(lock, arr(vec![s(b"string"), s(b"42")])), None).unwrap();
+        assert_eq!(snap.time_ms, 1_700_000_000_250);
+        assert_eq!(snap.lock.kind, LockKind::Redisson);
+        assert_eq!(snap.lock.holders, vec!["8d3c-uuid:57"]);
+        assert_eq!(snap.lock.ttl_ms, Some(29_500));
+        assert_eq!(snap.fence, Some(42));
+        assert!(snap.problems.is_empty());
+    }
+
+    #[test]
+    fn alternation_hash_shows_next_run() {
+        let lock =
+            arr(vec![s(b"hash"), Value::Int(-1), Value::Int(1), arr(vec![s(b"invoice-export"), s(b"1700000100000")])]);
+        let snap = decode(&Keys::new("outbound"), &reply(lock, arr(vec![s(b"none")])), None).unwrap();
+        assert_eq!(snap.lock.kind, LockKind::Alternation);
+        assert_eq!(snap.lock.next_run_ms, Some(1_700_000_100_000));
+        assert_eq!(snap.lock.ttl_ms, None);
+    }
+
+    #[test]
+    fn non_utf8_string_token_is_escaped() {
+        let lock = arr(vec![s(b"string"), Value::Int(5000), Value::Int(3), s(b"\xffa\x00")]);
+        let snap = decode(&Keys::new("outbound"), &reply(lock, arr(vec![s(b"none")])), None).unwrap();
+        assert_eq!(snap.lock.kind, LockKind::String);
+        assert_eq!(snap.lock.holders, vec!["\\xffa\\u{0}"]);
+    }
+
+    #[test]
+    fn wrong_types_become_problems_not_errors() {
+        let lock = arr(vec![s(b"list"), Value::Int(-1)]);
+        let snap = decode(&Keys::new("outbound"), &reply(lock, arr(vec![s(b"hash")])), None).unwrap();
+        assert_eq!(snap.lock.kind, LockKind::Unreadable);
+        assert_eq!(snap.problems.len(), 2, "{:?}", snap.problems);
+    }
+
+    #[test]
+    fn a_reply_of_the_wrong_shape_is_an_error() {
+        assert!(decode(&Keys::new("outbound"), &Value::Int(3), None).is_err());
+        assert!(decode(&Keys::new("outbound"), &arr(vec![Value::Nil]), None).is_err());
+    }
+
+    #[test]
+    fn flags_and_beats_pair_with_their_names() {
+        let users = arr(vec![s(b"set"), Value::Int(2), arr(vec![s(b"bob"), s(b"alice")])]);
+        let flags = arr(vec![
+            arr(vec![s(b"hash"), Value::Int(3), arr(vec![s(b"on"), s(b"0")])]),
+            arr(vec![
+                s(b"hash"),
+                Value::Int(3),
+                arr(vec![s(b"on"), s(b"1"), s(b"time"), s(b"17"), s(b"host"), s(b"pc1")]),
+            ]),
+        ]);
+        let nodes = arr(vec![s(b"set"), Value::Int(1), arr(vec![s(b"srv-a")])]);
+        let beats = arr(vec![arr(vec![
+            s(b"hash"),
+            Value::Int(2),
+            arr(vec![s(b"beat_ms"), s(b"99"), s(b"state"), s(b"running")]),
+        ])]);
+        let r = arr(vec![
+            arr(vec![s(b"1"), s(b"0")]),
+            arr(vec![s(b"none"), Value::Int(-2)]),
+            arr(vec![s(b"none")]),
+            users,
+            flags,
+            nodes,
+            beats,
+        ]);
+        let snap = decode(&Keys::new("outbound"), &r, None).unwrap();
+        assert_eq!(snap.flags[0].user, "alice");
+        assert_eq!(snap.flags[0].on, Some(true));
+        assert_eq!(snap.flags[0].host.as_deref(), Some("pc1"));
+        assert_eq!(snap.flags[1].on, Some(false));
+        assert_eq!(snap.beats[0].beat_ms, Some(99));
+        assert!(snap.beats[0].claims_job());
+        assert_eq!(snap.lock.kind, LockKind::None);
+    }
+}

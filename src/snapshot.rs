@@ -1,0 +1,135 @@
+//! What one probe read from Redis: the job's lock, fence, flags and heartbeats
+//! at one Redis `TIME`. Plain data, decoded by `probe`, judged by `status`.
+
+use serde::Serialize;
+
+/// The whole state of one job as read at one instant of the Redis clock.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Snapshot {
+    /// Redis `TIME` in milliseconds: the only clock ages are measured against.
+    pub time_ms: u64,
+    /// The lock key as found.
+    pub lock: Lock,
+    /// The fencing counter, when present and numeric.
+    pub fence: Option<i64>,
+    /// One entry per name in `{job}:users`.
+    pub flags: Vec<Flag>,
+    /// One entry per name in `{job}:nodes`.
+    pub beats: Vec<Beat>,
+    /// Things found that could not be read (wrong types, bad numbers), one
+    /// sentence each, so the status can say why it is unsure.
+    pub problems: Vec<String>,
+}
+
+/// How the lock key is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockKind {
+    /// No such key: nobody holds the lock.
+    #[default]
+    None,
+    /// Redisson RLock: hash field `<uuid>:<thread>` → hold count.
+    Redisson,
+    /// A plain string token (`SET key token NX PX`).
+    String,
+    /// A task-alternation hash: the field names the task holding the turn,
+    /// its value is the next run time in ms.
+    Alternation,
+    /// A hash of another shape: its fields are shown as holders.
+    Hash,
+    /// A type no lock uses (list, set, …): unreadable as a lock.
+    Unreadable,
+}
+
+/// The lock key's content.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Lock {
+    pub kind: LockKind,
+    /// Holder fields (hash) or the token (string), non-UTF-8 bytes escaped.
+    pub holders: Vec<String>,
+    /// Remaining lease in ms; `None` when the key has no expiry or does not exist.
+    pub ttl_ms: Option<u64>,
+    /// For an alternation hash: when the holding task runs next (ms).
+    pub next_run_ms: Option<i64>,
+    /// The Redis type found, for messages about unreadable locks.
+    pub redis_type: String,
+}
+
+impl Lock {
+    /// True when somebody holds the lock.
+    pub fn is_held(&self) -> bool {
+        !self.holders.is_empty()
+    }
+}
+
+/// One supervisor's enable flag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Flag {
+    pub user: String,
+    /// `None` when the flag key exists but cannot be read.
+    pub on: Option<bool>,
+    /// Redis time of the last flip, ms.
+    pub at_ms: Option<u64>,
+    /// Host the flag was flipped from.
+    pub host: Option<String>,
+}
+
+/// One worker's heartbeat hash.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Beat {
+    pub node: String,
+    pub host: Option<String>,
+    pub pid: Option<u64>,
+    /// The lock field this node holds the lock under, so the monitor can map
+    /// Redisson's `<uuid>:<thread>` to a server name.
+    pub lock_field: Option<String>,
+    pub fence: Option<i64>,
+    pub seq: Option<u64>,
+    /// Redis time of the beat, ms; `None` when missing or unreadable.
+    pub beat_ms: Option<u64>,
+    /// `idle`, `running`, `stalled` or `stopping`.
+    pub state: Option<String>,
+    pub version: Option<String>,
+    pub started_ms: Option<u64>,
+    pub child_pid: Option<u64>,
+    pub last_exit: Option<String>,
+}
+
+impl Beat {
+    /// True when the node says it runs (or tries to run) the job.
+    pub fn claims_job(&self) -> bool {
+        matches!(self.state.as_deref(), Some("running" | "stalled"))
+    }
+}
+
+/// Bytes as text: valid UTF-8 as is, other bytes as `\xNN`, control
+/// characters escaped, so any key content prints safely on one line.
+pub fn escape_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_control() {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_bytes_keeps_utf8_and_escapes_the_rest() {
+        assert_eq!(escape_bytes(b"abc:1"), "abc:1");
+        assert_eq!(escape_bytes("süd".as_bytes()), "süd");
+        assert_eq!(escape_bytes(b"\xff\xfeok"), "\\xff\\xfeok");
+        assert_eq!(escape_bytes(b"a\nb"), "a\\nb");
+    }
+}

@@ -1,0 +1,251 @@
+//! The status engine: from one [`Snapshot`] and the previous [`Tracker`], the
+//! job's state, the events that state change means, and when to look again.
+//!
+//! Pure and deterministic: no I/O, no clock. Every age is measured against the
+//! snapshot's Redis `TIME`, so a desktop with a wrong clock sees the same
+//! truth as the server. The watcher is the shell that reads, feeds and waits.
+
+mod engine;
+mod evaluate;
+#[cfg(test)]
+mod props;
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::snapshot::{Flag, LockKind};
+
+pub use engine::{Observation, Step, Tracker, step};
+pub use evaluate::human_duration;
+
+/// What a supervisor needs to know about the job, in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Lock held, and the holder's heartbeat is fresh and names that lock field.
+    Running,
+    /// Lock held, but the holder's heartbeat is missing or old: hung or dying.
+    Stale,
+    /// No lock although somebody has the job enabled.
+    Down,
+    /// No lock and nobody has the job enabled: stopped on purpose.
+    Stopped,
+    /// Two servers claim the job, or the holder names another fence token.
+    Conflict,
+    /// Redis unreachable, access refused, or the data unreadable.
+    Unknown,
+}
+
+impl State {
+    /// Every state, mildest first.
+    pub const ALL: [State; 6] =
+        [State::Running, State::Stopped, State::Stale, State::Unknown, State::Down, State::Conflict];
+
+    /// The state's name as the CLI and JSON print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Running => "running",
+            State::Stale => "stale",
+            State::Down => "down",
+            State::Stopped => "stopped",
+            State::Conflict => "conflict",
+            State::Unknown => "unknown",
+        }
+    }
+
+    /// How bad it is, for showing the worst of several jobs.
+    pub fn severity(self) -> u8 {
+        match self {
+            State::Running => 0,
+            State::Stopped => 1,
+            State::Stale => 2,
+            State::Unknown => 3,
+            State::Down => 4,
+            State::Conflict => 5,
+        }
+    }
+
+    /// Exit code of `lockwatch status`, Nagios style.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            State::Running | State::Stopped => 0,
+            State::Stale => 1,
+            State::Down | State::Conflict => 2,
+            State::Unknown => 3,
+        }
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Tunables of the engine; times in milliseconds of Redis time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Whether workers write heartbeats. Off: a held lock counts as running
+    /// (for Redisson services that write none), and `stale` cannot occur.
+    pub heartbeats: bool,
+    /// A heartbeat older than this is stale.
+    pub heartbeat_grace_ms: u64,
+    /// A holder change through a gap shorter than this is one failover.
+    pub failover_window_ms: u64,
+    /// After a user enables the job, how long a server may take to start it.
+    pub start_grace_ms: u64,
+    /// Consecutive observations an unhealthy state needs before it is shown.
+    pub confirmations: u32,
+    /// How soon to look again while a new state awaits confirmation.
+    pub confirm_delay_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            heartbeats: true,
+            heartbeat_grace_ms: 10_000,
+            failover_window_ms: 5_000,
+            start_grace_ms: 10_000,
+            confirmations: 2,
+            confirm_delay_ms: 200,
+        }
+    }
+}
+
+/// Who holds the lock, as far as the engine can tell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Holder {
+    /// The lock's hash field (Redisson `<uuid>:<thread>`) or string token.
+    pub field: String,
+    /// The server whose heartbeat names that field, when one does.
+    pub node: Option<String>,
+    /// Age of that server's heartbeat, by Redis time.
+    pub heartbeat_age_ms: Option<u64>,
+    /// Fence token of this holding, from the heartbeat or the counter.
+    #[serde(skip)]
+    pub fence: Option<i64>,
+}
+
+impl Holder {
+    /// The part of a holder an event names.
+    pub fn as_ref(&self) -> HolderRef {
+        HolderRef { field: self.field.clone(), node: self.node.clone() }
+    }
+
+    /// True when `other` is a different holding of the lock: another field,
+    /// or the same field with a new fence token.
+    pub fn differs_from(&self, other: &Holder) -> bool {
+        self.field != other.field || matches!((self.fence, other.fence), (Some(a), Some(b)) if a != b)
+    }
+}
+
+/// The lock as shown to users.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LockView {
+    pub key: String,
+    /// `None` when the lock could not be read.
+    pub kind: Option<LockKind>,
+    pub holders: Vec<String>,
+    pub ttl_ms: Option<u64>,
+    pub fence: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_run_ms: Option<i64>,
+}
+
+/// One worker as shown to users.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeView {
+    pub node: String,
+    pub state: Option<String>,
+    pub host: Option<String>,
+    pub heartbeat_age_ms: Option<u64>,
+    pub fence: Option<i64>,
+}
+
+/// The job's status: the `status --json` object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Status {
+    pub job: String,
+    pub state: State,
+    /// One sentence saying why.
+    pub reason: String,
+    pub holder: Option<Holder>,
+    pub lock: LockView,
+    /// Users whose flag is on.
+    pub enabled_users: Vec<String>,
+    /// Every registered user's flag, on or off.
+    pub flags: Vec<Flag>,
+    pub nodes: Vec<NodeView>,
+    /// Redis time of the read this status comes from.
+    pub checked_at_ms: Option<u64>,
+    /// Redis time since when the job has been in this state, as far as seen.
+    pub since_ms: Option<u64>,
+    /// Data found that could not be read.
+    pub problems: Vec<String>,
+}
+
+/// An event's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    Started,
+    Stopped,
+    Died,
+    Stalled,
+    Recovered,
+    Failover,
+    Conflict,
+    Unreachable,
+    Reachable,
+}
+
+impl EventKind {
+    /// The event's name as the CLI prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Started => "started",
+            EventKind::Stopped => "stopped",
+            EventKind::Died => "died",
+            EventKind::Stalled => "stalled",
+            EventKind::Recovered => "recovered",
+            EventKind::Failover => "failover",
+            EventKind::Conflict => "conflict",
+            EventKind::Unreachable => "unreachable",
+            EventKind::Reachable => "reachable",
+        }
+    }
+}
+
+/// A holder as events name it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HolderRef {
+    pub field: String,
+    pub node: Option<String>,
+}
+
+impl fmt::Display for HolderRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.node {
+            Some(node) => f.write_str(node),
+            None => write!(f, "lock field {}", self.field),
+        }
+    }
+}
+
+/// Something that happened to the job: the `watch --json` lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    pub event: EventKind,
+    pub job: String,
+    /// Redis time it was noticed (estimated from the last Redis time when
+    /// Redis could not be read).
+    pub at_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<HolderRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<HolderRef>,
+    /// One sentence saying what happened.
+    pub reason: String,
+}

@@ -1,0 +1,304 @@
+//! The watcher: the async shell around the status engine. One task per job
+//! probes Redis every poll interval, and sooner when something happens: an
+//! entry on the job's event stream, a Redisson unlock message, a keyspace
+//! notification, or the moment the engine says the verdict may change (a
+//! lease running out, a heartbeat ageing past its grace). It publishes the
+//! latest status and every event to any number of subscribers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::Value;
+use redis::aio::ConnectionManager;
+use tokio::sync::{Notify, broadcast, watch};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, sleep};
+
+use crate::acl::keyspace_pattern;
+use crate::connect::Target;
+use crate::error::{Error, RedisFailure};
+use crate::keys::Keys;
+use crate::probe::probe;
+use crate::status::{self, Event, Observation, Status, Tracker};
+
+/// How a watcher looks.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Regular probe interval.
+    pub poll: Duration,
+    /// Longest wait between attempts while Redis cannot be reached.
+    pub max_backoff: Duration,
+    pub engine: status::Config,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            poll: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(10),
+            engine: status::Config::default(),
+        }
+    }
+}
+
+/// A running watcher. Dropping it stops it; [`Watcher::stop`] waits for that.
+pub struct Watcher {
+    status: watch::Receiver<Option<Status>>,
+    events: broadcast::Sender<Event>,
+    wake: Arc<Notify>,
+    stop: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Watcher {
+    /// Starts watching `keys` on `target`.
+    pub fn spawn(target: Target, keys: Keys, options: Options) -> Watcher {
+        let (status_tx, status) = watch::channel(None);
+        let (events, _) = broadcast::channel(256);
+        let (stop, stop_rx) = watch::channel(false);
+        let wake = Arc::new(Notify::new());
+        let shell = Shell {
+            target,
+            keys,
+            options,
+            status: status_tx,
+            events: events.clone(),
+            wake: wake.clone(),
+            stop: stop_rx,
+        };
+        let task = tokio::spawn(shell.run());
+        Watcher { status, events, wake, stop, task: Some(task) }
+    }
+
+    /// The latest status (`None` until the first probe answered or failed).
+    pub fn status(&self) -> watch::Receiver<Option<Status>> {
+        self.status.clone()
+    }
+
+    /// Every event from now on.
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// Probe at once, e.g. after this desktop flipped a flag.
+    pub fn refresh(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Stops the watcher and waits until its tasks are gone.
+    pub async fn stop(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+struct Shell {
+    target: Target,
+    keys: Keys,
+    options: Options,
+    status: watch::Sender<Option<Status>>,
+    events: broadcast::Sender<Event>,
+    wake: Arc<Notify>,
+    stop: watch::Receiver<bool>,
+}
+
+impl Shell {
+    async fn run(mut self) {
+        let wakers = [
+            tokio::spawn(follow_stream(self.target.clone(), self.keys.clone(), self.wake.clone(), self.stop.clone())),
+            tokio::spawn(follow_pubsub(self.target.clone(), self.keys.clone(), self.wake.clone(), self.stop.clone())),
+        ];
+        let mut tracker = Tracker::default();
+        let mut conn: Option<ConnectionManager> = None;
+        let mut last = Instant::now();
+        let mut failures: u32 = 0;
+        loop {
+            let observation = match self.read(&mut conn).await {
+                Ok(snapshot) => {
+                    failures = 0;
+                    Observation::Read(snapshot)
+                }
+                Err(err) => {
+                    failures += 1;
+                    tracing::debug!(job = %self.keys.job, error = %err, "probe failed");
+                    Observation::Failed { reason: err.to_string(), elapsed_ms: millis(last.elapsed()) }
+                }
+            };
+            last = Instant::now();
+            let step = status::step(&mut tracker, &self.keys.job, &self.keys.lock, observation, &self.options.engine);
+            self.status.send_if_modified(|shown| {
+                let changed = shown.as_ref() != Some(&step.status);
+                *shown = Some(step.status.clone());
+                changed
+            });
+            for event in step.events {
+                tracing::info!(job = %event.job, event = event.event.as_str(), reason = %event.reason, "event");
+                let _ = self.events.send(event);
+            }
+            let wait = self.next_wait(step.next_check_ms, failures);
+            tokio::select! {
+                _ = sleep(wait) => {}
+                _ = self.wake.notified() => {
+                    // Writes come in bursts (an acquisition touches several keys): let it settle.
+                    sleep(Duration::from_millis(15)).await;
+                }
+                _ = self.stop.changed() => break,
+            }
+        }
+        for task in wakers {
+            let _ = task.await;
+        }
+    }
+
+    async fn read(&self, conn: &mut Option<ConnectionManager>) -> Result<crate::snapshot::Snapshot, Error> {
+        let manager = match conn {
+            Some(manager) => manager,
+            None => conn.insert(self.target.manager().await?),
+        };
+        let result = probe(manager, &self.keys, self.target.host()).await;
+        if result.as_ref().err().and_then(Error::redis_failure) == Some(RedisFailure::Unreachable) {
+            // A fresh connection next time, rather than trusting a dead one.
+            *conn = None;
+        }
+        result
+    }
+
+    fn next_wait(&self, next_check_ms: Option<u64>, failures: u32) -> Duration {
+        let regular = if failures > self.options.engine.confirmations {
+            let factor = 1u32 << (failures - self.options.engine.confirmations).min(6);
+            (self.options.poll * factor).min(self.options.max_backoff)
+        } else {
+            self.options.poll
+        };
+        match next_check_ms {
+            Some(ms) => regular.min(Duration::from_millis(ms)),
+            None => regular,
+        }
+    }
+}
+
+/// Wakes the watcher on every new entry of the job's event stream.
+async fn follow_stream(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
+    const BLOCK: Duration = Duration::from_secs(5);
+    let stream = keys.events();
+    let mut last_id = "$".to_owned();
+    let mut backoff = Backoff::default();
+    while !*stop.borrow() {
+        let mut conn = tokio::select! {
+            conn = target.dedicated(BLOCK) => match conn {
+                Ok(conn) => conn,
+                Err(_) => { backoff.wait(&mut stop).await; continue; }
+            },
+            _ = stop.changed() => return,
+        };
+        loop {
+            let mut xread = redis::cmd("XREAD");
+            xread.arg("COUNT").arg(100).arg("BLOCK").arg(millis(BLOCK)).arg("STREAMS").arg(&stream).arg(&last_id);
+            let read = xread.query_async::<Value>(&mut conn);
+            let reply = tokio::select! {
+                reply = read => reply,
+                _ = stop.changed() => return,
+            };
+            match reply {
+                Ok(value) => {
+                    backoff.reset();
+                    if let Some(id) = last_stream_id(&value) {
+                        last_id = id;
+                        wake.notify_one();
+                    }
+                }
+                Err(err) => {
+                    tracing::debug!(stream = %stream, error = %err, "event stream read failed");
+                    backoff.wait(&mut stop).await;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Wakes the watcher on Redisson unlock messages and keyspace notifications
+/// (when the server sends them) for the job's keys.
+async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
+    let mut backoff = Backoff::default();
+    while !*stop.borrow() {
+        let mut pubsub = tokio::select! {
+            conn = target.pubsub() => match conn {
+                Ok(conn) => conn,
+                Err(_) => { backoff.wait(&mut stop).await; continue; }
+            },
+            _ = stop.changed() => return,
+        };
+        let mut subscribed = pubsub
+            .subscribe(keys.unlock_channel())
+            .await
+            .and(pubsub.psubscribe(keyspace_pattern(&keys.prefix, true)).await);
+        if !keys.lock.starts_with(&keys.prefix) {
+            subscribed = subscribed.and(pubsub.psubscribe(keyspace_pattern(&keys.lock, false)).await);
+        }
+        if let Err(err) = subscribed {
+            tracing::debug!(error = %err, "subscribing failed");
+            backoff.wait(&mut stop).await;
+            continue;
+        }
+        backoff.reset();
+        let mut messages = pubsub.on_message();
+        loop {
+            tokio::select! {
+                message = messages.next() => match message {
+                    Some(_) => wake.notify_one(),
+                    None => break,
+                },
+                _ = stop.changed() => return,
+            }
+        }
+        backoff.wait(&mut stop).await;
+    }
+}
+
+/// The id of the last entry in an `XREAD` reply, if it has any.
+fn last_stream_id(value: &Value) -> Option<String> {
+    let Value::Array(streams) = value else { return None };
+    let Some(Value::Array(stream)) = streams.first() else { return None };
+    let Some(Value::Array(entries)) = stream.get(1) else { return None };
+    let Some(Value::Array(entry)) = entries.last() else { return None };
+    match entry.first() {
+        Some(Value::BulkString(id)) => Some(String::from_utf8_lossy(id).into_owned()),
+        Some(Value::SimpleString(id)) => Some(id.clone()),
+        _ => None,
+    }
+}
+
+/// Waits longer after each failure, up to a few seconds, until reset.
+#[derive(Default)]
+struct Backoff {
+    failures: u32,
+}
+
+impl Backoff {
+    async fn wait(&mut self, stop: &mut watch::Receiver<bool>) {
+        let ms = (100u64 << self.failures.min(6)).min(5_000);
+        self.failures += 1;
+        tokio::select! {
+            _ = sleep(Duration::from_millis(ms)) => {}
+            _ = stop.changed() => {}
+        }
+    }
+
+    fn reset(&mut self) {
+        self.failures = 0;
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

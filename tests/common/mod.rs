@@ -1,0 +1,153 @@
+//! Test support: a real `redis-server` on a free port, killed on drop, and
+//! helpers that write a job's keys the way workers, Redisson and
+//! supervisors do.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `redis-server` of the test's own, with its data and log in a temp dir.
+pub struct RedisServer {
+    pub port: u16,
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    extra: Vec<String>,
+}
+
+impl RedisServer {
+    /// Starts a server on a free loopback port.
+    pub fn start() -> RedisServer {
+        RedisServer::with_args(&[])
+    }
+
+    /// Starts a server with extra `redis-server` arguments.
+    pub fn with_args(extra: &[&str]) -> RedisServer {
+        let dir = tempfile::tempdir().unwrap();
+        let mut server = RedisServer { port: free_port(), child: None, dir, extra: extra.iter().map(|s| s.to_string()).collect() };
+        server.spawn();
+        server
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url()).unwrap()
+    }
+
+    pub fn conn(&self) -> redis::Connection {
+        self.client().get_connection().unwrap()
+    }
+
+    fn spawn(&mut self) {
+        let log = self.dir.path().join("redis.log");
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .arg("--logfile")
+            .arg(&log)
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        self.child = Some(cmd.spawn().expect("redis-server must be installed (see .ci/run)"));
+        if !self.extra.iter().any(|a| a == "--port") {
+            self.wait_ready(&log);
+        }
+    }
+
+    fn wait_ready(&self, log: &PathBuf) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("redis-server did not start on {}: {}", self.port, std::fs::read_to_string(log).unwrap_or_default());
+    }
+
+    /// Kills the server at once (SIGKILL) and waits for it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port (empty: nothing was saved).
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Redis `TIME` in ms.
+pub fn redis_ms(conn: &mut redis::Connection) -> u64 {
+    let (s, us): (u64, u64) = redis::cmd("TIME").query(conn).unwrap();
+    s * 1000 + us / 1000
+}
+
+/// Takes the lock exactly as Redisson's RLock does: hash field
+/// `<uuid>:<thread-id>` → hold count, expiry = lease.
+pub fn redisson_lock(conn: &mut redis::Connection, key: &str, field: &str, lease_ms: u64) {
+    let _: () = redis::pipe().hincr(key, field, 1).ignore().pexpire(key, lease_ms as i64).ignore().query(conn).unwrap();
+}
+
+/// Writes a worker's heartbeat hash and registers the node.
+pub fn beat(conn: &mut redis::Connection, job: &str, node: &str, field: &str, fence: i64, state: &str, age_ms: u64) {
+    let now = redis_ms(conn);
+    let key = format!("{{{job}}}:node:{node}");
+    let _: () = redis::cmd("HSET")
+        .arg(&key)
+        .arg(&[("node", node), ("host", "test-host"), ("lock_field", field), ("state", state)])
+        .arg(&[("fence", fence as u64), ("beat_ms", now - age_ms), ("started_ms", now - age_ms - 1), ("pid", 1)])
+        .query(conn)
+        .unwrap();
+    let _: () = redis::cmd("SADD").arg(format!("{{{job}}}:nodes")).arg(node).query(conn).unwrap();
+}
+
+/// Sets a supervisor's flag as the CLI would, and registers the user.
+pub fn flag(conn: &mut redis::Connection, job: &str, user: &str, on: bool) {
+    let now = redis_ms(conn);
+    let _: () = redis::cmd("HSET")
+        .arg(format!("{{{job}}}:enabled:{user}"))
+        .arg("on")
+        .arg(if on { "1" } else { "0" })
+        .arg("time")
+        .arg(now)
+        .arg("host")
+        .arg("pc-test")
+        .query(conn)
+        .unwrap();
+    let _: () = redis::cmd("SADD").arg(format!("{{{job}}}:users")).arg(user).query(conn).unwrap();
+}
+
+/// Waits until `check` holds, or fails naming `what`.
+pub async fn eventually<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
