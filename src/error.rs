@@ -52,7 +52,7 @@ pub fn describe(err: RedisError, action: &str, host: &str) -> Error {
     let code = err.code().unwrap_or_default().to_owned();
     let (kind, hint) = if code == "NOPERM" {
         (RedisFailure::Permission, "ask the Redis admin to grant the rules printed by `lockwatch acl --user <you>`")
-    } else if code == "WRONGPASS" || code == "NOAUTH" || err.to_string().contains("WRONGPASS") {
+    } else if code == "WRONGPASS" || code == "NOAUTH" || err.kind() == redis::ErrorKind::AuthenticationFailed {
         (RedisFailure::Auth, "check the user and password in the Redis URL (or LOCKWATCH_REDIS_URL)")
     } else if err.is_connection_refusal() {
         (RedisFailure::Unreachable, "check that redis-server runs there and that host and port are right")

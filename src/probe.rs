@@ -11,7 +11,8 @@ use crate::error::{Error, describe};
 use crate::keys::Keys;
 use crate::snapshot::{Beat, Flag, Lock, LockKind, Snapshot, escape_bytes};
 
-static PROBE: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("probe.lua")));
+const PROBE_SOURCE: &str = include_str!("probe.lua");
+static PROBE: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(PROBE_SOURCE));
 
 /// A Redisson hold count is small; a value this large is a timestamp in ms,
 /// which marks a task-alternation hash.
@@ -26,32 +27,51 @@ const TIMESTAMP_MS_FLOOR: i64 = 100_000_000_000;
 pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &str) -> Result<Snapshot, Error> {
     let together = keys.lock_shares_slot();
     let lock_arg = if together { keys.lock.as_str() } else { "" };
-    let reply: Value = PROBE
-        .key(lock_arg)
-        .key(keys.fence())
-        .key(keys.users())
-        .key(keys.nodes())
-        .arg(keys.enabled_prefix())
-        .arg(keys.node_prefix())
-        .invoke_async(conn)
-        .await
-        .map_err(|e| describe(e, "reading the job", host))?;
+    let job_keys = [lock_arg, &keys.fence(), &keys.users(), &keys.nodes()].map(str::to_owned);
+    let args = [keys.enabled_prefix(), keys.node_prefix()];
+    let reply = run_read_only(conn, &job_keys, &args).await.map_err(|e| describe(e, "reading the job", host))?;
     let lock_reply = if together {
         None
     } else {
-        let reply: Value = PROBE
-            .key(&keys.lock)
-            .key(format!("{}:fence", keys.lock))
-            .key(format!("{}:users", keys.lock))
-            .key(format!("{}:nodes", keys.lock))
-            .arg("")
-            .arg("")
-            .invoke_async(conn)
+        // Only the lock part of this reply is used; naming the lock key in every
+        // KEYS slot keeps the call within the lock's cluster slot.
+        let lock_keys: [String; 4] = std::array::from_fn(|_| keys.lock.clone());
+        let reply = run_read_only(conn, &lock_keys, &[String::new(), String::new()])
             .await
             .map_err(|e| describe(e, "reading the lock", host))?;
         Some(reply)
     };
     decode(keys, &reply, lock_reply.as_ref())
+}
+
+/// Runs the probe script as read-only (`EVALSHA_RO`, loading it with
+/// `EVAL_RO` when the server does not know it yet), so ACL users with read
+/// access only may run it; servers older than Redis 7 get plain `EVALSHA`.
+async fn run_read_only<C: ConnectionLike>(conn: &mut C, keys: &[String], args: &[String]) -> redis::RedisResult<Value> {
+    let mut read_only = true;
+    let mut by_hash = true;
+    loop {
+        let name = match (read_only, by_hash) {
+            (true, true) => "EVALSHA_RO",
+            (true, false) => "EVAL_RO",
+            (false, true) => "EVALSHA",
+            (false, false) => "EVAL",
+        };
+        let mut cmd = redis::cmd(name);
+        if by_hash {
+            cmd.arg(PROBE.get_hash());
+        } else {
+            cmd.arg(PROBE_SOURCE);
+        }
+        cmd.arg(keys.len()).arg(keys).arg(args);
+        match cmd.query_async::<Value>(conn).await {
+            Err(e) if by_hash && e.code() == Some("NOSCRIPT") => by_hash = false,
+            Err(e) if read_only && e.code() == Some("ERR") && e.to_string().contains("unknown command") => {
+                read_only = false
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Turns the script's reply (and, when the lock was read apart, the second

@@ -141,6 +141,7 @@ async fn flip(g: &Global, user: Option<&str>, on: bool) -> Result<u8> {
         Some(user) => user.to_owned(),
         None => flags::default_user(target.user())?,
     };
+    flags::check_user(&user)?;
     let keys = g.keys();
     let mut conn = target.manager().await?;
     let flipped = flags::set_flag(&mut conn, &keys, &user, on, &flags::this_host(), target.host()).await?;

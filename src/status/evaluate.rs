@@ -91,13 +91,13 @@ fn held(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
         return stale(snap, ctx, holder, &who, beat, deadlines);
     };
     deadlines.push(beat.beat_ms.map(|t| (t + cfg.heartbeat_grace_ms + 1).saturating_sub(now)));
-    if let (Some(theirs), Some(counter)) = (beat.fence, snap.fence) {
-        if theirs != counter {
-            let reason = format!(
-                "{who} holds the lock with fence token {theirs} but the fence counter is at {counter}: another holding began since"
-            );
-            return raw(State::Conflict, reason, Some(holder), earliest(deadlines));
-        }
+    if let (Some(theirs), Some(counter)) = (beat.fence, snap.fence)
+        && theirs != counter
+    {
+        let reason = format!(
+            "{who} holds the lock with fence token {theirs} but the fence counter is at {counter}: another holding began since"
+        );
+        return raw(State::Conflict, reason, Some(holder), earliest(deadlines));
     }
     if beat.state.as_deref() == Some("stalled") {
         let reason = format!("hung: {who} holds the lock and beats, but its job has printed nothing for a while");
@@ -144,7 +144,10 @@ fn free(snap: &Snapshot, ctx: Context, cfg: &Config, now: u64) -> Raw {
     let who = enabled.join(", ");
     // Without history, the gap began at the latest flip of an enabled flag
     // (or, not knowing even that, long ago).
-    let since = ctx.free_since_ms.or(ctx.was_held.then_some(now)).unwrap_or_else(|| snap.flags.iter().filter(|f| f.on == Some(true)).filter_map(|f| f.at_ms).max().unwrap_or(0));
+    let since = ctx
+        .free_since_ms
+        .or(ctx.was_held.then_some(now))
+        .unwrap_or_else(|| snap.flags.iter().filter(|f| f.on == Some(true)).filter_map(|f| f.at_ms).max().unwrap_or(0));
     let (window, waiting) = if ctx.was_held {
         (cfg.failover_window_ms, "the lock was released; waiting for another server to take over")
     } else {

@@ -38,8 +38,12 @@ impl World {
     fn snapshot(&self) -> Snapshot {
         let mut snap = Snapshot { time_ms: self.time_ms, fence: Some(self.fence), ..Default::default() };
         if let Some((node, field)) = self.holder {
-            snap.lock =
-                Lock { kind: LockKind::Redisson, holders: vec![field.to_owned()], ttl_ms: Some(self.ttl_ms), ..Default::default() };
+            snap.lock = Lock {
+                kind: LockKind::Redisson,
+                holders: vec![field.to_owned()],
+                ttl_ms: Some(self.ttl_ms),
+                ..Default::default()
+            };
             if self.beating {
                 snap.beats.push(Beat {
                     node: node.to_owned(),
@@ -52,7 +56,12 @@ impl World {
                 });
             }
         }
-        snap.flags.push(Flag { user: "alice".to_owned(), on: Some(self.enabled), at_ms: Some(self.flag_at_ms), host: None });
+        snap.flags.push(Flag {
+            user: "alice".to_owned(),
+            on: Some(self.enabled),
+            at_ms: Some(self.flag_at_ms),
+            host: None,
+        });
         snap
     }
 }

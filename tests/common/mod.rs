@@ -25,7 +25,8 @@ impl RedisServer {
     /// Starts a server with extra `redis-server` arguments.
     pub fn with_args(extra: &[&str]) -> RedisServer {
         let dir = tempfile::tempdir().unwrap();
-        let mut server = RedisServer { port: free_port(), child: None, dir, extra: extra.iter().map(|s| s.to_string()).collect() };
+        let mut server =
+            RedisServer { port: free_port(), child: None, dir, extra: extra.iter().map(|s| s.to_string()).collect() };
         server.spawn();
         server
     }
@@ -47,27 +48,45 @@ impl RedisServer {
     }
 
     fn spawn(&mut self) {
-        let log = self.dir.path().join("redis.log");
-        let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(self.dir.path())
-            .arg("--logfile")
-            .arg(&log)
-            .args(&self.extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        self.child = Some(cmd.spawn().expect("redis-server must be installed (see .ci/run)"));
-        if !self.extra.iter().any(|a| a == "--port") {
-            self.wait_ready(&log);
+        for _ in 0..5 {
+            let log = self.dir.path().join("redis.log");
+            let _ = std::fs::remove_file(&log);
+            let mut cmd = Command::new("redis-server");
+            cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .arg("--dir")
+                .arg(self.dir.path())
+                .arg("--logfile")
+                .arg(&log)
+                .args(&self.extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            self.child = Some(cmd.spawn().expect("redis-server must be installed (see scripts/setup-test-deps.sh)"));
+            if self.extra.iter().any(|a| a == "--tls-port") || self.wait_ready(&log) {
+                return;
+            }
+            // The port was taken between choosing and binding it: take another.
+            self.port = free_port();
         }
+        panic!("redis-server would not start; see its log in {}", self.dir.path().display());
     }
 
-    fn wait_ready(&self, log: &PathBuf) {
+    /// True once the server answers PING; false if it exited because its port was taken.
+    fn wait_ready(&mut self, log: &PathBuf) -> bool {
         let deadline = Instant::now() + Duration::from_secs(10);
+        let client = self.client();
         while Instant::now() < deadline {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(_)) = child.try_wait()
+            {
+                let text = std::fs::read_to_string(log).unwrap_or_default();
+                assert!(text.contains("in use"), "redis-server exited: {text}");
+                return false;
+            }
+            if let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_millis(200)) {
+                let pong: redis::RedisResult<String> = redis::cmd("PING").query(&mut conn);
+                if pong.is_ok() || pong.as_ref().is_err_and(|e| e.code() == Some("NOAUTH")) {
+                    return true;
+                }
             }
             std::thread::sleep(Duration::from_millis(20));
         }

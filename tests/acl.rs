@@ -1,0 +1,94 @@
+//! A real Redis ACL user made from `lockwatch acl`: reads the whole job,
+//! flips their own flag, and is refused, clearly, on anyone else's.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use lockwatch::Keys;
+use lockwatch::connect::Target;
+use lockwatch::error::RedisFailure;
+use lockwatch::flags::set_flag;
+use lockwatch::probe::probe;
+
+/// Applies the rules `lockwatch acl --user USER` prints, as an admin would.
+fn provision(server: &RedisServer, user: &str, password: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockwatch")).args(["acl", "--user", user]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut admin = server.conn();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let mut cmd = redis::Cmd::new();
+        for word in line.split_whitespace() {
+            cmd.arg(word);
+        }
+        let _: () = cmd.query(&mut admin).unwrap_or_else(|e| panic!("{line}: {e}"));
+    }
+    let _: () = redis::cmd("ACL").arg("SETUSER").arg(user).arg(format!(">{password}")).query(&mut admin).unwrap();
+}
+
+#[tokio::test]
+async fn a_supervisor_flips_their_own_flag_and_is_refused_on_another() {
+    let server = RedisServer::start();
+    provision(&server, "alice", "alice-pw");
+    provision(&server, "bob", "bob-pw");
+    let mut admin = server.conn();
+    redisson_lock(&mut admin, "{outbound}:lock", "uuid-a:1", 30_000);
+
+    let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
+    let target = Target::new(&url, None).unwrap();
+    let mut conn = target.manager().await.unwrap();
+    let keys = Keys::new("outbound");
+
+    let snap = probe(&mut conn, &keys, target.host()).await.expect("alice may read the job");
+    assert_eq!(snap.lock.holders, vec!["uuid-a:1"]);
+
+    let flipped = set_flag(&mut conn, &keys, "alice", true, "pc-alice", target.host()).await.unwrap();
+    assert!(flipped.warning.is_none(), "{:?}", flipped.warning);
+    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
+    assert_eq!(on, "1");
+
+    let err = set_flag(&mut conn, &keys, "bob", true, "pc-alice", target.host()).await.unwrap_err();
+    assert_eq!(err.redis_failure(), Some(RedisFailure::Permission));
+    let msg = err.to_string();
+    assert!(
+        msg.contains("bob's flag") && msg.to_lowercase().contains("noperm") && msg.contains("only flip its own"),
+        "{msg}"
+    );
+    let bobs: Option<String> = redis::cmd("HGET").arg("{outbound}:enabled:bob").arg("on").query(&mut admin).unwrap();
+    assert_eq!(bobs, None, "bob's flag is untouched");
+
+    // Nor may alice touch the lock itself.
+    let del: redis::RedisResult<i64> = redis::cmd("DEL").arg("{outbound}:lock").query_async(&mut conn).await;
+    assert_eq!(del.unwrap_err().code(), Some("NOPERM"));
+}
+
+#[test]
+fn the_cli_says_in_one_sentence_when_the_server_refuses_a_flip() {
+    let server = RedisServer::start();
+    provision(&server, "alice", "alice-pw");
+    let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
+    let out = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+        .args(["--redis", &url, "enable", "--user", "bob"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("lockwatch: setting bob's flag of job outbound on 127.0.0.1"), "{stderr}");
+    assert!(!stderr.contains("alice-pw"), "{stderr}");
+
+    let ok = Command::new(env!("CARGO_BIN_EXE_lockwatch")).args(["--redis", &url, "enable"]).output().unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("enabled job outbound for alice"));
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_an_auth_failure() {
+    let server = RedisServer::start();
+    provision(&server, "alice", "alice-pw");
+    let url = format!("redis://alice:nope@127.0.0.1:{}", server.port);
+    let err = Target::new(&url, None).unwrap().manager().await.unwrap_err();
+    assert_eq!(err.redis_failure(), Some(RedisFailure::Auth), "{err}");
+    assert!(!err.to_string().contains("nope"));
+}

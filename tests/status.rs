@@ -1,0 +1,190 @@
+//! One probe of a real Redis, judged by the engine: each layout a lock can
+//! have (Redisson's, a string token, a task alternation), strange data, and
+//! a lock key outside the job's slot.
+
+mod common;
+
+use common::*;
+use lockwatch::connect::Target;
+use lockwatch::probe::probe;
+use lockwatch::snapshot::LockKind;
+use lockwatch::status::{self, Config, Observation, Tracker};
+use lockwatch::{Keys, State, Status};
+
+async fn look(server: &RedisServer, keys: &Keys, cfg: &Config) -> Status {
+    let target = Target::new(&server.url(), None).unwrap();
+    let mut conn = target.manager().await.unwrap();
+    let snap = probe(&mut conn, keys, target.host()).await.unwrap();
+    status::step(&mut Tracker::default(), &keys.job, &keys.lock, Observation::Read(snap), cfg).status
+}
+
+#[tokio::test]
+async fn a_redisson_lock_with_a_fresh_heartbeat_is_running_on_that_server() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let field = "6a1e2bf4-3c1d-4f0a-9a57-5e0c1f3b2d11:57";
+    redisson_lock(&mut c, "{outbound}:lock", field, 30_000);
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(4).query(&mut c).unwrap();
+    beat(&mut c, "outbound", "srv-a", field, 4, "running", 300);
+    beat(&mut c, "outbound", "srv-b", "", 3, "idle", 300);
+    flag(&mut c, "outbound", "alice", true);
+    flag(&mut c, "outbound", "bob", false);
+
+    let s = look(&server, &Keys::new("outbound"), &Config::default()).await;
+    assert_eq!(s.state, State::Running, "{}", s.reason);
+    let holder = s.holder.unwrap();
+    assert_eq!(holder.field, field);
+    assert_eq!(holder.node.as_deref(), Some("srv-a"));
+    assert!(holder.heartbeat_age_ms.unwrap() < 2_000);
+    assert_eq!(s.lock.kind, Some(LockKind::Redisson));
+    assert_eq!(s.lock.fence, Some(4));
+    assert!(s.lock.ttl_ms.unwrap() > 25_000);
+    assert_eq!(s.enabled_users, vec!["alice"]);
+    assert_eq!(s.nodes.len(), 2);
+}
+
+#[tokio::test]
+async fn each_state_from_the_keys_as_written() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let keys = Keys::new("outbound");
+    let cfg = Config::default();
+    let field = "uuid-a:1";
+
+    // Nobody enabled, no lock: stopped on purpose.
+    flag(&mut c, "outbound", "alice", false);
+    assert_eq!(look(&server, &keys, &cfg).await.state, State::Stopped);
+
+    // Enabled long ago, no lock: down.
+    flag(&mut c, "outbound", "alice", true);
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
+    let down = look(&server, &keys, &cfg).await;
+    assert_eq!(down.state, State::Down, "{}", down.reason);
+
+    // Lock held but the holder's heartbeat is 60 s old: stale, dying.
+    redisson_lock(&mut c, "{outbound}:lock", field, 30_000);
+    beat(&mut c, "outbound", "srv-a", field, 1, "running", 60_000);
+    let stale = look(&server, &keys, &cfg).await;
+    assert_eq!(stale.state, State::Stale);
+    assert!(stale.reason.contains("expires in"), "{}", stale.reason);
+
+    // The job reports itself stalled while beating: stale, hung.
+    beat(&mut c, "outbound", "srv-a", field, 1, "stalled", 100);
+    let hung = look(&server, &keys, &cfg).await;
+    assert_eq!(hung.state, State::Stale);
+    assert!(hung.reason.starts_with("hung"), "{}", hung.reason);
+
+    // Fresh beat: running.
+    beat(&mut c, "outbound", "srv-a", field, 1, "running", 100);
+    assert_eq!(look(&server, &keys, &cfg).await.state, State::Running);
+
+    // A second server beats and says it runs too: conflict.
+    beat(&mut c, "outbound", "srv-b", "uuid-b:1", 1, "running", 0);
+    let _: () = redis::cmd("HSET").arg("{outbound}:node:srv-a").arg("started_ms").arg(1).query(&mut c).unwrap();
+    assert_eq!(look(&server, &keys, &cfg).await.state, State::Conflict);
+
+    // Heartbeat names fence 1 while the counter says 2: conflict.
+    beat(&mut c, "outbound", "srv-b", "uuid-b:1", 1, "idle", 0);
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(2).query(&mut c).unwrap();
+    let fenced = look(&server, &keys, &cfg).await;
+    assert_eq!(fenced.state, State::Conflict);
+    assert!(fenced.reason.contains("fence"), "{}", fenced.reason);
+}
+
+#[tokio::test]
+async fn lock_only_mode_names_the_redisson_field() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    redisson_lock(&mut c, "{outbound}:lock", "f00d:1", 30_000);
+    let cfg = Config { heartbeats: false, ..Config::default() };
+    let s = look(&server, &Keys::new("outbound"), &cfg).await;
+    assert_eq!(s.state, State::Running);
+    assert_eq!(s.holder.unwrap().field, "f00d:1");
+}
+
+#[tokio::test]
+async fn a_string_lock_with_a_binary_token_is_shown_escaped() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let _: () = redis::cmd("SET")
+        .arg("{outbound}:lock")
+        .arg(b"\xff\xfeowner\x01".as_slice())
+        .arg("PX")
+        .arg(10_000)
+        .query(&mut c)
+        .unwrap();
+    let cfg = Config { heartbeats: false, ..Config::default() };
+    let s = look(&server, &Keys::new("outbound"), &cfg).await;
+    assert_eq!(s.lock.kind, Some(LockKind::String));
+    assert_eq!(s.holder.unwrap().field, "\\xff\\xfeowner\\u{1}");
+    assert_eq!(s.state, State::Running);
+}
+
+#[tokio::test]
+async fn a_task_alternation_hash_shows_the_next_run() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let _: () = redis::cmd("HSET")
+        .arg("{outbound}:lock")
+        .arg("invoice-export")
+        .arg(1_900_000_000_000u64)
+        .query(&mut c)
+        .unwrap();
+    let cfg = Config { heartbeats: false, ..Config::default() };
+    let s = look(&server, &Keys::new("outbound"), &cfg).await;
+    assert_eq!(s.lock.kind, Some(LockKind::Alternation));
+    assert_eq!(s.lock.next_run_ms, Some(1_900_000_000_000));
+    assert_eq!(s.holder.unwrap().field, "invoice-export");
+}
+
+#[tokio::test]
+async fn keys_of_the_wrong_type_make_the_state_unknown_never_stopped() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let keys = Keys::new("outbound");
+    let _: () = redis::cmd("RPUSH").arg("{outbound}:lock").arg("x").query(&mut c).unwrap();
+    let s = look(&server, &keys, &Config::default()).await;
+    assert_eq!(s.state, State::Unknown);
+    assert!(s.reason.contains("{outbound}:lock is a list"), "{}", s.reason);
+
+    // Lock fine, but the only flag is unreadable: not "stopped".
+    let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
+    let _: () = redis::cmd("SADD").arg("{outbound}:users").arg("alice").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET").arg("{outbound}:enabled:alice").arg("yes").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET").arg("{outbound}:nodes").arg("oops").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg("NaN").query(&mut c).unwrap();
+    let s = look(&server, &keys, &Config::default()).await;
+    assert_eq!(s.state, State::Unknown, "{}", s.reason);
+    assert_eq!(s.problems.len(), 3, "{:?}", s.problems);
+}
+
+#[tokio::test]
+async fn huge_values_are_capped() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let big = vec![b'x'; 5 * 1024 * 1024];
+    let _: () = redis::cmd("SET").arg("{outbound}:lock").arg(big).query(&mut c).unwrap();
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.sadd("{outbound}:users", format!("user{i}")).ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    let cfg = Config { heartbeats: false, ..Config::default() };
+    let s = look(&server, &Keys::new("outbound"), &cfg).await;
+    assert!(s.holder.unwrap().field.len() < 2_000);
+    assert!(s.problems.iter().any(|p| p.contains("3000 members")), "{:?}", s.problems);
+}
+
+#[tokio::test]
+async fn a_lock_in_another_slot_is_read_too() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let keys = Keys::new("outbound").with_lock_key("outboundLock");
+    assert!(!keys.lock_shares_slot());
+    redisson_lock(&mut c, "outboundLock", "abc:9", 20_000);
+    let cfg = Config { heartbeats: false, ..Config::default() };
+    let s = look(&server, &keys, &cfg).await;
+    assert_eq!(s.state, State::Running);
+    assert_eq!(s.holder.unwrap().field, "abc:9");
+    assert_eq!(s.lock.key, "outboundLock");
+}
