@@ -46,7 +46,27 @@ pub fn default_user(acl_user: Option<&str>) -> Result<String, Error> {
     ["USER", "LOGNAME", "USERNAME"]
         .iter()
         .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+        .or_else(login_from_passwd)
         .ok_or_else(|| Error::Invalid("no user name is known; pass --user NAME".to_owned()))
+}
+
+/// The login name of this process's user from `/etc/passwd`, for sessions
+/// (services, containers) that set no `USER`.
+#[cfg(unix)]
+fn login_from_passwd() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self").ok()?.uid().to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd
+        .lines()
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.get(2) == Some(&uid.as_str()))
+        .map(|f| f[0].to_owned())
+}
+
+#[cfg(not(unix))]
+fn login_from_passwd() -> Option<String> {
+    None
 }
 
 /// This machine's name, written with each flip so others see where it came from.
