@@ -8,6 +8,8 @@
 //! - [`probe`]: the one-round-trip read and the pure decoding of its reply.
 //! - [`status`]: the pure status engine: snapshot in, state and events out.
 //! - [`watch`]: the async shell around the engine: reads, wakes, publishes.
+//! - [`lock`]: a Redisson-compatible lock client with fencing tokens.
+//! - [`worker`], [`job`]: run a command on exactly one server, with heartbeat and events.
 //! - [`flags`]: flipping a supervisor's own enable flag.
 //! - [`acl`]: the Redis ACL rules for a supervisor.
 //! - [`connect`]: Redis URLs, connections and their timeouts.
@@ -19,11 +21,14 @@ pub mod cli;
 pub mod connect;
 pub mod error;
 pub mod flags;
+pub mod job;
 pub mod keys;
+pub mod lock;
 pub mod probe;
 pub mod snapshot;
 pub mod status;
 pub mod watch;
+pub mod worker;
 
 pub use error::Error;
 pub use keys::Keys;

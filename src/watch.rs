@@ -228,7 +228,7 @@ async fn follow_stream(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: 
 
 /// Wakes the watcher on Redisson unlock messages and keyspace notifications
 /// (when the server sends them) for the job's keys.
-async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
     let mut backoff = Backoff::default();
     while !*stop.borrow() {
         let mut pubsub = tokio::select! {

@@ -79,6 +79,29 @@ pub enum Command {
         #[arg(long)]
         user: Option<String>,
     },
+    /// Run CMD on exactly one server of the cluster, while somebody has the job enabled.
+    Worker {
+        /// This server's name, as supervisors see it.
+        #[arg(long)]
+        node: String,
+        /// Lock lease; the watchdog renews it every third of it.
+        #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+        lease: Duration,
+        /// Run CMD every DURATION instead of restarting it whenever it exits.
+        #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+        every: Option<Duration>,
+        /// Report the job `stalled` when it printed nothing for DURATION.
+        #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+        stall_after: Option<Duration>,
+        /// Time CMD gets to exit after SIGTERM before it is killed.
+        #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+        stop_grace: Duration,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Start a private Redis and two demo workers on this machine, and enable the job for you.
+    Demo,
     /// Print the Redis ACL rules that let USER read the job and write only USER's flag.
     Acl {
         /// The supervisor's name (also their Redis user name).

@@ -6,6 +6,7 @@
 //! 2 for a command line that cannot be parsed.
 
 mod args;
+mod demo;
 pub mod render;
 
 use std::io::{self, Write};
@@ -57,6 +58,28 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Watch { json } => watch(g, *json).await,
         Command::Enable { user } => flip(g, user.as_deref(), true).await,
         Command::Disable { user } => flip(g, user.as_deref(), false).await,
+        Command::Worker { node, lease, every, stall_after, stop_grace, command } => {
+            let user_check = flags::check_user(node).map_err(|_| {
+                anyhow::anyhow!(
+                    "the node name {node:?} cannot be used; use 1 to 64 letters, digits, '.', '_', '@' or '-'"
+                )
+            })?;
+            if *lease < std::time::Duration::from_millis(300) {
+                anyhow::bail!("the lease {lease:?} is too short; give --lease 300ms or more (default 30s)");
+            }
+            let opts = crate::worker::Options {
+                node: user_check.to_owned(),
+                lease: *lease,
+                every: *every,
+                stall_after: *stall_after,
+                tick: std::time::Duration::from_secs(1).min(*lease / 3),
+                stop_grace: *stop_grace,
+                command: command.clone(),
+            };
+            crate::worker::run(g.target()?, g.keys(), opts, terminated()).await?;
+            Ok(0)
+        }
+        Command::Demo => demo::run(g).await,
         Command::Acl { user } => {
             let user = flags::check_user(user)?;
             let mut out = io::stdout().lock();
@@ -151,6 +174,22 @@ async fn flip(g: &Global, user: Option<&str>, on: bool) -> Result<u8> {
         eprintln!("lockwatch: {warning}");
     }
     Ok(0)
+}
+
+/// Completes on SIGTERM or SIGINT (Ctrl-C).
+pub(crate) async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

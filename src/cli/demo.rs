@@ -1,0 +1,101 @@
+//! `lockwatch demo`: lockwatch on one machine. A private `redis-server` in a
+//! temp dir on a free port, two workers named like two warehouse servers
+//! running a small outbound loop, the job enabled for you; Ctrl-C stops all.
+
+use std::net::TcpListener;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use tokio::process::{Child, Command};
+
+use super::{Global, terminated};
+use crate::connect::Target;
+use crate::flags;
+
+/// The sample job: ships an order every two seconds, saying which server and fence.
+const SAMPLE_LOOP: &str = r#"n=0; while :; do n=$((n+1)); echo "[$LOCKWATCH_NODE fence $LOCKWATCH_FENCE] shipped outbound order #$n"; sleep 2; done"#;
+
+pub(super) async fn run(g: &Global) -> Result<u8> {
+    let dir = tempfile_dir()?;
+    let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).context("cannot find a free port")?.port();
+    let mut redis = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args(["--notify-keyspace-events", "Kgx", "--dir"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .context("cannot start redis-server; install it (Debian/Ubuntu: apt-get install redis-server)")?;
+    let url = format!("redis://127.0.0.1:{port}");
+    let target = Target::new(&url, None)?;
+    let mut conn = wait_for_redis(&target).await?;
+    let user = flags::default_user(None)?;
+    let keys = g.keys();
+    flags::set_flag(&mut conn, &keys, &user, true, &flags::this_host(), target.host()).await?;
+
+    let exe = std::env::current_exe().context("cannot find the lockwatch binary")?;
+    let mut workers: Vec<Child> = Vec::new();
+    for node in ["wh-east-1", "wh-west-1"] {
+        let child = Command::new(&exe)
+            .args([
+                "--redis",
+                &url,
+                "--job",
+                &keys.job,
+                "worker",
+                "--node",
+                node,
+                "--lease",
+                "10s",
+                "--stall-after",
+                "20s",
+            ])
+            .args(["--", "sh", "-c", SAMPLE_LOOP])
+            .kill_on_drop(true)
+            .spawn()
+            .context("cannot start a demo worker")?;
+        workers.push(child);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    eprintln!(
+        "\nlockwatch demo: Redis at {url}, job {job:?} enabled for {user}, workers wh-east-1 and wh-west-1.\n\
+         In another terminal:\n  export LOCKWATCH_REDIS_URL={url}\n  lockwatch watch            # live status and events\n  \
+         lockwatch disable          # your flag off: the job stops\n  \
+         kill -9 <pid of the worker that runs it>   # see the failover\n\
+         Ctrl-C here stops the workers and this Redis.\n",
+        job = keys.job
+    );
+    terminated().await;
+    for w in &workers {
+        if let Some(pid) = w.id() {
+            // SAFETY: plain kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGTERM);
+            }
+        }
+    }
+    for w in &mut workers {
+        let _ = tokio::time::timeout(Duration::from_secs(15), w.wait()).await;
+    }
+    let _ = redis.start_kill();
+    let _ = redis.wait().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(0)
+}
+
+fn tempfile_dir() -> Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("lockwatch-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
+}
+
+async fn wait_for_redis(target: &Target) -> Result<redis::aio::ConnectionManager> {
+    for _ in 0..50 {
+        if let Ok(conn) = target.manager().await {
+            return Ok(conn);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the demo redis-server on {} did not start", target.host())
+}

@@ -1,0 +1,46 @@
+-- Redisson-compatible RLock operations, one per script call.
+-- KEYS[1] lock hash, KEYS[2] fence counter, KEYS[3] the node's heartbeat hash
+-- ARGV[1] operation: acquire | renew | release
+-- ARGV[2] our field (<client-uuid>:<thread-id>), ARGV[3] lease in ms
+-- ARGV[4] unlock channel, ARGV[5] node name
+local lock, fence_key, node_key = KEYS[1], KEYS[2], KEYS[3]
+local op, field, lease, channel, node = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+
+if op == 'acquire' then
+  local free = redis.call('EXISTS', lock) == 0
+  if not free and redis.call('HEXISTS', lock, field) == 0 then
+    -- Held by someone else: say how long it may still be held.
+    return {0, redis.call('PTTL', lock)}
+  end
+  if free then
+    redis.call('HINCRBY', lock, field, 1)
+  end
+  redis.call('PEXPIRE', lock, lease)
+  local fence = free and redis.call('INCR', fence_key) or tonumber(redis.call('GET', fence_key) or '0')
+  -- The heartbeat names the new holding in the same step, so no reader sees
+  -- a lock that no heartbeat claims.
+  local t = redis.call('TIME')
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
+  redis.call('HSET', node_key, 'node', node, 'lock_field', field, 'fence', fence,
+    'state', 'running', 'beat_ms', now, 'started_ms', now)
+  return {1, fence}
+elseif op == 'renew' then
+  if redis.call('HEXISTS', lock, field) == 1 then
+    redis.call('PEXPIRE', lock, lease)
+    return {1, 0}
+  end
+  return {0, 0}
+elseif op == 'release' then
+  if redis.call('HEXISTS', lock, field) == 0 then
+    return {0, 0}
+  end
+  if redis.call('HINCRBY', lock, field, -1) > 0 then
+    redis.call('PEXPIRE', lock, lease)
+    return {1, 0}
+  end
+  redis.call('DEL', lock)
+  -- Redisson's waiters listen here for the unlock message 0.
+  redis.call('PUBLISH', channel, 0)
+  return {1, 1}
+end
+return redis.error_reply('unknown lock operation ' .. tostring(op))
