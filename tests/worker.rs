@@ -1,0 +1,306 @@
+//! Workers as real processes against a real Redis: exactly one runs the job;
+//! `kill -9` takes the job down with the worker and the other takes over
+//! within the lease; SIGTERM hands over at once; flags off stop the job; a
+//! silent job shows as stale; losing Redis stops the job before the lease
+//! ends; the lock looks to a Redisson client like its own.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::*;
+use lockwatch::connect::Target;
+use lockwatch::probe::probe;
+use lockwatch::status::{self, Config, Observation, Tracker};
+use lockwatch::{Keys, State};
+
+/// Appends `<fence> <node> <unix ns>` to the journal every 50 ms.
+const JOURNAL_LOOP: &str =
+    r#"while :; do echo "$LOCKWATCH_FENCE $LOCKWATCH_NODE $(date +%s%N)" >> "$JOURNAL"; sleep 0.05; done"#;
+
+fn worker(server: &RedisServer, node: &str, lease: &str, journal: &Path, extra: &[&str], script: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+        .args(["--redis", &server.url(), "worker", "--node", node, "--lease", lease, "--stop-grace", "1s"])
+        .args(extra)
+        .args(["--", "sh", "-c", script])
+        .env("JOURNAL", journal)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
+}
+
+/// Journal lines as (fence, node, ns).
+fn journal(path: &Path) -> Vec<(i64, String, u128)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut p = l.split_whitespace();
+            Some((p.next()?.parse().ok()?, p.next()?.to_owned(), p.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+fn holder_node(c: &mut redis::Connection) -> Option<String> {
+    let field: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(c).ok()?;
+    let field = field.first()?.clone();
+    ["srv-a", "srv-b"]
+        .iter()
+        .find(|n| {
+            let f: Option<String> =
+                redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg("lock_field").query(c).unwrap();
+            f.as_deref() == Some(field.as_str())
+        })
+        .map(|n| n.to_string())
+}
+
+fn beat_field(c: &mut redis::Connection, node: &str, field: &str) -> Option<String> {
+    redis::cmd("HGET").arg(format!("{{outbound}}:node:{node}")).arg(field).query(c).unwrap()
+}
+
+/// True while a process runs (a zombie waiting to be reaped does not run).
+fn runs(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with(['Z', 'X']),
+        Err(_) => false,
+    }
+}
+
+async fn wait_holder(c: &mut redis::Connection, not: Option<&str>) -> String {
+    eventually("a holder", Duration::from_secs(10), || holder_node(c).filter(|h| Some(h.as_str()) != not)).await
+}
+
+fn kill9(child: &mut Child) {
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+fn sigterm(child: &Child) {
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+}
+
+/// Checks the journal: fence tokens only grow, and no two runs overlap.
+fn assert_no_overlap(lines: &[(i64, String, u128)]) {
+    let mut sorted = lines.to_vec();
+    sorted.sort_by_key(|l| l.2);
+    let mut max_fence = 0;
+    for (fence, node, _) in &sorted {
+        assert!(*fence >= max_fence, "fence {fence} from {node} after fence {max_fence}: two runs overlapped");
+        max_fence = *fence;
+    }
+}
+
+#[tokio::test]
+async fn kill_9_of_the_holder_takes_its_job_along_and_the_other_takes_over() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let lease_ms = 2_000;
+    let mut workers = vec![
+        ("srv-a", worker(&server, "srv-a", "2s", &j, &[], JOURNAL_LOOP)),
+        ("srv-b", worker(&server, "srv-b", "2s", &j, &[], JOURNAL_LOOP)),
+    ];
+    let mut takeovers = Vec::new();
+    for _round in 0..3 {
+        let holder = wait_holder(&mut c, None).await;
+        let child: u32 = eventually("the child pid", Duration::from_secs(5), || {
+            beat_field(&mut c, &holder, "child_pid").and_then(|p| p.parse().ok())
+        })
+        .await;
+        assert!(runs(child));
+        let i = workers.iter().position(|(n, _)| *n == holder).unwrap();
+        let killed_at = now_ns();
+        let t0 = Instant::now();
+        kill9(&mut workers[i].1);
+        eventually("the child to die with its worker", Duration::from_secs(1), || (!runs(child)).then_some(())).await;
+        let other = if holder == "srv-a" { "srv-b" } else { "srv-a" };
+        eventually("the other server's job", Duration::from_millis(lease_ms + 1_000), || {
+            journal(&j).iter().any(|l| l.1 == other && l.2 > killed_at).then_some(())
+        })
+        .await;
+        takeovers.push(t0.elapsed());
+        workers[i].1 = worker(&server, &holder, "2s", &j, &[], JOURNAL_LOOP);
+    }
+    println!("takeover after kill -9 (lease 2 s): {takeovers:?}");
+    for (_, w) in &mut workers {
+        kill9(w);
+    }
+    assert_no_overlap(&journal(&j));
+}
+
+#[tokio::test]
+async fn sigterm_hands_over_in_under_a_second() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let mut a = worker(&server, "srv-a", "30s", &j, &[], JOURNAL_LOOP);
+    let holder = wait_holder(&mut c, None).await;
+    assert_eq!(holder, "srv-a");
+    let mut b = worker(&server, "srv-b", "30s", &j, &[], JOURNAL_LOOP);
+    eventually("srv-b to beat", Duration::from_secs(5), || beat_field(&mut c, "srv-b", "state")).await;
+    let t0 = Instant::now();
+    let asked = now_ns();
+    sigterm(&a);
+    eventually("srv-b's job", Duration::from_secs(2), || {
+        journal(&j).iter().any(|l| l.1 == "srv-b" && l.2 > asked).then_some(())
+    })
+    .await;
+    let handover = t0.elapsed();
+    println!("hand-over after SIGTERM: {handover:?}");
+    assert!(handover < Duration::from_secs(1), "{handover:?}");
+    assert!(a.wait().unwrap().success(), "the worker exits 0 after SIGTERM");
+    kill9(&mut b);
+    assert_no_overlap(&journal(&j));
+}
+
+#[tokio::test]
+async fn all_flags_off_stop_the_job_and_release_the_lock() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    flag(&mut c, "outbound", "bob", true);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let mut a = worker(&server, "srv-a", "30s", &j, &[], JOURNAL_LOOP);
+    wait_holder(&mut c, None).await;
+    let child: u32 = eventually("child", Duration::from_secs(5), || {
+        beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
+    })
+    .await;
+    flag(&mut c, "outbound", "alice", false);
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert!(runs(child), "one flag still on keeps the job");
+    flag(&mut c, "outbound", "bob", false);
+    eventually("the job to stop", Duration::from_secs(5), || (!runs(child)).then_some(())).await;
+    eventually("the lock to be released", Duration::from_secs(5), || {
+        let exists: bool = redis::cmd("EXISTS").arg("{outbound}:lock").query(&mut c).unwrap();
+        (!exists).then_some(())
+    })
+    .await;
+    let events: Vec<redis::Value> =
+        redis::cmd("XRANGE").arg("{outbound}:events").arg("-").arg("+").query(&mut c).unwrap();
+    let text = format!("{events:?}");
+    assert!(text.contains("released") && text.contains("job-exited"), "{text}");
+    kill9(&mut a);
+}
+
+#[tokio::test]
+async fn a_silent_job_is_stale_while_the_lock_is_still_renewed() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = worker(&server, "srv-a", "1500ms", &dir.path().join("j"), &["--stall-after", "1s"], "sleep 600");
+    wait_holder(&mut c, None).await;
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    let target = Target::new(&server.url(), None).unwrap();
+    let mut conn = target.manager().await.unwrap();
+    let keys = Keys::new("outbound");
+    let mut t = Tracker::default();
+    let mut last = None;
+    for _ in 0..3 {
+        let snap = probe(&mut conn, &keys, target.host()).await.unwrap();
+        last = Some(status::step(&mut t, "outbound", &keys.lock, Observation::Read(snap), &Config::default()).status);
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    let s = last.unwrap();
+    assert_eq!(s.state, State::Stale, "{}", s.reason);
+    assert!(s.reason.starts_with("hung"), "{}", s.reason);
+    assert!(s.lock.ttl_ms.is_some(), "the lease (1.5 s) is still being renewed after 5 s");
+    kill9(&mut a);
+}
+
+#[tokio::test]
+async fn losing_redis_stops_the_job_before_the_lease_runs_out() {
+    let mut server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let mut a = worker(&server, "srv-a", "2s", &j, &[], JOURNAL_LOOP);
+    wait_holder(&mut c, None).await;
+    let child: u32 = eventually("child", Duration::from_secs(5), || {
+        beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
+    })
+    .await;
+    let pttl_before: i64 = redis::cmd("PTTL").arg("{outbound}:lock").query(&mut c).unwrap();
+    let killed_at = now_ns();
+    server.kill();
+    // The lease would run out at the latest pttl_before ms after the kill.
+    eventually("the job to stop", Duration::from_millis(pttl_before as u64), || (!runs(child)).then_some(())).await;
+    let last = journal(&j).iter().map(|l| l.2).max().unwrap();
+    let margin_ms = (killed_at + pttl_before as u128 * 1_000_000).saturating_sub(last) / 1_000_000;
+    println!("job stopped {margin_ms} ms before the lease could have run out");
+    assert!(margin_ms > 0);
+    kill9(&mut a);
+}
+
+#[tokio::test]
+async fn the_lock_is_redissons_and_a_redisson_unlock_wakes_the_worker_at_once() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    // A Java service holds the lock through Redisson.
+    let java = "d9b0a1f2-0000-4c3e-8a1b-7c9d2e4f6a80:88";
+    redisson_lock(&mut c, "{outbound}:lock", java, 60_000);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let mut a = worker(&server, "srv-a", "3s", &j, &[], JOURNAL_LOOP);
+    eventually("srv-a to beat idle", Duration::from_secs(5), || {
+        beat_field(&mut c, "srv-a", "state").filter(|s| s == "idle")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(journal(&j).is_empty(), "the worker must wait while Redisson holds the lock");
+
+    // Redisson's unlock: hold count to zero, DEL, publish 0 on the channel.
+    let t0 = Instant::now();
+    let _: () = redis::pipe()
+        .cmd("DEL")
+        .arg("{outbound}:lock")
+        .ignore()
+        .cmd("PUBLISH")
+        .arg("redisson_lock__channel:{outbound}:lock")
+        .arg(0)
+        .ignore()
+        .query(&mut c)
+        .unwrap();
+    eventually("srv-a to take the lock", Duration::from_secs(2), || holder_node(&mut c)).await;
+    let woke = t0.elapsed();
+    println!("worker took the lock {woke:?} after a Redisson unlock");
+    assert!(woke < Duration::from_millis(500), "{woke:?}");
+
+    // As a Redisson client sees it: one field <uuid>:<thread> with hold count 1, a lease.
+    let fields: Vec<(String, String)> = redis::cmd("HGETALL").arg("{outbound}:lock").query(&mut c).unwrap();
+    assert_eq!(fields.len(), 1);
+    let (field, count) = &fields[0];
+    let (uuid, thread) = field.rsplit_once(':').unwrap();
+    assert_eq!(uuid.len(), 36);
+    assert!(thread.parse::<u64>().is_ok());
+    assert_eq!(count, "1");
+    let pttl: i64 = redis::cmd("PTTL").arg("{outbound}:lock").query(&mut c).unwrap();
+    assert!(pttl > 0 && pttl <= 3_000, "{pttl}");
+    // Redisson's tryLock finds it held by someone else and gets the PTTL.
+    let exists: bool = redis::cmd("HEXISTS").arg("{outbound}:lock").arg(java).query(&mut c).unwrap();
+    assert!(!exists);
+
+    // And the worker's release wakes Redisson waiters with "0".
+    let mut sub = server.client().get_connection().unwrap();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.subscribe("redisson_lock__channel:{outbound}:lock").unwrap();
+    pubsub.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    sigterm(&a);
+    let msg = pubsub.get_message().unwrap();
+    assert_eq!(msg.get_payload::<String>().unwrap(), "0");
+    assert!(a.wait().unwrap().success());
+}
