@@ -58,13 +58,18 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
         workers.push(child);
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+    let pids: Vec<String> = workers.iter().map(|w| w.id().map_or("?".to_owned(), |p| p.to_string())).collect();
+    let me = exe.display();
     eprintln!(
-        "\nlockwatch demo: Redis at {url}, job {job:?} enabled for {user}, workers wh-east-1 and wh-west-1.\n\
-         In another terminal:\n  export LOCKWATCH_REDIS_URL={url}\n  lockwatch watch            # live status and events\n  \
-         lockwatch disable          # your flag off: the job stops\n  \
-         kill -9 <pid of the worker that runs it>   # see the failover\n\
+        "\nlockwatch demo: Redis at {url}, job {job:?} enabled for {user}.\n\
+         Workers: wh-east-1 (pid {east}) and wh-west-1 (pid {west}); one runs the sample outbound loop.\n\
+         In another terminal:\n  export LOCKWATCH_REDIS_URL={url}\n  {me} watch      # live status and events\n  \
+         {me} disable    # your flag off: the job stops\n  \
+         kill -9 {east}             # wh-east-1 dies: watch the failover\n\
          Ctrl-C here stops the workers and this Redis.\n",
-        job = keys.job
+        job = keys.job,
+        east = pids[0],
+        west = pids[1],
     );
     terminated().await;
     for w in &workers {
