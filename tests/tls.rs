@@ -1,0 +1,122 @@
+//! `rediss://` against a real TLS-only redis-server whose certificate is
+//! signed by a private CA made here with openssl, given with `--tls-ca`.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl").current_dir(dir).args(args).output().expect("openssl must be installed");
+    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A CA and a server certificate for 127.0.0.1 signed by it.
+fn make_certs(dir: &Path) {
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=lockwatch test CA",
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(dir.join("ext.cnf"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+        ],
+    );
+}
+
+#[test]
+fn status_over_tls_with_a_private_ca() {
+    let certs = tempfile::tempdir().unwrap();
+    make_certs(certs.path());
+    let p = |f: &str| certs.path().join(f).display().to_string();
+    let port = free_port();
+    let server = RedisServer::with_args(&[
+        "--port",
+        "0",
+        "--tls-port",
+        &port.to_string(),
+        "--tls-cert-file",
+        &p("server.crt"),
+        "--tls-key-file",
+        &p("server.key"),
+        "--tls-ca-cert-file",
+        &p("ca.crt"),
+        "--tls-auth-clients",
+        "no",
+    ]);
+    let url = format!("rediss://127.0.0.1:{port}");
+    let lockwatch = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+            .args(["--redis", &url])
+            .args(extra)
+            .args(["status", "--json"])
+            .output()
+            .unwrap()
+    };
+    // Wait until the TLS port answers through lockwatch itself.
+    let mut out = lockwatch(&["--tls-ca", &p("ca.crt")]);
+    for _ in 0..50 {
+        if out.status.code() == Some(0) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        out = lockwatch(&["--tls-ca", &p("ca.crt")]);
+    }
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["state"], "stopped", "{json}");
+
+    // Without the CA, the server's certificate is not trusted: unknown, with a TLS hint.
+    let out = lockwatch(&[]);
+    assert_eq!(out.status.code(), Some(3));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["state"], "unknown");
+    assert!(json["reason"].as_str().unwrap().contains("TLS"), "{json}");
+    drop(server);
+}
