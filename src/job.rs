@@ -1,15 +1,52 @@
-//! The worker's child process: started with the fence in its environment,
-//! in its own process group, killed with the worker (`PR_SET_PDEATHSIG` on
-//! Linux), its output forwarded line by line and timed for stall detection.
+//! What the worker runs while it holds the lock: a child process (started
+//! with the fence in its environment, in its own process group, killed with
+//! the worker by `PR_SET_PDEATHSIG` on Linux, its output forwarded and timed
+//! for stall detection), or a task of a Rust service that embeds the worker
+//! and reports signs of life with [`Liveness::beat`].
 
+use std::fmt;
+use std::future::Future;
 use std::io;
-use std::process::{ExitStatus, Stdio};
+use std::pin::Pin;
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+/// The work a worker runs while it holds the lock.
+#[derive(Clone)]
+pub enum Work {
+    /// A program and its arguments.
+    Command(Vec<String>),
+    /// A Rust task, for services that embed the worker: called with the
+    /// holding's context each time the job starts.
+    Task(Arc<dyn Fn(JobContext) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>),
+}
+
+impl fmt::Debug for Work {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Work::Command(cmd) => f.debug_tuple("Command").field(cmd).finish(),
+            Work::Task(_) => f.write_str("Task"),
+        }
+    }
+}
+
+/// What an embedded task gets: the fence to pass downstream, a liveness
+/// handle to call [`Liveness::beat`] on, and a signal to stop.
+#[derive(Debug, Clone)]
+pub struct JobContext {
+    pub fence: i64,
+    pub node: String,
+    pub liveness: Liveness,
+    /// Turns `true` when the task must stop (lock released or lost).
+    pub stop: watch::Receiver<bool>,
+}
 
 /// When the job last showed a sign of life. Output lines count; a job
 /// embedded in a Rust service calls [`Liveness::beat`] itself.
@@ -36,9 +73,15 @@ impl Liveness {
 
 /// A running job.
 pub struct Job {
-    child: Child,
-    pub pid: u32,
+    run: Run,
+    /// Process id of a child; `None` for an embedded task.
+    pub pid: Option<u32>,
     pub liveness: Liveness,
+}
+
+enum Run {
+    Process(Child),
+    Task { handle: JoinHandle<()>, stop: watch::Sender<bool>, done: bool },
 }
 
 /// The environment a job gets.
@@ -49,11 +92,29 @@ pub struct JobEnv<'a> {
 }
 
 impl Job {
-    /// Starts `command` (program and arguments).
+    /// Starts `work`.
     ///
     /// # Errors
     /// The spawn error, e.g. program not found.
-    pub fn start(command: &[String], env: &JobEnv<'_>) -> io::Result<Job> {
+    pub fn start(work: &Work, env: &JobEnv<'_>) -> io::Result<Job> {
+        match work {
+            Work::Command(command) => Job::start_process(command, env),
+            Work::Task(task) => {
+                let liveness = Liveness::default();
+                let (stop, stop_rx) = watch::channel(false);
+                let ctx = JobContext {
+                    fence: env.fence,
+                    node: env.node.to_owned(),
+                    liveness: liveness.clone(),
+                    stop: stop_rx,
+                };
+                let handle = tokio::spawn(task(ctx));
+                Ok(Job { run: Run::Task { handle, stop, done: false }, pid: None, liveness })
+            }
+        }
+    }
+
+    fn start_process(command: &[String], env: &JobEnv<'_>) -> io::Result<Job> {
         let (program, args) = command.split_first().ok_or_else(|| io::Error::other("no command given"))?;
         let mut cmd = Command::new(program);
         cmd.args(args)
@@ -66,7 +127,7 @@ impl Job {
             .kill_on_drop(true);
         die_with_parent(&mut cmd);
         let mut child = cmd.spawn()?;
-        let pid = child.id().unwrap_or(0);
+        let pid = child.id();
         let liveness = Liveness::default();
         if let Some(out) = child.stdout.take() {
             tokio::spawn(forward(out, liveness.clone(), false));
@@ -74,38 +135,63 @@ impl Job {
         if let Some(err) = child.stderr.take() {
             tokio::spawn(forward(err, liveness.clone(), true));
         }
-        Ok(Job { child, pid, liveness })
+        Ok(Job { run: Run::Process(child), pid, liveness })
     }
 
-    /// The exit status once the job has ended (`None` while it runs).
-    pub fn exited(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait().ok().flatten()
+    /// How the job ended, once it has (`None` while it runs).
+    pub fn exited(&mut self) -> Option<String> {
+        match &mut self.run {
+            Run::Process(child) => child.try_wait().ok().flatten().map(|s| s.to_string()),
+            Run::Task { handle, done, .. } => (*done || handle.is_finished()).then(|| "task ended".to_owned()),
+        }
     }
 
     /// Waits for the job to end.
-    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
-        self.child.wait().await
-    }
-
-    /// Stops the job: SIGTERM to its process group, SIGKILL after `grace`.
-    pub async fn stop(mut self, grace: Duration) -> Option<ExitStatus> {
-        if let Some(status) = self.exited() {
-            return Some(status);
-        }
-        signal_group(self.pid, Signal::Term);
-        match tokio::time::timeout(grace, self.child.wait()).await {
-            Ok(status) => status.ok(),
-            Err(_) => {
-                self.kill();
-                self.child.wait().await.ok()
+    pub async fn wait(&mut self) {
+        match &mut self.run {
+            Run::Process(child) => {
+                let _ = child.wait().await;
+            }
+            Run::Task { handle, done, .. } => {
+                if !*done {
+                    let _ = handle.await;
+                    *done = true;
+                }
             }
         }
     }
 
-    /// Kills the job and its process group at once.
+    /// Stops the job: SIGTERM to its process group (or the stop signal to a
+    /// task), SIGKILL (abort) after `grace`. Returns how it ended.
+    pub async fn stop(mut self, grace: Duration) -> Option<String> {
+        if let Some(how) = self.exited() {
+            return Some(how);
+        }
+        match &self.run {
+            Run::Process(_) => signal_group(self.pid, Signal::Term),
+            Run::Task { stop, .. } => {
+                let _ = stop.send(true);
+            }
+        }
+        if tokio::time::timeout(grace, self.wait()).await.is_err() {
+            self.kill();
+            self.wait().await;
+        }
+        self.exited()
+    }
+
+    /// Kills the job (and its process group) at once.
     pub fn kill(&mut self) {
-        signal_group(self.pid, Signal::Kill);
-        let _ = self.child.start_kill();
+        match &mut self.run {
+            Run::Process(child) => {
+                signal_group(self.pid, Signal::Kill);
+                let _ = child.start_kill();
+            }
+            Run::Task { handle, stop, .. } => {
+                let _ = stop.send(true);
+                handle.abort();
+            }
+        }
     }
 }
 
@@ -121,14 +207,57 @@ async fn forward(stream: impl AsyncRead + Unpin, liveness: Liveness, is_err: boo
     }
 }
 
+/// Kills a job from elsewhere (the lease watchdog) without owning it, so the
+/// job dies on time even while the supervision loop waits on Redis.
+#[derive(Debug, Clone, Default)]
+pub struct Killer(Arc<Mutex<Option<KillTarget>>>);
+
+#[derive(Debug)]
+enum KillTarget {
+    Group(u32),
+    Task(tokio::task::AbortHandle, watch::Sender<bool>),
+}
+
+impl Killer {
+    /// Points the killer at `job`.
+    pub fn arm(&self, job: &Job) {
+        let target = match &job.run {
+            Run::Process(_) => job.pid.map(KillTarget::Group),
+            Run::Task { handle, stop, .. } => Some(KillTarget::Task(handle.abort_handle(), stop.clone())),
+        };
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = target;
+    }
+
+    /// Forgets the job (it ended; its pid may be reused).
+    pub fn disarm(&self) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Kills the job it points at, if any; true when there was one.
+    pub fn kill(&self) -> bool {
+        match self.0.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(KillTarget::Group(pid)) => {
+                signal_group(Some(pid), Signal::Kill);
+                true
+            }
+            Some(KillTarget::Task(abort, stop)) => {
+                let _ = stop.send(true);
+                abort.abort();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 enum Signal {
     Term,
     Kill,
 }
 
 #[cfg(unix)]
-fn signal_group(pid: u32, signal: Signal) {
-    let Ok(pid) = libc::pid_t::try_from(pid) else { return };
+fn signal_group(pid: Option<u32>, signal: Signal) {
+    let Some(Ok(pid)) = pid.map(libc::pid_t::try_from) else { return };
     if pid <= 1 {
         return;
     }
@@ -144,7 +273,7 @@ fn signal_group(pid: u32, signal: Signal) {
 }
 
 #[cfg(not(unix))]
-fn signal_group(_pid: u32, _signal: Signal) {}
+fn signal_group(_pid: Option<u32>, _signal: Signal) {}
 
 /// Puts the child in its own process group and, on Linux, has the kernel
 /// kill it when the worker dies, even by `kill -9`.

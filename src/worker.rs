@@ -15,13 +15,17 @@ use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::connect::Target;
 use crate::error::{Error, describe};
-use crate::job::{Job, JobEnv};
+use crate::job::{Job, JobEnv, Killer, Work};
 use crate::keys::Keys;
 use crate::lock::{Acquire, Lock};
 use crate::probe::probe;
 use crate::watch::follow_pubsub;
 
 static BEAT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("worker.lua")));
+
+/// How long the supervision loop waits on one Redis call before it moves on
+/// (the lease's safety never waits on it: the watchdog kills the job itself).
+const REDIS_PATIENCE: Duration = Duration::from_secs(2);
 
 /// Events kept on the stream (approximately).
 const STREAM_CAP: u64 = 10_000;
@@ -41,8 +45,8 @@ pub struct Options {
     pub tick: Duration,
     /// Time the job gets to exit after SIGTERM before SIGKILL.
     pub stop_grace: Duration,
-    /// Program and arguments.
-    pub command: Vec<String>,
+    /// What to run while holding the lock.
+    pub work: Work,
 }
 
 /// The lock while held, with the job and the watchdog that renews it.
@@ -53,6 +57,10 @@ struct Holding {
     next_start: Instant,
     restarts: u32,
     renewals: watch::Receiver<Renewal>,
+    /// Set from the first failed renewal until the next good one, to record it once.
+    renew_failing: bool,
+    /// Lets the watchdog kill the job itself when the lease can no longer be vouched for.
+    killer: Killer,
     watchdog: tokio::task::JoinHandle<()>,
 }
 
@@ -65,8 +73,12 @@ impl Drop for Holding {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Renewal {
     Renewed(Instant),
+    /// A renewal found the lock is not ours any more.
     Lost,
+    /// A renewal failed; retrying.
     Failing,
+    /// No renewal succeeded within three quarters of the lease.
+    Expiring,
 }
 
 /// Runs the worker until `shutdown` completes; then stops the job, releases
@@ -148,7 +160,21 @@ impl Worker {
                     self.lose(h, "the lock is no longer ours (expired, deleted or taken over)").await;
                     return Ok(None);
                 }
-                Renewal::Failing => {}
+                Renewal::Expiring => {
+                    let h = holding.take();
+                    self.lose(h, "the lease could not be renewed in time (Redis unreachable)").await;
+                    return Ok(None);
+                }
+                Renewal::Failing => {
+                    if !h.renew_failing {
+                        h.renew_failing = true;
+                        let fence = h.fence.to_string();
+                        self.record("renew-failed", &[("fence", &fence)]).await;
+                    }
+                }
+            }
+            if matches!(renewal, Renewal::Renewed(_)) {
+                h.renew_failing = false;
             }
             if h.lock_ok_at.elapsed() >= self.opts.lease * 3 / 4 {
                 let h = holding.take();
@@ -173,12 +199,12 @@ impl Worker {
         let mut hint = None;
         match (holding.is_some(), enabled) {
             (false, true) => match self.try_acquire().await {
-                Ok(Acquire::Acquired { fence }) => {
+                Ok((Acquire::Acquired { fence }, since)) => {
                     tracing::info!(node = %self.opts.node, fence, "acquired the lock");
+                    *holding = Some(self.hold(fence, since));
                     self.record("acquired", &[("fence", &fence.to_string())]).await;
-                    *holding = Some(self.hold(fence));
                 }
-                Ok(Acquire::Held { ttl }) => hint = ttl.map(|t| t + Duration::from_millis(2)),
+                Ok((Acquire::Held { ttl }, _)) => hint = ttl.map(|t| t + Duration::from_millis(2)),
                 Err(err) => {
                     tracing::warn!(error = %err, "acquire failed");
                     self.conn = None;
@@ -203,7 +229,7 @@ impl Worker {
                     if stalled { "stalled" } else { "running" },
                     Some(self.lock.field().to_owned()),
                     Some(h.fence),
-                    h.job.as_ref().map(|j| j.pid),
+                    h.job.as_ref().and_then(|j| j.pid),
                 )
             }
             None => ("idle", None, None, None),
@@ -225,9 +251,10 @@ impl Worker {
         if let Some(job) = h.job.as_mut()
             && let Some(status) = job.exited()
         {
-            self.last_exit = status.to_string();
+            self.last_exit = status;
             self.record("job-exited", &[("status", &self.last_exit.clone()), ("fence", &h.fence.to_string())]).await;
             h.job = None;
+            h.killer.disarm();
             h.next_start = match self.opts.every {
                 Some(every) => h.next_start.max(Instant::now() - every) + every,
                 None => {
@@ -238,30 +265,34 @@ impl Worker {
         }
         if h.job.is_none() && Instant::now() >= h.next_start {
             let env = JobEnv { fence: h.fence, node: &self.opts.node, job: &self.keys.job };
-            let job = Job::start(&self.opts.command, &env).map_err(|e| {
-                Error::Invalid(format!(
-                    "cannot start the job command {:?}: {e}; check the command after --",
-                    self.opts.command.join(" ")
-                ))
+            let job = Job::start(&self.opts.work, &env).map_err(|e| {
+                Error::Invalid(format!("cannot start the job {:?}: {e}; check the command after --", self.opts.work))
             })?;
-            self.record("job-started", &[("pid", &job.pid.to_string()), ("fence", &h.fence.to_string())]).await;
+            let pid = job.pid.map(|p| p.to_string()).unwrap_or_default();
+            self.record("job-started", &[("pid", &pid), ("fence", &h.fence.to_string())]).await;
             if self.opts.every.is_some() {
                 h.next_start = Instant::now();
             }
+            h.killer.arm(&job);
             h.job = Some(job);
         }
         Ok(())
     }
 
-    fn hold(&self, fence: i64) -> Holding {
-        let (tx, rx) = watch::channel(Renewal::Renewed(Instant::now()));
-        let watchdog = tokio::spawn(watchdog(self.target.clone(), self.lock.clone(), tx));
+    /// Starts holding: `since` is when the acquiring call was sent, the
+    /// earliest the lease can have begun.
+    fn hold(&self, fence: i64, since: Instant) -> Holding {
+        let (tx, rx) = watch::channel(Renewal::Renewed(since));
+        let killer = Killer::default();
+        let watchdog = tokio::spawn(watchdog(self.target.clone(), self.lock.clone(), tx, killer.clone(), since));
         Holding {
-            lock_ok_at: Instant::now(),
+            lock_ok_at: since,
             fence,
             job: None,
             next_start: Instant::now(),
             restarts: 0,
+            renew_failing: false,
+            killer,
             renewals: rx,
             watchdog,
         }
@@ -282,9 +313,9 @@ impl Worker {
     async fn let_go(&mut self, mut h: Holding, why: &str) {
         if let Some(job) = h.job.take() {
             let field = self.lock.field().to_owned();
-            let _ = self.beat("stopping", Some((&field, h.fence)), Some(job.pid)).await;
+            let _ = self.beat("stopping", Some((&field, h.fence)), job.pid).await;
             if let Some(status) = job.stop(self.opts.stop_grace).await {
-                self.last_exit = status.to_string();
+                self.last_exit = status;
                 self.record("job-exited", &[("status", &self.last_exit.clone()), ("fence", &h.fence.to_string())])
                     .await;
             }
@@ -309,15 +340,22 @@ impl Worker {
         self.conn.as_mut().ok_or_else(|| Error::Invalid("no connection".to_owned()))
     }
 
-    async fn try_acquire(&mut self) -> Result<Acquire, Error> {
+    /// One acquisition attempt, and when it was sent: the earliest the
+    /// lease can have begun.
+    async fn try_acquire(&mut self) -> Result<(Acquire, Instant), Error> {
         let lock = self.lock.clone();
-        lock.acquire(self.conn().await?).await
+        let conn = self.conn().await?;
+        let sent = Instant::now();
+        Ok((lock.acquire(conn).await?, sent))
     }
 
     async fn read_enabled(&mut self) -> Result<bool, Error> {
         let keys = self.keys.clone();
         let host = self.target.host().to_owned();
-        let snap = probe(self.conn().await?, &keys, &host).await?;
+        let conn = self.conn().await?;
+        let snap = tokio::time::timeout(REDIS_PATIENCE, probe(conn, &keys, &host))
+            .await
+            .map_err(|_| Error::Invalid(format!("Redis on {host} did not answer within {REDIS_PATIENCE:?}")))??;
         Ok(snap.flags.iter().any(|f| f.on == Some(true)))
     }
 
@@ -361,40 +399,60 @@ impl Worker {
         for (k, v) in fields {
             cmd.arg(*k).arg(*v);
         }
-        if let Err(err) = cmd.query_async::<redis::Value>(conn).await {
-            tracing::warn!(event = kind, error = %err, "cannot record the event");
+        match tokio::time::timeout(REDIS_PATIENCE, cmd.query_async::<redis::Value>(conn)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => tracing::warn!(event = kind, error = %err, "cannot record the event"),
+            Err(_) => tracing::warn!(event = kind, "cannot record the event: Redis did not answer in time"),
         }
     }
 }
 
-/// Renews the lease every third of it; reports each outcome.
-async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>) {
-    let period = lock.lease() / 3;
+/// Renews the lease every third of it and reports each outcome. When the
+/// lock is no longer ours, or three quarters of the lease pass without a
+/// successful renewal, it kills the job itself, whatever the supervision
+/// loop is waiting on, so the job never outlives the lease.
+async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, killer: Killer, since: Instant) {
+    let lease = lock.lease();
+    let mut last_ok = since;
     let mut conn: Option<ConnectionManager> = None;
     loop {
-        sleep(period).await;
+        sleep_until(last_ok + lease / 3).await;
         loop {
-            let result = match conn.as_mut() {
-                Some(c) => lock.renew(c).await,
-                None => match target.manager().await {
-                    Ok(c) => lock.renew(conn.insert(c)).await,
-                    Err(err) => Err(err),
-                },
+            let deadline = last_ok + lease * 3 / 4;
+            let sent = Instant::now();
+            let attempt = async {
+                let c = match conn.take() {
+                    Some(c) => c,
+                    None => target.manager().await?,
+                };
+                let c = conn.insert(c);
+                lock.renew(c).await
             };
-            match result {
-                Ok(true) => {
-                    let _ = report.send(Renewal::Renewed(Instant::now()));
+            match tokio::time::timeout_at(deadline, attempt).await {
+                Ok(Ok(true)) => {
+                    last_ok = sent;
+                    let _ = report.send(Renewal::Renewed(sent));
                     break;
                 }
-                Ok(false) => {
+                Ok(Ok(false)) => {
+                    killer.kill();
                     let _ = report.send(Renewal::Lost);
                     return;
                 }
-                Err(err) => {
+                Ok(Err(err)) => {
                     tracing::warn!(error = %err, "lease renewal failed; retrying");
                     conn = None;
                     let _ = report.send(Renewal::Failing);
-                    sleep(Duration::from_millis(250)).await;
+                    if tokio::time::timeout_at(deadline, sleep(Duration::from_millis(250))).await.is_err() {
+                        killer.kill();
+                        let _ = report.send(Renewal::Expiring);
+                        return;
+                    }
+                }
+                Err(_) => {
+                    killer.kill();
+                    let _ = report.send(Renewal::Expiring);
+                    return;
                 }
             }
         }

@@ -20,15 +20,41 @@ use lockwatch::{Keys, State};
 const JOURNAL_LOOP: &str =
     r#"while :; do echo "$LOCKWATCH_FENCE $LOCKWATCH_NODE $(date +%s%N)" >> "$JOURNAL"; sleep 0.05; done"#;
 
-fn worker(server: &RedisServer, node: &str, lease: &str, journal: &Path, extra: &[&str], script: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_lockwatch"))
-        .args(["--redis", &server.url(), "worker", "--node", node, "--lease", lease, "--stop-grace", "1s"])
-        .args(extra)
-        .args(["--", "sh", "-c", script])
-        .env("JOURNAL", journal)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
+/// A worker process, killed when the test ends however it ends.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Proc {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Proc {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+fn worker(server: &RedisServer, node: &str, lease: &str, journal: &Path, extra: &[&str], script: &str) -> Proc {
+    Proc(
+        Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+            .args(["--redis", &server.url(), "worker", "--node", node, "--lease", lease, "--stop-grace", "1s"])
+            .args(extra)
+            .args(["--", "sh", "-c", script])
+            .env("JOURNAL", journal)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 fn now_ns() -> u128 {
@@ -303,4 +329,56 @@ async fn the_lock_is_redissons_and_a_redisson_unlock_wakes_the_worker_at_once() 
     let msg = pubsub.get_message().unwrap();
     assert_eq!(msg.get_payload::<String>().unwrap(), "0");
     assert!(a.wait().unwrap().success());
+}
+
+#[tokio::test]
+async fn an_embedded_task_gets_the_fence_and_its_silence_shows_as_stalled() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    use lockwatch::job::Work;
+    use lockwatch::worker::{self, Options};
+
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let seen_fence = Arc::new(AtomicI64::new(0));
+    let seen = seen_fence.clone();
+    let work = Work::Task(Arc::new(move |mut ctx| {
+        let seen = seen.clone();
+        Box::pin(async move {
+            seen.store(ctx.fence, Ordering::SeqCst);
+            // Alive for a second, then silent until told to stop.
+            for _ in 0..10 {
+                ctx.liveness.beat();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            let _ = ctx.stop.wait_for(|stop| *stop).await;
+        })
+    }));
+    let opts = Options {
+        node: "svc-1".into(),
+        lease: Duration::from_secs(3),
+        every: None,
+        stall_after: Some(Duration::from_millis(600)),
+        tick: Duration::from_millis(200),
+        stop_grace: Duration::from_secs(1),
+        work,
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let target = Target::new(&server.url(), None).unwrap();
+    let run = tokio::spawn(worker::run(target, Keys::new("outbound"), opts, async move {
+        let _ = stop_rx.await;
+    }));
+    eventually("running", Duration::from_secs(5), || beat_field(&mut c, "svc-1", "state").filter(|s| s == "running"))
+        .await;
+    let fence: i64 = redis::cmd("GET").arg("{outbound}:fence").query(&mut c).unwrap();
+    assert_eq!(seen_fence.load(Ordering::SeqCst), fence);
+    eventually("stalled", Duration::from_secs(5), || beat_field(&mut c, "svc-1", "state").filter(|s| s == "stalled"))
+        .await;
+    stop_tx.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), run).await.unwrap().unwrap().unwrap();
+    let exists: bool = redis::cmd("EXISTS").arg("{outbound}:lock").query(&mut c).unwrap();
+    assert!(!exists, "released on shutdown");
+    assert_eq!(beat_field(&mut c, "svc-1", "state").as_deref(), Some("idle"));
 }

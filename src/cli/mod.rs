@@ -75,7 +75,7 @@ async fn run(cli: Cli) -> Result<u8> {
                 stall_after: *stall_after,
                 tick: std::time::Duration::from_secs(1).min(*lease / 3),
                 stop_grace: *stop_grace,
-                command: command.clone(),
+                work: crate::job::Work::Command(command.clone()),
             };
             crate::worker::run(g.target()?, g.keys(), opts, terminated()).await?;
             Ok(0)
