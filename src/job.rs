@@ -25,8 +25,11 @@ pub enum Work {
     Command(Vec<String>),
     /// A Rust task, for services that embed the worker: called with the
     /// holding's context each time the job starts.
-    Task(Arc<dyn Fn(JobContext) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>),
+    Task(TaskFn),
 }
+
+/// An embedded job: makes the future to run for one holding of the lock.
+pub type TaskFn = Arc<dyn Fn(JobContext) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
 impl fmt::Debug for Work {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
