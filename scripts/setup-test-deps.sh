@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential pkg-config libssl-dev
-  libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev
+  libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev libdbus-1-dev
   redis-server redis-tools redis-sentinel openssl
 )
 missing=()

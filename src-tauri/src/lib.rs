@@ -1,35 +1,74 @@
-//! The lockwatch tray app: builds the Tauri app with its tray icon. The live
-//! tray, notifications and settings grow here; the logic lives in the
-//! `lockwatch` library.
+//! The lockwatch tray app: the job's state at a glance in the tray, the
+//! user's own enable flag in its menu, a notification when the job dies or
+//! moves, and a dashboard window on demand. The logic lives in the
+//! `lockwatch` library; this crate adds the desktop.
+//!
+//! # Layout
+//! - [`model`]: the tray as pure data (icon, menu lines, notification policy).
+//! - [`tray`]: draws the model into the tray icon and menu.
+//! - [`state`]: app state and the supervisor that runs a watcher per job.
+//! - [`settings`]: store, environment overrides, keyring.
+//! - [`store`]: loading and saving the settings file.
+//! - [`notify`]: desktop notifications.
+//! - [`window`]: the dashboard window.
+//! - [`commands`]: the dashboard's thin Tauri commands.
 
-use tauri::menu::{Menu, MenuItem};
+pub mod commands;
+pub mod model;
+pub mod notify;
+pub mod settings;
+pub mod state;
+pub mod store;
+pub mod tray;
+pub mod window;
+
+use tauri::image::Image;
+use tauri::menu::{Menu, MenuEvent};
 use tauri::tray::TrayIconBuilder;
-use tauri::{Manager, RunEvent};
+use tauri::{AppHandle, Manager, RunEvent};
 
-/// The icon shown before anything is known.
-const UNKNOWN_ICON: &[u8] = include_bytes!("../../icons/state-unknown.png");
+use crate::settings::Overrides;
+use crate::state::AppState;
 
 /// Builds and runs the app until Quit.
 pub fn run() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LOCKWATCH_LOG").unwrap_or_else(|_| "info".into()))
-        .init();
     let app = tauri::Builder::default()
+        .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| window::open(app, "live")))
         .plugin(tauri_plugin_store::Builder::default().build())
+        .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, None))
+        .invoke_handler(tauri::generate_handler![
+            commands::get_state,
+            commands::set_enabled,
+            commands::save_settings,
+            commands::test_connection,
+            commands::history
+        ])
         .setup(|app| {
-            let status = MenuItem::with_id(app, "status", "lockwatch: starting…", false, None::<&str>)?;
-            let quit = MenuItem::with_id(app, "quit", "Quit", true, None::<&str>)?;
-            let menu = Menu::with_items(app, &[&status, &quit])?;
-            TrayIconBuilder::with_id("lockwatch")
-                .icon(tauri::image::Image::from_bytes(UNKNOWN_ICON)?)
-                .menu(&menu)
-                .on_menu_event(|app, event| {
-                    if event.id() == "quit" {
-                        app.exit(0);
-                    }
-                })
+            init_logging(app.handle());
+            let (settings, problem) = store::load(app.handle());
+            app.manage(AppState::new(settings, Overrides::from_env()));
+            TrayIconBuilder::with_id(tray::TRAY_ID)
+                .icon(Image::from_bytes(tray::icon(lockwatch::State::Unknown))?)
+                .menu(&Menu::new(app)?)
+                .tooltip("lockwatch")
+                .on_menu_event(on_menu)
                 .build(app)?;
-            let _ = app.handle().get_webview_window("dashboard");
+            state::restart(app.handle());
+            if let Some(problem) = problem {
+                notify::show(&model::Note {
+                    summary: "lockwatch settings reset".into(),
+                    body: problem,
+                    critical: false,
+                });
+            }
+            if std::env::var_os("LOCKWATCH_OPEN_DASHBOARD").is_some() {
+                window::open(app.handle(), "live");
+            } else if !tray_host_present() {
+                tracing::warn!(
+                    "no tray host (org.kde.StatusNotifierWatcher) on the session bus: opening the dashboard instead"
+                );
+                window::open(app.handle(), "live?notray");
+            }
             Ok(())
         })
         .build(tauri::generate_context!());
@@ -41,16 +80,97 @@ pub fn run() {
         }
     };
     app.run(|_, event| {
+        // No window is no reason to quit: the tray lives on. Quit's exit(0) has a code.
         if let RunEvent::ExitRequested { code: None, api, .. } = event {
             api.prevent_exit();
         }
     });
 }
 
-/// Shows a desktop notification; a desktop without a notification daemon
-/// gets a log line instead.
-pub fn notify(summary: &str, body: &str) {
-    if let Err(err) = notify_rust::Notification::new().appname("lockwatch").summary(summary).body(body).show() {
-        tracing::warn!(error = %err, "no notification daemon; notification not shown");
+fn on_menu(app: &AppHandle, event: MenuEvent) {
+    let id = event.id().as_ref();
+    match id {
+        "open" => window::open(app, "live"),
+        "settings" => window::open(app, "settings"),
+        "quit" => app.exit(0),
+        "autostart" => toggle_autostart(app),
+        _ if id.starts_with("mute:") => mute(app, &id["mute:".len()..]),
+        _ if id.starts_with("flip:") => {
+            let job = &id["flip:".len()..];
+            // On Linux the check item toggles itself before this runs: its state is the wish.
+            if let Some(wanted) = state::checkbox(app, job) {
+                state::flip(app, job, wanted);
+            }
+        }
+        _ => {}
     }
+}
+
+fn mute(app: &AppHandle, what: &str) {
+    use chrono::{Duration as Days, Local, TimeZone};
+    let now = state::desktop_now_ms();
+    let until = match what {
+        "1h" => Some(now + 3_600_000),
+        "4h" => Some(now + 4 * 3_600_000),
+        "tomorrow" => {
+            let midnight = (Local::now().date_naive() + Days::days(1)).and_hms_opt(0, 0, 0);
+            midnight.and_then(|m| Local.from_local_datetime(&m).earliest()).map(|t| t.timestamp_millis() as u64)
+        }
+        _ => None,
+    };
+    let settings = {
+        let state = app.state::<AppState>();
+        let mut inner = state.lock();
+        inner.settings.mute_until_ms = until;
+        inner.settings.clone()
+    };
+    store::save(app, &settings);
+    state::redraw(app);
+}
+
+fn toggle_autostart(app: &AppHandle) {
+    use tauri_plugin_autostart::ManagerExt;
+    let settings = {
+        let state = app.state::<AppState>();
+        let mut inner = state.lock();
+        inner.settings.autostart = !inner.settings.autostart;
+        inner.settings.clone()
+    };
+    let launcher = app.autolaunch();
+    let result = if settings.autostart { launcher.enable() } else { launcher.disable() };
+    if let Err(err) = result {
+        tracing::warn!(error = %err, "cannot change start at login");
+    }
+    store::save(app, &settings);
+    state::redraw(app);
+}
+
+/// True when a StatusNotifierItem host is on the session bus to show the tray.
+fn tray_host_present() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::time::Duration;
+        let Ok(conn) = dbus::blocking::Connection::new_session() else { return false };
+        let proxy = conn.with_proxy("org.freedesktop.DBus", "/org/freedesktop/DBus", Duration::from_secs(2));
+        let owned: Result<(bool,), _> =
+            proxy.method_call("org.freedesktop.DBus", "NameHasOwner", ("org.kde.StatusNotifierWatcher",));
+        owned.map(|(o,)| o).unwrap_or(false)
+    }
+    #[cfg(not(target_os = "linux"))]
+    true
+}
+
+/// Logs to the platform's log dir (`lockwatch.log`) and to stderr.
+fn init_logging(app: &AppHandle) {
+    use tracing_subscriber::fmt::writer::MakeWriterExt;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LOCKWATCH_LOG").unwrap_or_else(|_| "info".into());
+    let file = app.path().app_log_dir().ok().and_then(|dir| {
+        std::fs::create_dir_all(&dir).ok()?;
+        std::fs::OpenOptions::new().create(true).append(true).open(dir.join("lockwatch.log")).ok()
+    });
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false);
+    let _ = match file {
+        Some(file) => builder.with_writer(std::sync::Mutex::new(file).and(std::io::stderr)).try_init(),
+        None => builder.with_writer(std::io::stderr).try_init(),
+    };
 }

@@ -12,7 +12,7 @@ mod props;
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::snapshot::{Flag, LockKind};
 
@@ -187,7 +187,7 @@ pub struct Status {
 }
 
 /// An event's name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     Started,

@@ -1,0 +1,135 @@
+//! The tray icon and its menu, drawn from a [`TrayView`]. Texts and
+//! checkboxes are updated in place; the menu is rebuilt only when its shape
+//! changes (jobs added or removed, an error line appearing), because a
+//! rebuild renumbers every item for the desktop's tray host.
+
+use lockwatch::State;
+use tauri::image::Image;
+use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
+use tauri::tray::TrayIcon;
+use tauri::{AppHandle, Wry};
+
+use crate::model::TrayView;
+
+pub const TRAY_ID: &str = "lockwatch";
+
+/// The icon of a state (PNGs rendered from `icons/*.svg`).
+pub fn icon(state: State) -> &'static [u8] {
+    match state {
+        State::Running => include_bytes!("../../icons/state-running.png"),
+        State::Stale => include_bytes!("../../icons/state-stale.png"),
+        State::Down => include_bytes!("../../icons/state-down.png"),
+        State::Stopped => include_bytes!("../../icons/state-stopped.png"),
+        State::Conflict => include_bytes!("../../icons/state-conflict.png"),
+        State::Unknown => include_bytes!("../../icons/state-unknown.png"),
+    }
+}
+
+/// The menu as built, to update it in place.
+pub struct TrayMenu {
+    shape: Vec<(String, bool)>,
+    jobs: Vec<JobItems>,
+    mute: Submenu<Wry>,
+    autostart: CheckMenuItem<Wry>,
+    icon: State,
+}
+
+impl TrayMenu {
+    /// The state of a job's "Enabled for me" checkbox.
+    pub fn checked(&self, job: &str) -> Option<bool> {
+        let i = self.shape.iter().position(|(j, _)| j == job)?;
+        self.jobs.get(i)?.flip.is_checked().ok()
+    }
+}
+
+struct JobItems {
+    status: MenuItem<Wry>,
+    flip: CheckMenuItem<Wry>,
+    others: MenuItem<Wry>,
+    error: Option<MenuItem<Wry>>,
+}
+
+/// Brings the tray up to date with `view`.
+///
+/// # Errors
+/// Tauri's, when the menu cannot be built or changed.
+pub fn render(
+    app: &AppHandle,
+    tray: &TrayIcon,
+    current: &mut Option<TrayMenu>,
+    view: &TrayView,
+    autostart: bool,
+) -> tauri::Result<()> {
+    let shape: Vec<(String, bool)> = view.jobs.iter().map(|j| (j.job.clone(), j.error_line.is_some())).collect();
+    let rebuild = current.as_ref().is_none_or(|m| m.shape != shape);
+    if rebuild {
+        let menu = Menu::new(app)?;
+        let mut jobs = Vec::new();
+        for j in &view.jobs {
+            let status = MenuItem::with_id(app, format!("status:{}", j.job), &j.status_line, false, None::<&str>)?;
+            let flip = CheckMenuItem::with_id(
+                app,
+                format!("flip:{}", j.job),
+                "Enabled for me",
+                j.can_flip,
+                j.enabled_for_me,
+                None::<&str>,
+            )?;
+            let others = MenuItem::with_id(app, format!("others:{}", j.job), &j.others_line, false, None::<&str>)?;
+            menu.append(&status)?;
+            menu.append(&flip)?;
+            menu.append(&others)?;
+            let error = match &j.error_line {
+                Some(text) => {
+                    let item =
+                        MenuItem::with_id(app, format!("error:{}", j.job), format!("⚠ {text}"), false, None::<&str>)?;
+                    menu.append(&item)?;
+                    Some(item)
+                }
+                None => None,
+            };
+            menu.append(&PredefinedMenuItem::separator(app)?)?;
+            jobs.push(JobItems { status, flip, others, error });
+        }
+        let mute = Submenu::with_id_and_items(
+            app,
+            "mute",
+            &view.mute_label,
+            true,
+            &[
+                &MenuItem::with_id(app, "mute:1h", "For 1 hour", true, None::<&str>)?,
+                &MenuItem::with_id(app, "mute:4h", "For 4 hours", true, None::<&str>)?,
+                &MenuItem::with_id(app, "mute:tomorrow", "Until tomorrow", true, None::<&str>)?,
+                &MenuItem::with_id(app, "mute:off", "Unmute", true, None::<&str>)?,
+            ],
+        )?;
+        let autostart_item = CheckMenuItem::with_id(app, "autostart", "Start at login", true, autostart, None::<&str>)?;
+        menu.append(&MenuItem::with_id(app, "open", "Open dashboard", true, None::<&str>)?)?;
+        menu.append(&mute)?;
+        menu.append(&MenuItem::with_id(app, "settings", "Settings…", true, None::<&str>)?)?;
+        menu.append(&autostart_item)?;
+        menu.append(&PredefinedMenuItem::separator(app)?)?;
+        menu.append(&MenuItem::with_id(app, "quit", "Quit lockwatch", true, None::<&str>)?)?;
+        tray.set_menu(Some(menu))?;
+        tray.set_icon(Some(Image::from_bytes(icon(view.icon))?))?;
+        *current = Some(TrayMenu { shape, jobs, mute, autostart: autostart_item, icon: view.icon });
+        return Ok(());
+    }
+    let Some(m) = current.as_mut() else { return Ok(()) };
+    for (items, j) in m.jobs.iter().zip(&view.jobs) {
+        items.status.set_text(&j.status_line)?;
+        items.flip.set_checked(j.enabled_for_me)?;
+        items.flip.set_enabled(j.can_flip)?;
+        items.others.set_text(&j.others_line)?;
+        if let (Some(item), Some(text)) = (&items.error, &j.error_line) {
+            item.set_text(format!("⚠ {text}"))?;
+        }
+    }
+    m.mute.set_text(&view.mute_label)?;
+    m.autostart.set_checked(autostart)?;
+    if m.icon != view.icon {
+        tray.set_icon(Some(Image::from_bytes(icon(view.icon))?))?;
+        m.icon = view.icon;
+    }
+    Ok(())
+}
