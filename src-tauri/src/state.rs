@@ -72,6 +72,9 @@ pub fn local_time(ms: u64) -> String {
 /// (Re)starts the watchers from the current settings; called at start and
 /// after every settings change, so changes apply without a restart.
 pub fn restart(app: &AppHandle) {
+    // Called from setup on the main thread too: the watchers need the runtime.
+    let runtime = tauri::async_runtime::handle();
+    let _entered = runtime.inner().enter();
     let state = app.state::<AppState>();
     let mut inner = state.lock();
     inner.generation += 1;
