@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The main command: builds lockwatch, starts `lockwatch demo` (a private
-# redis-server, two workers wh-east-1 and wh-west-1 running a sample outbound
-# loop, the job enabled for you) and watches it live. Ctrl-C stops everything.
+# The main command: builds lockwatch and its tray app, starts `lockwatch demo`
+# (a private redis-server, two workers wh-east-1 and wh-west-1 running a
+# sample outbound loop, the job enabled for you) and opens the tray app on it.
+# Without a desktop (no DISPLAY) it shows `lockwatch watch` instead.
+# Ctrl-C stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-test-deps.sh
-cargo build --quiet --bin lockwatch
+cargo build --quiet --bin lockwatch --bin lockwatch-tray
 bin="$PWD/target/debug/lockwatch"
 
 log=$(mktemp)
@@ -18,4 +20,10 @@ until url=$(grep -o 'redis://127.0.0.1:[0-9]*' "$log" | head -n1) && [ -n "$url"
 done
 cat "$log"
 export LOCKWATCH_REDIS_URL="$url"
-"$bin" watch
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+  echo "Starting the tray app (its menu is in your panel's tray; it logs here)."
+  "$PWD/target/debug/lockwatch-tray"
+else
+  echo "No desktop here (DISPLAY is not set): showing lockwatch watch instead of the tray app."
+  "$bin" watch
+fi

@@ -6,14 +6,17 @@ packages=(
   build-essential pkg-config libssl-dev
   libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev libdbus-1-dev
   redis-server redis-tools redis-sentinel openssl
+  xvfb dbus-x11 dbus python3-dbusmock python3-gi
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# The dashboard's page logic is tested with node's own test runner.
+command -v node >/dev/null || missing+=(nodejs)
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
 if ((${#missing[@]})); then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "installing: ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

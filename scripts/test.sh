@@ -5,3 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-test-deps.sh
 cargo test --workspace --locked "$@"
+node --test ui/tests/

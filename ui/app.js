@@ -1,0 +1,57 @@
+// The dashboard's entry: loads the app state once, then lives on the
+// `status` and `event` events the app pushes; switches views by the URL hash.
+
+import { renderLive } from "./live.js";
+import { renderHistory } from "./history.js";
+import { renderSettings } from "./settings.js";
+
+const tauri = window.__TAURI__;
+const views = ["live", "history", "settings"];
+export const app = { state: null, statuses: new Map(), invoke: tauri.core.invoke };
+
+function currentView() {
+  const [name, flag] = location.hash.slice(1).split("?");
+  return { name: views.includes(name) ? name : "live", flag };
+}
+
+function show() {
+  const { name, flag } = currentView();
+  for (const v of views) {
+    document.getElementById(`view-${v}`).hidden = v !== name;
+    const link = document.getElementById(`nav-${v}`);
+    if (v === name) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  const hint = document.getElementById("hint");
+  if (flag === "notray") {
+    hint.textContent = "No tray on this desktop (no StatusNotifierWatcher): lockwatch shows this window instead. On GNOME, install the AppIndicator extension to get the tray icon.";
+    hint.hidden = false;
+  }
+  render(name);
+}
+
+function render(name = currentView().name) {
+  if (!app.state) return;
+  if (name === "live") renderLive(document.getElementById("view-live"), app);
+  if (name === "history") renderHistory(document.getElementById("view-history"), app);
+  if (name === "settings") renderSettings(document.getElementById("view-settings"), app, reload);
+}
+
+async function reload() {
+  app.state = await app.invoke("get_state");
+  app.statuses = new Map(app.state.jobs.map((j) => [j.job, j]));
+  document.getElementById("connection").textContent = app.state.redis ? `${app.state.redis} · as ${app.state.user}` : app.state.settings_error ?? "";
+  render();
+}
+
+window.addEventListener("hashchange", show);
+tauri.event.listen("status", (e) => {
+  const entry = app.statuses.get(e.payload.job) ?? { job: e.payload.job };
+  entry.status = e.payload;
+  app.statuses.set(e.payload.job, entry);
+  if (currentView().name === "live") render("live");
+});
+tauri.event.listen("event", () => {
+  if (currentView().name === "history") render("history");
+});
+reload().then(show);
