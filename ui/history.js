@@ -55,7 +55,7 @@ function card({ job, now, entries, error }) {
   }
   const legend = document.createElement("div");
   legend.className = "legend";
-  legend.innerHTML = `<span class="muted">${clock(now - DAY)} → ${clock(now)}</span>`;
+  legend.innerHTML = `<span class="muted">24 h until ${clock(now)}</span>`;
   for (const n of [...nodes, null]) {
     const item = document.createElement("span");
     const sw = document.createElement("i");

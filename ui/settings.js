@@ -2,8 +2,7 @@
 // password goes to the OS keyring; "Test connection" says in one sentence
 // what worked or failed.
 
-import { duration } from "./format.js";
-import { parseDuration, validate } from "./validate.js";
+import { compact, parseDuration, validate } from "./validate.js";
 
 const EVENTS = ["died", "failover", "conflict", "stalled", "recovered", "started", "stopped", "unreachable", "reachable"];
 
@@ -33,10 +32,10 @@ export function renderSettings(root, app, reload) {
   set("tls_ca", s.tls_ca);
   set("user", s.user);
   set("jobs", s.jobs.map((j) => j.name).join(", "));
-  set("poll", duration(s.poll_ms));
-  set("heartbeat_grace", duration(s.heartbeat_grace_ms));
-  set("failover_window", duration(s.failover_window_ms));
-  set("start_grace", duration(s.start_grace_ms));
+  set("poll", compact(s.poll_ms));
+  set("heartbeat_grace", compact(s.heartbeat_grace_ms));
+  set("failover_window", compact(s.failover_window_ms));
+  set("start_grace", compact(s.start_grace_ms));
   for (const box of form.querySelectorAll('input[name="notify"]')) box.checked = s.notify.includes(box.value);
   for (const [field, env] of [["redis_url", "LOCKWATCH_REDIS_URL"], ["user", "LOCKWATCH_USER"], ["jobs", "LOCKWATCH_JOB"]]) {
     if (over[field === "jobs" ? "job" : field]) note(form, field, `Overridden by ${env} while it is set.`);
@@ -92,7 +91,7 @@ function note(form, field, msg, invalid = false) {
   const input = form.elements[field];
   if (!input) return;
   const p = document.createElement("p");
-  p.className = "field-error";
+  p.className = invalid ? "field-error" : "field-error muted";
   p.id = `${field}-error`;
   p.textContent = msg;
   input.after(p);

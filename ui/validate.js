@@ -12,6 +12,14 @@ export function parseDuration(text) {
   return Math.round(Number(m[1]) * factor);
 }
 
+/** A duration as the form writes it: "500ms", "10s", "5m", "1h". */
+export function compact(ms) {
+  if (ms % 3_600_000 === 0 && ms > 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0 && ms > 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}
+
 /** {field: sentence} for each bad field of the form's values; empty when all are good. */
 export function validate(form) {
   const errors = {};

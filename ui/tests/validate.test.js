@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseDuration, validate } from "../validate.js";
+import { compact, parseDuration, validate } from "../validate.js";
 
 const good = { redis_url: "redis://alice@db:6379", user: "alice", jobs: "outbound", poll: "1s", heartbeat_grace: "10s", failover_window: "5s", start_grace: "10s" };
 
@@ -22,4 +22,10 @@ test("durations parse like the CLI's", () => {
   assert.equal(parseDuration("1.5m"), 90_000);
   assert.equal(parseDuration("2"), 2000);
   assert.equal(parseDuration("soon"), null);
+});
+
+test("compact durations parse back to the same value", () => {
+  for (const ms of [250, 1000, 10_000, 90_000, 300_000, 3_600_000]) {
+    assert.equal(parseDuration(compact(ms)), ms, compact(ms));
+  }
 });
