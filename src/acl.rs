@@ -49,9 +49,10 @@ pub fn rules(keys: &Keys, user: &str) -> Vec<String> {
     }
     setuser.push(format!("%RW~{}", glob_escape(&keys.enabled(user))));
     setuser.push(format!("&{}", glob_escape(&keys.unlock_channel())));
-    setuser.push(format!("&{}", glob_escape(&keyspace_pattern(&keys.prefix, true))));
+    // Patterns are granted as the exact pattern the watcher subscribes to.
+    setuser.push(format!("&{}", keyspace_pattern(&keys.prefix, true)));
     if !keys.lock.starts_with(&keys.prefix) {
-        setuser.push(format!("&{}", glob_escape(&keyspace_pattern(&keys.lock, false))));
+        setuser.push(format!("&{}", keyspace_pattern(&keys.lock, false)));
     }
     vec![setuser.join(" "), format!("SADD {} {user}", keys.users())]
 }
@@ -94,5 +95,6 @@ mod tests {
         let lines = rules(&Keys::new("outbound").with_lock_key("outbound*Lock"), "bob");
         assert!(lines[0].contains(" %R~outbound\\*Lock "), "{}", lines[0]);
         assert!(lines[0].contains("&redisson_lock__channel:{outbound\\*Lock}"), "{}", lines[0]);
+        assert!(lines[0].contains(" &__keyspace@*__:outbound\\*Lock"), "{}", lines[0]);
     }
 }

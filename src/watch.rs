@@ -238,17 +238,21 @@ pub(crate) async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>,
             },
             _ = stop.changed() => return,
         };
-        let mut subscribed = pubsub
-            .subscribe(keys.unlock_channel())
-            .await
-            .and(pubsub.psubscribe(keyspace_pattern(&keys.prefix, true)).await);
-        if !keys.lock.starts_with(&keys.prefix) {
-            subscribed = subscribed.and(pubsub.psubscribe(keyspace_pattern(&keys.lock, false)).await);
-        }
-        if let Err(err) = subscribed {
-            tracing::debug!(error = %err, "subscribing failed");
+        if let Err(err) = pubsub.subscribe(keys.unlock_channel()).await {
+            tracing::debug!(error = %err, "subscribing to the unlock channel failed");
             backoff.wait(&mut stop).await;
             continue;
+        }
+        // Keyspace notifications are a bonus: a server without them, or an ACL
+        // without the pattern, still leaves the unlock channel and the stream.
+        let mut patterns = vec![keyspace_pattern(&keys.prefix, true)];
+        if !keys.lock.starts_with(&keys.prefix) {
+            patterns.push(keyspace_pattern(&keys.lock, false));
+        }
+        for pattern in patterns {
+            if let Err(err) = pubsub.psubscribe(&pattern).await {
+                tracing::debug!(pattern = %pattern, error = %err, "keyspace notifications unavailable");
+            }
         }
         backoff.reset();
         let mut messages = pubsub.on_message();

@@ -92,3 +92,46 @@ async fn a_wrong_password_is_an_auth_failure() {
     assert_eq!(err.redis_failure(), Some(RedisFailure::Auth), "{err}");
     assert!(!err.to_string().contains("nope"));
 }
+
+#[tokio::test]
+async fn a_supervisor_user_is_woken_by_the_stream_and_the_unlock_channel() {
+    use lockwatch::watch::{Options, Watcher};
+    use lockwatch::{EventKind, State};
+    use std::time::Duration;
+
+    let server = RedisServer::start();
+    provision(&server, "alice", "alice-pw");
+    let mut admin = server.conn();
+    flag(&mut admin, "outbound", "alice", false);
+    redisson_lock(&mut admin, "{outbound}:lock", "uuid-a:1", 60_000);
+    beat(&mut admin, "outbound", "srv-a", "uuid-a:1", 0, "running", 0);
+    let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
+    // A 60 s poll: only the wake-ups can make this test pass in time.
+    let options = Options { poll: Duration::from_secs(60), ..Options::default() };
+    let w = Watcher::spawn(Target::new(&url, None).unwrap(), Keys::new("outbound"), options);
+    let mut events = w.events();
+    let status = w.status();
+    eventually("running", Duration::from_secs(5), || {
+        status.borrow().as_ref().filter(|s| s.state == State::Running).map(|_| ())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // A Redisson unlock (DEL + PUBLISH 0), seen through alice's subscription.
+    let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut admin).unwrap();
+    let _: () = redis::cmd("PUBLISH").arg("redisson_lock__channel:{outbound}:lock").arg(0).query(&mut admin).unwrap();
+    let e = tokio::time::timeout(Duration::from_secs(3), events.recv())
+        .await
+        .expect("woken by the unlock channel")
+        .unwrap();
+    assert_eq!(e.event, EventKind::Stopped);
+
+    // A new holding announced on the stream, seen through alice's XREAD.
+    redisson_lock(&mut admin, "{outbound}:lock", "uuid-b:1", 60_000);
+    beat(&mut admin, "outbound", "srv-b", "uuid-b:1", 0, "running", 0);
+    let _: () =
+        redis::cmd("XADD").arg("{outbound}:events").arg("*").arg("type").arg("acquired").query(&mut admin).unwrap();
+    let e = tokio::time::timeout(Duration::from_secs(3), events.recv()).await.expect("woken by the stream").unwrap();
+    assert_eq!(e.event, EventKind::Started);
+    w.stop().await;
+}
