@@ -139,7 +139,7 @@ fn free(snap: &Snapshot, ctx: Context, cfg: &Config, now: u64) -> Raw {
         if snap.flags.iter().any(|f| f.on.is_none()) {
             return raw(State::Unknown, problem_sentence(snap), None, None);
         }
-        return raw(State::Stopped, "stopped: nobody has it enabled".to_owned(), None, None);
+        return raw(State::Stopped, "nobody has it enabled".to_owned(), None, None);
     }
     let who = enabled.join(", ");
     // Without history, the gap began at the latest flip of an enabled flag
@@ -158,7 +158,7 @@ fn free(snap: &Snapshot, ctx: Context, cfg: &Config, now: u64) -> Raw {
         let reason = format!("enabled by {who}; {waiting} ({} of {})", human_duration(gap), human_duration(window));
         return Raw { state: None, reason, holder: None, deadline_ms: Some(window - gap + 1) };
     }
-    let reason = format!("down: enabled by {who} but no server holds the lock (for {})", human_duration(gap));
+    let reason = format!("enabled by {who} but no server holds the lock (for {})", human_duration(gap));
     raw(State::Down, reason, None, None)
 }
 
