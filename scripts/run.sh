@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-test-deps.sh
 cargo build --quiet --bin lockwatch --bin lockwatch-tray
-bin="$PWD/target/debug/lockwatch"
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+bin="$target/debug/lockwatch"
 
 log=$(mktemp)
 "$bin" demo 2>"$log" >/dev/null &
@@ -22,7 +23,7 @@ cat "$log"
 export LOCKWATCH_REDIS_URL="$url"
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   echo "Starting the tray app (its menu is in your panel's tray; it logs here)."
-  "$PWD/target/debug/lockwatch-tray"
+  "$target/debug/lockwatch-tray"
 else
   echo "No desktop here (DISPLAY is not set): showing lockwatch watch instead of the tray app."
   "$bin" watch

@@ -38,7 +38,7 @@ impl Target {
     /// # Errors
     /// [`Error::BadUrl`] when the URL cannot be used, [`Error::Invalid`] when the CA file cannot be read.
     pub fn new(url: &str, tls_ca: Option<&Path>) -> Result<Self, Error> {
-        let bad = |reason: String| Error::BadUrl { url: redact(url), reason };
+        let bad = |reason: String| Error::BadUrl { url: redact(url), reason: crate::error::one_line(&reason) };
         let info = url.into_connection_info().map_err(|e| bad(e.to_string()))?;
         let host = match info.addr() {
             ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),

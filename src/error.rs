@@ -11,8 +11,8 @@ pub enum Error {
     BadUrl { url: String, reason: String },
 
     /// Redis could not be reached, or it failed or refused a command.
-    #[error("{action} on {host} failed: {cause}; {hint}")]
-    Redis { action: String, host: String, cause: String, hint: &'static str, kind: RedisFailure },
+    #[error("{action} {prep} {host} failed: {cause}; {hint}")]
+    Redis { action: String, prep: &'static str, host: String, cause: String, hint: &'static str, kind: RedisFailure },
 
     /// Something was read that has not the expected shape.
     #[error("the data of {key} cannot be read: {what}; check what else writes to these keys")]
@@ -50,12 +50,23 @@ impl Error {
 /// Wraps a Redis error into one sentence with a hint fitting its cause.
 pub fn describe(err: RedisError, action: &str, host: &str) -> Error {
     let code = err.code().unwrap_or_default().to_owned();
+    let tls = host.ends_with("(TLS)");
     let (kind, hint) = if code == "NOPERM" {
         (RedisFailure::Permission, "ask the Redis admin to grant the rules printed by `lockwatch acl --user <you>`")
     } else if code == "WRONGPASS" || code == "NOAUTH" || err.kind() == redis::ErrorKind::AuthenticationFailed {
         (RedisFailure::Auth, "check the user and password in the Redis URL (or LOCKWATCH_REDIS_URL)")
+    } else if err.kind() == redis::ErrorKind::Parse {
+        (
+            RedisFailure::Unreachable,
+            "something answers there but it does not speak Redis; check the port, and use rediss:// if the server expects TLS",
+        )
     } else if err.is_connection_refusal() {
         (RedisFailure::Unreachable, "check that redis-server runs there and that host and port are right")
+    } else if err.is_timeout() && tls {
+        (
+            RedisFailure::Unreachable,
+            "no TLS handshake in time; if the server does not use TLS, use redis:// instead of rediss://",
+        )
     } else if err.is_timeout() {
         (RedisFailure::Unreachable, "the server did not answer in time; check the network and the server's load")
     } else if err.is_io_error() || err.is_connection_dropped() || err.is_unrecoverable_error() {
@@ -63,5 +74,44 @@ pub fn describe(err: RedisError, action: &str, host: &str) -> Error {
     } else {
         (RedisFailure::Server, "check the server's log and that these keys are used only by lockwatch or Redisson")
     };
-    Error::Redis { action: action.to_owned(), host: host.to_owned(), cause: err.to_string(), hint, kind }
+    let prep = if action.starts_with("connecting") || action.starts_with("subscribing") { "to" } else { "on" };
+    Error::Redis {
+        action: action.to_owned(),
+        prep,
+        host: host.to_owned(),
+        cause: one_line(&err.to_string()),
+        hint,
+        kind,
+    }
+}
+
+/// The first line of a driver message, without its trailing error-kind tag
+/// (`… - InvalidClientConfig`): one sentence, never a dump.
+pub(crate) fn one_line(message: &str) -> String {
+    let first = message.lines().next().unwrap_or_default().trim();
+    match first.rsplit_once(" - ") {
+        Some((text, tag))
+            if !tag.is_empty()
+                && tag.chars().all(|c| c.is_ascii_alphanumeric())
+                && tag.starts_with(|c: char| c.is_ascii_uppercase()) =>
+        {
+            text.to_owned()
+        }
+        _ => first.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_messages_become_one_line_without_kind_tags() {
+        assert_eq!(one_line("Password authentication failed - AuthenticationFailed"), "Password authentication failed");
+        assert_eq!(
+            one_line("Incompatible type - Parse error at 1\nUnexpected `33`"),
+            "Incompatible type - Parse error at 1"
+        );
+        assert_eq!(one_line("Connection refused (os error 111)"), "Connection refused (os error 111)");
+    }
 }

@@ -127,6 +127,7 @@ fn refused(err: Error, user: &str, keys: &Keys) -> Error {
     match err {
         Error::Redis { host, cause, kind: RedisFailure::Permission, .. } => Error::Redis {
             action: format!("setting {user}'s flag of job {}", keys.job),
+            prep: "on",
             host,
             cause,
             hint: "a Redis user may only flip its own flag; connect as that user, or ask the admin for the rules printed by `lockwatch acl --user <name>`",

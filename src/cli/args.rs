@@ -31,7 +31,7 @@ pub struct Global {
     #[arg(long, global = true, env = "LOCKWATCH_TLS_CA", value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
     /// The job's name; its keys are {JOB}:lock, {JOB}:fence, …
-    #[arg(long, global = true, env = "LOCKWATCH_JOB", default_value = DEFAULT_JOB)]
+    #[arg(long, global = true, env = "LOCKWATCH_JOB", default_value = DEFAULT_JOB, value_parser = parse_job)]
     pub job: String,
     /// Lock key, when it is not {JOB}:lock (an existing Redisson lock name).
     #[arg(long, global = true, env = "LOCKWATCH_LOCK_KEY", value_name = "KEY")]
@@ -147,6 +147,18 @@ impl Global {
 
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A job name: not empty, no spaces or braces (it becomes the keys' hash tag).
+///
+/// # Errors
+/// A sentence naming the bad value.
+pub fn parse_job(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 100 || s.contains(|c: char| c.is_whitespace() || c == '{' || c == '}') {
+        Err(format!("{s:?} cannot be a job name; use 1 to 100 characters without spaces or braces"))
+    } else {
+        Ok(s.to_owned())
+    }
 }
 
 /// Parses `500ms`, `30s`, `5m`, `1h` (a bare number is seconds).

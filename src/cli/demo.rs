@@ -62,10 +62,10 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
     let me = exe.display();
     eprintln!(
         "\nlockwatch demo: Redis at {url}, job {job:?} enabled for {user}.\n\
-         Workers: wh-east-1 (pid {east}) and wh-west-1 (pid {west}); one runs the sample outbound loop.\n\
+         Workers: wh-east-1 (pid {east}) and wh-west-1 (pid {west}); the first to start (usually wh-east-1) runs the sample outbound loop.\n\
          In another terminal:\n  export LOCKWATCH_REDIS_URL={url}\n  {me} watch      # live status and events\n  \
          {me} disable    # your flag off: the job stops\n  \
-         kill -9 {east}             # wh-east-1 dies: watch the failover\n\
+         kill -9 {east}             # if wh-east-1 runs it (see status): it dies, the other takes over\n\
          Ctrl-C here stops the workers and this Redis.\n",
         job = keys.job,
         east = pids[0],

@@ -35,7 +35,9 @@ pub fn status(s: &Status) -> String {
                 .heartbeat_age_ms
                 .map(|a| format!("heartbeat {} ago", secs(a)))
                 .unwrap_or_else(|| "no heartbeat".to_owned());
-            let _ = writeln!(out, "  node     {} {} ({age})", n.node, n.state.as_deref().unwrap_or("?"));
+            let said = n.state.as_deref().unwrap_or("?");
+            let state = if n.fresh { said.to_owned() } else { format!("silent, last said {said}") };
+            let _ = writeln!(out, "  node     {} {state} ({age})", n.node);
         }
     }
     if let Some(since) = s.since_ms {

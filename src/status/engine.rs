@@ -148,8 +148,9 @@ fn read(t: &mut Tracker, job: &str, lock_key: &str, snap: &Snapshot, cfg: &Confi
 
     if !confirmed {
         next_check_ms = Some(next_check_ms.map_or(cfg.confirm_delay_ms, |d| d.min(cfg.confirm_delay_ms)));
-        let mut status =
-            t.shown.clone().unwrap_or_else(|| build(job, lock_key, snap, state, reason.clone(), holder.clone(), None));
+        let mut status = t.shown.clone().unwrap_or_else(|| {
+            build(job, lock_key, snap, state, reason.clone(), holder.clone(), None, cfg.heartbeat_grace_ms)
+        });
         status.checked_at_ms = Some(now);
         return Step { status, events, next_check_ms };
     }
@@ -159,7 +160,10 @@ fn read(t: &mut Tracker, job: &str, lock_key: &str, snap: &Snapshot, cfg: &Confi
         (Some(shown), Some(prev)) if prev == state && !changed_holder(t.holder.as_ref(), holder.as_ref()) => {
             shown.since_ms
         }
+        // A first look dates the state from what Redis remembers: when the
+        // holder took the lock, or when the last flag was flipped.
         (None, _) if state == State::Running => holder_start(snap, holder.as_ref()).or(Some(now)),
+        (None, _) if state == State::Stopped => snap.flags.iter().filter_map(|f| f.at_ms).max().or(Some(now)),
         _ => Some(now),
     };
 
@@ -192,7 +196,7 @@ fn read(t: &mut Tracker, job: &str, lock_key: &str, snap: &Snapshot, cfg: &Confi
     } else if matches!(state, State::Down | State::Stopped) {
         t.holder = None;
     }
-    let status = build(job, lock_key, snap, state, reason, holder, since);
+    let status = build(job, lock_key, snap, state, reason, holder, since, cfg.heartbeat_grace_ms);
     t.shown = Some(status.clone());
     Step { status, events, next_check_ms }
 }
@@ -268,6 +272,7 @@ fn build(
     reason: String,
     holder: Option<Holder>,
     since_ms: Option<u64>,
+    grace_ms: u64,
 ) -> Status {
     let now = snap.time_ms;
     let lock = LockView {
@@ -287,6 +292,7 @@ fn build(
             host: b.host.clone(),
             heartbeat_age_ms: b.beat_ms.map(|t| now.saturating_sub(t)),
             fence: b.fence,
+            fresh: b.beat_ms.is_some_and(|t| now.saturating_sub(t) <= grace_ms),
         })
         .collect();
     Status {

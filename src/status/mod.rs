@@ -162,6 +162,9 @@ pub struct NodeView {
     pub host: Option<String>,
     pub heartbeat_age_ms: Option<u64>,
     pub fence: Option<i64>,
+    /// Whether the heartbeat is within the grace: a silent node's `state`
+    /// is only what it last said.
+    pub fresh: bool,
 }
 
 /// The job's status: the `status --json` object.
