@@ -149,7 +149,13 @@ fn read(t: &mut Tracker, job: &str, lock_key: &str, snap: &Snapshot, cfg: &Confi
     if !confirmed {
         next_check_ms = Some(next_check_ms.map_or(cfg.confirm_delay_ms, |d| d.min(cfg.confirm_delay_ms)));
         let mut status = t.shown.clone().unwrap_or_else(|| {
-            build(job, lock_key, snap, state, reason.clone(), holder.clone(), None, cfg.heartbeat_grace_ms)
+            build(
+                job,
+                lock_key,
+                snap,
+                Verdict { state, reason: reason.clone(), holder: holder.clone(), since_ms: None },
+                cfg.heartbeat_grace_ms,
+            )
         });
         status.checked_at_ms = Some(now);
         return Step { status, events, next_check_ms };
@@ -196,7 +202,7 @@ fn read(t: &mut Tracker, job: &str, lock_key: &str, snap: &Snapshot, cfg: &Confi
     } else if matches!(state, State::Down | State::Stopped) {
         t.holder = None;
     }
-    let status = build(job, lock_key, snap, state, reason, holder, since, cfg.heartbeat_grace_ms);
+    let status = build(job, lock_key, snap, Verdict { state, reason, holder, since_ms: since }, cfg.heartbeat_grace_ms);
     t.shown = Some(status.clone());
     Step { status, events, next_check_ms }
 }
@@ -264,16 +270,16 @@ fn event(kind: EventKind, job: &str, at_ms: u64, reason: &str) -> Event {
     Event { event: kind, job: job.to_owned(), at_ms, from: None, to: None, reason: reason.to_owned() }
 }
 
-fn build(
-    job: &str,
-    lock_key: &str,
-    snap: &Snapshot,
+/// What the engine decided to show, before it is dressed as a [`Status`].
+struct Verdict {
     state: State,
     reason: String,
     holder: Option<Holder>,
     since_ms: Option<u64>,
-    grace_ms: u64,
-) -> Status {
+}
+
+fn build(job: &str, lock_key: &str, snap: &Snapshot, verdict: Verdict, grace_ms: u64) -> Status {
+    let Verdict { state, reason, holder, since_ms } = verdict;
     let now = snap.time_ms;
     let lock = LockView {
         key: lock_key.to_owned(),
