@@ -1,0 +1,319 @@
+#!/usr/bin/python3
+"""End-to-end test of the tray app on a real session bus and X display.
+
+Run by tests/tray.rs inside dbus-run-session with an Xvfb DISPLAY. This script
+owns a fake StatusNotifierWatcher (the tray host) and a fake notification
+daemon, starts its own redis-server and two workers, then the real app, and
+checks what a supervisor would see: the tray item, its icon, the menu,
+notifications, the own flag, an ACL refusal and a Redis outage.
+Env: LOCKWATCH_BIN, LOCKWATCH_TRAY_BIN, ICONS (the repo's icons/ dir).
+"""
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import dbus
+import dbus.mainloop.glib
+import dbus.service
+import gi
+
+gi.require_version("GdkPixbuf", "2.0")
+from gi.repository import GdkPixbuf, GLib  # noqa: E402
+
+LOCKWATCH = os.environ["LOCKWATCH_BIN"]
+TRAY = os.environ["LOCKWATCH_TRAY_BIN"]
+ICONS = os.environ["ICONS"]
+LEASE = "3s"
+
+dbus.mainloop.glib.threads_init()
+dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+
+
+class Watcher(dbus.service.Object):
+    """A tray host: records the items that register."""
+
+    def __init__(self, bus):
+        self.items = []
+        super().__init__(bus, "/StatusNotifierWatcher")
+
+    @dbus.service.method("org.kde.StatusNotifierWatcher", in_signature="s", sender_keyword="sender")
+    def RegisterStatusNotifierItem(self, service, sender=None):
+        path = service if service.startswith("/") else "/StatusNotifierItem"
+        name = sender if service.startswith("/") else service
+        self.items.append((name, path))
+
+    @dbus.service.method("org.kde.StatusNotifierWatcher", in_signature="s")
+    def RegisterStatusNotifierHost(self, service):
+        pass
+
+    @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="ss", out_signature="v")
+    def Get(self, interface, prop):
+        return self.GetAll(interface)[prop]
+
+    @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="s", out_signature="a{sv}")
+    def GetAll(self, interface):
+        items = dbus.Array([f"{n}{p}" for n, p in self.items], signature="s")
+        return {"RegisteredStatusNotifierItems": items, "IsStatusNotifierHostRegistered": True, "ProtocolVersion": dbus.Int32(0)}
+
+    @dbus.service.signal("org.kde.StatusNotifierWatcher", signature="s")
+    def StatusNotifierItemRegistered(self, service):
+        pass
+
+
+class Notifications(dbus.service.Object):
+    """A notification daemon: records (summary, body, urgency)."""
+
+    def __init__(self, bus):
+        self.seen = []
+        self.lock = threading.Lock()
+        super().__init__(bus, "/org/freedesktop/Notifications")
+
+    @dbus.service.method("org.freedesktop.Notifications", in_signature="susssasa{sv}i", out_signature="u")
+    def Notify(self, app, replaces, icon, summary, body, actions, hints, timeout):
+        with self.lock:
+            self.seen.append((str(summary), str(body), int(hints.get("urgency", 1))))
+            return len(self.seen)
+
+    @dbus.service.method("org.freedesktop.Notifications", out_signature="as")
+    def GetCapabilities(self):
+        return ["body"]
+
+    @dbus.service.method("org.freedesktop.Notifications", out_signature="ssss")
+    def GetServerInformation(self):
+        return ("fake", "lockwatch-tests", "1", "1.2")
+
+    @dbus.service.method("org.freedesktop.Notifications", in_signature="u")
+    def CloseNotification(self, nid):
+        pass
+
+    def summaries(self):
+        with self.lock:
+            return [s for s, _, _ in self.seen]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def until(what, check, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+class Run:
+    def __init__(self):
+        self.procs = []
+        self.tmp = tempfile.mkdtemp(prefix="lockwatch-tray-e2e-")
+        self.port = free_port()
+        self.passed = 0
+
+    def spawn(self, args, **kw):
+        p = subprocess.Popen(args, stdout=kw.pop("stdout", subprocess.DEVNULL), stderr=kw.pop("stderr", subprocess.DEVNULL), **kw)
+        self.procs.append(p)
+        return p
+
+    def redis(self, *args, user=None):
+        cmd = ["redis-cli", "-p", str(self.port)]
+        return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=10).stdout.strip()
+
+    def lockwatch(self, *args):
+        out = subprocess.run([LOCKWATCH, "--redis", f"redis://127.0.0.1:{self.port}", *args], capture_output=True, text=True, timeout=20)
+        return out
+
+    def ok(self, name):
+        self.passed += 1
+        print(f"ok {self.passed}: {name}", flush=True)
+
+    def stop(self, p, sig=signal.SIGTERM):
+        if p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def cleanup(self):
+        for p in reversed(self.procs):
+            self.stop(p, signal.SIGKILL)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def pixels(path):
+    """Digest of a PNG's decoded pixels: the tray re-encodes the icon it is given."""
+    return hashlib.sha256(GdkPixbuf.Pixbuf.new_from_file(path).get_pixels()).hexdigest()
+
+
+def icon_states():
+    return {pixels(os.path.join(ICONS, f"state-{s}.png")): s for s in ["running", "stale", "down", "stopped", "conflict", "unknown"]}
+
+
+def main():
+    bus = dbus.SessionBus()
+    watcher_name = dbus.service.BusName("org.kde.StatusNotifierWatcher", bus)
+    watcher = Watcher(bus)
+    notify_name = dbus.service.BusName("org.freedesktop.Notifications", bus)
+    notes = Notifications(bus)
+    loop = GLib.MainLoop()
+    threading.Thread(target=loop.run, daemon=True).start()
+    client = dbus.SessionBus(private=True)
+    states = icon_states()
+
+    run = Run()
+    app = None
+    try:
+        redis = run.spawn(["redis-server", "--port", str(run.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", run.tmp])
+        until("redis", lambda: run.redis("PING") == "PONG", 10)
+        acl = subprocess.run([LOCKWATCH, "acl", "--user", "alice"], capture_output=True, text=True, check=True).stdout
+        for line in acl.splitlines():
+            run.redis(*line.split())
+        run.redis("ACL", "SETUSER", "alice", ">alice-pw")
+        assert run.lockwatch("enable", "--user", "alice").returncode == 0
+        assert run.lockwatch("enable", "--user", "bob").returncode == 0
+        workers = {}
+        for node in ["srv-a", "srv-b"]:
+            workers[node] = run.spawn([LOCKWATCH, "--redis", f"redis://127.0.0.1:{run.port}", "worker", "--node", node, "--lease", LEASE, "--stop-grace", "1s", "--", "sh", "-c", "while :; do echo tick; sleep 0.2; done"])
+
+        home = os.path.join(run.tmp, "home")
+        runtime = os.path.join(run.tmp, "run")
+        os.makedirs(home)
+        os.makedirs(runtime, mode=0o700)
+
+        def start_app(user):
+            env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=runtime, XDG_CONFIG_HOME=f"{home}/.config", XDG_DATA_HOME=f"{home}/.local/share", XDG_CACHE_HOME=f"{home}/.cache",
+                       LOCKWATCH_REDIS_URL=f"redis://alice:alice-pw@127.0.0.1:{run.port}", LOCKWATCH_USER=user, LOCKWATCH_LOG="info")
+            watcher.items.clear()
+            log = open(os.path.join(run.tmp, f"app-{user}.log"), "w")
+            return run.spawn([TRAY], env=env, stderr=log, stdout=log)
+
+        def item():
+            return watcher.items[-1] if watcher.items else None
+
+        def prop(name):
+            sender, path = item()
+            obj = client.get_object(sender, path)
+            return obj.Get("org.kde.StatusNotifierItem", name, dbus_interface=dbus.PROPERTIES_IFACE)
+
+        def shown_state():
+            try:
+                return states.get(pixels(str(prop("IconName"))))
+            except (GLib.Error, dbus.DBusException):
+                return None
+
+        def menu():
+            sender, _ = item()
+            return client.get_object(sender, str(prop("Menu"))), sender
+
+        def entries():
+            obj, _ = menu()
+            _, layout = obj.GetLayout(0, -1, dbus.Array([], signature="s"), dbus_interface="com.canonical.dbusmenu")
+            out = []
+
+            def walk(node):
+                nid, props, children = node
+                out.append((int(nid), str(props.get("label", "")), int(props.get("toggle-state", -1)), bool(props.get("enabled", True))))
+                for child in children:
+                    walk(child)
+            walk(layout)
+            return out
+
+        def entry(prefix):
+            for e in entries():
+                if e[1].replace("_", "").startswith(prefix):
+                    return e
+            return None
+
+        def click(prefix):
+            obj, _ = menu()
+            nid = entry(prefix)[0]
+            obj.Event(dbus.Int32(nid), "clicked", dbus.Int32(0, variant_level=1), dbus.UInt32(int(time.time())), dbus_interface="com.canonical.dbusmenu")
+
+        # a. the item registers with the tray host
+        app = start_app("alice")
+        until("the tray item to register", item, 15)
+        run.ok(f"the tray item registered: {item()[1]}")
+
+        # b. the icon shows running, the menu says where
+        until("the running icon", lambda: shown_state() == "running", 15)
+        holder = until("a holder", lambda: run.lockwatch("status", "--json").stdout and __import__("json").loads(run.lockwatch("status", "--json").stdout)["holder"], 10)
+        until("the status line naming the server", lambda: (entry("outbound: running on") or (0, ""))[1].find(holder["node"]) > 0, 10)
+        run.ok(f"icon running, menu says running on {holder['node']}")
+
+        # c. kill -9 of the holding worker: one failover notification naming both
+        other = "srv-b" if holder["node"] == "srv-a" else "srv-a"
+        workers[holder["node"]].kill()
+        want = f"outbound moved from {holder['node']} to {other}"
+        until(f"notification '{want}'", lambda: want in notes.summaries(), 3 + 8)
+        until("the menu naming the new server", lambda: other in (entry("outbound: running on") or (0, ""))[1], 10)
+        run.ok(f"failover notified: {want}")
+
+        # d. the checkbox flips alice's own flag, both ways
+        assert entry("Enabled for me")[2] == 1, entries()
+        click("Enabled for me")
+        until("alice's flag off in Redis", lambda: run.redis("HGET", "{outbound}:enabled:alice", "on") == "0", 10)
+        until("the box unchecked", lambda: entry("Enabled for me")[2] == 0, 10)
+        click("Enabled for me")
+        until("alice's flag on in Redis", lambda: run.redis("HGET", "{outbound}:enabled:alice", "on") == "1", 10)
+        run.ok("Enabled for me writes the own flag, off and on")
+
+        # e. an ACL refusal reverts the box and notifies
+        run.stop(app)
+        app = start_app("bob")
+        until("bob's tray item", item, 15)
+        until("bob's box checked", lambda: (entry("Enabled for me") or (0, "", 0))[2] == 1, 15)
+        before = len(notes.summaries())
+        click("Enabled for me")
+        until("the refusal notification", lambda: "Your flag for outbound was not changed" in notes.summaries()[before:], 10)
+        until("a warning line in the menu", lambda: any(e[1].startswith("⚠") for e in entries()), 10)
+        until("the box back to the server's truth", lambda: entry("Enabled for me")[2] == 1, 10)
+        assert run.redis("HGET", "{outbound}:enabled:bob", "on") == "1"
+        run.ok("a refused flip springs back, says why in the menu and notifies")
+
+        # f. Redis killed: one "unreachable", the icon unknown, never stopped
+        before = len(notes.summaries())
+        redis.kill()
+        redis.wait()
+        until("the unreachable notification", lambda: "Redis unreachable: job states unknown" in notes.summaries()[before:], 15)
+        until("the unknown icon", lambda: shown_state() == "unknown", 10)
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            assert shown_state() != "stopped", "the icon showed stopped while Redis was down"
+            time.sleep(0.1)
+        count = notes.summaries()[before:].count("Redis unreachable: job states unknown")
+        assert count == 1, notes.summaries()[before:]
+        run.ok("Redis down: exactly one unreachable notification, icon unknown, never stopped")
+        print(f"{run.passed} passed, 0 failed", flush=True)
+        return 0
+    except Exception as e:  # report, with what was seen and the app's log, then fail
+        print(f"FAILED after {run.passed} checks: {e}", flush=True)
+        for what, get in [("status", lambda: run.lockwatch("status").stdout), ("icon", lambda: (str(prop("IconName")), shown_state())), ("menu", lambda: entries())]:
+            try:
+                print(f"--- {what}: {get()}", flush=True)
+            except Exception as err:  # noqa: BLE001 - diagnostics only
+                print(f"--- {what}: unavailable ({err})", flush=True)
+        for name in sorted(os.listdir(run.tmp)):
+            if name.startswith("app-"):
+                print(f"--- {name}:\n" + open(os.path.join(run.tmp, name)).read()[-3000:], flush=True)
+        print(f"{run.passed} passed, 1 failed", flush=True)
+        return 1
+    finally:
+        run.cleanup()
+        loop.quit()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
