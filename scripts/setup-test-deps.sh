@@ -6,7 +6,7 @@ packages=(
   build-essential pkg-config libssl-dev
   libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev libdbus-1-dev
   redis-server redis-tools redis-sentinel openssl
-  xvfb dbus-x11 dbus python3-dbusmock python3-gi
+  xvfb dbus-x11 dbus python3-dbus python3-dbusmock python3-gi gir1.2-gdkpixbuf-2.0 webkit2gtk-driver
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -23,3 +23,6 @@ if ((${#missing[@]})); then
 fi
 # redis-server's package starts a system instance on 6379; the tests never use it.
 command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs first" >&2; exit 1; }
+# tauri-driver drives the dashboard's real webview in the end-to-end test.
+cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+[ -x "$cargo_bin/tauri-driver" ] || command -v tauri-driver >/dev/null || cargo install tauri-driver --locked --quiet

@@ -1,9 +1,9 @@
 -- Redisson-compatible RLock operations, one per script call.
--- KEYS[1] lock hash, KEYS[2] fence counter, KEYS[3] the node's heartbeat hash
+-- KEYS[1] lock hash, KEYS[2] fence counter, KEYS[3] the node's heartbeat hash, KEYS[4] the nodes set
 -- ARGV[1] operation: acquire | renew | release
 -- ARGV[2] our field (<client-uuid>:<thread-id>), ARGV[3] lease in ms
 -- ARGV[4] unlock channel, ARGV[5] node name
-local lock, fence_key, node_key = KEYS[1], KEYS[2], KEYS[3]
+local lock, fence_key, node_key, nodes_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op, field, lease, channel, node = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
 if op == 'acquire' then
@@ -23,6 +23,7 @@ if op == 'acquire' then
   local now = t[1] * 1000 + math.floor(t[2] / 1000)
   redis.call('HSET', node_key, 'node', node, 'lock_field', field, 'fence', fence,
     'state', 'running', 'beat_ms', now, 'started_ms', now)
+  redis.call('SADD', nodes_key, node)
   return {1, fence}
 elseif op == 'renew' then
   if redis.call('HEXISTS', lock, field) == 1 then

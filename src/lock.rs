@@ -87,6 +87,7 @@ impl Lock {
             .key(&self.keys.lock)
             .key(self.keys.fence())
             .key(self.keys.node(&self.node))
+            .key(self.keys.nodes())
             .arg(op)
             .arg(&self.field)
             .arg(u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX))

@@ -41,6 +41,8 @@ export function renderSettings(root, app, reload) {
     if (over[field === "jobs" ? "job" : field]) note(form, field, `Overridden by ${env} while it is set.`);
   }
   const result = root.querySelector(".result");
+  result.textContent = app.settingsNote ?? "";
+  app.settingsNote = null;
   root.querySelector(".test").addEventListener("click", async () => {
     result.textContent = "Testing…";
     const v = values(form);
@@ -72,7 +74,8 @@ export function renderSettings(root, app, reload) {
     };
     try {
       const warning = await app.invoke("save_settings", { settings, password: v.password || null });
-      result.textContent = warning ? `Saved. ${warning}` : "Saved; watching with the new settings.";
+      // The view is drawn anew from the saved state: carry the message over.
+      app.settingsNote = warning ? `Saved. ${warning}` : "Saved; watching with the new settings.";
       await reload();
     } catch (err) {
       for (const [field, msg] of err?.fields ?? []) note(form, field.split(".")[0].replace(/_ms$/, ""), msg, true);

@@ -13,11 +13,11 @@ use crate::store;
 
 /// Everything the page shows at first; updates arrive as `status` and `event` events.
 #[tauri::command]
-pub fn get_state(state: State<'_, AppState>) -> Value {
+pub async fn get_state(state: State<'_, AppState>) -> Result<Value, String> {
     let inner = state.lock();
     let statuses: Vec<Value> =
         inner.jobs.iter().map(|j| json!({ "job": j.job, "status": j.status, "flip_error": j.flip_error })).collect();
-    json!({
+    Ok(json!({
         "settings": inner.settings,
         "user": inner.effective.as_ref().map(|e| e.user.clone()),
         "redis": inner.effective.as_ref().map(|e| e.shown_url.clone()),
@@ -28,7 +28,7 @@ pub fn get_state(state: State<'_, AppState>) -> Value {
             "job": inner.overrides.job.is_some(),
         },
         "jobs": statuses,
-    })
+    }))
 }
 
 /// Flips the user's own flag of `job`.
@@ -45,7 +45,7 @@ pub struct Invalid {
 
 /// Validates, stores (the password to the keyring) and applies the settings.
 #[tauri::command]
-pub fn save_settings(
+pub async fn save_settings(
     app: AppHandle,
     state: State<'_, AppState>,
     mut settings: Settings,

@@ -53,7 +53,8 @@ pub fn run() {
                 .tooltip("lockwatch")
                 .on_menu_event(on_menu)
                 .build(app)?;
-            state::restart(app.handle());
+            let handle = app.handle().clone();
+            tauri::async_runtime::spawn(async move { state::restart(&handle) });
             if let Some(problem) = problem {
                 notify::show(&model::Note {
                     summary: "lockwatch settings reset".into(),
@@ -87,19 +88,30 @@ pub fn run() {
     });
 }
 
+/// Menu clicks arrive on the main thread; whatever touches the app state
+/// runs on the async runtime instead (see [`state::AppState`]).
 fn on_menu(app: &AppHandle, event: MenuEvent) {
-    let id = event.id().as_ref();
-    match id {
-        "open" => window::open(app, "live"),
-        "settings" => window::open(app, "settings"),
+    let id = event.id().as_ref().to_owned();
+    let app = app.clone();
+    match id.as_str() {
+        "open" => window::open(&app, "live"),
+        "settings" => window::open(&app, "settings"),
         "quit" => app.exit(0),
+        _ => {
+            tauri::async_runtime::spawn(async move { on_menu_off_main(&app, &id) });
+        }
+    }
+}
+
+fn on_menu_off_main(app: &AppHandle, id: &str) {
+    match id {
         "autostart" => toggle_autostart(app),
         _ if id.starts_with("mute:") => mute(app, &id["mute:".len()..]),
         _ if id.starts_with("flip:") => {
             let job = &id["flip:".len()..];
-            // On Linux the check item toggles itself before this runs: its state is the wish.
-            if let Some(wanted) = state::checkbox(app, job) {
-                state::flip(app, job, wanted);
+            match state::wish(app, job) {
+                Some(wanted) => state::flip(app, job, wanted),
+                None => state::redraw(app),
             }
         }
         _ => {}

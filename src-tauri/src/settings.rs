@@ -21,6 +21,8 @@ pub const STORE_FILE: &str = "settings.json";
 /// The key holding the settings object in the store.
 pub const STORE_KEY: &str = "settings";
 const KEYRING_SERVICE: &str = "lockwatch";
+/// How long to wait for the OS keyring before going on without it.
+const KEYRING_PATIENCE: Duration = Duration::from_secs(2);
 
 /// What the user can set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -285,11 +287,19 @@ impl PasswordStore for Keyring {
         if remembered.is_some() {
             return Ok(remembered);
         }
-        let entry = keyring::Entry::new(KEYRING_SERVICE, account).map_err(|e| e.to_string())?;
-        match entry.get_password() {
-            Ok(p) => Ok(Some(p)),
-            Err(keyring::Error::NoEntry) => Ok(None),
-            Err(e) => Err(e.to_string()),
+        // A locked keyring may answer with an unlock prompt nobody sees (or
+        // never answer): ask from a thread and give up after a while.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let account = account.to_owned();
+        std::thread::spawn(move || {
+            let result = keyring::Entry::new(KEYRING_SERVICE, &account).and_then(|e| e.get_password());
+            let _ = tx.send(result);
+        });
+        match rx.recv_timeout(KEYRING_PATIENCE) {
+            Ok(Ok(p)) => Ok(Some(p)),
+            Ok(Err(keyring::Error::NoEntry)) => Ok(None),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("the keyring did not answer within {KEYRING_PATIENCE:?} (locked?)")),
         }
     }
 

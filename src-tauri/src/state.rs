@@ -18,8 +18,14 @@ use crate::tray::{self, TrayMenu};
 /// Quiet time per (job, event kind) between two notifications.
 const QUIET_MS: u64 = 60_000;
 
-/// Everything the app knows, behind one lock.
-pub struct AppState(Mutex<Inner>);
+/// Everything the app knows. Two locks, never held together, and neither
+/// ever taken on the main thread: tray calls wait for the main thread, so a
+/// main-thread wait on a lock held around them would deadlock.
+pub struct AppState {
+    inner: Mutex<Inner>,
+    /// The tray menu as built; held for the whole of a redraw.
+    tray: Mutex<Option<TrayMenu>>,
+}
 
 pub struct Inner {
     pub settings: Settings,
@@ -30,14 +36,13 @@ pub struct Inner {
     pub jobs: Vec<JobView>,
     watchers: Vec<Watcher>,
     notifier: Notifier,
-    menu: Option<TrayMenu>,
     /// Bumped on every restart, so tasks of an old generation stop updating.
     generation: u64,
 }
 
 impl AppState {
     pub fn new(settings: Settings, overrides: Overrides) -> AppState {
-        AppState(Mutex::new(Inner {
+        let inner = Mutex::new(Inner {
             settings,
             overrides,
             effective: None,
@@ -45,13 +50,17 @@ impl AppState {
             jobs: Vec::new(),
             watchers: Vec::new(),
             notifier: Notifier::new(QUIET_MS),
-            menu: None,
             generation: 0,
-        }))
+        });
+        AppState { inner, tray: Mutex::new(None) }
     }
 
     pub fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn tray(&self) -> MutexGuard<'_, Option<TrayMenu>> {
+        self.tray.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -70,11 +79,9 @@ pub fn local_time(ms: u64) -> String {
 }
 
 /// (Re)starts the watchers from the current settings; called at start and
-/// after every settings change, so changes apply without a restart.
+/// after every settings change (so changes apply without a restart), always
+/// on the async runtime.
 pub fn restart(app: &AppHandle) {
-    // Called from setup on the main thread too: the watchers need the runtime.
-    let runtime = tauri::async_runtime::handle();
-    let _entered = runtime.inner().enter();
     let state = app.state::<AppState>();
     let mut inner = state.lock();
     inner.generation += 1;
@@ -161,28 +168,35 @@ fn on_event(app: &AppHandle, event: &Event) {
     }
 }
 
-/// Redraws the tray from the state.
+/// Redraws the tray from the state (never on the main thread; see [`AppState`]).
 pub fn redraw(app: &AppHandle) {
     let Some(tray) = app.tray_by_id(tray::TRAY_ID) else { return };
     let state = app.state::<AppState>();
-    let mut inner = state.lock();
-    let user = inner.effective.as_ref().map(|e| e.user.clone()).unwrap_or_default();
-    let mut view = tray_view(&inner.jobs, &user, inner.settings.mute_until_ms, desktop_now_ms());
-    if let Some(err) = &inner.settings_error {
-        view.jobs.clear();
-        view.mute_label = format!("Settings problem: {err}");
-    }
-    let autostart = inner.settings.autostart;
-    if let Err(err) = tray::render(app, &tray, &mut inner.menu, &view, autostart) {
+    let (view, autostart) = {
+        let inner = state.lock();
+        let user = inner.effective.as_ref().map(|e| e.user.clone()).unwrap_or_default();
+        let mut view = tray_view(&inner.jobs, &user, inner.settings.mute_until_ms, desktop_now_ms());
+        if let Some(err) = &inner.settings_error {
+            view.jobs.clear();
+            view.mute_label = format!("Settings problem: {err}");
+        }
+        (view, inner.settings.autostart)
+    };
+    let mut menu = state.tray();
+    if let Err(err) = tray::render(app, &tray, &mut menu, &view, autostart) {
         tracing::warn!(error = %err, "cannot update the tray");
     }
 }
 
-/// The "Enabled for me" checkbox of `job` as the user left it.
-pub fn checkbox(app: &AppHandle, job: &str) -> Option<bool> {
+/// What a click on "Enabled for me" asks for: the opposite of the server's
+/// truth as last read. (The checkbox itself is no witness: a redraw may
+/// have reset it between the click and this.) `None` while it is unknown.
+pub fn wish(app: &AppHandle, job: &str) -> Option<bool> {
     let state = app.state::<AppState>();
     let inner = state.lock();
-    inner.menu.as_ref()?.checked(job)
+    let user = &inner.effective.as_ref()?.user;
+    let status = inner.jobs.iter().find(|j| j.job == job)?.status.as_ref()?;
+    (status.state != lockwatch::State::Unknown).then(|| !status.enabled_users.contains(user))
 }
 
 /// Flips the user's own flag of `job` to `on` in the background (the menu).

@@ -34,14 +34,6 @@ pub struct TrayMenu {
     icon: State,
 }
 
-impl TrayMenu {
-    /// The state of a job's "Enabled for me" checkbox.
-    pub fn checked(&self, job: &str) -> Option<bool> {
-        let i = self.shape.iter().position(|(j, _)| j == job)?;
-        self.jobs.get(i)?.flip.is_checked().ok()
-    }
-}
-
 struct JobItems {
     status: MenuItem<Wry>,
     flip: CheckMenuItem<Wry>,

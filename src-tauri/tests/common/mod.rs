@@ -1,0 +1,97 @@
+//! Support for the app's end-to-end tests: an Xvfb display of the test's
+//! own, the CLI binary, and running a driver script in a private D-Bus
+//! session.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// An Xvfb display of the test's own, killed on drop.
+pub struct Display {
+    pub number: u32,
+    child: Child,
+}
+
+impl Display {
+    pub fn start() -> Display {
+        for number in 140..200 {
+            if Path::new(&format!("/tmp/.X11-unix/X{number}")).exists()
+                || Path::new(&format!("/tmp/.X{number}-lock")).exists()
+            {
+                continue;
+            }
+            let mut child = Command::new("Xvfb")
+                .args([
+                    format!(":{number}"),
+                    "-screen".into(),
+                    "0".into(),
+                    "1280x800x24".into(),
+                    "-nolisten".into(),
+                    "tcp".into(),
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("Xvfb must be installed (bash scripts/setup-test-deps.sh)");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if Path::new(&format!("/tmp/.X11-unix/X{number}")).exists() {
+                    return Display { number, child };
+                }
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("no free X display for Xvfb");
+    }
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `lockwatch` CLI beside the tray binary, built when missing.
+pub fn lockwatch_cli(tray: &Path) -> PathBuf {
+    let cli = tray.with_file_name("lockwatch");
+    if !cli.exists() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let status =
+            Command::new(env!("CARGO")).args(["build", "--bin", "lockwatch"]).current_dir(root).status().unwrap();
+        assert!(status.success(), "cannot build the lockwatch CLI");
+    }
+    cli
+}
+
+/// Runs `tests/e2e/<script>` with `/usr/bin/python3` (Debian's, which has
+/// the D-Bus and GObject bindings) in `dbus-run-session` on a fresh display.
+pub fn run_e2e(script: &str, env: &[(&str, &std::ffi::OsStr)]) -> String {
+    let tray = Path::new(env!("CARGO_BIN_EXE_lockwatch-tray"));
+    let cli = lockwatch_cli(tray);
+    let display = Display::start();
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = Command::new("dbus-run-session");
+    cmd.args(["--", "/usr/bin/python3"])
+        .arg(manifest.join("tests/e2e").join(script))
+        .env("DISPLAY", format!(":{}", display.number))
+        .env("LOCKWATCH_BIN", &cli)
+        .env("LOCKWATCH_TRAY_BIN", tray)
+        .env("ICONS", manifest.join("../icons"))
+        .env_remove("LOCKWATCH_REDIS_URL");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out: Output = cmd.output().expect("dbus-run-session must be installed (bash scripts/setup-test-deps.sh)");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    println!("{stdout}");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{script} failed");
+    stdout
+}

@@ -1,0 +1,226 @@
+#!/usr/bin/python3
+"""End-to-end test of the dashboard in the real WebKitGTK webview.
+
+Run by tests/dashboard.rs with an Xvfb DISPLAY inside dbus-run-session. Drives
+the app through tauri-driver (W3C WebDriver, plain HTTP) against a real Redis
+and two real workers: the live view, the own toggle, a failover in the
+history, field-by-field validation, and settings that survive a restart.
+Env: LOCKWATCH_BIN, LOCKWATCH_TRAY_BIN, TAURI_DRIVER, SCREENSHOT_DIR (optional).
+"""
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+LOCKWATCH = os.environ["LOCKWATCH_BIN"]
+TRAY = os.environ["LOCKWATCH_TRAY_BIN"]
+DRIVER = os.environ["TAURI_DRIVER"]
+SHOTS = os.environ.get("SCREENSHOT_DIR") or None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def until(what, check, timeout):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+            if value:
+                return value
+            last = value
+        except (urllib.error.URLError, OSError, KeyError) as e:
+            last = e
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+
+
+class Session:
+    """One app run under its own tauri-driver, with its own environment."""
+
+    def __init__(self, env, log):
+        self.port, native = free_port(), free_port()
+        self.log = log
+        with open(log, "ab") as out:
+            self.driver = subprocess.Popen([DRIVER, "--port", str(self.port), "--native-port", str(native)], env=env,
+                                           stdout=out, stderr=out, start_new_session=True)
+        until("tauri-driver", lambda: self.driver.poll() is None and socket.create_connection(("127.0.0.1", self.port), 0.2).close() is None, 15)
+        caps = {"capabilities": {"alwaysMatch": {"tauri:options": {"application": TRAY, "args": []}, "browserName": "wry"}}}
+        # The driver listens before its WebKitWebDriver is ready: retry the first request.
+        self.id = until("a WebDriver session", lambda: self.call("POST", "/session", caps)["sessionId"], 20)
+        until("the page", lambda: self.js("return document.readyState") == "complete" and self.js("return !!document.querySelector('#view-live')"), 20)
+
+    def call(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read() or b"{}").get("value")
+
+    def js(self, script, *args):
+        return self.call("POST", f"/session/{self.id}/execute/sync", {"script": script, "args": list(args)})
+
+    def element(self, css):
+        value = self.call("POST", f"/session/{self.id}/element", {"using": "css selector", "value": css})
+        return next(v for k, v in value.items() if k.endswith("cecf"))
+
+    def click(self, css):
+        self.call("POST", f"/session/{self.id}/element/{self.element(css)}/click", {})
+
+    def type(self, css, text):
+        eid = self.element(css)
+        self.js("arguments[0].value = ''", {"element-6066-11e4-a52e-4f735466cecf": eid})
+        self.call("POST", f"/session/{self.id}/element/{eid}/value", {"text": text})
+
+    def text(self, css):
+        return self.js("const e = document.querySelector(arguments[0]); return e ? e.textContent.trim() : null", css)
+
+    def view(self, name):
+        self.js(f"location.hash = '#{name}'")
+        until(f"the {name} view", lambda: self.js(f"return !document.getElementById('view-{name}').hidden"), 5)
+
+    def screenshot(self, name):
+        if SHOTS:
+            png = base64.b64decode(self.call("GET", f"/session/{self.id}/screenshot"))
+            with open(os.path.join(SHOTS, name), "wb") as f:
+                f.write(png)
+
+    def close(self):
+        try:
+            self.call("DELETE", f"/session/{self.id}")
+        except Exception:  # noqa: BLE001 - the driver may already be gone
+            pass
+        try:
+            os.killpg(self.driver.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.driver.wait()
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="lockwatch-dashboard-e2e-")
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}"
+    procs, sessions, passed = [], [], 0
+
+    def ok(name):
+        nonlocal passed
+        passed += 1
+        print(f"ok {passed}: {name}", flush=True)
+
+    def redis(*args):
+        return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True, timeout=10).stdout.strip()
+
+    def status():
+        return json.loads(subprocess.run([LOCKWATCH, "--redis", url, "status", "--json"], capture_output=True, text=True, timeout=20).stdout)
+
+    def open_app(**extra):
+        env = dict(os.environ, HOME=f"{tmp}/home", XDG_RUNTIME_DIR=f"{tmp}/run", XDG_CONFIG_HOME=f"{tmp}/home/.config",
+                   XDG_DATA_HOME=f"{tmp}/home/.local/share", XDG_CACHE_HOME=f"{tmp}/home/.cache", LOCKWATCH_OPEN_DASHBOARD="1", LOCKWATCH_USER="alice")
+        env.pop("LOCKWATCH_REDIS_URL", None)
+        env.update(extra)
+        s = Session(env, f"{tmp}/app-{len(sessions) + 1}.log")
+        sessions.append(s)
+        return s
+
+    try:
+        os.makedirs(f"{tmp}/home")
+        os.makedirs(f"{tmp}/run", mode=0o700)
+        procs.append(subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        until("redis", lambda: redis("PING") == "PONG", 10)
+        subprocess.run([LOCKWATCH, "--redis", url, "enable", "--user", "alice"], check=True, capture_output=True)
+        workers = {}
+        for node in ["srv-a", "srv-b"]:
+            workers[node] = subprocess.Popen([LOCKWATCH, "--redis", url, "worker", "--node", node, "--lease", "3s", "--stop-grace", "1s", "--",
+                                              "sh", "-c", "while :; do echo tick; sleep 0.2; done"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs.append(workers[node])
+        holder = until("a holder", lambda: status()["holder"], 10)["node"]
+
+        # 1. the live view shows the truth, pushed, on the right server
+        s = open_app(LOCKWATCH_REDIS_URL=url)
+        card = '[data-job="outbound"]'
+        until("Running", lambda: s.text(f"{card} .badge .word") == "Running", 15)
+        until(f"server {holder}", lambda: s.text(f"{card} dd.server") == holder, 10)
+        s.screenshot("dashboard-live.png")
+        ok(f"live view: Running on {holder}")
+
+        # 2. the own toggle writes alice's flag, both ways
+        s.click(f"{card} input.mine")
+        until("alice's flag off", lambda: redis("HGET", "{outbound}:enabled:alice", "on") == "0", 10)
+        until("Stopped", lambda: s.text(f"{card} .badge .word") == "Stopped", 10)
+        s.click(f"{card} input.mine")
+        until("alice's flag on", lambda: redis("HGET", "{outbound}:enabled:alice", "on") == "1", 10)
+        until("Running again", lambda: s.text(f"{card} .badge .word") == "Running", 10)
+        ok("the own toggle turns the job off and on")
+
+        # 3. kill -9 of the holder: the other server shows, and the failover is in the history
+        holder = until("a holder", lambda: status()["holder"], 10)["node"]
+        other = "srv-b" if holder == "srv-a" else "srv-a"
+        workers[holder].kill()
+        until(f"server {other}", lambda: s.text(f"{card} dd.server") == other, 3 + 6)
+        s.view("history")
+        row = until("the failover row", lambda: s.js(
+            "return [...document.querySelectorAll('table.failovers tbody tr')].map(r => [...r.cells].map(c => c.textContent))"
+            ".find(c => c[1] === 'failover' && c[2] === arguments[0] && c[3] === arguments[1]) ?? null", holder, other), 10)
+        s.screenshot("dashboard-history.png")
+        ok(f"failover {holder} → {other} in the history: {row}")
+
+        # 4. bad input is refused field by field, nothing saved
+        s.view("settings")
+        s.type("#poll", "fast")
+        s.click("form.settings button[type=submit]")
+        until("poll marked invalid", lambda: s.js("return document.getElementById('poll').getAttribute('aria-invalid')") == "true", 5)
+        assert s.text("#poll-error"), "no sentence for the poll field"
+        assert not os.path.exists(f"{tmp}/home/.local/share/app.lockwatch.tray/settings.json"), "invalid settings were saved"
+        ok(f"invalid poll refused: {s.text('#poll-error')}")
+        s.close()
+
+        # 5. settings saved in one run hold in the next
+        s = open_app()
+        s.view("settings")
+        s.type("#redis_url", url)
+        s.type("#heartbeat_grace", "7s")
+        s.click("form.settings button[type=submit]")
+        until("Saved", lambda: (s.text("form.settings .result") or "").startswith("Saved"), 10)
+        s.close()
+        s = open_app()
+        s.view("settings")
+        until("the saved URL", lambda: s.js("return document.getElementById('redis_url').value") == url, 10)
+        assert s.js("return document.getElementById('heartbeat_grace').value") == "7s"
+        s.view("live")
+        until("Running from the saved settings", lambda: s.text(f"{card} .badge .word") == "Running", 15)
+        ok("settings survive a restart and take effect")
+        print(f"{passed} passed, 0 failed", flush=True)
+        return 0
+    except Exception as e:  # noqa: BLE001 - report and fail
+        print(f"FAILED after {passed} checks: {e!r}", flush=True)
+        traceback.print_exc()
+        for s in sessions:
+            with open(s.log, errors="replace") as f:
+                print(f"--- {s.log}:\n{f.read()[-3000:]}", flush=True)
+        print(f"{passed} passed, 1 failed", flush=True)
+        return 1
+    finally:
+        for s in sessions:
+            s.close()
+        for p in procs:
+            p.kill()
+            p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
