@@ -57,21 +57,26 @@ export function segments(entries, from, to) {
 export function failoverLog(entries) {
   const events = normalize(entries);
   const log = [];
-  let holder = null; // {node, fence, endedAt|null}
+  let holder = null; // {node, fence, endedAt|null, released}
   for (const e of events) {
     if (e.type === "acquired") {
       if (holder) {
         const downMs = holder.endedAt != null ? e.at - holder.endedAt : null;
-        if (holder.node !== e.node || holder.fence !== e.fence) {
+        // Another server, or the same one again after losing the lock (or
+        // vanishing): a failover. The same server after a clean release
+        // (everyone disabled it, then enabled it) is a restart, not logged.
+        const cleanRestart = holder.node === e.node && holder.released;
+        if ((holder.node !== e.node || holder.fence !== e.fence) && !cleanRestart) {
           log.push({ at: e.at, kind: "failover", from: holder.node, to: e.node, downMs });
         }
       }
-      holder = { node: e.node, fence: e.fence, endedAt: null };
+      holder = { node: e.node, fence: e.fence, endedAt: null, released: false };
     } else if (e.type === "lost" && holder && e.node === holder.node) {
       holder.endedAt = e.at;
       log.push({ at: e.at, kind: "death", from: e.node, to: null, downMs: null, reason: e.reason ?? "lost the lock" });
     } else if (e.type === "released" && holder && e.node === holder.node) {
       holder.endedAt = e.at;
+      holder.released = true;
     }
   }
   return log.reverse();

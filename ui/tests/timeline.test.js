@@ -38,3 +38,16 @@ test("segments are clipped to the window and cover it without gaps", () => {
   const segs = segments(entries, 5000, 6000);
   assert.deepEqual(segs, [{ start: 5000, end: 6000, node: "a", fence: "1" }]);
 });
+
+test("the same server again after a clean release is a restart, not a failover", () => {
+  const entries = [
+    e(1000, { type: "acquired", node: "a", fence: "1" }),
+    e(2000, { type: "released", node: "a", fence: "1" }),
+    e(3000, { type: "acquired", node: "a", fence: "2" }),
+    e(4000, { type: "lost", node: "a", fence: "2", reason: "expired" }),
+    e(4500, { type: "acquired", node: "a", fence: "3" }),
+  ];
+  const log = failoverLog(entries);
+  assert.deepEqual(log.map((f) => f.kind), ["failover", "death"]);
+  assert.deepEqual(log[0], { at: 4500, kind: "failover", from: "a", to: "a", downMs: 500 });
+});

@@ -93,6 +93,7 @@ class Session:
 
     def screenshot(self, name):
         if SHOTS:
+            time.sleep(0.5)  # let the webview paint what the checks just saw
             png = base64.b64decode(self.call("GET", f"/session/{self.id}/screenshot"))
             with open(os.path.join(SHOTS, name), "wb") as f:
                 f.write(png)
