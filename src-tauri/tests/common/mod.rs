@@ -72,7 +72,21 @@ pub fn lockwatch_cli(tray: &Path) -> PathBuf {
 
 /// Runs `tests/e2e/<script>` with `/usr/bin/python3` (Debian's, which has
 /// the D-Bus and GObject bindings) in `dbus-run-session` on a fresh display.
+///
+/// A desktop session has moving parts outside lockwatch (the WebDriver
+/// bridge, the bus): a run that fails is run once more, and the test fails
+/// only when both runs fail. Both outputs are printed.
 pub fn run_e2e(script: &str, env: &[(&str, &std::ffi::OsStr)]) -> String {
+    match run_once(script, env) {
+        Ok(stdout) => stdout,
+        Err(first) => {
+            println!("{script}: first run failed, running it once more");
+            run_once(script, env).unwrap_or_else(|second| panic!("{script} failed twice:\n{first}\n---\n{second}"))
+        }
+    }
+}
+
+fn run_once(script: &str, env: &[(&str, &std::ffi::OsStr)]) -> Result<String, String> {
     let tray = Path::new(env!("CARGO_BIN_EXE_lockwatch-tray"));
     let cli = lockwatch_cli(tray);
     let display = Display::start();
@@ -92,6 +106,5 @@ pub fn run_e2e(script: &str, env: &[(&str, &std::ffi::OsStr)]) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     println!("{stdout}");
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{script} failed");
-    stdout
+    if out.status.success() { Ok(stdout) } else { Err(stdout) }
 }
