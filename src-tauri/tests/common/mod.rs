@@ -14,13 +14,11 @@ pub struct Display {
 }
 
 impl Display {
+    /// Starts Xvfb on the first display number it can take. Xvfb itself
+    /// clears lock files left by a display server that is gone.
     pub fn start() -> Display {
-        for number in 140..200 {
-            if Path::new(&format!("/tmp/.X11-unix/X{number}")).exists()
-                || Path::new(&format!("/tmp/.X{number}-lock")).exists()
-            {
-                continue;
-            }
+        for number in 140..240 {
+            let socket = format!("/tmp/.X11-unix/X{number}");
             let mut child = Command::new("Xvfb")
                 .args([
                     format!(":{number}"),
@@ -36,11 +34,11 @@ impl Display {
                 .expect("Xvfb must be installed (bash scripts/setup-test-deps.sh)");
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
-                if Path::new(&format!("/tmp/.X11-unix/X{number}")).exists() {
-                    return Display { number, child };
-                }
                 if let Ok(Some(_)) = child.try_wait() {
-                    break;
+                    break; // taken by a live server: try the next number
+                }
+                if Path::new(&socket).exists() && std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+                    return Display { number, child };
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -53,6 +51,15 @@ impl Display {
 
 impl Drop for Display {
     fn drop(&mut self) {
+        // SIGTERM lets Xvfb remove its lock file and socket.
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
