@@ -266,14 +266,15 @@ def main():
         print(f"{passed} passed, 1 failed", flush=True)
         return 1
     finally:
-        for s in sessions:
-            try:
-                s.close()
-            except AssertionError as e:
-                print(f"cleanup: {e}", flush=True)
+        # Workers and Redis first: nothing below may keep them alive.
         for p in procs:
             p.kill()
             p.wait()
+        for s in sessions:
+            try:
+                s.close()
+            except Exception as e:  # noqa: BLE001 - cleanup must go on
+                print(f"cleanup: {e!r}", flush=True)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
