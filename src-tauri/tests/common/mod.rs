@@ -98,7 +98,15 @@ fn run_once(script: &str, env: &[(&str, &std::ffi::OsStr)]) -> Result<String, St
     let cli = lockwatch_cli(tray);
     let display = Display::start();
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The bus starts desktop services on demand (portal, keyring,
+    // accessibility); give them a home of their own, removed afterwards.
+    let home = std::env::temp_dir().join(format!("lockwatch-e2e-home-{}-{script}", std::process::id()));
+    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
     let mut cmd = Command::new("dbus-run-session");
+    cmd.env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CACHE_HOME", home.join(".cache"));
     cmd.args(["--", "/usr/bin/python3"])
         .arg(manifest.join("tests/e2e").join(script))
         .env("DISPLAY", format!(":{}", display.number))
@@ -110,6 +118,7 @@ fn run_once(script: &str, env: &[(&str, &std::ffi::OsStr)]) -> Result<String, St
         cmd.env(k, v);
     }
     let out: Output = cmd.output().expect("dbus-run-session must be installed (bash scripts/setup-test-deps.sh)");
+    let _ = std::fs::remove_dir_all(&home);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     println!("{stdout}");
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
