@@ -65,7 +65,9 @@ export function failoverLog(entries) {
         // Another server, or the same one again after losing the lock (or
         // vanishing): a failover. The same server after a clean release
         // (everyone disabled it, then enabled it) is a restart, not logged.
-        const cleanRestart = holder.node === e.node && holder.released;
+        // A release because nobody had it enabled is a stop: whichever server
+        // starts it next, that is a restart, not a failover.
+        const cleanRestart = holder.stopped || (holder.node === e.node && holder.released);
         if ((holder.node !== e.node || holder.fence !== e.fence) && !cleanRestart) {
           log.push({ at: e.at, kind: "failover", from: holder.node, to: e.node, downMs });
         }
@@ -77,6 +79,7 @@ export function failoverLog(entries) {
     } else if (e.type === "released" && holder && e.node === holder.node) {
       holder.endedAt = e.at;
       holder.released = true;
+      holder.stopped = /nobody has the job enabled/.test(e.reason ?? "");
     }
   }
   return log.reverse();

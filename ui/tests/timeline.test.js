@@ -51,3 +51,14 @@ test("the same server again after a clean release is a restart, not a failover",
   assert.deepEqual(log.map((f) => f.kind), ["failover", "death"]);
   assert.deepEqual(log[0], { at: 4500, kind: "failover", from: "a", to: "a", downMs: 500 });
 });
+
+test("a stop by the supervisors, resumed on the other server, is not a failover", () => {
+  const entries = [
+    e(1000, { type: "acquired", node: "a", fence: "1" }),
+    e(2000, { type: "released", node: "a", fence: "1", reason: "nobody has the job enabled" }),
+    e(3000, { type: "acquired", node: "b", fence: "2" }),
+    e(4000, { type: "released", node: "b", fence: "2", reason: "worker stopping" }),
+    e(4021, { type: "acquired", node: "a", fence: "3" }),
+  ];
+  assert.deepEqual(failoverLog(entries), [{ at: 4021, kind: "failover", from: "b", to: "a", downMs: 21 }]);
+});
