@@ -21,31 +21,18 @@ import traceback
 import urllib.error
 import urllib.request
 
+import support
+from support import free_port
+
 LOCKWATCH = os.environ["LOCKWATCH_BIN"]
 TRAY = os.environ["LOCKWATCH_TRAY_BIN"]
 DRIVER = os.environ["TAURI_DRIVER"]
 SHOTS = os.environ.get("SCREENSHOT_DIR") or None
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def until(what, check, timeout):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-            if value:
-                return value
-            last = value
-        except (urllib.error.URLError, OSError, KeyError) as e:
-            last = e
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+    # A WebDriver request may fail while the driver or the page is not ready yet.
+    return support.until(what, check, timeout, retry_on=(urllib.error.URLError, OSError, KeyError))
 
 
 def bus(method, arg):
