@@ -150,15 +150,14 @@ const SHOWN: &[(&str, &[&str])] = &[
 /// The command line's definition, each command's help trimmed to the shared
 /// options it reads (see [`SHOWN`]).
 pub fn command() -> clap::Command {
-    let cmd = Cli::command();
-    let shared: Vec<clap::Arg> = cmd.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
+    let mut cmd = Cli::command();
+    let ids: Vec<clap::Id> = cmd.get_arguments().filter(|a| a.is_global_set()).map(|a| a.get_id().clone()).collect();
     let shown =
         |name: &str, id: &clap::Id| SHOWN.iter().any(|(command, ids)| *command == name && ids.contains(&id.as_str()));
-    // Shared options come after each command's own in its help: offset their
-    // order past any command's own options.
-    let mut cmd = shared.iter().enumerate().fold(cmd, |cmd, (i, arg)| {
-        cmd.mut_arg(arg.get_id(), |a| a.hide(!shown("", arg.get_id())).display_order(100 + i))
-    });
+    // Shared options come after each command's own in its help.
+    for (i, id) in ids.iter().enumerate() {
+        cmd = cmd.mut_arg(id, |a| a.hide(!shown("", id)).display_order(100 + i));
+    }
     let shared: Vec<clap::Arg> = cmd.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
     // clap copies a global option into each subcommand unless the subcommand
     // has its own of that id; an own copy, shown or hidden unlike the top's,
