@@ -20,6 +20,40 @@ fn lockwatch(url: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The binary in a clean environment: no LOCKWATCH_* variables, only PATH.
+fn lockwatch_clean(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("RUST_BACKTRACE", "1")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+/// Checks a usage error as a monitoring system sees it (exit 3, UNKNOWN;
+/// nothing on stdout) and as a person reads it (one sentence, then the usage
+/// line, no backtrace); returns the sentence.
+fn usage_error(out: &Output) -> String {
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(text(&out.stdout), "");
+    assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "one sentence and the usage line: {stderr}");
+    assert!(lines[0].starts_with("lockwatch: "), "{stderr}");
+    assert!(lines[1].starts_with("Usage: lockwatch"), "{stderr}");
+    lines[0].to_owned()
+}
+
+fn usage_line(out: &Output) -> String {
+    text(&out.stderr).lines().nth(1).unwrap_or_default().to_owned()
+}
+
 fn status_json(url: &str) -> (Value, i32) {
     let out = lockwatch(url, &["status", "--json"]);
     let json: Value =
@@ -103,12 +137,15 @@ fn bad_input_gets_one_sentence() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("is not valid") && !stderr.contains("secret"), "{stderr}");
 
+    // A name that cannot be used is a mistake in the command line: exit 3.
     let out = lockwatch("redis://127.0.0.1:1", &["enable", "--user", "al*ce"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used"));
+    assert!(usage_error(&out).starts_with("lockwatch: --user al*ce: "));
+    let out = lockwatch("redis://127.0.0.1:1", &["--job", "out bound", "status"]);
+    assert!(usage_error(&out).starts_with("lockwatch: --job \"out bound\": "));
 
     let out = lockwatch("redis://127.0.0.1:1", &["--heartbeat-grace", "soon", "status"]);
-    assert_eq!(out.status.code(), Some(2));
+    let err = usage_error(&out);
+    assert!(err.starts_with("lockwatch: --heartbeat-grace soon: "), "{err}");
 }
 
 #[test]
@@ -162,4 +199,162 @@ fn watch_json_prints_the_status_then_one_line_per_event() {
     child.kill().unwrap();
     let _ = child.wait();
     std::thread::sleep(Duration::from_millis(10));
+}
+
+#[test]
+fn usage_errors_exit_3_with_one_sentence_and_the_usage_line() {
+    let out = lockwatch_clean(&["status", "--jason"]);
+    let err = usage_error(&out);
+    assert!(err.contains("'--jason'") && err.contains("did you mean '--json'"), "{err}");
+    assert_eq!(usage_line(&out), "Usage: lockwatch status [OPTIONS]");
+
+    let out = lockwatch_clean(&["statsu"]);
+    let err = usage_error(&out);
+    assert!(err.contains("'statsu'") && err.contains("did you mean 'status'"), "{err}");
+
+    let out = lockwatch_clean(&["--redis-url", "redis://h", "status"]);
+    let err = usage_error(&out);
+    assert!(err.contains("'--redis-url'") && err.contains("did you mean '--redis'"), "{err}");
+
+    let out = lockwatch_clean(&["acl"]);
+    let err = usage_error(&out);
+    assert!(err.contains("--user"), "{err}");
+
+    let out = lockwatch_clean(&["worker", "--node", "srv-a"]);
+    let err = usage_error(&out);
+    assert!(err.contains("CMD"), "{err}");
+    assert!(usage_line(&out).starts_with("Usage: lockwatch worker "), "{}", usage_line(&out));
+
+    let out = lockwatch_clean(&["status", "extra"]);
+    assert!(usage_error(&out).contains("'extra'"));
+
+    let out = lockwatch_clean(&[]);
+    let err = usage_error(&out);
+    assert!(err.contains("status") && err.contains("worker"), "names the commands: {err}");
+}
+
+#[test]
+fn help_and_version_print_to_stdout_and_exit_0() {
+    for args in [&["--help"][..], &["-h"], &["status", "--help"], &["help", "worker"], &["--version"], &["-V"]] {
+        let out = lockwatch_clean(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "", "{args:?}");
+        assert!(text(&out.stdout).contains("lockwatch"), "{args:?}");
+    }
+}
+
+#[test]
+fn a_duration_without_a_unit_is_refused_naming_the_flag() {
+    let out = lockwatch_clean(&["status", "--heartbeat-grace", "10"]);
+    assert_eq!(usage_error(&out), "lockwatch: --heartbeat-grace 10: give a unit: 500ms, 10s, 5m or 1h");
+
+    let out = lockwatch_clean(&["--failover-window", "5", "watch"]);
+    assert!(usage_error(&out).starts_with("lockwatch: --failover-window 5: give a unit"));
+
+    let out = lockwatch_clean(&["worker", "--node", "srv-a", "--lease", "30", "--", "true"]);
+    assert!(usage_error(&out).starts_with("lockwatch: --lease 30: give a unit"));
+
+    let out = lockwatch_clean(&["worker", "--node", "srv-a", "--lease", "5y", "--", "true"]);
+    assert!(usage_error(&out).starts_with("lockwatch: --lease 5y: "));
+}
+
+#[test]
+fn engine_options_work_before_and_after_the_command() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    redisson_lock(&mut c, "{outbound}:lock", "uuid-a:1", 30_000);
+    beat(&mut c, "outbound", "srv-a", "uuid-a:1", 0, "running", 7_000);
+
+    // A 7 s old heartbeat is fresh by the default grace (10 s), stale by 5 s.
+    let state = |args: &[&str]| {
+        let out = lockwatch(&url, args);
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (json["state"].as_str().unwrap().to_owned(), out.status.code().unwrap())
+    };
+    assert_eq!(state(&["status", "--json"]), ("running".to_owned(), 0));
+    assert_eq!(state(&["--heartbeat-grace", "5s", "status", "--json"]), ("stale".to_owned(), 1));
+    assert_eq!(state(&["status", "--heartbeat-grace", "5s", "--json"]), ("stale".to_owned(), 1));
+    assert_eq!(
+        state(&["--heartbeat-grace", "5s", "status", "--heartbeat-grace", "1m", "--json"]),
+        ("running".to_owned(), 0)
+    );
+    assert_eq!(state(&["--no-heartbeat", "--heartbeat-grace", "5s", "status", "--json"]), ("running".to_owned(), 0));
+}
+
+#[test]
+fn help_names_environment_variables_without_their_values() {
+    for args in
+        [&["--help"][..], &["status", "--help"], &["watch", "--help"], &["worker", "--help"], &["acl", "--help"]]
+    {
+        let help = text(&lockwatch_clean(args).stdout);
+        assert!(!help.contains("=]"), "{args:?}: {help}");
+        assert!(help.contains("[env: LOCKWATCH_JOB]"), "{args:?}: {help}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+        .env("LOCKWATCH_REDIS_URL", "redis://alice:s3cret@db:6379")
+        .env("LOCKWATCH_TLS_CA", "/etc/ca-private.pem")
+        .env("LOCKWATCH_JOB", "nightly")
+        .args(["status", "--help"])
+        .output()
+        .unwrap();
+    let help = text(&out.stdout);
+    assert!(help.contains("[env: LOCKWATCH_REDIS_URL]") && help.contains("[env: LOCKWATCH_TLS_CA]"), "{help}");
+    assert!(!help.contains("s3cret") && !help.contains("ca-private") && !help.contains("nightly"), "{help}");
+}
+
+#[test]
+fn each_command_help_lists_only_the_options_it_uses() {
+    let help = |args: &[&str]| text(&lockwatch_clean(args).stdout);
+    let has = |help: &str, option: &str| help.contains(&format!("{option} "));
+    let engine = ["--heartbeat-grace", "--failover-window", "--start-grace", "--no-heartbeat"];
+
+    let worker = help(&["worker", "--help"]);
+    for option in engine.iter().chain(&["--interval"]) {
+        assert!(!has(&worker, option), "worker --help shows {option}: {worker}");
+    }
+    for option in ["--node", "--lease", "--redis", "--job"] {
+        assert!(has(&worker, option), "worker --help lacks {option}: {worker}");
+    }
+
+    let status = help(&["status", "--help"]);
+    for option in engine.iter().chain(&["--redis", "--json"]) {
+        assert!(has(&status, option), "status --help lacks {option}: {status}");
+    }
+    assert!(!has(&status, "--interval"), "{status}");
+
+    let watch = help(&["watch", "--help"]);
+    for option in engine.iter().chain(&["--interval"]) {
+        assert!(has(&watch, option), "watch --help lacks {option}: {watch}");
+    }
+
+    for command in ["enable", "disable"] {
+        let h = help(&[command, "--help"]);
+        assert!(has(&h, "--user") && has(&h, "--redis"), "{h}");
+        assert!(!engine.iter().chain(&["--interval"]).any(|o| has(&h, o)), "{h}");
+    }
+
+    let acl = help(&["acl", "--help"]);
+    assert!(has(&acl, "--user") && has(&acl, "--job"), "{acl}");
+    assert!(!has(&acl, "--redis") && !has(&acl, "--tls-ca") && !has(&acl, "--interval"), "{acl}");
+
+    let top = help(&["--help"]);
+    assert!(has(&top, "--redis") && has(&top, "--no-heartbeat"), "{top}");
+    assert!(!has(&top, "--interval") && !has(&top, "--lease"), "{top}");
+}
+
+#[test]
+fn acl_without_user_shows_only_what_is_required() {
+    let out = lockwatch("redis://127.0.0.1:1", &["acl"]);
+    let err = usage_error(&out);
+    assert!(err.contains("--user"), "{err}");
+    let usage = usage_line(&out);
+    assert!(usage.starts_with("Usage: lockwatch acl ") && usage.contains("--user <USER>"), "{usage}");
+    assert!(!usage.contains("--redis"), "{usage}");
+
+    // Options the command does not read are still accepted, as scripts give them.
+    let out = lockwatch("redis://127.0.0.1:1", &["--interval", "2s", "acl", "--user", "alice"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("ACL SETUSER alice"));
 }

@@ -1,12 +1,17 @@
 //! The command line's shape (clap) and its conversion into typed options.
+//!
+//! The connection and status options are global, so scripts may give them
+//! before the command (`lockwatch --heartbeat-grace 5s status`); each
+//! command's help shows only the ones it reads ([`command`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 use crate::connect::{DEFAULT_URL, Target};
 use crate::error::Error;
+use crate::flags;
 use crate::keys::{DEFAULT_JOB, Keys};
 use crate::status;
 use crate::watch;
@@ -21,20 +26,21 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options every command takes.
+/// Options every command accepts, before or after its name; [`SHOWN`] says
+/// which commands read (and list in their help) each of them.
 #[derive(Debug, Args)]
 pub struct Global {
     /// Redis URL: redis://[user:password@]host:port, rediss:// for TLS.
     #[arg(long, global = true, env = "LOCKWATCH_REDIS_URL", hide_env_values = true, default_value = DEFAULT_URL)]
     pub redis: String,
     /// PEM file of the CA that signed the server's TLS certificate.
-    #[arg(long, global = true, env = "LOCKWATCH_TLS_CA", value_name = "FILE")]
+    #[arg(long, global = true, env = "LOCKWATCH_TLS_CA", hide_env_values = true, value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
     /// The job's name; its keys are {JOB}:lock, {JOB}:fence, …
-    #[arg(long, global = true, env = "LOCKWATCH_JOB", default_value = DEFAULT_JOB, value_parser = parse_job)]
+    #[arg(long, global = true, env = "LOCKWATCH_JOB", hide_env_values = true, default_value = DEFAULT_JOB, value_parser = parse_job)]
     pub job: String,
     /// Lock key, when it is not {JOB}:lock (an existing Redisson lock name).
-    #[arg(long, global = true, env = "LOCKWATCH_LOCK_KEY", value_name = "KEY")]
+    #[arg(long, global = true, env = "LOCKWATCH_LOCK_KEY", hide_env_values = true, value_name = "KEY")]
     pub lock_key: Option<String>,
     /// Judge by the lock alone: for services that write no heartbeat.
     #[arg(long, global = true)]
@@ -55,7 +61,7 @@ pub struct Global {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Print the job's status once; exit 0 running/stopped, 1 stale, 2 down/conflict, 3 unknown.
+    /// Print the job's status once; exit 0 running/stopped, 1 stale/pending, 2 down/conflict, 3 unknown.
     Status {
         /// One JSON object instead of text.
         #[arg(long)]
@@ -70,22 +76,22 @@ pub enum Command {
     /// Turn your enable flag on: the job runs while at least one flag is on.
     Enable {
         /// Whose flag (default: the Redis ACL user, else your login name).
-        #[arg(long)]
+        #[arg(long, value_parser = parse_user)]
         user: Option<String>,
     },
     /// Turn your enable flag off.
     Disable {
         /// Whose flag (default: the Redis ACL user, else your login name).
-        #[arg(long)]
+        #[arg(long, value_parser = parse_user)]
         user: Option<String>,
     },
     /// Run CMD on exactly one server of the cluster, while somebody has the job enabled.
     Worker {
         /// This server's name, as supervisors see it.
-        #[arg(long)]
+        #[arg(long, value_parser = parse_user)]
         node: String,
         /// Lock lease; the watchdog renews it every third of it.
-        #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+        #[arg(long, default_value = "30s", value_parser = parse_lease, value_name = "DURATION")]
         lease: Duration,
         /// Run CMD every DURATION instead of restarting it whenever it exits.
         #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
@@ -105,9 +111,67 @@ pub enum Command {
     /// Print the Redis ACL rules that let USER read the job and write only USER's flag.
     Acl {
         /// The supervisor's name (also their Redis user name).
-        #[arg(long)]
+        #[arg(long, value_parser = parse_user)]
         user: String,
     },
+}
+
+/// Which shared options each command reads, by argument id (the field name
+/// in [`Global`]); `""` is `lockwatch` itself, before any command. Every
+/// command still accepts the others, because scripts give them before the
+/// command whatever it is, but its help does not list them.
+const SHOWN: &[(&str, &[&str])] = &[
+    ("", &["redis", "tls_ca", "job", "lock_key", "no_heartbeat"]),
+    (
+        "status",
+        &["redis", "tls_ca", "job", "lock_key", "no_heartbeat", "heartbeat_grace", "failover_window", "start_grace"],
+    ),
+    (
+        "watch",
+        &[
+            "redis",
+            "tls_ca",
+            "job",
+            "lock_key",
+            "no_heartbeat",
+            "heartbeat_grace",
+            "failover_window",
+            "start_grace",
+            "interval",
+        ],
+    ),
+    ("enable", &["redis", "tls_ca", "job", "lock_key"]),
+    ("disable", &["redis", "tls_ca", "job", "lock_key"]),
+    ("worker", &["redis", "tls_ca", "job", "lock_key"]),
+    ("acl", &["job", "lock_key"]),
+    ("demo", &["job"]),
+];
+
+/// The command line's definition, each command's help trimmed to the shared
+/// options it reads (see [`SHOWN`]).
+pub fn command() -> clap::Command {
+    let mut cmd = Cli::command();
+    let ids: Vec<clap::Id> = cmd.get_arguments().filter(|a| a.is_global_set()).map(|a| a.get_id().clone()).collect();
+    let shown =
+        |name: &str, id: &clap::Id| SHOWN.iter().any(|(command, ids)| *command == name && ids.contains(&id.as_str()));
+    // Shared options come after each command's own in its help.
+    for (i, id) in ids.iter().enumerate() {
+        cmd = cmd.mut_arg(id, |a| a.hide(!shown("", id)).display_order(100 + i));
+    }
+    let shared: Vec<clap::Arg> = cmd.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
+    // clap copies a global option into each subcommand unless the subcommand
+    // has its own of that id; an own copy, shown or hidden unlike the top's,
+    // changes only the help. The value still reaches both: clap hands a
+    // global id's value up and down whichever level it was given at.
+    for (name, _) in SHOWN.iter().filter(|(name, _)| !name.is_empty()) {
+        for arg in &shared {
+            let show = shown(name, arg.get_id());
+            if show != shown("", arg.get_id()) {
+                cmd = cmd.mut_subcommand(name, |sub| sub.arg(arg.clone().global(false).hide(!show)));
+            }
+        }
+    }
+    cmd
 }
 
 impl Global {
@@ -152,32 +216,72 @@ fn ms(d: Duration) -> u64 {
 /// A job name: not empty, no spaces or braces (it becomes the keys' hash tag).
 ///
 /// # Errors
-/// A sentence naming the bad value.
-pub fn parse_job(s: &str) -> Result<String, String> {
+/// What a job name may contain; the caller names the flag and the value.
+pub fn parse_job(s: &str) -> Result<String, &'static str> {
     if s.is_empty() || s.len() > 100 || s.contains(|c: char| c.is_whitespace() || c == '{' || c == '}') {
-        Err(format!("{s:?} cannot be a job name; use 1 to 100 characters without spaces or braces"))
+        Err("a job name is 1 to 100 characters without spaces or braces")
     } else {
         Ok(s.to_owned())
     }
 }
 
-/// Parses `500ms`, `30s`, `5m`, `1h` (a bare number is seconds).
+/// A server's or supervisor's name, by [`flags::check_user`]'s rule.
 ///
 /// # Errors
-/// A sentence naming the bad value.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+/// What the name may contain; the caller names the flag and the value.
+fn parse_user(s: &str) -> Result<String, &'static str> {
+    flags::check_user(s).map(str::to_owned).map_err(|_| "a name is 1 to 64 letters, digits, '.', '_', '@' or '-'")
+}
+
+/// A lock lease: a duration long enough for three renewals to fit in it.
+///
+/// # Errors
+/// What is wrong with it; the caller names the flag and the value.
+fn parse_lease(s: &str) -> Result<Duration, String> {
+    let lease = parse_duration(s).map_err(|e| e.to_string())?;
+    if lease < Duration::from_millis(300) {
+        return Err("too short; give 300ms or more (default 30s)".to_owned());
+    }
+    Ok(lease)
+}
+
+/// Why a duration was refused. The messages leave out the value: the caller
+/// names the flag or setting and the value it got.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DurationError {
+    /// A number alone: seconds or milliseconds would be a guess.
+    #[error("give a unit: 500ms, 10s, 5m or 1h")]
+    NoUnit,
+    /// No number in front of the unit.
+    #[error("not a duration; write a number and a unit: 500ms, 10s, 5m or 1h")]
+    NotANumber,
+    /// A unit other than ms, s, m (min) or h.
+    #[error("{0:?} is not a unit of time; use ms, s, m or h")]
+    UnknownUnit(String),
+    /// More than a `Duration` holds.
+    #[error("too long; give at most a few years")]
+    OutOfRange,
+}
+
+/// Parses `500ms`, `30s`, `1.5m`, `5min`, `1h`. A number needs its unit.
+///
+/// # Errors
+/// [`DurationError`] saying what is missing or wrong.
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
     let (number, unit) = s.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("{s:?} is not a duration; write e.g. 500ms, 30s, 5m"))?;
+    let value: f64 = number.parse().map_err(|_| DurationError::NotANumber)?;
     let factor = match unit.trim() {
+        "" => return Err(DurationError::NoUnit),
         "ms" => 0.001,
-        "" | "s" => 1.0,
+        "s" => 1.0,
         "m" | "min" => 60.0,
         "h" => 3600.0,
-        other => return Err(format!("{other:?} is not a unit of time; use ms, s, m or h")),
+        other => return Err(DurationError::UnknownUnit(other.to_owned())),
     };
-    Duration::try_from_secs_f64(value * factor).map_err(|_| format!("{s:?} is out of range"))
+    Duration::try_from_secs_f64(value * factor).map_err(|_| DurationError::OutOfRange)
 }
 
 #[cfg(test)]
@@ -188,15 +292,40 @@ mod tests {
     fn durations_parse_with_units() {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
-        assert!(parse_duration("ten").is_err());
-        assert!(parse_duration("5y").is_err());
+        assert_eq!(parse_duration("5min"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+    }
+
+    #[test]
+    fn a_duration_needs_a_number_and_a_known_unit() {
+        assert_eq!(parse_duration("2"), Err(DurationError::NoUnit));
+        assert_eq!(parse_duration("0"), Err(DurationError::NoUnit));
+        assert_eq!(parse_duration("ten"), Err(DurationError::NotANumber));
+        assert_eq!(parse_duration("-5s"), Err(DurationError::NotANumber));
+        assert_eq!(parse_duration("5y"), Err(DurationError::UnknownUnit("y".to_owned())));
+        assert_eq!(parse_duration("1e3s"), Err(DurationError::UnknownUnit("e3s".to_owned())));
+        assert_eq!(parse_duration("99999999999999999999999h"), Err(DurationError::OutOfRange));
+    }
+
+    #[test]
+    fn every_shown_option_and_command_exists() {
+        let cmd = Cli::command();
+        for (name, shown) in SHOWN {
+            assert!(name.is_empty() || cmd.find_subcommand(name).is_some(), "{name}");
+            for id in *shown {
+                assert!(cmd.get_arguments().any(|a| a.get_id() == id && a.is_global_set()), "{id}");
+            }
+        }
+        let listed: Vec<&str> = SHOWN.iter().map(|(name, _)| *name).collect();
+        for sub in cmd.get_subcommands() {
+            assert!(listed.contains(&sub.get_name()), "{} is missing from SHOWN", sub.get_name());
+        }
     }
 
     #[test]
     fn the_cli_definition_is_consistent() {
-        use clap::CommandFactory;
         Cli::command().debug_assert();
+        command().debug_assert();
     }
 }

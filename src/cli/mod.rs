@@ -1,19 +1,22 @@
 //! The `lockwatch` command line: arguments, then one function per command.
 //! Errors end here, printed once as a sentence on stderr.
 //!
-//! Exit codes: `status` uses 0 running/stopped, 1 stale, 2 down/conflict,
-//! 3 unknown (Nagios style); every other command 0 on success, 1 on failure;
-//! 2 for a command line that cannot be parsed.
+//! Exit codes, Nagios style for `status`: 0 running or stopped, 1 stale or
+//! pending, 2 down or conflict, 3 unknown. Every other command: 0 on success,
+//! 1 on failure. Every command: 3 for a command line it cannot use (an
+//! unknown option or command, a missing argument, a bad value), because a
+//! typo in a monitoring system's check is UNKNOWN, never CRITICAL; 0 after
+//! `--help` or `--version`, which print to stdout.
 
 mod args;
 mod demo;
 pub mod render;
+mod usage;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
-use clap::Parser;
 use serde_json::json;
 
 use crate::flags;
@@ -21,11 +24,15 @@ use crate::probe::probe;
 use crate::status::{self, Observation, State, Tracker};
 use crate::watch::Watcher;
 
-pub use args::{Cli, Command, Global, parse_duration};
+pub use args::{Cli, Command, DurationError, Global, command, parse_duration};
+pub use usage::EXIT_USAGE;
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match usage::parse(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LOCKWATCH_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(io::stderr)
@@ -60,16 +67,8 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Enable { user } => flip(g, user.as_deref(), true).await,
         Command::Disable { user } => flip(g, user.as_deref(), false).await,
         Command::Worker { node, lease, every, stall_after, stop_grace, command } => {
-            let user_check = flags::check_user(node).map_err(|_| {
-                anyhow::anyhow!(
-                    "the node name {node:?} cannot be used; use 1 to 64 letters, digits, '.', '_', '@' or '-'"
-                )
-            })?;
-            if *lease < std::time::Duration::from_millis(300) {
-                anyhow::bail!("the lease {lease:?} is too short; give --lease 300ms or more (default 30s)");
-            }
             let opts = crate::worker::Options {
-                node: user_check.to_owned(),
+                node: node.clone(),
                 lease: *lease,
                 every: *every,
                 stall_after: *stall_after,
