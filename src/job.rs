@@ -2,7 +2,7 @@
 //! of a Rust service that embeds the worker and reports signs of life with
 //! [`Liveness::beat`].
 //!
-//! A child process runs below a [reaper](crate::reaper) that takes the job's
+//! A child process runs below a [`reaper`] that takes the job's
 //! whole process tree down on every stop and with the worker, even by
 //! `kill -9`. It gets the fence in its environment and none of the worker's
 //! Redis credentials. Its output is forwarded by threads of its own, so a
@@ -30,7 +30,9 @@ use crate::reaper::Control;
 /// The work a worker runs while it holds the lock.
 #[derive(Clone)]
 pub enum Work {
-    /// A program and its arguments.
+    /// A program and its arguments. It runs below a reaper that takes its
+    /// whole process tree down when the binary calls
+    /// [`reaper::enter_if_asked`] first thing in `main`, as `lockwatch` does.
     Command(Vec<String>),
     /// A Rust task, for services that embed the worker: called with the
     /// holding's context each time the job starts.

@@ -378,12 +378,14 @@ mod unix {
     }
 
     /// The parent pid in a `/proc/<pid>/stat` line (the name may hold anything, even `)`).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(super) fn parent_in_stat(stat: &str) -> Option<i32> {
         let (_, rest) = stat.rsplit_once(')')?;
         rest.split_whitespace().nth(1)?.parse().ok()
     }
 
     /// All pids below `root`, given (pid, parent) links.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(super) fn below(root: i32, links: &[(i32, i32)]) -> Vec<i32> {
         let mut found = vec![root];
         let mut i = 0;

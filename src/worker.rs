@@ -2,8 +2,9 @@
 //! the lock only while at least one supervisor has the job enabled, runs the
 //! command while it holds it, renews the lease from a watchdog task, beats
 //! from its supervision loop, stops the job the moment the lock is no longer
-//! its own (or before the lease could run out while Redis is unreachable),
-//! and records every lifecycle change on the job's event stream.
+//! its own (or before the lease could run out while Redis is unreachable or
+//! no replica confirms it), and records every lifecycle change on the job's
+//! event stream.
 
 use std::future::Future;
 use std::sync::{Arc, LazyLock};
@@ -210,18 +211,16 @@ impl Worker {
                 return Ok(None);
             }
             match renewal {
-                Renewal::Renewed(at) => h.lock_ok_at = h.lock_ok_at.max(at),
-                Renewal::Lost | Renewal::Expiring { .. } => {}
-                Renewal::Failing => {
-                    if !h.renew_failing {
-                        h.renew_failing = true;
-                        let fence = h.fence.to_string();
-                        self.record("renew-failed", &[("fence", &fence)]).await;
-                    }
+                Renewal::Renewed(at) => {
+                    h.lock_ok_at = h.lock_ok_at.max(at);
+                    h.renew_failing = false;
                 }
-            }
-            if matches!(renewal, Renewal::Renewed(_)) {
-                h.renew_failing = false;
+                Renewal::Failing if !h.renew_failing => {
+                    h.renew_failing = true;
+                    let fence = h.fence.to_string();
+                    self.record("renew-failed", &[("fence", &fence)]).await;
+                }
+                _ => {}
             }
             if h.lock_ok_at.elapsed() >= self.opts.lease * 3 / 4 {
                 let h = holding.take();
@@ -502,7 +501,7 @@ async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, ki
                 let c = conn.insert(c);
                 lock.renew(c).await
             };
-            let mut failed = match tokio::time::timeout_at(deadline, attempt).await {
+            let mut out_of_time = match tokio::time::timeout_at(deadline, attempt).await {
                 Ok(Ok(Renew::Renewed)) => {
                     last_ok = sent;
                     unconfirmed = false;
@@ -527,11 +526,11 @@ async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, ki
                 }
                 Err(_) => true,
             };
-            if !failed {
+            if !out_of_time {
                 let _ = report.send(Renewal::Failing);
-                failed = tokio::time::timeout_at(deadline, sleep(Duration::from_millis(250))).await.is_err();
+                out_of_time = tokio::time::timeout_at(deadline, sleep(Duration::from_millis(250))).await.is_err();
             }
-            if failed {
+            if out_of_time {
                 killer.kill();
                 let _ = report.send(Renewal::Expiring { unconfirmed });
                 return;
