@@ -1,27 +1,38 @@
-//! What the worker runs while it holds the lock: a child process (started
-//! with the fence in its environment, in its own process group, killed with
-//! the worker by `PR_SET_PDEATHSIG` on Linux, its output forwarded and timed
-//! for stall detection), or a task of a Rust service that embeds the worker
-//! and reports signs of life with [`Liveness::beat`].
+//! What the worker runs while it holds the lock: a child process, or a task
+//! of a Rust service that embeds the worker and reports signs of life with
+//! [`Liveness::beat`].
+//!
+//! A child process runs below a [`reaper`] that takes the job's
+//! whole process tree down on every stop and with the worker, even by
+//! `kill -9`. It gets the fence in its environment and none of the worker's
+//! Redis credentials. Its output is forwarded by threads of its own, so a
+//! stdout nobody reads stalls the job (shown as `stalled`), never the
+//! runtime that renews the lease and kills the job.
 
+use std::ffi::OsStr;
 use std::fmt;
 use std::future::Future;
-use std::io;
+use std::io::{self, PipeReader, Read, Write};
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::reaper;
+#[cfg(unix)]
+use crate::reaper::Control;
+
 /// The work a worker runs while it holds the lock.
 #[derive(Clone)]
 pub enum Work {
-    /// A program and its arguments.
+    /// A program and its arguments. It runs below a reaper that takes its
+    /// whole process tree down when the binary calls
+    /// [`reaper::enter_if_asked`] first thing in `main`, as `lockwatch` does.
     Command(Vec<String>),
     /// A Rust task, for services that embed the worker: called with the
     /// holding's context each time the job starts.
@@ -77,14 +88,25 @@ impl Liveness {
 /// A running job.
 pub struct Job {
     run: Run,
-    /// Process id of a child; `None` for an embedded task.
+    /// Process id of the job's own process; `None` for an embedded task.
     pub pid: Option<u32>,
     pub liveness: Liveness,
 }
 
 enum Run {
+    /// Below a reaper, which takes the job's whole tree down when told.
+    #[cfg(unix)]
+    Reaped {
+        reaper: Child,
+        control: Arc<Control>,
+    },
+    /// A direct child in a process group of its own (no reaper available).
     Process(Child),
-    Task { handle: JoinHandle<()>, stop: watch::Sender<bool>, done: bool },
+    Task {
+        handle: JoinHandle<()>,
+        stop: watch::Sender<bool>,
+        done: bool,
+    },
 }
 
 /// The environment a job gets.
@@ -94,14 +116,26 @@ pub struct JobEnv<'a> {
     pub job: &'a str,
 }
 
+/// Variables of the worker's environment a job must not inherit: they
+/// carry the Redis password or say where Redis is.
+fn is_connection_var(name: &OsStr) -> bool {
+    let Some(name) = name.to_str() else { return false };
+    name == "REDISCLI_AUTH"
+        || name == reaper::VAR
+        || ["LOCKWATCH_REDIS", "LOCKWATCH_SENTINEL", "LOCKWATCH_CLUSTER", "LOCKWATCH_TLS"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+}
+
 impl Job {
-    /// Starts `work`.
+    /// Starts `work` and points `killer` at it before anything else can
+    /// happen: a killer that has fired already kills it at once.
     ///
     /// # Errors
-    /// The spawn error, e.g. program not found.
-    pub fn start(work: &Work, env: &JobEnv<'_>) -> io::Result<Job> {
+    /// Why the job could not be started, e.g. program not found.
+    pub async fn start(work: &Work, env: &JobEnv<'_>, killer: &Killer) -> io::Result<Job> {
         match work {
-            Work::Command(command) => Job::start_process(command, env),
+            Work::Command(command) => Job::start_process(command, env, killer).await,
             Work::Task(task) => {
                 let liveness = Liveness::default();
                 let (stop, stop_rx) = watch::channel(false);
@@ -112,38 +146,91 @@ impl Job {
                     stop: stop_rx,
                 };
                 let handle = tokio::spawn(task(ctx));
-                Ok(Job { run: Run::Task { handle, stop, done: false }, pid: None, liveness })
+                let job = Job { run: Run::Task { handle, stop, done: false }, pid: None, liveness };
+                killer.arm(&job);
+                Ok(job)
             }
         }
     }
 
-    fn start_process(command: &[String], env: &JobEnv<'_>) -> io::Result<Job> {
+    async fn start_process(command: &[String], env: &JobEnv<'_>, killer: &Killer) -> io::Result<Job> {
         let (program, args) = command.split_first().ok_or_else(|| io::Error::other("no command given"))?;
-        let mut cmd = Command::new(program);
-        cmd.args(args)
-            .env("LOCKWATCH_FENCE", env.fence.to_string())
-            .env("LOCKWATCH_NODE", env.node)
-            .env("LOCKWATCH_JOB", env.job)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        die_with_parent(&mut cmd);
-        let mut child = cmd.spawn()?;
-        let pid = child.id();
+        let (out, out_child) = std::io::pipe()?;
+        let (err, err_child) = std::io::pipe()?;
         let liveness = Liveness::default();
-        if let Some(out) = child.stdout.take() {
-            tokio::spawn(forward(out, liveness.clone(), false));
+        let configure = |cmd: &mut Command| {
+            cmd.args(args);
+            for (name, _) in std::env::vars_os() {
+                if is_connection_var(&name) {
+                    cmd.env_remove(name);
+                }
+            }
+            cmd.env("LOCKWATCH_FENCE", env.fence.to_string())
+                .env("LOCKWATCH_NODE", env.node)
+                .env("LOCKWATCH_JOB", env.job)
+                .stdin(Stdio::null())
+                .stdout(out_child)
+                .stderr(err_child);
+        };
+
+        #[cfg(unix)]
+        if reaper::available() {
+            let mut cmd = reaper::Link::command(program.as_ref())?;
+            configure(&mut cmd);
+            let link = reaper::Link::new(&mut cmd)?;
+            let reaper = cmd.spawn()?;
+            // Closes the worker's copies of the child's ends of the pipes.
+            drop(cmd);
+            let (control, pid) = link.started();
+            let mut job = Job { run: Run::Reaped { reaper, control: Arc::new(control) }, pid: None, liveness };
+            killer.arm(&job);
+            let started = match job.forward(out, err) {
+                Ok(()) => pid.await,
+                Err(err) => Err(err),
+            };
+            return match started {
+                Ok(pid) => {
+                    job.pid = Some(pid);
+                    Ok(job)
+                }
+                Err(err) => {
+                    killer.disarm();
+                    job.kill();
+                    job.wait().await;
+                    Err(err)
+                }
+            };
         }
-        if let Some(err) = child.stderr.take() {
-            tokio::spawn(forward(err, liveness.clone(), true));
+
+        let mut cmd = Command::new(program);
+        configure(&mut cmd);
+        cmd.kill_on_drop(true);
+        die_with_parent(&mut cmd);
+        let child = cmd.spawn()?;
+        drop(cmd);
+        let mut job = Job { pid: child.id(), run: Run::Process(child), liveness };
+        killer.arm(&job);
+        if let Err(err) = job.forward(out, err) {
+            killer.disarm();
+            job.kill();
+            job.wait().await;
+            return Err(err);
         }
-        Ok(Job { run: Run::Process(child), pid, liveness })
+        Ok(job)
+    }
+
+    /// Forwards the job's stdout and stderr to the worker's, each from a
+    /// thread of its own; every chunk is a sign of life.
+    fn forward(&self, out: PipeReader, err: PipeReader) -> io::Result<()> {
+        forward(out, self.liveness.clone(), Output::Stdout)?;
+        forward(err, self.liveness.clone(), Output::Stderr)
     }
 
     /// How the job ended, once it has (`None` while it runs).
     pub fn exited(&mut self) -> Option<String> {
         match &mut self.run {
+            #[cfg(unix)]
+            Run::Reaped { reaper: child, .. } => child.try_wait().ok().flatten().map(|s| s.to_string()),
             Run::Process(child) => child.try_wait().ok().flatten().map(|s| s.to_string()),
             Run::Task { handle, done, .. } => (*done || handle.is_finished()).then(|| "task ended".to_owned()),
         }
@@ -152,6 +239,10 @@ impl Job {
     /// Waits for the job to end.
     pub async fn wait(&mut self) {
         match &mut self.run {
+            #[cfg(unix)]
+            Run::Reaped { reaper: child, .. } => {
+                let _ = child.wait().await;
+            }
             Run::Process(child) => {
                 let _ = child.wait().await;
             }
@@ -164,13 +255,15 @@ impl Job {
         }
     }
 
-    /// Stops the job: SIGTERM to its process group (or the stop signal to a
-    /// task), SIGKILL (abort) after `grace`. Returns how it ended.
+    /// Stops the job: SIGTERM to each of its processes (or the stop signal
+    /// to a task), SIGKILL (abort) after `grace`. Returns how it ended.
     pub async fn stop(mut self, grace: Duration) -> Option<String> {
         if let Some(how) = self.exited() {
             return Some(how);
         }
         match &self.run {
+            #[cfg(unix)]
+            Run::Reaped { control, .. } => control.terminate(),
             Run::Process(_) => signal_group(self.pid, Signal::Term),
             Run::Task { stop, .. } => {
                 let _ = stop.send(true);
@@ -183,73 +276,146 @@ impl Job {
         self.exited()
     }
 
-    /// Kills the job (and its process group) at once.
+    /// Kills the job, all of its processes, at once.
     pub fn kill(&mut self) {
-        match &mut self.run {
-            Run::Process(child) => {
-                signal_group(self.pid, Signal::Kill);
-                let _ = child.start_kill();
-            }
-            Run::Task { handle, stop, .. } => {
-                let _ = stop.send(true);
-                handle.abort();
-            }
+        if let Some(target) = self.kill_target() {
+            target.kill();
+        }
+        if let Run::Process(child) = &mut self.run {
+            let _ = child.start_kill();
+        }
+    }
+
+    fn kill_target(&self) -> Option<KillTarget> {
+        match &self.run {
+            #[cfg(unix)]
+            Run::Reaped { control, .. } => Some(KillTarget::Reaper(control.clone())),
+            Run::Process(_) => self.pid.map(KillTarget::Group),
+            Run::Task { handle, stop, .. } => Some(KillTarget::Task(handle.abort_handle(), stop.clone())),
         }
     }
 }
 
-async fn forward(stream: impl AsyncRead + Unpin, liveness: Liveness, is_err: bool) {
-    let mut lines = BufReader::new(stream).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        liveness.beat();
-        if is_err {
-            eprintln!("{line}");
-        } else {
-            println!("{line}");
+impl Drop for Job {
+    /// A job nobody holds any more must not run on: its reaper is told to
+    /// kill it (a direct child is killed on drop by tokio).
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Run::Reaped { control, .. } = &self.run {
+            control.kill();
         }
     }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Output {
+    Stdout,
+    Stderr,
+}
+
+/// Copies the job's output to the worker's on a thread of its own: a stdout
+/// nobody reads blocks this thread and, through the pipe, the job; never
+/// the async runtime. A closed output is drained, so the job goes on.
+fn forward(mut from: PipeReader, liveness: Liveness, to: Output) -> io::Result<()> {
+    std::thread::Builder::new().name("job-output".to_owned()).spawn(move || {
+        let mut buf = vec![0u8; 8192];
+        let mut open = true;
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => n,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            };
+            liveness.beat();
+            if open {
+                let chunk = &buf[..n];
+                let written = match to {
+                    Output::Stdout => {
+                        let mut out = io::stdout().lock();
+                        out.write_all(chunk).and_then(|()| out.flush())
+                    }
+                    Output::Stderr => io::stderr().lock().write_all(chunk),
+                };
+                open = written.is_ok();
+            }
+        }
+    })?;
+    Ok(())
 }
 
 /// Kills a job from elsewhere (the lease watchdog) without owning it, so the
-/// job dies on time even while the supervision loop waits on Redis.
+/// job dies on time even while the supervision loop waits on Redis. Once
+/// fired it stays fired: a job it is pointed at afterwards dies at once.
 #[derive(Debug, Clone, Default)]
-pub struct Killer(Arc<Mutex<Option<KillTarget>>>);
+pub struct Killer(Arc<Mutex<Aim>>);
+
+#[derive(Debug, Default)]
+struct Aim {
+    target: Option<KillTarget>,
+    fired: bool,
+}
 
 #[derive(Debug)]
 enum KillTarget {
+    #[cfg(unix)]
+    Reaper(Arc<Control>),
     Group(u32),
     Task(tokio::task::AbortHandle, watch::Sender<bool>),
 }
 
+impl KillTarget {
+    fn kill(self) {
+        match self {
+            #[cfg(unix)]
+            KillTarget::Reaper(control) => control.kill(),
+            KillTarget::Group(pid) => signal_group(Some(pid), Signal::Kill),
+            KillTarget::Task(abort, stop) => {
+                let _ = stop.send(true);
+                abort.abort();
+            }
+        }
+    }
+}
+
 impl Killer {
-    /// Points the killer at `job`.
-    pub fn arm(&self, job: &Job) {
-        let target = match &job.run {
-            Run::Process(_) => job.pid.map(KillTarget::Group),
-            Run::Task { handle, stop, .. } => Some(KillTarget::Task(handle.abort_handle(), stop.clone())),
-        };
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = target;
+    fn aim(&self) -> std::sync::MutexGuard<'_, Aim> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Points the killer at `job`; kills it at once if the killer has fired.
+    fn arm(&self, job: &Job) {
+        let target = job.kill_target();
+        let mut aim = self.aim();
+        if aim.fired {
+            drop(aim);
+            if let Some(target) = target {
+                target.kill();
+            }
+        } else {
+            aim.target = target;
+        }
     }
 
     /// Forgets the job (it ended; its pid may be reused).
     pub fn disarm(&self) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.aim().target = None;
     }
 
-    /// Kills the job it points at, if any; true when there was one.
+    /// Kills the job it points at, if any, and stays fired; true when there
+    /// was a job.
     pub fn kill(&self) -> bool {
-        match self.0.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            Some(KillTarget::Group(pid)) => {
-                signal_group(Some(pid), Signal::Kill);
-                true
-            }
-            Some(KillTarget::Task(abort, stop)) => {
-                let _ = stop.send(true);
-                abort.abort();
-                true
-            }
-            None => false,
-        }
+        let target = {
+            let mut aim = self.aim();
+            aim.fired = true;
+            aim.target.take()
+        };
+        target.map(KillTarget::kill).is_some()
+    }
+
+    /// True once [`Killer::kill`] was called.
+    pub fn fired(&self) -> bool {
+        self.aim().fired
     }
 }
 
@@ -278,8 +444,9 @@ fn signal_group(pid: Option<u32>, signal: Signal) {
 #[cfg(not(unix))]
 fn signal_group(_pid: Option<u32>, _signal: Signal) {}
 
-/// Puts the child in its own process group and, on Linux, has the kernel
-/// kill it when the worker dies, even by `kill -9`.
+/// Without a reaper: puts the child in its own process group and, on
+/// Linux, has the kernel kill it when the worker dies, even by `kill -9`
+/// (its own children are reached only through the group).
 #[cfg(unix)]
 fn die_with_parent(cmd: &mut Command) {
     let parent = std::process::id();
@@ -303,3 +470,32 @@ fn die_with_parent(cmd: &mut Command) {
 
 #[cfg(not(unix))]
 fn die_with_parent(_cmd: &mut Command) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_fired_killer_kills_the_next_job_at_once() {
+        let killer = Killer::default();
+        assert!(!killer.kill(), "nothing to kill yet");
+        let env = JobEnv { fence: 1, node: "n", job: "j" };
+        let forever = Work::Task(Arc::new(|_ctx| Box::pin(std::future::pending())));
+        let mut job = Job::start(&forever, &env, &killer).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), job.wait()).await.expect("a fired killer kills the next task");
+        assert!(killer.fired());
+        let sleep = Work::Command(vec!["sleep".to_owned(), "60".to_owned()]);
+        let mut job = Job::start(&sleep, &env, &killer).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), job.wait()).await.expect("a fired killer kills the next process");
+    }
+
+    #[test]
+    fn connection_variables_are_kept_from_the_job() {
+        for var in ["LOCKWATCH_REDIS_URL", "LOCKWATCH_SENTINEL", "LOCKWATCH_SENTINEL_MASTER", "REDISCLI_AUTH"] {
+            assert!(is_connection_var(OsStr::new(var)), "{var}");
+        }
+        for var in ["LOCKWATCH_FENCE", "LOCKWATCH_JOB", "PATH", "REDIS_LOG"] {
+            assert!(!is_connection_var(OsStr::new(var)), "{var}");
+        }
+    }
+}

@@ -10,6 +10,7 @@
 //! - [`watch`]: the async shell around the engine: reads, wakes, publishes.
 //! - [`lock`]: a Redisson-compatible lock client with fencing tokens.
 //! - [`worker`], [`job`]: run a command on exactly one server, with heartbeat and events.
+//! - [`reaper`]: the process between worker and job that takes the job's whole tree down.
 //! - [`flags`]: flipping a supervisor's own enable flag.
 //! - [`acl`]: the Redis ACL rules for a supervisor.
 //! - [`connect`]: Redis URLs, connections and their timeouts.
@@ -25,6 +26,7 @@ pub mod job;
 pub mod keys;
 pub mod lock;
 pub mod probe;
+pub mod reaper;
 pub mod snapshot;
 pub mod status;
 pub mod watch;

@@ -2,21 +2,40 @@
 -- KEYS[1] lock hash, KEYS[2] fence counter, KEYS[3] the node's heartbeat hash, KEYS[4] the nodes set
 -- ARGV[1] operation: acquire | renew | release
 -- ARGV[2] our field (<client-uuid>:<thread-id>), ARGV[3] lease in ms
--- ARGV[4] unlock channel, ARGV[5] node name
+-- ARGV[4] unlock channel, ARGV[5] node name, ARGV[6] the highest fence the caller has seen
 local lock, fence_key, node_key, nodes_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op, field, lease, channel, node = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local seen = tonumber(ARGV[6]) or 0
+
+-- The next fence: above the counter and above every fence the caller has
+-- seen. A counter lost with the data (a restart without persistence,
+-- FLUSHALL) starts above Redis time in ms as well, so that no fence ever
+-- repeats or goes back, even for a caller that remembers nothing.
+local function next_fence()
+  local floor = seen
+  local current = tonumber(redis.call('GET', fence_key))
+  if current then
+    floor = math.max(floor, current)
+  else
+    local t = redis.call('TIME')
+    floor = math.max(floor, t[1] * 1000 + math.floor(t[2] / 1000))
+  end
+  local fence = floor + 1
+  redis.call('SET', fence_key, string.format('%d', fence))
+  return fence
+end
 
 if op == 'acquire' then
   local free = redis.call('EXISTS', lock) == 0
   if not free and redis.call('HEXISTS', lock, field) == 0 then
-    -- Held by someone else: say how long it may still be held.
-    return {0, redis.call('PTTL', lock)}
+    -- Held by someone else: say how long it may still be held, and its fence.
+    return {0, redis.call('PTTL', lock), tonumber(redis.call('GET', fence_key)) or 0}
   end
   if free then
     redis.call('HINCRBY', lock, field, 1)
   end
   redis.call('PEXPIRE', lock, lease)
-  local fence = free and redis.call('INCR', fence_key) or tonumber(redis.call('GET', fence_key) or '0')
+  local fence = (not free) and tonumber(redis.call('GET', fence_key)) or next_fence()
   -- The heartbeat names the new holding in the same step, so no reader sees
   -- a lock that no heartbeat claims.
   local t = redis.call('TIME')

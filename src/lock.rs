@@ -2,10 +2,18 @@
 //! `<client-uuid>:<thread-id>` → hold count, expiry = lease), acquire with a
 //! fencing token, renew, and release that publishes Redisson's unlock
 //! message so Redisson waiters and other workers wake at once.
+//!
+//! When the primary has replicas, an acquisition or renewal counts only once
+//! one replica confirmed it (`WAIT 1`, on the same connection right after the
+//! script, as Redisson does with its sync slaves): a failover to a replica
+//! then cannot hand the lock to a second holder. Fences never repeat or go
+//! back, even when Redis loses its data.
 
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use redis::Value;
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, describe};
@@ -13,14 +21,32 @@ use crate::keys::Keys;
 
 static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("lock.lua")));
 
+/// The longest a lock write waits for a replica's confirmation: below the
+/// connection's answer timeout, so a slow confirmation is not a broken link.
+const MAX_CONFIRM_WAIT: Duration = Duration::from_secs(2);
+
 /// Outcome of one acquisition attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Acquire {
     /// The lock is ours, with this fencing token.
     Acquired { fence: i64 },
+    /// Taken on the primary, but no replica confirmed it in time: not a
+    /// holding. It expires unless a later attempt gets the confirmation.
+    Unconfirmed { fence: i64 },
     /// Somebody else holds it; it expires in this long unless renewed
     /// (`None`: no expiry set).
     Held { ttl: Option<Duration> },
+}
+
+/// Outcome of one renewal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renew {
+    /// The lease is extended (and confirmed by a replica, if there is one).
+    Renewed,
+    /// The lock is not ours any more.
+    NotOurs,
+    /// Extended on the primary, but no replica confirmed it in time.
+    Unconfirmed,
 }
 
 /// One holder identity on one lock.
@@ -32,13 +58,35 @@ pub struct Lock {
     field: String,
     lease: Duration,
     host: String,
+    /// The highest fence seen by any attempt: the floor of the next fence,
+    /// should Redis have lost its counter.
+    seen: Arc<AtomicI64>,
+    /// Replicas online on the primary at the last look (`INFO replication`,
+    /// read with every acquisition and renewal).
+    replicas: Arc<AtomicUsize>,
+}
+
+/// What one script call answered.
+struct Reply {
+    ok: bool,
+    value: i64,
+    fence: Option<i64>,
+    confirmed: bool,
 }
 
 impl Lock {
     /// A lock client for `node`, with a fresh client id, as Redisson makes one per client.
     pub fn new(keys: Keys, node: &str, lease: Duration, host: &str) -> Lock {
         let field = format!("{}:1", uuid::Uuid::new_v4());
-        Lock { keys, node: node.to_owned(), field, lease, host: host.to_owned() }
+        Lock {
+            keys,
+            node: node.to_owned(),
+            field,
+            lease,
+            host: host.to_owned(),
+            seen: Arc::default(),
+            replicas: Arc::default(),
+        }
     }
 
     /// The hash field this client holds the lock under.
@@ -51,26 +99,39 @@ impl Lock {
         self.lease
     }
 
-    /// Tries once to take the lock; on success INCRs the fence and stamps the
-    /// node's heartbeat with the new holding, atomically.
+    /// How long an acquisition or renewal waits for a replica's confirmation.
+    pub fn confirm_within(&self) -> Duration {
+        (self.lease / 10).min(MAX_CONFIRM_WAIT)
+    }
+
+    /// Tries once to take the lock; on success sets the next fence and stamps
+    /// the node's heartbeat with the new holding, atomically.
     ///
     /// # Errors
     /// [`Error::Redis`] when Redis cannot be reached or refuses.
     pub async fn acquire<C: ConnectionLike>(&self, conn: &mut C) -> Result<Acquire, Error> {
-        let (ok, value) = self.call(conn, "acquire").await?;
-        Ok(if ok == 1 {
-            Acquire::Acquired { fence: value }
-        } else {
-            Acquire::Held { ttl: u64::try_from(value).ok().map(Duration::from_millis) }
+        let reply = self.call(conn, "acquire", true).await?;
+        if let Some(fence) = reply.fence.filter(|f| *f > 0) {
+            self.seen.fetch_max(fence, Ordering::SeqCst);
+        }
+        Ok(match (reply.ok, reply.confirmed) {
+            (true, true) => Acquire::Acquired { fence: reply.value },
+            (true, false) => Acquire::Unconfirmed { fence: reply.value },
+            (false, _) => Acquire::Held { ttl: u64::try_from(reply.value).ok().map(Duration::from_millis) },
         })
     }
 
-    /// Extends the lease if the lock is still ours; `false` when it is not.
+    /// Extends the lease if the lock is still ours.
     ///
     /// # Errors
     /// [`Error::Redis`] when Redis cannot be reached or refuses.
-    pub async fn renew<C: ConnectionLike>(&self, conn: &mut C) -> Result<bool, Error> {
-        Ok(self.call(conn, "renew").await?.0 == 1)
+    pub async fn renew<C: ConnectionLike>(&self, conn: &mut C) -> Result<Renew, Error> {
+        let reply = self.call(conn, "renew", true).await?;
+        Ok(match (reply.ok, reply.confirmed) {
+            (true, true) => Renew::Renewed,
+            (true, false) => Renew::Unconfirmed,
+            (false, _) => Renew::NotOurs,
+        })
     }
 
     /// Releases the lock if it is ours, publishing the unlock message;
@@ -79,11 +140,16 @@ impl Lock {
     /// # Errors
     /// [`Error::Redis`] when Redis cannot be reached or refuses.
     pub async fn release<C: ConnectionLike>(&self, conn: &mut C) -> Result<bool, Error> {
-        Ok(self.call(conn, "release").await?.0 == 1)
+        Ok(self.call(conn, "release", false).await?.ok)
     }
 
-    async fn call<C: ConnectionLike>(&self, conn: &mut C, op: &str) -> Result<(i64, i64), Error> {
-        SCRIPT
+    /// Runs `op`; with `confirm`, in one pipeline with `INFO replication`
+    /// and, when replicas were online at the last look, `WAIT 1`: sent
+    /// together on one connection, so the WAIT covers the script's writes.
+    async fn call<C: ConnectionLike>(&self, conn: &mut C, op: &str, confirm: bool) -> Result<Reply, Error> {
+        let what = || format!("{op} of lock {}", self.keys.lock);
+        let mut invocation = SCRIPT.prepare_invoke();
+        invocation
             .key(&self.keys.lock)
             .key(self.keys.fence())
             .key(self.keys.node(&self.node))
@@ -93,8 +159,80 @@ impl Lock {
             .arg(u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX))
             .arg(self.keys.unlock_channel())
             .arg(&self.node)
-            .invoke_async(conn)
-            .await
-            .map_err(|e| describe(e, &format!("{op} of lock {}", self.keys.lock), &self.host))
+            .arg(self.seen.load(Ordering::SeqCst));
+        if !confirm {
+            let (ok, value): (i64, i64) =
+                invocation.invoke_async(conn).await.map_err(|e| describe(e, &what(), &self.host))?;
+            return Ok(Reply { ok: ok == 1, value, fence: None, confirmed: true });
+        }
+        // A replica first seen by this call's INFO was not waited for: once
+        // more, waiting for it.
+        let mut first = true;
+        loop {
+            let waited = self.replicas.load(Ordering::SeqCst) > 0;
+            let mut pipe = redis::pipe();
+            pipe.cmd("INFO").arg("replication").load_script(&SCRIPT).ignore().invoke_script(&invocation);
+            if waited {
+                pipe.cmd("WAIT").arg(1).arg(u64::try_from(self.confirm_within().as_millis()).unwrap_or(u64::MAX));
+            }
+            let values: Vec<Value> = pipe.query_async(conn).await.map_err(|e| describe(e, &what(), &self.host))?;
+            let mut values = values.into_iter();
+            let info: String = self.decode(values.next(), "INFO replication")?;
+            let script: Vec<i64> = self.decode(values.next(), "the lock script's answer")?;
+            let acked: i64 = if waited { self.decode(values.next(), "WAIT")? } else { 0 };
+            let replicas = online_replicas(&info);
+            self.replicas.store(replicas, Ordering::SeqCst);
+            if replicas > 0 && !waited && first {
+                first = false;
+                continue;
+            }
+            let (Some(&ok), Some(&value)) = (script.first(), script.get(1)) else {
+                return Err(Error::Unreadable {
+                    key: self.keys.lock.clone(),
+                    what: format!("{op} answered {script:?}"),
+                });
+            };
+            let fence = if ok == 1 { Some(value) } else { script.get(2).copied() };
+            return Ok(Reply { ok: ok == 1, value, fence, confirmed: replicas == 0 || (waited && acked >= 1) });
+        }
+    }
+
+    fn decode<T: redis::FromRedisValue>(&self, value: Option<Value>, what: &str) -> Result<T, Error> {
+        let unreadable = |detail: String| Error::Unreadable { key: self.keys.lock.clone(), what: detail };
+        let value = value.ok_or_else(|| unreadable(format!("no answer to {what}")))?;
+        redis::from_redis_value(value).map_err(|e| unreadable(format!("{what}: {e}")))
+    }
+}
+
+/// Replicas in state `online` in an `INFO replication` answer.
+fn online_replicas(info: &str) -> usize {
+    info.lines()
+        .filter(|line| {
+            line.strip_prefix("slave")
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()) && rest.contains("state=online"))
+        })
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_online_replicas_count() {
+        let info = "# Replication\r\nrole:master\r\nconnected_slaves:3\r\n\
+            slave0:ip=10.0.0.2,port=6379,state=online,offset=1,lag=0\r\n\
+            slave1:ip=10.0.0.3,port=6379,state=wait_bgsave,offset=0,lag=0\r\n\
+            slave2:ip=10.0.0.4,port=6379,state=online,offset=1,lag=1\r\n\
+            slave_read_repl_offset:1\r\nmaster_repl_offset:1\r\n";
+        assert_eq!(online_replicas(info), 2);
+        assert_eq!(online_replicas("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"), 0);
+    }
+
+    #[test]
+    fn confirmations_wait_a_tenth_of_the_lease_at_most_two_seconds() {
+        let lock = |ms| Lock::new(Keys::new("j"), "n", Duration::from_millis(ms), "h");
+        assert_eq!(lock(2_000).confirm_within(), Duration::from_millis(200));
+        assert_eq!(lock(30_000).confirm_within(), Duration::from_secs(2));
     }
 }

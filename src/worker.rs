@@ -2,8 +2,9 @@
 //! the lock only while at least one supervisor has the job enabled, runs the
 //! command while it holds it, renews the lease from a watchdog task, beats
 //! from its supervision loop, stops the job the moment the lock is no longer
-//! its own (or before the lease could run out while Redis is unreachable),
-//! and records every lifecycle change on the job's event stream.
+//! its own (or before the lease could run out while Redis is unreachable or
+//! no replica confirms it), and records every lifecycle change on the job's
+//! event stream.
 
 use std::future::Future;
 use std::sync::{Arc, LazyLock};
@@ -17,7 +18,7 @@ use crate::connect::Target;
 use crate::error::{Error, describe};
 use crate::job::{Job, JobEnv, Killer, Work};
 use crate::keys::Keys;
-use crate::lock::{Acquire, Lock};
+use crate::lock::{Acquire, Lock, Renew};
 use crate::probe::probe;
 use crate::watch::follow_pubsub;
 
@@ -77,8 +78,59 @@ enum Renewal {
     Lost,
     /// A renewal failed; retrying.
     Failing,
-    /// No renewal succeeded within three quarters of the lease.
-    Expiring,
+    /// No renewal succeeded within three quarters of the lease; `unconfirmed`
+    /// when Redis answered but no replica confirmed.
+    Expiring {
+        unconfirmed: bool,
+    },
+}
+
+impl Renewal {
+    /// Why the job must stop, when it must.
+    fn stop_reason(self) -> Option<&'static str> {
+        match self {
+            Renewal::Lost => Some("the lock is no longer ours (expired, deleted or taken over)"),
+            Renewal::Expiring { unconfirmed: true } => {
+                Some("no replica confirmed the lease in time (a failover could hand the lock to another server)")
+            }
+            Renewal::Expiring { unconfirmed: false } => {
+                Some("the lease could not be renewed in time (Redis unreachable)")
+            }
+            Renewal::Renewed(_) | Renewal::Failing => None,
+        }
+    }
+}
+
+/// Listens for SIGTERM and SIGINT from this call on, not from the first
+/// poll as `tokio::signal` futures do: a stop request that arrives while the
+/// worker connects or acquires must not take the default action, which
+/// kills the worker without stopping its job cleanly or releasing the lock.
+/// The future completes on the first of them.
+///
+/// # Errors
+/// When the signal handlers cannot be installed.
+pub fn stop_signals() -> Result<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>, Error> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let install = |kind: SignalKind, name: &str| {
+            signal(kind).map_err(|e| Error::Invalid(format!("cannot listen for {name}: {e}")))
+        };
+        let mut term = install(SignalKind::terminate(), "SIGTERM")?;
+        let mut int = install(SignalKind::interrupt(), "SIGINT")?;
+        Ok(Box::pin(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }))
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(Box::pin(async {
+            let _ = tokio::signal::ctrl_c().await;
+        }))
+    }
 }
 
 /// Runs the worker until `shutdown` completes; then stops the job, releases
@@ -153,28 +205,22 @@ impl Worker {
         // Safety first: a lock we can no longer vouch for stops the job now.
         if let Some(h) = holding.as_mut() {
             let renewal = *h.renewals.borrow_and_update();
-            match renewal {
-                Renewal::Renewed(at) => h.lock_ok_at = h.lock_ok_at.max(at),
-                Renewal::Lost => {
-                    let h = holding.take();
-                    self.lose(h, "the lock is no longer ours (expired, deleted or taken over)").await;
-                    return Ok(None);
-                }
-                Renewal::Expiring => {
-                    let h = holding.take();
-                    self.lose(h, "the lease could not be renewed in time (Redis unreachable)").await;
-                    return Ok(None);
-                }
-                Renewal::Failing => {
-                    if !h.renew_failing {
-                        h.renew_failing = true;
-                        let fence = h.fence.to_string();
-                        self.record("renew-failed", &[("fence", &fence)]).await;
-                    }
-                }
+            if let Some(why) = renewal.stop_reason() {
+                let h = holding.take();
+                self.lose(h, why).await;
+                return Ok(None);
             }
-            if matches!(renewal, Renewal::Renewed(_)) {
-                h.renew_failing = false;
+            match renewal {
+                Renewal::Renewed(at) => {
+                    h.lock_ok_at = h.lock_ok_at.max(at);
+                    h.renew_failing = false;
+                }
+                Renewal::Failing if !h.renew_failing => {
+                    h.renew_failing = true;
+                    let fence = h.fence.to_string();
+                    self.record("renew-failed", &[("fence", &fence)]).await;
+                }
+                _ => {}
             }
             if h.lock_ok_at.elapsed() >= self.opts.lease * 3 / 4 {
                 let h = holding.take();
@@ -203,6 +249,16 @@ impl Worker {
                     tracing::info!(node = %self.opts.node, fence, "acquired the lock");
                     *holding = Some(self.hold(fence, since));
                     self.record("acquired", &[("fence", &fence.to_string())]).await;
+                }
+                Ok((Acquire::Unconfirmed { fence }, _)) => {
+                    // Not a holding: the next attempt takes it again (it is
+                    // ours) and may get the confirmation; else it expires.
+                    tracing::warn!(
+                        node = %self.opts.node,
+                        fence,
+                        "took the lock, but no replica confirmed it within {:?}; not starting the job",
+                        self.lock.confirm_within()
+                    );
                 }
                 Ok((Acquire::Held { ttl }, _)) => hint = ttl.map(|t| t + Duration::from_millis(2)),
                 Err(err) => {
@@ -263,20 +319,30 @@ impl Worker {
                 }
             };
         }
-        if h.job.is_none() && Instant::now() >= h.next_start {
+        if h.job.is_none() && Instant::now() >= h.next_start && self.lease_vouched_for(h) {
             let env = JobEnv { fence: h.fence, node: &self.opts.node, job: &self.keys.job };
-            let job = Job::start(&self.opts.work, &env).map_err(|e| {
+            // The killer is pointed at the job as it starts, before any wait.
+            let job = Job::start(&self.opts.work, &env, &h.killer).await.map_err(|e| {
                 Error::Invalid(format!("cannot start the job {:?}: {e}; check the command after --", self.opts.work))
             })?;
-            let pid = job.pid.map(|p| p.to_string()).unwrap_or_default();
-            self.record("job-started", &[("pid", &pid), ("fence", &h.fence.to_string())]).await;
             if self.opts.every.is_some() {
                 h.next_start = Instant::now();
             }
-            h.killer.arm(&job);
+            let pid = job.pid.map(|p| p.to_string()).unwrap_or_default();
             h.job = Some(job);
+            self.record("job-started", &[("pid", &pid), ("fence", &h.fence.to_string())]).await;
         }
         Ok(())
+    }
+
+    /// Whether the lease is still ours right now, as far as the watchdog
+    /// knows: checked again right before the job starts.
+    fn lease_vouched_for(&self, h: &mut Holding) -> bool {
+        let renewal = *h.renewals.borrow();
+        if let Renewal::Renewed(at) = renewal {
+            h.lock_ok_at = h.lock_ok_at.max(at);
+        }
+        renewal.stop_reason().is_none() && !h.killer.fired() && h.lock_ok_at.elapsed() < self.opts.lease * 3 / 4
     }
 
     /// Starts holding: `since` is when the acquiring call was sent, the
@@ -328,7 +394,12 @@ impl Worker {
             Err(err) => Err(err),
         };
         match released {
-            Ok(_) => self.record("released", &[("fence", &h.fence.to_string()), ("reason", why)]).await,
+            Ok(true) => self.record("released", &[("fence", &h.fence.to_string()), ("reason", why)]).await,
+            Ok(false) => {
+                let lost = "the lock was no longer ours when releasing it (expired, deleted or taken over)";
+                tracing::error!(node = %self.opts.node, fence = h.fence, "{lost}");
+                self.record("lost", &[("fence", &h.fence.to_string()), ("reason", lost)]).await;
+            }
             Err(err) => tracing::warn!(error = %err, "release failed; the lease will expire"),
         }
     }
@@ -415,6 +486,8 @@ async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, ki
     let lease = lock.lease();
     let mut last_ok = since;
     let mut conn: Option<ConnectionManager> = None;
+    // The last attempt reached Redis but no replica confirmed it.
+    let mut unconfirmed = false;
     loop {
         sleep_until(last_ok + lease / 3).await;
         loop {
@@ -428,32 +501,39 @@ async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, ki
                 let c = conn.insert(c);
                 lock.renew(c).await
             };
-            match tokio::time::timeout_at(deadline, attempt).await {
-                Ok(Ok(true)) => {
+            let mut out_of_time = match tokio::time::timeout_at(deadline, attempt).await {
+                Ok(Ok(Renew::Renewed)) => {
                     last_ok = sent;
+                    unconfirmed = false;
                     let _ = report.send(Renewal::Renewed(sent));
                     break;
                 }
-                Ok(Ok(false)) => {
+                Ok(Ok(Renew::NotOurs)) => {
                     killer.kill();
                     let _ = report.send(Renewal::Lost);
                     return;
                 }
+                Ok(Ok(Renew::Unconfirmed)) => {
+                    tracing::warn!("no replica confirmed the lease renewal in time; retrying");
+                    unconfirmed = true;
+                    false
+                }
                 Ok(Err(err)) => {
                     tracing::warn!(error = %err, "lease renewal failed; retrying");
                     conn = None;
-                    let _ = report.send(Renewal::Failing);
-                    if tokio::time::timeout_at(deadline, sleep(Duration::from_millis(250))).await.is_err() {
-                        killer.kill();
-                        let _ = report.send(Renewal::Expiring);
-                        return;
-                    }
+                    unconfirmed = false;
+                    false
                 }
-                Err(_) => {
-                    killer.kill();
-                    let _ = report.send(Renewal::Expiring);
-                    return;
-                }
+                Err(_) => true,
+            };
+            if !out_of_time {
+                let _ = report.send(Renewal::Failing);
+                out_of_time = tokio::time::timeout_at(deadline, sleep(Duration::from_millis(250))).await.is_err();
+            }
+            if out_of_time {
+                killer.kill();
+                let _ = report.send(Renewal::Expiring { unconfirmed });
+                return;
             }
         }
     }

@@ -43,18 +43,19 @@ impl std::ops::DerefMut for Proc {
     }
 }
 
+/// `lockwatch worker` for `node` running `sh -c script`, its output discarded.
+fn worker_command(url: &str, node: &str, lease: &str, extra: &[&str], script: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+    cmd.args(["--redis", url, "worker", "--node", node, "--lease", lease]);
+    if !extra.contains(&"--stop-grace") {
+        cmd.args(["--stop-grace", "1s"]);
+    }
+    cmd.args(extra).args(["--", "sh", "-c", script]).stdout(Stdio::null()).stderr(Stdio::null());
+    cmd
+}
+
 fn worker(server: &RedisServer, node: &str, lease: &str, journal: &Path, extra: &[&str], script: &str) -> Proc {
-    Proc(
-        Command::new(env!("CARGO_BIN_EXE_lockwatch"))
-            .args(["--redis", &server.url(), "worker", "--node", node, "--lease", lease, "--stop-grace", "1s"])
-            .args(extra)
-            .args(["--", "sh", "-c", script])
-            .env("JOURNAL", journal)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    )
+    Proc(worker_command(&server.url(), node, lease, extra, script).env("JOURNAL", journal).spawn().unwrap())
 }
 
 fn now_ns() -> u128 {
@@ -381,4 +382,381 @@ async fn an_embedded_task_gets_the_fence_and_its_silence_shows_as_stalled() {
     let exists: bool = redis::cmd("EXISTS").arg("{outbound}:lock").query(&mut c).unwrap();
     assert!(!exists, "released on shutdown");
     assert_eq!(beat_field(&mut c, "svc-1", "state").as_deref(), Some("idle"));
+}
+
+/// A job that starts a grandchild and a grandchild in a session of its own
+/// (`setsid`), both sleeping, and writes the three pids to `$DIR`.
+const TREE: &str = r#"sh -c 'echo $$ > "$DIR/gc1"; exec sleep 600' &
+setsid sh -c 'echo $$ > "$DIR/gc2"; exec sleep 601' &
+echo $$ > "$DIR/job"
+while :; do sleep 1; done"#;
+
+/// Pids a test started indirectly, killed when the test ends however it ends.
+struct Strays(Vec<u32>);
+
+impl Drop for Strays {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            if runs(*pid) {
+                unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+/// Waits for the job of `TREE` and both its grandchildren to run, then
+/// forgets their pid files (so the next run's are told apart).
+async fn job_tree(dir: &Path) -> Strays {
+    let read = |name: &str| -> Option<u32> { std::fs::read_to_string(dir.join(name)).ok()?.trim().parse().ok() };
+    let pids = eventually("the job and both grandchildren", Duration::from_secs(10), || {
+        Some(vec![read("job")?, read("gc1")?, read("gc2")?]).filter(|p| p.iter().all(|p| runs(*p)))
+    })
+    .await;
+    for name in ["job", "gc1", "gc2"] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+    Strays(pids)
+}
+
+async fn all_gone(what: &str, tree: &Strays) {
+    eventually(what, Duration::from_secs(5), || tree.0.iter().all(|p| !runs(*p)).then_some(())).await;
+}
+
+fn tree_worker(server: &RedisServer, node: &str, dir: &Path) -> Proc {
+    Proc(worker_command(&server.url(), node, "2s", &[], TREE).env("DIR", dir).spawn().unwrap())
+}
+
+#[tokio::test]
+async fn kill_9_of_the_worker_takes_the_jobs_whole_tree_along_setsid_or_not() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = tree_worker(&server, "srv-a", dir.path());
+    let tree = job_tree(dir.path()).await;
+    let t0 = Instant::now();
+    kill9(&mut a);
+    all_gone("the job, its grandchild and its setsid grandchild to die with the worker", &tree).await;
+    println!("whole job tree gone {:?} after kill -9 of the worker", t0.elapsed());
+}
+
+#[tokio::test]
+async fn flags_off_and_sigterm_stop_the_jobs_whole_tree_setsid_or_not() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = tree_worker(&server, "srv-a", dir.path());
+    let tree = job_tree(dir.path()).await;
+    flag(&mut c, "outbound", "alice", false);
+    all_gone("the whole tree to stop when all flags are off", &tree).await;
+    flag(&mut c, "outbound", "alice", true);
+    let tree = job_tree(dir.path()).await;
+    sigterm(&a);
+    assert!(a.wait().unwrap().success(), "the worker exits 0 after SIGTERM");
+    all_gone("the whole tree to stop with the worker's SIGTERM", &tree).await;
+}
+
+#[tokio::test]
+async fn a_lost_lock_kills_the_jobs_whole_tree_setsid_or_not() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = tree_worker(&server, "srv-a", dir.path());
+    let tree = job_tree(dir.path()).await;
+    let t0 = Instant::now();
+    let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
+    all_gone("the whole tree to die when the lock is lost", &tree).await;
+    println!("whole job tree gone {:?} after the lock was deleted (lease 2 s, renewal every 667 ms)", t0.elapsed());
+    kill9(&mut a);
+}
+
+#[tokio::test]
+async fn the_job_keeps_its_stdout_stderr_and_exit_status() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let mut cmd = worker_command(&server.url(), "srv-a", "2s", &[], "echo to-stdout; echo to-stderr >&2; exit 3");
+    let mut a = Proc(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap());
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(a.stdout.take().unwrap()));
+    let err = drain(Box::new(a.stderr.take().unwrap()));
+    eventually("the job's exit status in the heartbeat", Duration::from_secs(10), || {
+        beat_field(&mut c, "srv-a", "last_exit").filter(|s| s == "exit status: 3")
+    })
+    .await;
+    sigterm(&a);
+    assert!(a.wait().unwrap().success());
+    assert!(out.join().unwrap().contains("to-stdout\n"));
+    assert!(err.join().unwrap().contains("to-stderr\n"));
+}
+
+#[tokio::test]
+async fn the_job_inherits_no_redis_credentials() {
+    let server = RedisServer::with_args(&["--requirepass", "s3cret-pw"]);
+    let url = format!("redis://:s3cret-pw@127.0.0.1:{}", server.port);
+    let mut c = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("env");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+    cmd.args([
+        "worker",
+        "--node",
+        "srv-a",
+        "--lease",
+        "2s",
+        "--",
+        "sh",
+        "-c",
+        r#"env > "$DUMP.tmp"; mv "$DUMP.tmp" "$DUMP"; sleep 600"#,
+    ])
+    .env("LOCKWATCH_REDIS_URL", &url)
+    .env("REDISCLI_AUTH", "s3cret-pw")
+    .env("LOCKWATCH_SENTINEL", "127.0.0.1:1")
+    .env("LOCKWATCH_SENTINEL_MASTER", "mymaster")
+    .env("DUMP", &dump)
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let mut a = Proc(cmd.spawn().unwrap());
+    let env =
+        eventually("the job's environment", Duration::from_secs(10), || std::fs::read_to_string(&dump).ok()).await;
+    kill9(&mut a);
+    assert!(env.contains("LOCKWATCH_FENCE="), "{env}");
+    assert!(!env.contains("s3cret-pw"), "the job sees the worker's password:\n{env}");
+    for var in ["LOCKWATCH_REDIS_URL", "REDISCLI_AUTH", "LOCKWATCH_SENTINEL", "LOCKWATCH_REAPER"] {
+        assert!(!env.contains(var), "the job sees {var}:\n{env}");
+    }
+}
+
+#[tokio::test]
+async fn output_nobody_reads_starves_neither_the_renewals_nor_the_kill() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    // Two writers, so that both streams fill up whichever blocks first.
+    let chatty = r#"echo $$ > "$DIR/job"; while :; do echo "error line nobody reads" >&2; done &
+while :; do echo "output line nobody reads"; done"#;
+    let mut cmd = worker_command(&server.url(), "srv-a", "1500ms", &[], chatty);
+    // Both pipes stay open and are never read: they fill up and block writers.
+    let mut a = Proc(cmd.env("DIR", dir.path()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap());
+    let job: u32 = eventually("the job", Duration::from_secs(10), || {
+        std::fs::read_to_string(dir.path().join("job")).ok()?.trim().parse().ok()
+    })
+    .await;
+    let _stray = Strays(vec![job]);
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        let pttl: i64 = redis::cmd("PTTL").arg("{outbound}:lock").query(&mut c).unwrap();
+        assert!(pttl > 0, "the 1.5 s lease was not renewed while the job's output was stuck (PTTL {pttl})");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(runs(job));
+    let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
+    eventually("the job to be killed after the lock was deleted", Duration::from_secs(3), || {
+        (!runs(job)).then_some(())
+    })
+    .await;
+    kill9(&mut a);
+}
+
+#[tokio::test]
+async fn sigterm_while_the_worker_first_connects_stops_it_cleanly() {
+    // A server that accepts connections and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://127.0.0.1:{}", silent.local_addr().unwrap().port());
+    let mut a = Proc(worker_command(&url, "srv-a", "2s", &[], "sleep 600").spawn().unwrap());
+    let _first = silent.accept().unwrap();
+    sigterm(&a);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = a.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the worker did not stop within 30 s of SIGTERM");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        status.success(),
+        "SIGTERM during the first connection must stop the worker cleanly, not kill it: {status}"
+    );
+}
+
+fn events(c: &mut redis::Connection) -> Vec<(String, Vec<(String, String)>)> {
+    let reply: redis::streams::StreamRangeReply =
+        redis::cmd("XRANGE").arg("{outbound}:events").arg("-").arg("+").query(c).unwrap();
+    reply
+        .ids
+        .into_iter()
+        .map(|entry| {
+            let mut fields: Vec<(String, String)> =
+                entry.map.into_iter().map(|(k, v)| (k, redis::from_redis_value::<String>(v).unwrap())).collect();
+            fields.sort();
+            let kind = fields.iter().find(|(k, _)| k == "type").map(|(_, v)| v.clone()).unwrap_or_default();
+            (kind, fields)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn released_is_recorded_only_when_the_release_released() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    // A job that ignores SIGTERM, so stopping it takes the whole grace.
+    let stubborn = r#"trap '' TERM; echo $$ > "$DIR/job"; while :; do sleep 0.1; done"#;
+    let mut cmd = worker_command(&server.url(), "srv-a", "3s", &["--stop-grace", "5s"], stubborn);
+    let mut a = Proc(cmd.env("DIR", dir.path()).spawn().unwrap());
+    let job: u32 = eventually("the job", Duration::from_secs(10), || {
+        std::fs::read_to_string(dir.path().join("job")).ok()?.trim().parse().ok()
+    })
+    .await;
+    let _stray = Strays(vec![job]);
+    flag(&mut c, "outbound", "alice", false);
+    eventually("the worker to stop the job", Duration::from_secs(5), || {
+        beat_field(&mut c, "srv-a", "state").filter(|s| s == "stopping")
+    })
+    .await;
+    // While the job takes its time, somebody else takes the lock over.
+    let _: () = redis::pipe()
+        .cmd("DEL")
+        .arg("{outbound}:lock")
+        .ignore()
+        .hset("{outbound}:lock", "d9b0a1f2-0000-4c3e-8a1b-7c9d2e4f6a80:88", 1)
+        .ignore()
+        .pexpire("{outbound}:lock", 60_000)
+        .ignore()
+        .query(&mut c)
+        .unwrap();
+    eventually("the job to end", Duration::from_secs(10), || (!runs(job)).then_some(())).await;
+    eventually("the worker to be idle", Duration::from_secs(10), || {
+        beat_field(&mut c, "srv-a", "state").filter(|s| s == "idle")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let kinds: Vec<String> = events(&mut c).into_iter().map(|(k, _)| k).collect();
+    assert!(!kinds.contains(&"released".to_owned()), "a lock taken over was recorded as released: {kinds:?}");
+    assert!(kinds.contains(&"lost".to_owned()), "{kinds:?}");
+    let holder: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(&mut c).unwrap();
+    assert_eq!(holder, ["d9b0a1f2-0000-4c3e-8a1b-7c9d2e4f6a80:88"], "the other holder keeps the lock");
+    kill9(&mut a);
+}
+
+fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> Option<String> {
+    let info: String = redis::cmd("INFO").arg(section).query(c).unwrap();
+    info.lines().find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_owned()))
+}
+
+#[tokio::test]
+async fn without_a_replica_confirming_the_lock_the_job_stops_and_does_not_start() {
+    let primary = RedisServer::start();
+    let replica = RedisServer::with_args(&["--replicaof", "127.0.0.1", &primary.port.to_string()]);
+    let mut c = primary.conn();
+    eventually("the replica to be online", Duration::from_secs(10), || {
+        info_field(&mut c, "replication", "slave0").filter(|s| s.contains("state=online"))
+    })
+    .await;
+    let replica_pid: i32 = info_field(&mut replica.conn(), "server", "process_id").unwrap().parse().unwrap();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let lease = Duration::from_secs(2);
+    let mut a = worker(&primary, "srv-a", "2s", &j, &[], JOURNAL_LOOP);
+    eventually("srv-a's job with a healthy replica", Duration::from_secs(10), || {
+        journal(&j).iter().any(|l| l.1 == "srv-a").then_some(())
+    })
+    .await;
+    let child: u32 = eventually("the child pid", Duration::from_secs(5), || {
+        beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
+    })
+    .await;
+    let _stray = Strays(vec![child]);
+
+    // The replica stops acknowledging: no renewal can be confirmed.
+    let stopped_at = now_ns();
+    unsafe { libc::kill(replica_pid, libc::SIGSTOP) };
+    let _resume = Resume(replica_pid);
+    eventually("the job to stop without a replica's confirmation", lease * 2, || (!runs(child)).then_some(())).await;
+    let last = journal(&j).iter().map(|l| l.2).max().unwrap();
+    let margin_ms = (stopped_at + lease.as_nanos()).saturating_sub(last) / 1_000_000;
+    println!("job stopped {margin_ms} ms before a lease from the replica's last confirmation could have run out");
+    assert!(last < stopped_at + lease.as_nanos(), "the job ran past the lease the replica knows of");
+    kill9(&mut a);
+
+    // A fresh worker may take the lock on the primary, but it does not run the job.
+    eventually("the lock to expire", lease * 3, || {
+        let exists: bool = redis::cmd("EXISTS").arg("{outbound}:lock").query(&mut c).unwrap();
+        (!exists).then_some(())
+    })
+    .await;
+    let mut b = worker(&primary, "srv-b", "2s", &j, &[], JOURNAL_LOOP);
+    eventually("srv-b to beat", Duration::from_secs(5), || beat_field(&mut c, "srv-b", "seq")).await;
+    tokio::time::sleep(lease * 2).await;
+    assert!(!journal(&j).iter().any(|l| l.1 == "srv-b"), "srv-b ran the job on an unconfirmed lock");
+
+    // The replica is back: the job runs again.
+    unsafe { libc::kill(replica_pid, libc::SIGCONT) };
+    eventually("srv-b's job once the replica confirms", Duration::from_secs(10), || {
+        journal(&j).iter().any(|l| l.1 == "srv-b").then_some(())
+    })
+    .await;
+    kill9(&mut b);
+    assert_no_overlap(&journal(&j));
+}
+
+/// Lets a stopped process run again when the test ends however it ends.
+struct Resume(i32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+#[tokio::test]
+async fn fences_never_go_back_or_repeat_after_redis_loses_its_data() {
+    let mut server = RedisServer::start();
+    let mut c = server.conn();
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(41).query(&mut c).unwrap();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let mut a = worker(&server, "srv-a", "2s", &j, &[], JOURNAL_LOOP);
+    eventually("the job with fence 42", Duration::from_secs(10), || {
+        journal(&j).iter().any(|l| l.0 == 42).then_some(())
+    })
+    .await;
+
+    // FLUSHALL under the running worker: it remembers the fences it saw.
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    flag(&mut c, "outbound", "alice", true);
+    let after_flush = eventually("a run after FLUSHALL", Duration::from_secs(10), || {
+        journal(&j).iter().map(|l| l.0).find(|f| *f != 42)
+    })
+    .await;
+    assert!(after_flush > 42, "fence {after_flush} after FLUSHALL is not above 42");
+    kill9(&mut a);
+
+    // A restart without persistence, and a worker that remembers nothing.
+    let before = journal(&j).iter().map(|l| l.0).max().unwrap();
+    server.restart();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let mut b = worker(&server, "srv-b", "2s", &j, &[], JOURNAL_LOOP);
+    let after_restart = eventually("a run after the restart", Duration::from_secs(10), || {
+        journal(&j).iter().filter(|l| l.1 == "srv-b").map(|l| l.0).next()
+    })
+    .await;
+    assert!(after_restart > before, "fence {after_restart} after the restart is not above {before}");
+    kill9(&mut b);
+    assert_no_overlap(&journal(&j));
 }

@@ -67,6 +67,8 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Enable { user } => flip(g, user.as_deref(), true).await,
         Command::Disable { user } => flip(g, user.as_deref(), false).await,
         Command::Worker { node, lease, every, stall_after, stop_grace, command } => {
+            // Before anything else: a stop request from now on is a clean stop.
+            let stop = crate::worker::stop_signals()?;
             let opts = crate::worker::Options {
                 node: node.clone(),
                 lease: *lease,
@@ -76,7 +78,7 @@ async fn run(cli: Cli) -> Result<u8> {
                 stop_grace: *stop_grace,
                 work: crate::job::Work::Command(command.clone()),
             };
-            crate::worker::run(g.target()?, g.keys(), opts, terminated()).await?;
+            crate::worker::run(g.target()?, g.keys(), opts, stop).await?;
             Ok(0)
         }
         Command::Demo => demo::run(g).await,

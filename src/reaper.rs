@@ -1,0 +1,434 @@
+//! The job's reaper: a small process between the worker and the job that
+//! takes the job's whole process tree down with it, so that nothing the job
+//! started outlives the worker's right to run it.
+//!
+//! The worker re-executes its own binary with [`VAR`] set; the binary's
+//! `main` calls [`enter_if_asked`] first, which turns it into the reaper.
+//! The reaper is a child subreaper (Linux), so every descendant of the job
+//! stays below it, `setsid` or not, and is found by walking `/proc`. It runs
+//! the job with an untouched stdout, stderr and exit status (its own exit
+//! status is the job's), and it obeys a control pipe from the worker:
+//!
+//! - `T`: SIGTERM to every descendant (a clean stop);
+//! - `K`, or the pipe's end (the worker died, even by `kill -9`): SIGKILL to
+//!   every descendant, then exit.
+//!
+//! When the job's own process ends, whatever it left running is killed too.
+//! The worker never SIGKILLs the reaper itself: that would orphan the tree.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set in the reaper's environment by the worker: `<control fd>,<report fd>,<worker pid>`.
+pub const VAR: &str = "LOCKWATCH_REAPER";
+
+/// Whether this binary called [`enter_if_asked`], and so can serve as the reaper.
+static AVAILABLE: AtomicBool = AtomicBool::new(false);
+
+/// Call first thing in `main` of a binary that runs workers with
+/// [`Work::Command`](crate::job::Work::Command). Started as a job's reaper,
+/// it runs the job and exits with the job's status, never returning;
+/// otherwise it notes that this binary can serve as the reaper and returns.
+/// Without it, jobs run as direct children of the worker, and descendants
+/// that leave the job's process group can outlive it.
+pub fn enter_if_asked() {
+    #[cfg(unix)]
+    if let Some(spec) = std::env::var_os(VAR) {
+        unix::serve(&spec)
+    }
+    AVAILABLE.store(true, Ordering::SeqCst);
+}
+
+/// True when this process can re-execute itself as a job's reaper.
+pub(crate) fn available() -> bool {
+    cfg!(unix) && AVAILABLE.load(Ordering::SeqCst)
+}
+
+#[cfg(unix)]
+pub(crate) use unix::{Control, Link};
+
+#[cfg(unix)]
+mod unix {
+    use std::ffi::{OsStr, OsString};
+    use std::fs::File;
+    use std::io::{self, Read, Write};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+    use std::os::unix::process::CommandExt;
+    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+    use std::time::Duration;
+
+    use tokio::io::AsyncReadExt;
+    use tokio::process::Command;
+
+    use super::VAR;
+
+    /// How long the worker waits for the reaper to say it started the job.
+    const START_PATIENCE: Duration = Duration::from_secs(10);
+
+    // ---- the worker's side ----
+
+    /// The worker's end of a reaper's control pipe.
+    #[derive(Debug)]
+    pub(crate) struct Control(std::io::PipeWriter);
+
+    impl Control {
+        /// Asks for SIGTERM to every process of the job.
+        pub(crate) fn terminate(&self) {
+            self.send(b'T');
+        }
+
+        /// Asks for SIGKILL to every process of the job.
+        pub(crate) fn kill(&self) {
+            self.send(b'K');
+        }
+
+        fn send(&self, command: u8) {
+            // Non-blocking, one byte into a pipe nobody else writes: it cannot
+            // block; a reaper that is gone already is no error.
+            let _ = (&self.0).write(&[command]);
+        }
+    }
+
+    /// The pipes between the worker and a reaper about to start.
+    pub(crate) struct Link {
+        control: std::io::PipeWriter,
+        control_child: std::io::PipeReader,
+        report: std::io::PipeReader,
+        report_child: std::io::PipeWriter,
+    }
+
+    impl Link {
+        /// Makes the pipes and points `cmd`, a reaper command from
+        /// [`Link::command`], at them.
+        pub(crate) fn new(cmd: &mut Command) -> io::Result<Link> {
+            let (control_child, control) = std::io::pipe()?;
+            let (report, report_child) = std::io::pipe()?;
+            set_nonblocking(control.as_raw_fd())?;
+            let fds = [control_child.as_raw_fd(), report_child.as_raw_fd()];
+            cmd.env(VAR, format!("{},{},{}", fds[0], fds[1], std::process::id()));
+            // SAFETY: runs in the forked child before exec; fcntl is
+            // async-signal-safe. The pipes are close-on-exec for every other
+            // child; only the reaper keeps these two ends.
+            unsafe {
+                cmd.pre_exec(move || {
+                    for fd in fds {
+                        if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                            return Err(io::Error::last_os_error());
+                        }
+                    }
+                    Ok(())
+                });
+            }
+            Ok(Link { control, control_child, report, report_child })
+        }
+
+        /// The reaper: this very binary (`/proc/self/exe` survives an
+        /// upgrade that replaced the file), in a process group of its own so
+        /// a terminal's Ctrl-C reaches only the worker.
+        pub(crate) fn command(program: &OsStr) -> io::Result<Command> {
+            let exe = if cfg!(target_os = "linux") {
+                std::path::PathBuf::from("/proc/self/exe")
+            } else {
+                std::env::current_exe()?
+            };
+            let mut cmd = Command::new(exe);
+            cmd.arg0("lockwatch-reaper").arg(program).process_group(0);
+            Ok(cmd)
+        }
+
+        /// After the spawn: keeps the worker's ends, and learns the job's pid
+        /// or why it could not be started.
+        pub(crate) fn started(self) -> (Control, impl Future<Output = io::Result<u32>>) {
+            let Link { control, control_child, report, report_child } = self;
+            drop((control_child, report_child));
+            let pid = async move {
+                let mut report = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(report))?;
+                let mut text = String::new();
+                tokio::time::timeout(START_PATIENCE, report.read_to_string(&mut text))
+                    .await
+                    .map_err(|_| io::Error::other("the job's reaper did not start it in time"))??;
+                parse_report(&text)
+            };
+            (Control(control), pid)
+        }
+    }
+
+    fn parse_report(text: &str) -> io::Result<u32> {
+        let text = text.trim();
+        if let Some(err) = text.strip_prefix('!') {
+            let (code, message) = err.split_once(' ').unwrap_or((err, ""));
+            return Err(match code.parse::<i32>() {
+                Ok(code) if code > 0 => io::Error::from_raw_os_error(code),
+                _ => io::Error::other(message.to_owned()),
+            });
+        }
+        text.parse().map_err(|_| io::Error::other("the job's reaper ended before starting it"))
+    }
+
+    fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+        // SAFETY: fcntl on a descriptor this process owns.
+        let ok = unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            flags != -1 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) != -1
+        };
+        if ok { Ok(()) } else { Err(io::Error::last_os_error()) }
+    }
+
+    // ---- the reaper's side ----
+
+    /// The job's pid, once started (0 before).
+    static JOB: AtomicI32 = AtomicI32::new(0);
+    /// Set once the job's process has been reaped: its pid may be reused.
+    static JOB_REAPED: AtomicBool = AtomicBool::new(false);
+
+    /// Runs as the reaper: starts the job (this process's arguments), serves
+    /// the control pipe and signals, and exits as the job did.
+    pub(super) fn serve(spec: &OsStr) -> ! {
+        let Some((control, report, worker)) = parse_spec(spec) else {
+            eprintln!("lockwatch: {VAR} is set, but this process was not started by a lockwatch worker; unset {VAR}");
+            std::process::exit(2);
+        };
+        // SAFETY: the worker passed these two descriptors for this process
+        // alone; nothing else here owns them.
+        let (mut control, mut report) = unsafe { (File::from_raw_fd(control), File::from_raw_fd(report)) };
+        for fd in [control.as_raw_fd(), report.as_raw_fd()] {
+            // SAFETY: fcntl on our own descriptor; the job must not inherit it.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+        let signals = stop_signals();
+        // SAFETY: plain signal-mask and prctl calls on this single-threaded
+        // process, before any thread starts (threads inherit the mask).
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut());
+            #[cfg(target_os = "linux")]
+            {
+                libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP);
+            }
+        }
+        // The worker may have died before the parent-death signal was set.
+        if parent() != worker {
+            std::process::exit(1);
+        }
+
+        let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+        let Some((program, args)) = args.split_first() else {
+            let _ = write!(report, "!0 no command given");
+            std::process::exit(127);
+        };
+        let mut job = std::process::Command::new(program);
+        job.args(args).env_remove(VAR).process_group(0);
+        #[cfg(target_os = "linux")]
+        // SAFETY: prctl is async-signal-safe. Should the reaper itself be
+        // SIGKILLed, the job's main process still dies.
+        unsafe {
+            job.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        match job.spawn() {
+            Ok(child) => {
+                JOB.store(child.id() as i32, Ordering::SeqCst);
+                let _ = write!(report, "{}", child.id());
+            }
+            Err(err) => {
+                let _ = write!(report, "!{} {err}", err.raw_os_error().unwrap_or(0));
+                std::process::exit(127);
+            }
+        }
+        drop(report);
+
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            loop {
+                match control.read(&mut buf) {
+                    Ok(n) if n > 0 && !buf[..n].contains(&b'K') => {
+                        if buf[..n].contains(&b'T') {
+                            kill_tree(libc::SIGTERM);
+                        }
+                    }
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                    // K, or the worker is gone: nothing may outlive it.
+                    _ => {
+                        kill_tree(libc::SIGKILL);
+                        return;
+                    }
+                }
+            }
+        });
+        std::thread::spawn(move || {
+            loop {
+                let mut sig = 0;
+                // SAFETY: sigwait on signals every thread has blocked.
+                if unsafe { libc::sigwait(&signals, &mut sig) } != 0 {
+                    continue;
+                }
+                if sig != libc::SIGHUP {
+                    kill_tree(libc::SIGTERM);
+                } else if parent() != worker {
+                    kill_tree(libc::SIGKILL);
+                }
+            }
+        });
+
+        let status = reap_all();
+        exit_as(status)
+    }
+
+    fn parse_spec(spec: &OsStr) -> Option<(RawFd, RawFd, i32)> {
+        let mut parts = spec.to_str()?.split(',').map(str::parse::<i32>);
+        let (control, report, worker) = (parts.next()?.ok()?, parts.next()?.ok()?, parts.next()?.ok()?);
+        (parts.next().is_none() && control > 2 && report > 2 && worker == parent()).then_some((control, report, worker))
+    }
+
+    fn parent() -> i32 {
+        // SAFETY: getppid cannot fail.
+        unsafe { libc::getppid() }
+    }
+
+    fn stop_signals() -> libc::sigset_t {
+        // SAFETY: sigemptyset initialises the set before sigaddset reads it.
+        unsafe {
+            let mut set = std::mem::zeroed::<libc::sigset_t>();
+            libc::sigemptyset(&mut set);
+            for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+                libc::sigaddset(&mut set, sig);
+            }
+            set
+        }
+    }
+
+    /// Reaps every child until none is left; returns the job's wait status.
+    /// Once the job's own process has ended, everything it left is killed.
+    fn reap_all() -> Option<libc::c_int> {
+        let job = JOB.load(Ordering::SeqCst);
+        let mut job_status = None;
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid with a valid out pointer.
+            let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+            if pid == -1 {
+                if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // No child left, and so no descendant: every descendant has
+                // an ancestor among our children, or is one (subreaper).
+                return job_status;
+            }
+            if pid == job {
+                job_status = Some(status);
+                JOB_REAPED.store(true, Ordering::SeqCst);
+            }
+            if job_status.is_some() {
+                kill_tree(libc::SIGKILL);
+            }
+        }
+    }
+
+    /// Exits with the job's status: its exit code, or its signal.
+    fn exit_as(status: Option<libc::c_int>) -> ! {
+        let Some(status) = status else { std::process::exit(1) };
+        if libc::WIFEXITED(status) {
+            std::process::exit(libc::WEXITSTATUS(status));
+        }
+        let sig = libc::WTERMSIG(status);
+        // SAFETY: resets the signal's action for this thread and raises it,
+        // so the worker sees the job's signal; no core dump of the reaper.
+        unsafe {
+            let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            libc::signal(sig, libc::SIG_DFL);
+            let mut set = std::mem::zeroed::<libc::sigset_t>();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, sig);
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::raise(sig);
+        }
+        std::process::exit(128 + sig)
+    }
+
+    /// Sends `sig` to every process below the reaper.
+    fn kill_tree(sig: libc::c_int) {
+        for pid in descendants() {
+            // SAFETY: kill(2) on a pid that was below us a moment ago.
+            unsafe { libc::kill(pid, sig) };
+        }
+    }
+
+    /// Every process below this one, read from `/proc`.
+    #[cfg(target_os = "linux")]
+    fn descendants() -> Vec<i32> {
+        let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+        let links: Vec<(i32, i32)> = dir
+            .filter_map(|entry| {
+                let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                Some((pid, parent_in_stat(&stat)?))
+            })
+            .collect();
+        below(std::process::id() as i32, &links)
+    }
+
+    /// Without /proc's parent links, the job's process group is all that
+    /// can be reached (while its leader's pid still names it).
+    #[cfg(not(target_os = "linux"))]
+    fn descendants() -> Vec<i32> {
+        let job = JOB.load(Ordering::SeqCst);
+        if job > 0 && !JOB_REAPED.load(Ordering::SeqCst) { vec![-job] } else { Vec::new() }
+    }
+
+    /// The parent pid in a `/proc/<pid>/stat` line (the name may hold anything, even `)`).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(super) fn parent_in_stat(stat: &str) -> Option<i32> {
+        let (_, rest) = stat.rsplit_once(')')?;
+        rest.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// All pids below `root`, given (pid, parent) links.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(super) fn below(root: i32, links: &[(i32, i32)]) -> Vec<i32> {
+        let mut found = vec![root];
+        let mut i = 0;
+        while i < found.len() {
+            let parent = found[i];
+            for (pid, ppid) in links {
+                // Links read at slightly different times may not form a tree.
+                if *ppid == parent && !found.contains(pid) {
+                    found.push(*pid);
+                }
+            }
+            i += 1;
+        }
+        found.remove(0);
+        found
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn parents_are_read_from_stat_lines_with_odd_names() {
+            assert_eq!(parent_in_stat("42 (sh) S 7 42 42 0 -1"), Some(7));
+            assert_eq!(parent_in_stat("43 (a) b (c)) R 42 43 7 0"), Some(42));
+            assert_eq!(parent_in_stat("garbage"), None);
+        }
+
+        #[test]
+        fn the_tree_below_a_process_is_found_whatever_the_order() {
+            let links = [(5, 4), (2, 1), (3, 2), (4, 3), (9, 8), (6, 1), (1, 5)];
+            let mut found = below(1, &links);
+            found.sort();
+            assert_eq!(found, [2, 3, 4, 5, 6]);
+            assert!(below(9, &links).is_empty());
+        }
+
+        #[test]
+        fn the_reapers_report_is_a_pid_or_an_error() {
+            assert_eq!(parse_report("1234").unwrap(), 1234);
+            let err = parse_report("!2 No such file or directory (os error 2)").unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::NotFound);
+            assert!(parse_report("").is_err());
+        }
+    }
+}
