@@ -3,6 +3,8 @@
 //! supervisors do.
 #![allow(dead_code)]
 
+pub mod topology;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

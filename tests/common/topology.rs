@@ -1,0 +1,504 @@
+//! Guards for the production Redis topologies, run for real: a Sentinel set
+//! (a primary, its replica and three `redis-sentinel`s) and a Cluster of three
+//! primaries. Every process has its own loopback port and log in the guard's
+//! temp dir; all are killed on drop, and a failing test prints their logs.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::free_port;
+
+/// How long a topology may take to come up before the test fails.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One `redis-server` or `redis-sentinel` process of a topology.
+struct Process {
+    /// Names the process in failure output ("primary", "sentinel 2", …).
+    name: String,
+    port: u16,
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl Process {
+    /// Starts `program` on a port from `pick`, with the arguments `args(port,
+    /// log)` gives, and waits until it answers PING. When the port (or a
+    /// cluster node's bus port) was taken between choosing and binding it,
+    /// tries another one.
+    fn start(
+        name: &str,
+        program: &str,
+        dir: &Path,
+        pick: fn() -> u16,
+        mut args: impl FnMut(u16, &Path) -> Vec<String>,
+    ) -> Process {
+        let log = dir.join(format!("{}.log", name.replace(' ', "-")));
+        for _ in 0..5 {
+            let port = pick();
+            let _ = std::fs::remove_file(&log);
+            let child = Command::new(program)
+                .args(args(port, &log))
+                .current_dir(dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{program} must be installed (see scripts/setup-test-deps.sh): {e}"));
+            let mut process = Process { name: name.to_string(), port, child: Some(child), log: log.clone() };
+            if process.wait_answering() {
+                return process;
+            }
+        }
+        panic!("{name} ({program}) would not start; see {}", log.display());
+    }
+
+    /// True once it answers PING; false if it exited because a port was taken.
+    fn wait_answering(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                self.child = None;
+                let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+                assert!(text.contains("in use"), "{} exited ({status}): {text}", self.name);
+                return false;
+            }
+            if let Ok(mut conn) = connect(self.port)
+                && redis::cmd("PING").query::<String>(&mut conn).is_ok()
+            {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("{} did not answer on {}: {}", self.name, self.port, self.log_tail(40));
+    }
+
+    /// SIGKILL, then reap it (a killed child stays a zombie otherwise).
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+        // The temp dir goes with the guard: show the log while it still exists.
+        if std::thread::panicking() {
+            eprintln!("---- {} (port {}) log, last lines ----\n{}", self.name, self.port, self.log_tail(30));
+        }
+    }
+}
+
+/// A plain connection to one node, with a read timeout so that a test never
+/// hangs on a dead node.
+pub fn connect(port: u16) -> redis::RedisResult<redis::Connection> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}"))?;
+    let conn = client.get_connection_with_timeout(Duration::from_millis(500))?;
+    conn.set_read_timeout(Some(Duration::from_secs(5)))?;
+    conn.set_write_timeout(Some(Duration::from_secs(5)))?;
+    Ok(conn)
+}
+
+/// Runs `cmd` on the node at `port`.
+pub fn query<T: redis::FromRedisValue>(port: u16, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+    cmd.query(&mut connect(port)?)
+}
+
+/// Waits until `check` holds, or fails naming `what`.
+fn wait_until<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A field of an `INFO`-style reply (`name:value` lines).
+fn info_field(info: &str, name: &str) -> Option<String> {
+    info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).map(|v| v.trim().to_string())
+}
+
+/// True if the node at `port` answers `ROLE` as a primary.
+pub fn is_primary(port: u16) -> bool {
+    matches!(query::<redis::Role>(port, &redis::cmd("ROLE")), Ok(redis::Role::Primary { .. }))
+}
+
+/// A primary, one replica of it and three sentinels watching them
+/// (quorum 2, down after 1 s), as a Sentinel deployment runs in production.
+pub struct SentinelSet {
+    /// The name the sentinels know the primary by (`--sentinel-master`).
+    pub master_name: String,
+    /// The primary first, then the replica; a failover swaps their roles.
+    servers: Vec<Process>,
+    sentinels: Vec<Process>,
+    /// The port of the primary `kill_primary` killed last.
+    killed: Option<u16>,
+    dir: tempfile::TempDir,
+}
+
+impl SentinelSet {
+    /// Starts the set and waits until every sentinel knows the replica and
+    /// the other two sentinels, so that a failover can be authorised.
+    pub fn start() -> SentinelSet {
+        let dir = tempfile::tempdir().unwrap();
+        let master_name = "lockwatch-primary".to_string();
+        // A primary waits 5 s for more replicas before a diskless full sync by default.
+        let no_sync_delay = ["--repl-diskless-sync-delay".to_string(), "0".to_string()];
+        let primary = Process::start("primary", "redis-server", dir.path(), free_port, |port, log| {
+            let mut args = server_args(port, log, &dir.path().join("primary"));
+            args.extend(no_sync_delay.clone());
+            args
+        });
+        let primary_port = primary.port;
+        let replica = Process::start("replica", "redis-server", dir.path(), free_port, |port, log| {
+            let mut args = server_args(port, log, &dir.path().join("replica"));
+            args.extend(no_sync_delay.clone());
+            args.extend(["--replicaof".into(), "127.0.0.1".into(), primary_port.to_string()]);
+            args
+        });
+        // A sentinel finds replicas in the primary's INFO, which it reads every
+        // 10 s once started: start sentinels after the link is up to see it at once.
+        wait_until("the replica's link to the primary", START_TIMEOUT, || {
+            let info: String = query(replica.port, redis::cmd("INFO").arg("replication")).ok()?;
+            (info_field(&info, "master_link_status")? == "up").then_some(())
+        });
+        let sentinels = (1..=3)
+            .map(|i| {
+                Process::start(&format!("sentinel {i}"), "redis-sentinel", dir.path(), free_port, |port, log| {
+                    let conf = dir.path().join(format!("sentinel-{i}.conf"));
+                    std::fs::write(&conf, sentinel_conf(port, log, dir.path(), &master_name, primary_port)).unwrap();
+                    vec![conf.display().to_string()]
+                })
+            })
+            .collect();
+        let set = SentinelSet { master_name, servers: vec![primary, replica], sentinels, killed: None, dir };
+        for sentinel in &set.sentinels {
+            wait_until(&format!("{} to see the replica and reach quorum", sentinel.name), START_TIMEOUT, || {
+                let replicas: Vec<redis::Value> =
+                    query(sentinel.port, redis::cmd("SENTINEL").arg("REPLICAS").arg(&set.master_name)).ok()?;
+                let quorum: String =
+                    query(sentinel.port, redis::cmd("SENTINEL").arg("CKQUORUM").arg(&set.master_name)).ok()?;
+                (replicas.len() == 1 && quorum.contains("3 usable")).then_some(())
+            });
+        }
+        set
+    }
+
+    /// `127.0.0.1:PORT` of each sentinel, as `--sentinel` takes them.
+    pub fn sentinel_addrs(&self) -> Vec<String> {
+        self.sentinel_ports().iter().map(|p| format!("127.0.0.1:{p}")).collect()
+    }
+
+    pub fn sentinel_ports(&self) -> Vec<u16> {
+        self.sentinels.iter().map(|s| s.port).collect()
+    }
+
+    /// The ports of the data nodes (primary and replica, in no lasting order).
+    pub fn server_ports(&self) -> Vec<u16> {
+        self.servers.iter().map(|s| s.port).collect()
+    }
+
+    /// The primary's port as the first sentinel that answers names it
+    /// (`SENTINEL GET-MASTER-ADDR-BY-NAME`).
+    pub fn primary_port(&self) -> u16 {
+        self.sentinel_ports().into_iter().find_map(|p| self.primary_named_by(p)).expect("no sentinel named a primary")
+    }
+
+    fn primary_named_by(&self, sentinel_port: u16) -> Option<u16> {
+        let addr: Option<(String, u16)> =
+            query(sentinel_port, redis::cmd("SENTINEL").arg("GET-MASTER-ADDR-BY-NAME").arg(&self.master_name)).ok()?;
+        addr.map(|(_, port)| port)
+    }
+
+    /// Kills the current primary with SIGKILL, as a crashed machine would
+    /// vanish, and returns its port.
+    pub fn kill_primary(&mut self) -> u16 {
+        let port = self.primary_port();
+        let server = self.servers.iter_mut().find(|s| s.port == port).expect("the primary is one of the set's servers");
+        server.kill();
+        self.killed = Some(port);
+        port
+    }
+
+    /// Waits until a sentinel names a primary other than the one killed last
+    /// (or than the first one) and that node answers `ROLE` as a primary.
+    pub fn wait_for_new_primary(&self, timeout: Duration) -> u16 {
+        let old = self.killed.unwrap_or(self.servers[0].port);
+        wait_until("the sentinels to promote a new primary", timeout, || {
+            self.sentinel_ports()
+                .into_iter()
+                .filter_map(|s| self.primary_named_by(s))
+                .find(|&port| port != old && is_primary(port))
+        })
+    }
+}
+
+fn server_args(port: u16, log: &Path, dir: &Path) -> Vec<String> {
+    std::fs::create_dir_all(dir).unwrap();
+    [
+        "--port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        &dir.display().to_string(),
+        "--logfile",
+        &log.display().to_string(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn sentinel_conf(port: u16, log: &Path, dir: &Path, name: &str, primary_port: u16) -> String {
+    // failover-timeout bounds how long a failed election waits to retry (twice
+    // this), so keep it short; it must still cover the replica's promotion.
+    format!(
+        "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile {log}\n\
+         sentinel monitor {name} 127.0.0.1 {primary_port} 2\n\
+         sentinel down-after-milliseconds {name} 1000\n\
+         sentinel failover-timeout {name} 4000\n\
+         sentinel parallel-syncs {name} 1\n",
+        dir = dir.display(),
+        log = log.display(),
+    )
+}
+
+/// A free port whose cluster bus port (port + 10000) is free as well.
+pub fn free_cluster_port() -> u16 {
+    loop {
+        let port = free_port();
+        if port <= 55535 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Three primaries sharing the 16384 slots, without replicas.
+pub struct Cluster {
+    nodes: Vec<ClusterNode>,
+    dir: tempfile::TempDir,
+}
+
+struct ClusterNode {
+    process: Process,
+    /// The node id `CLUSTER SETSLOT … NODE` and `IMPORTING` take.
+    id: String,
+}
+
+impl Cluster {
+    /// Starts three nodes, gives each a third of the slots and introduces
+    /// them (`CLUSTER ADDSLOTSRANGE` + `MEET`: what `redis-cli --cluster
+    /// create` does, without its fixed one-second waits), then waits until
+    /// the cluster is ready.
+    pub fn start() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let ranges = [(0, 5460), (5461, 10922), (10923, 16383)];
+        let mut nodes = Vec::new();
+        for (i, (first, last)) in ranges.into_iter().enumerate() {
+            let name = format!("node {}", i + 1);
+            let node_dir = dir.path().join(format!("node-{}", i + 1));
+            let process = Process::start(&name, "redis-server", dir.path(), free_cluster_port, |port, log| {
+                let mut args = server_args(port, log, &node_dir);
+                args.extend(
+                    [
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        "nodes.conf",
+                        "--cluster-node-timeout",
+                        "5000",
+                    ]
+                    .map(String::from),
+                );
+                args
+            });
+            let port = process.port;
+            let id: String = query(port, redis::cmd("CLUSTER").arg("MYID")).unwrap();
+            // Distinct epochs up front spare the nodes resolving a collision later.
+            let _: () = query(port, redis::cmd("CLUSTER").arg("SET-CONFIG-EPOCH").arg(i + 1)).unwrap();
+            let _: () = query(port, redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(first).arg(last)).unwrap();
+            nodes.push(ClusterNode { process, id });
+        }
+        let first = nodes[0].process.port;
+        for node in &nodes[1..] {
+            let _: () =
+                query(first, redis::cmd("CLUSTER").arg("MEET").arg("127.0.0.1").arg(node.process.port)).unwrap();
+        }
+        let cluster = Cluster { nodes, dir };
+        cluster.wait_ready(START_TIMEOUT);
+        cluster
+    }
+
+    /// The nodes' ports, in the order of their slot ranges at start.
+    pub fn ports(&self) -> Vec<u16> {
+        self.nodes.iter().map(|n| n.process.port).collect()
+    }
+
+    /// A `redis://` URL naming the node at `port`.
+    pub fn url(&self, port: u16) -> String {
+        format!("redis://127.0.0.1:{port}")
+    }
+
+    /// Waits until every node reports `cluster_state:ok`, knows all three
+    /// nodes and sees all slots assigned.
+    pub fn wait_ready(&self, timeout: Duration) {
+        wait_until("cluster_state:ok on every node", timeout, || {
+            self.ports()
+                .into_iter()
+                .all(|port| {
+                    let Ok(info) = query::<String>(port, redis::cmd("CLUSTER").arg("INFO")) else {
+                        return false;
+                    };
+                    info_field(&info, "cluster_state").as_deref() == Some("ok")
+                        && info_field(&info, "cluster_known_nodes").as_deref() == Some("3")
+                        && info_field(&info, "cluster_slots_assigned").as_deref() == Some("16384")
+                })
+                .then_some(())
+        })
+    }
+
+    /// The slot `key` hashes to (`CLUSTER KEYSLOT`).
+    pub fn slot_of(&self, key: &str) -> u16 {
+        query(self.ports()[0], redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).unwrap()
+    }
+
+    /// The port of the node that owns the slot of `key`.
+    pub fn owner_of(&self, key: &str) -> u16 {
+        self.owner_of_slot(self.slot_of(key))
+    }
+
+    /// The port of the node that claims `slot` in its own `CLUSTER NODES`
+    /// line: during a migration the source, after it the target.
+    pub fn owner_of_slot(&self, slot: u16) -> u16 {
+        let owners: Vec<u16> = self.ports().into_iter().filter(|&port| own_slots(port).contains(&slot)).collect();
+        assert_eq!(owners.len(), 1, "slot {slot} should have exactly one owner, not nodes {owners:?}");
+        owners[0]
+    }
+
+    /// The port of a node that does not own the slot of `key` (a seed node
+    /// that answers MOVED for it).
+    pub fn a_node_not_owning(&self, key: &str) -> u16 {
+        let owner = self.owner_of(key);
+        self.ports().into_iter().find(|&p| p != owner).expect("three nodes")
+    }
+
+    fn id_of(&self, port: u16) -> &str {
+        &self.nodes.iter().find(|n| n.process.port == port).expect("a port of this cluster").id
+    }
+
+    /// Moves `slot` and its keys to the node at `to_port`, the way a
+    /// resharding does while clients keep working: `IMPORTING` on the target,
+    /// `MIGRATING` on the source, `MIGRATE` of the keys in batches, then
+    /// `SETSLOT … NODE` on the target, the source and the other node.
+    pub fn migrate_slot(&self, slot: u16, to_port: u16) {
+        let from_port = self.begin_migration(slot, to_port);
+        self.move_keys(slot, from_port, to_port, 100);
+        self.finish_migration(slot, from_port, to_port);
+    }
+
+    /// Marks `slot` as moving from its owner to `to_port` (the window in
+    /// which the source answers ASK for missing keys); returns the source port.
+    pub fn begin_migration(&self, slot: u16, to_port: u16) -> u16 {
+        let from_port = self.owner_of_slot(slot);
+        assert_ne!(from_port, to_port, "slot {slot} is already on node {to_port}");
+        let setslot = |port: u16, state: &str, id: &str| {
+            let _: () = query(port, redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(id)).unwrap();
+        };
+        setslot(to_port, "IMPORTING", self.id_of(from_port));
+        setslot(from_port, "MIGRATING", self.id_of(to_port));
+        from_port
+    }
+
+    /// Moves every key of `slot` from `from_port` to `to_port`, `batch` keys
+    /// per `MIGRATE`.
+    pub fn move_keys(&self, slot: u16, from_port: u16, to_port: u16, batch: usize) {
+        let mut conn = connect(from_port).unwrap();
+        loop {
+            let keys: Vec<String> =
+                redis::cmd("CLUSTER").arg("GETKEYSINSLOT").arg(slot).arg(batch).query(&mut conn).unwrap();
+            if keys.is_empty() {
+                return;
+            }
+            let _: () = redis::cmd("MIGRATE")
+                .arg("127.0.0.1")
+                .arg(to_port)
+                .arg("")
+                .arg(0)
+                .arg(5000)
+                .arg("KEYS")
+                .arg(&keys)
+                .query(&mut conn)
+                .unwrap();
+        }
+    }
+
+    /// Gives `slot` to `to_port` on every node, target first so that it
+    /// serves the slot before the source starts sending MOVED there.
+    pub fn finish_migration(&self, slot: u16, from_port: u16, to_port: u16) {
+        // Once the target owns the slot the source drops what it still holds.
+        let left: u32 = query(from_port, redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot)).unwrap();
+        assert_eq!(left, 0, "node {from_port} still holds keys of slot {slot}: move them first");
+        let to_id = self.id_of(to_port).to_string();
+        let mut order = vec![to_port, from_port];
+        order.extend(self.ports().into_iter().filter(|p| *p != to_port && *p != from_port));
+        for port in order {
+            let _: () = query(port, redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("NODE").arg(&to_id)).unwrap();
+        }
+    }
+}
+
+/// The slots the node at `port` serves by its own account (the `myself`
+/// line of `CLUSTER NODES`; `[…]` entries are migrations, not ownership).
+fn own_slots(port: u16) -> Vec<u16> {
+    let nodes: String = query(port, redis::cmd("CLUSTER").arg("NODES")).unwrap();
+    let line = nodes.lines().find(|l| l.split(' ').nth(2).is_some_and(|f| f.contains("myself"))).unwrap_or("");
+    let mut slots = Vec::new();
+    for range in line.split(' ').skip(8).filter(|r| !r.starts_with('[')) {
+        let (first, last) = range.split_once('-').unwrap_or((range, range));
+        slots.extend(first.parse::<u16>().unwrap()..=last.parse::<u16>().unwrap());
+    }
+    slots
+}
+
+/// Runs `cmd` starting at the node at `port` and follows MOVED and ASK
+/// redirections (sending `ASKING` before an asked retry) as a cluster client
+/// does. Returns the port that answered and the reply.
+pub fn query_following_redirects<T: redis::FromRedisValue>(port: u16, cmd: &redis::Cmd) -> (u16, T) {
+    let mut port = port;
+    let mut asking = false;
+    for _ in 0..5 {
+        let mut conn = connect(port).unwrap();
+        if asking {
+            let _: () = redis::cmd("ASKING").query(&mut conn).unwrap();
+        }
+        match cmd.query::<T>(&mut conn) {
+            Ok(reply) => return (port, reply),
+            Err(e) if e.redirect_node().is_some() => {
+                let (addr, _slot) = e.redirect_node().unwrap();
+                asking = e.code() == Some("ASK");
+                port = addr.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).expect("host:port in a redirection");
+            }
+            Err(e) => panic!("{e} (node {port})"),
+        }
+    }
+    panic!("more than 5 redirections starting at node {port}");
+}
