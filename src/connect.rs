@@ -40,6 +40,10 @@ impl Target {
     pub fn new(url: &str, tls_ca: Option<&Path>) -> Result<Self, Error> {
         let bad = |reason: String| Error::BadUrl { url: redact(url), reason: crate::error::one_line(&reason) };
         let info = url.into_connection_info().map_err(|e| bad(e.to_string()))?;
+        // CLIENT SETINFO is optional; servers before 7.2 do not know it, and
+        // a supervisor's ACL user (`lockwatch acl`) is not granted it.
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        let info = info.set_redis_settings(settings);
         let host = match info.addr() {
             ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
             ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port} (TLS)"),
