@@ -3,38 +3,44 @@
 
 use crate::keys::Keys;
 
-/// Commands the tray and the CLI send: the probe script and what it calls,
-/// the stream and pub/sub wake-ups, the flag write.
+/// Every command the tray and the CLI send as a supervisor, and nothing
+/// else: no `CLIENT` (pause, kill, list), no `CONFIG`, no plain `EVAL` (a
+/// script that wrote cannot be killed), no key or channel writes but the
+/// flag's `HSET`. The redis crate's handshake needs no grant for `AUTH` and
+/// `HELLO` (Redis lets anyone log in), `SELECT` only for a database other
+/// than 0, and `CLIENT SETINFO` is never sent ([`crate::connect::Target`]
+/// skips it: it is optional, and a refused one would fill the ACL log).
 const COMMANDS: &[&str] = &[
-    "+@connection",
+    // The connection: a database other than 0, liveness checks.
+    "+select",
     "+ping",
-    "+time",
-    "+eval",
-    "+evalsha",
+    // The probe (`probe.lua`), run read-only, and the commands it calls.
     "+eval_ro",
     "+evalsha_ro",
+    "+time",
     "+type",
-    "+exists",
-    "+get",
-    "+getrange",
-    "+strlen",
     "+pttl",
-    "+hget",
-    "+hgetall",
+    "+strlen",
+    "+getrange",
     "+hlen",
+    "+hgetall",
     "+hscan",
-    "+smembers",
-    "+sismember",
+    "+hmget",
+    "+hstrlen",
     "+scard",
-    "+sscan",
+    "+smembers",
+    // The flag flip (`flags::set_flag`): Redis time, the own flag, the registration check.
+    "+sismember",
+    "+hset",
+    // The event stream: wake-ups and the history.
     "+xread",
     "+xrange",
     "+xrevrange",
+    // Wake-ups on the unlock channel and keyspace notifications.
     "+subscribe",
     "+psubscribe",
     "+unsubscribe",
     "+punsubscribe",
-    "+hset",
 ];
 
 /// Redis commands (one per line) that give `user` read access to the job
@@ -88,6 +94,17 @@ mod tests {
         assert!(lines[0].contains(" %RW~{outbound}:enabled:alice "));
         assert!(!lines[0].contains("~*"), "no key pattern may match everything");
         assert_eq!(lines[1], "SADD {outbound}:users alice");
+    }
+
+    #[test]
+    fn rules_grant_no_command_that_reaches_beyond_the_own_connection() {
+        let line = &rules(&Keys::new("outbound"), "alice")[0];
+        let granted: Vec<&str> = line.split(' ').filter(|w| w.starts_with('+')).collect();
+        for wide in ["+@", "+client", "+eval", "+evalsha", "+config", "+publish", "+del", "+script", "+function"] {
+            assert!(!granted.iter().any(|g| *g == wide || (wide == "+@" && g.starts_with(wide))), "{wide} in {line}");
+        }
+        assert!(!granted.iter().any(|g| g.starts_with("+client")), "{line}");
+        assert!(granted.contains(&"+eval_ro") && granted.contains(&"+hset"), "{line}");
     }
 
     #[test]

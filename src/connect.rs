@@ -38,8 +38,12 @@ impl Target {
     /// # Errors
     /// [`Error::BadUrl`] when the URL cannot be used, [`Error::Invalid`] when the CA file cannot be read.
     pub fn new(url: &str, tls_ca: Option<&Path>) -> Result<Self, Error> {
-        let bad = |reason: String| Error::BadUrl { url: redact(url), reason: crate::error::one_line(&reason) };
+        let bad = |reason: String| crate::error::bad_url(url, &reason);
         let info = url.into_connection_info().map_err(|e| bad(e.to_string()))?;
+        // CLIENT SETINFO is optional; servers before 7.2 do not know it, and
+        // a supervisor's ACL user (`lockwatch acl`) is not granted it.
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        let info = info.set_redis_settings(settings);
         let host = match info.addr() {
             ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
             ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port} (TLS)"),
@@ -118,14 +122,99 @@ impl Target {
     }
 }
 
-/// The URL with its password replaced by `***`, safe to print and log.
+/// The URL with its password replaced by `***`, safe to print and log: in
+/// the user info (`redis://user:pw@host`, `rediss://`, `valkey://`…), in
+/// the query (`unix:///sock?user=u&pass=pw`, also without `//`), and in
+/// strings that are no valid URL at all, where everything up to the last
+/// `@` counts as secret.
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let Some((creds, host)) = rest.rsplit_once('@') else { return url.to_owned() };
-    match creds.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => format!("{scheme}://***@{host}"),
+    match url::Url::parse(url) {
+        // A path or fragment holding `@` is most likely a password with a
+        // `/`, `?` or `#` in it that the parser split apart.
+        Ok(parsed)
+            if !parsed.cannot_be_a_base()
+                && !parsed.path().contains('@')
+                && !parsed.fragment().is_some_and(|f| f.contains('@')) =>
+        {
+            redact_parsed(parsed)
+        }
+        _ => redact_text(url),
     }
+}
+
+/// Query keys whose values are shown as they are; every other value is hidden.
+const SHOWN_QUERY_KEYS: &[&str] = &["db", "protocol", "user", "username"];
+
+fn redact_parsed(mut url: url::Url) -> String {
+    // Setting the user info fails only for URLs without a host, which have none.
+    if url.password().is_some() {
+        let _ = url.set_password(Some("***"));
+    } else if !url.username().is_empty() {
+        // A lone `secret@host` may be a password written without its colon.
+        let _ = url.set_username("***");
+    }
+    if let Some(query) = url.query().map(redact_query) {
+        url.set_query(Some(&query));
+    }
+    if url.fragment().is_some_and(|f| f != "insecure") {
+        url.set_fragment(Some("***"));
+    }
+    url.to_string()
+}
+
+fn shown_query_value(key: &str, value: &str) -> String {
+    if !SHOWN_QUERY_KEYS.contains(&key) {
+        return "***".to_owned();
+    }
+    // `user:password` in one value, the colon maybe percent-encoded.
+    let colon = value.find(':').or_else(|| value.to_ascii_lowercase().find("%3a"));
+    match colon {
+        Some(at) => format!("{}:***", &value[..at]),
+        None => value.to_owned(),
+    }
+}
+
+/// For strings the URL parser rejects: keeps the scheme, a plain user name
+/// and what follows the last `@`, with the query's values hidden.
+fn redact_text(url: &str) -> String {
+    let scheme_len = url
+        .split_once(':')
+        .filter(|(scheme, _)| {
+            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        })
+        .map_or(0, |(scheme, _)| scheme.len() + 1);
+    let (scheme, rest) = url.split_at(scheme_len);
+    let (slashes, rest) = match rest.strip_prefix("//") {
+        Some(after) => ("//", after),
+        None => ("", rest),
+    };
+    let (creds, tail) = match rest.rsplit_once('@') {
+        Some((creds, tail)) => {
+            let user = creds.split_once(':').map(|(user, _)| user).filter(|u| !u.contains(['/', '?', '#']));
+            (user.map_or_else(|| "***@".to_owned(), |u| format!("{u}:***@")), tail)
+        }
+        None => (String::new(), rest),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => format!("{path}?{}", redact_query(query)),
+        None => tail.to_owned(),
+    };
+    format!("{scheme}{slashes}{creds}{tail}")
+}
+
+/// A query string as written, with every value hidden but those of
+/// [`SHOWN_QUERY_KEYS`] (a key spelled with `%` escapes is not one of them).
+fn redact_query(query: &str) -> String {
+    let items: Vec<String> = query
+        .split('&')
+        .map(|item| match item.split_once('=') {
+            Some((key, value)) => format!("{key}={}", shown_query_value(key, value)),
+            None if item.is_empty() => String::new(),
+            None => "***".to_owned(),
+        })
+        .collect();
+    items.join("&")
 }
 
 #[cfg(test)]
@@ -138,6 +227,71 @@ mod tests {
         assert_eq!(redact("rediss://:s3cret@db"), "rediss://:***@db");
         assert_eq!(redact("redis://s3cret@db"), "redis://***@db");
         assert_eq!(redact("redis://db:6379"), "redis://db:6379");
+        assert_eq!(redact("valkeys://alice:s3cret@db:6380/2"), "valkeys://alice:***@db:6380/2");
+        assert_eq!(redact("rediss://alice:s3cret@db/#insecure"), "rediss://alice:***@db/#insecure");
+        assert_eq!(redact("redis+unix:///run/redis.sock?pass=s3cret"), "redis+unix:///run/redis.sock?pass=***");
+        assert_eq!(
+            redact("unix:///run/redis.sock?user=alice&pass=s3cret&db=2"),
+            "unix:///run/redis.sock?user=alice&pass=***&db=2"
+        );
+        assert_eq!(redact("unix:/run/redis.sock?pass=s3cret"), "unix:/run/redis.sock?pass=***");
+        assert_eq!(redact("redis://db:6379/?password=s3cret"), "redis://db:6379/?password=***");
+        assert_eq!(redact("redis://db?user=alice:s3cret"), "redis://db?user=alice:***");
+        assert_eq!(redact("redis://alice:p@s3cret@db"), "redis://alice:***@db");
+    }
+
+    /// Every form the redis crate accepts (`parse_redis_url` and the unix
+    /// socket forms, also without `//`), and typos around them.
+    const WITH_PASSWORD: &[&str] = &[
+        "redis://alice:s3cret@db:6379",
+        "redis://:s3cret@db",
+        "rediss://alice:s3cret@db:6380",
+        "rediss://alice:s3cret@db/#insecure",
+        "valkey://alice:s3cret@db",
+        "valkeys://alice:s3cret@db",
+        "redis://alice:s3%63ret@db",
+        "redis://alice:s3cret@db/0?protocol=resp3",
+        "redis://db/?password=s3cret",
+        "redis://db/?user=alice&password=s3cret",
+        "redis://db?user=alice:s3cret",
+        "redis://db?user=alice%3As3cret",
+        "redis+unix:///run/redis.sock?pass=s3cret",
+        "redis+unix:///run/redis.sock?user=alice&pass=s3cret",
+        "valkey+unix:///run/redis.sock?pass=s3cret",
+        "unix:///run/redis.sock?user=alice&pass=s3cret&db=2",
+        "unix:/run/redis.sock?pass=s3cret",
+        "redis+unix:/run/redis.sock?user=alice&pass=s3cret",
+        "unix:///run/redis.sock?pass=s3cret#x",
+        "redis:alice:s3cret@db",
+        "redis:/alice:s3cret@db",
+        "redis//alice:s3cret@db",
+        "alice:s3cret@db:6379",
+        "redis://alice:s3/cret@db",
+        "redis://alice:12/s3cret@db",
+        "redis://alice:pa?s3cret@db",
+        "redis://alice:pa#s3cret@db",
+        "redis://alice:s3cret@db:notaport",
+        "redis://alice:s3cret@db/notadb",
+        "unix:///run/redis.sock?pass=s3cret&db=x",
+        "http://alice:s3cret@db",
+    ];
+
+    #[test]
+    fn no_form_of_url_shows_its_password() {
+        for url in WITH_PASSWORD {
+            let shown = redact(url);
+            assert!(!shown.contains("s3cret") && !shown.contains("s3%63ret"), "{url} -> {shown}");
+            match Target::new(url, None) {
+                Ok(target) => {
+                    let debug = format!("{target:?}");
+                    assert!(!debug.contains("s3cret"), "{url}: {debug}");
+                }
+                Err(err) => {
+                    let (text, debug) = (err.to_string(), format!("{err:?}"));
+                    assert!(!text.contains("s3cret") && !debug.contains("s3cret"), "{url}: {text} / {debug}");
+                }
+            }
+        }
     }
 
     #[test]

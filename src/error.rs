@@ -6,7 +6,8 @@ use redis::RedisError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The Redis URL could not be understood.
+    /// The Redis URL could not be understood; `url` is shown with its
+    /// password hidden (build it with `bad_url`).
     #[error("the Redis URL {url} is not valid ({reason}); use redis://[user:password@]host:port or rediss:// for TLS")]
     BadUrl { url: String, reason: String },
 
@@ -45,6 +46,11 @@ impl Error {
             _ => None,
         }
     }
+}
+
+/// A URL that cannot be used, said with its password hidden.
+pub(crate) fn bad_url(url: &str, reason: &str) -> Error {
+    Error::BadUrl { url: crate::connect::redact(url), reason: one_line(reason) }
 }
 
 /// Wraps a Redis error into one sentence with a hint fitting its cause.

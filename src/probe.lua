@@ -2,11 +2,23 @@
 -- KEYS[1] lock key ('' when it lives in another slot and is read apart)
 -- KEYS[2] fence, KEYS[3] users set, KEYS[4] nodes set
 -- ARGV[1] prefix of the enable flags, ARGV[2] prefix of the heartbeats
--- Every read checks TYPE first, so a key of the wrong type is reported, not an error;
--- big values are capped so a stray huge key cannot stall the server or the desktop.
+-- Every read checks the key's type first, so a key of the wrong type is reported, not an
+-- error; big values are capped so a stray huge key cannot stall the server or the desktop.
+-- Of a flag or heartbeat only the fields lockwatch uses are read; a registry is read
+-- whole, or not at all when it has more than MEMBER_LIMIT names.
 local HASH_LIMIT = 64
-local SET_LIMIT = 1000
+local MEMBER_LIMIT = 5000
 local STRING_LIMIT = 1024
+local FIELD_LIMIT = 1024
+
+-- What is read of each kind of hash, by key prefix. Flags are written by the
+-- supervisors themselves (their ACL allows it), so each field is measured
+-- with HSTRLEN before it is fetched; heartbeats only workers may write.
+local READ = {
+  [ARGV[1]] = {measure = true, fields = {'on', 'time', 'host', 'reason'}},
+  [ARGV[2]] = {measure = false, fields = {'node', 'host', 'pid', 'lock_field', 'fence', 'seq', 'beat_ms',
+                                          'state', 'version', 'started_ms', 'child_pid', 'last_exit'}},
+}
 
 local function key_type(key)
   return redis.call('TYPE', key)['ok']
@@ -24,22 +36,61 @@ local function read_hash(key)
   return {t, n, redis.call('HSCAN', key, 0, 'COUNT', HASH_LIMIT)[2]}
 end
 
+-- {type, field count, {field, value, ...}} of the named fields present, or, for a
+-- hash too big to be one of ours, {type, field count, {}, what is wrong with it}.
+local function read_fields(key, how)
+  -- HLEN doubles as the type check; any error but WRONGTYPE (NOPERM) ends the probe.
+  local n = redis.pcall('HLEN', key)
+  if type(n) == 'table' then
+    if string.sub(n.err or '', 1, 9) ~= 'WRONGTYPE' then
+      error(n)
+    end
+    return {key_type(key)}
+  elseif n == 0 then
+    return {'none'}
+  elseif n > HASH_LIMIT then
+    return {'hash', n, {}, 'has ' .. n .. ' fields'}
+  end
+  if how.measure then
+    for _, field in ipairs(how.fields) do
+      local len = redis.call('HSTRLEN', key, field)
+      if len > FIELD_LIMIT then
+        return {'hash', n, {}, 'has a ' .. field .. ' of ' .. len .. ' bytes'}
+      end
+    end
+  end
+  local values = redis.call('HMGET', key, unpack(how.fields))
+  local found = {}
+  for i, field in ipairs(how.fields) do
+    local value = values[i]
+    if value and #value > FIELD_LIMIT then
+      return {'hash', n, {}, 'has a ' .. field .. ' of ' .. #value .. ' bytes'}
+    elseif value then
+      found[#found + 1] = field
+      found[#found + 1] = value
+    end
+  end
+  return {'hash', n, found}
+end
+
+-- {type, member count, names}: every name, or none when there are more than
+-- MEMBER_LIMIT (the caller says so rather than judge from a part).
 local function read_set(key)
   local t = key_type(key)
   if t ~= 'set' then
     return {t, 0, {}}
   end
   local n = redis.call('SCARD', key)
-  if n <= SET_LIMIT then
+  if n <= MEMBER_LIMIT then
     return {t, n, redis.call('SMEMBERS', key)}
   end
-  return {t, n, redis.call('SSCAN', key, 0, 'COUNT', SET_LIMIT)[2]}
+  return {t, n, {}}
 end
 
 local function read_each(members, prefix)
   local out = {}
   for i, name in ipairs(members) do
-    out[i] = read_hash(prefix .. name)
+    out[i] = read_fields(prefix .. name, READ[prefix])
   end
   return out
 end

@@ -94,11 +94,16 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
     snap.lock = decode_lock(&keys.lock, lock, &mut snap.problems);
     snap.fence = decode_fence(&keys.fence(), fence, &mut snap.problems);
     let user_names = decode_set(&keys.users(), users, &mut snap.problems);
-    snap.flags = pair_up(&user_names, flags)
+    snap.flags = pair_up(user_names.as_deref().unwrap_or_default(), flags)
         .map(|(user, reply)| decode_flag(&keys.enabled(user), user, reply, &mut snap.problems))
         .collect();
     snap.flags.sort_by(|a, b| a.user.cmp(&b.user));
-    let node_names = decode_set(&keys.nodes(), nodes, &mut snap.problems);
+    if user_names.is_none() {
+        // Stands for the flags that could not be read, so that nobody (the
+        // status, a worker) takes them for "nobody has it enabled".
+        snap.flags.push(Flag { user: keys.users(), on: None, at_ms: None, host: None });
+    }
+    let node_names = decode_set(&keys.nodes(), nodes, &mut snap.problems).unwrap_or_default();
     snap.beats = pair_up(&node_names, beats)
         .map(|(node, reply)| decode_beat(&keys.node(node), node, reply, &mut snap.problems))
         .collect();
@@ -185,11 +190,14 @@ fn decode_fence(key: &str, v: &Value, problems: &mut Vec<String>) -> Option<i64>
     }
 }
 
-fn decode_set(key: &str, v: &Value, problems: &mut Vec<String>) -> Vec<String> {
+/// Every name of a registry, or `None` when it cannot be read whole (not a
+/// set, or more names than the probe reads), with the problem noted.
+fn decode_set(key: &str, v: &Value, problems: &mut Vec<String>) -> Option<Vec<String>> {
     let parts = array(v).unwrap_or_default();
     let redis_type = parts.first().and_then(text).unwrap_or_default();
     if redis_type != "set" && redis_type != "none" {
         problems.push(format!("the registry {key} is a {redis_type}, not a set"));
+        return None;
     }
     let total = parts.get(1).and_then(int).unwrap_or(0);
     // Names are used to build keys again, so they must stay exactly as stored;
@@ -197,9 +205,12 @@ fn decode_set(key: &str, v: &Value, problems: &mut Vec<String>) -> Vec<String> {
     let names: Vec<String> =
         parts.get(2).and_then(array).unwrap_or_default().iter().filter_map(bytes).map(escape_bytes).collect();
     if total > names.len() as i64 {
-        problems.push(format!("the registry {key} has {total} members; only {} are read", names.len()));
+        problems.push(format!(
+            "the registry {key} has {total} members, too many to read in one look; remove the names no longer in use"
+        ));
+        return None;
     }
-    names
+    Some(names)
 }
 
 /// Fields of a hash reply as `(name, value)`, or `None` with a problem noted
@@ -207,7 +218,14 @@ fn decode_set(key: &str, v: &Value, problems: &mut Vec<String>) -> Vec<String> {
 fn decode_hash(key: &str, v: &Value, problems: &mut Vec<String>) -> Option<Vec<(String, Option<String>)>> {
     let parts = array(v).unwrap_or_default();
     match parts.first().and_then(text).as_deref() {
-        Some("hash") => Some(pairs(parts.get(2))),
+        Some("hash") => match parts.get(3).and_then(text) {
+            // Too big to be what lockwatch writes: its fields were not fetched.
+            Some(odd) => {
+                problems.push(format!("{key} {odd}, more than lockwatch ever writes there"));
+                None
+            }
+            None => Some(pairs(parts.get(2))),
+        },
         Some("none") => Some(Vec::new()),
         other => {
             problems.push(format!("{key} is a {}, not a hash", other.unwrap_or("?")));
@@ -362,6 +380,50 @@ mod tests {
     fn a_reply_of_the_wrong_shape_is_an_error() {
         assert!(decode(&Keys::new("outbound"), &Value::Int(3), None).is_err());
         assert!(decode(&Keys::new("outbound"), &arr(vec![Value::Nil]), None).is_err());
+    }
+
+    fn with_users(users: Value, flags: Value) -> Value {
+        arr(vec![
+            arr(vec![s(b"1"), s(b"0")]),
+            arr(vec![s(b"none"), Value::Int(-2)]),
+            arr(vec![s(b"none")]),
+            users,
+            flags,
+            empty_set(),
+            arr(vec![]),
+        ])
+    }
+
+    #[test]
+    fn an_oversized_flag_is_unreadable_and_says_why() {
+        let users = arr(vec![s(b"set"), Value::Int(2), arr(vec![s(b"alice"), s(b"mallory")])]);
+        let flags = arr(vec![
+            arr(vec![s(b"hash"), Value::Int(1), arr(vec![s(b"on"), s(b"0")])]),
+            arr(vec![s(b"hash"), Value::Int(3), arr(vec![]), s(b"has a host of 10485760 bytes")]),
+        ]);
+        let snap = decode(&Keys::new("outbound"), &with_users(users, flags), None).unwrap();
+        assert_eq!(snap.flags[0].on, Some(false));
+        assert_eq!(snap.flags[1].on, None);
+        assert_eq!(
+            snap.problems,
+            vec!["{outbound}:enabled:mallory has a host of 10485760 bytes, more than lockwatch ever writes there"]
+        );
+        assert!(matches!(snap.enabled(), crate::snapshot::Enabled::Unknown { .. }));
+    }
+
+    #[test]
+    fn a_registry_that_cannot_be_read_whole_leaves_the_flags_unknown() {
+        for users in
+            [arr(vec![s(b"set"), Value::Int(12_000), arr(vec![])]), arr(vec![s(b"string"), Value::Int(0), arr(vec![])])]
+        {
+            let snap = decode(&Keys::new("outbound"), &with_users(users, arr(vec![])), None).unwrap();
+            assert_eq!(snap.flags.len(), 1);
+            assert_eq!(snap.flags[0].user, "{outbound}:users");
+            assert_eq!(snap.flags[0].on, None);
+            assert!(snap.problems[0].starts_with("the registry {outbound}:users "), "{:?}", snap.problems);
+        }
+        let empty = decode(&Keys::new("outbound"), &with_users(empty_set(), arr(vec![])), None).unwrap();
+        assert!(empty.flags.is_empty() && empty.problems.is_empty());
     }
 
     #[test]

@@ -21,6 +21,41 @@ pub struct Snapshot {
     pub problems: Vec<String>,
 }
 
+impl Snapshot {
+    /// Whether anybody has the job enabled, or why that cannot be told. The
+    /// status and the worker both decide by this: a flag that cannot be read
+    /// (or a registry of flags that cannot) may be the one that is on.
+    pub fn enabled(&self) -> Enabled {
+        if self.flags.iter().any(|f| f.on == Some(true)) {
+            return Enabled::Yes;
+        }
+        let unreadable: Vec<&str> = self.flags.iter().filter(|f| f.on.is_none()).map(|f| f.user.as_str()).collect();
+        if unreadable.is_empty() {
+            return Enabled::No;
+        }
+        let reason = if self.problems.is_empty() {
+            format!("the flags of {} cannot be read", unreadable.join(", "))
+        } else {
+            self.problems.join("; ")
+        };
+        Enabled::Unknown { reason }
+    }
+}
+
+/// The answer of [`Snapshot::enabled`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Enabled {
+    /// At least one registered user's flag is on.
+    Yes,
+    /// Every registered user's flag was read, and none is on.
+    No,
+    /// None of the flags read is on, but some could not be read.
+    Unknown {
+        /// The problems found, one sentence each.
+        reason: String,
+    },
+}
+
 /// How the lock key is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -124,6 +159,26 @@ pub fn escape_bytes(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn flag(user: &str, on: Option<bool>) -> Flag {
+        Flag { user: user.to_owned(), on, at_ms: None, host: None }
+    }
+
+    #[test]
+    fn one_flag_on_enables_the_job_whatever_else_cannot_be_read() {
+        let mut snap = Snapshot { flags: vec![flag("alice", Some(false)), flag("bob", None)], ..Default::default() };
+        snap.problems.push("{outbound}:enabled:bob is a list, not a hash".to_owned());
+        assert_eq!(
+            snap.enabled(),
+            Enabled::Unknown { reason: "{outbound}:enabled:bob is a list, not a hash".to_owned() }
+        );
+        snap.flags.push(flag("carol", Some(true)));
+        assert_eq!(snap.enabled(), Enabled::Yes);
+        snap.flags = vec![flag("alice", Some(false))];
+        assert_eq!(snap.enabled(), Enabled::No);
+        snap.flags.clear();
+        assert_eq!(snap.enabled(), Enabled::No);
+    }
 
     #[test]
     fn escape_bytes_keeps_utf8_and_escapes_the_rest() {

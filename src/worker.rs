@@ -20,6 +20,7 @@ use crate::job::{Job, JobEnv, Killer, Work};
 use crate::keys::Keys;
 use crate::lock::{Acquire, Lock, Renew};
 use crate::probe::probe;
+use crate::snapshot::Enabled;
 use crate::watch::follow_pubsub;
 
 static BEAT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("worker.lua")));
@@ -230,17 +231,32 @@ impl Worker {
         }
 
         let enabled = match self.read_enabled().await {
-            Ok(enabled) => enabled,
+            Ok(Enabled::Yes) => Some(true),
+            Ok(Enabled::No) => Some(false),
+            Ok(Enabled::Unknown { reason }) => {
+                // Once per spell of unreadable flags (`self.enabled` is `None`
+                // during one), or at start, before the first heartbeat.
+                if self.enabled.is_some() || self.seq == 0 {
+                    let doing = if holding.is_some() { "keeps running the job" } else { "does not start the job" };
+                    tracing::warn!(node = %self.opts.node, problem = %reason, "cannot tell whether the job is enabled; {doing} until the flags can be read");
+                }
+                None
+            }
             Err(err) => {
                 tracing::warn!(node = %self.opts.node, error = %err, "cannot read the job's flags");
                 self.conn = None;
                 return Ok(Some(Duration::from_millis(500)));
             }
         };
-        if self.enabled.is_some_and(|was| was != enabled) && holding.is_some() {
-            self.record("flags-changed", &[("enabled", if enabled { "1" } else { "0" })]).await;
+        if let (Some(was), Some(now)) = (self.enabled, enabled)
+            && was != now
+            && holding.is_some()
+        {
+            self.record("flags-changed", &[("enabled", if now { "1" } else { "0" })]).await;
         }
-        self.enabled = Some(enabled);
+        self.enabled = enabled;
+        // Flags that cannot be read neither start nor stop the job.
+        let enabled = enabled.unwrap_or(holding.is_some());
 
         let mut hint = None;
         match (holding.is_some(), enabled) {
@@ -420,14 +436,14 @@ impl Worker {
         Ok((lock.acquire(conn).await?, sent))
     }
 
-    async fn read_enabled(&mut self) -> Result<bool, Error> {
+    async fn read_enabled(&mut self) -> Result<Enabled, Error> {
         let keys = self.keys.clone();
         let host = self.target.host().to_owned();
         let conn = self.conn().await?;
         let snap = tokio::time::timeout(REDIS_PATIENCE, probe(conn, &keys, &host))
             .await
             .map_err(|_| Error::Invalid(format!("Redis on {host} did not answer within {REDIS_PATIENCE:?}")))??;
-        Ok(snap.flags.iter().any(|f| f.on == Some(true)))
+        Ok(snap.enabled())
     }
 
     async fn beat(&mut self, state: &str, holding: Option<(&str, i64)>, child: Option<u32>) -> Result<(), Error> {

@@ -135,3 +135,150 @@ async fn a_supervisor_user_is_woken_by_the_stream_and_the_unlock_channel() {
     assert_eq!(e.event, EventKind::Started);
     w.stop().await;
 }
+
+/// What a supervisor must never be able to do, with the error Redis must
+/// answer: each would let one desktop stall, blind or break every worker,
+/// or rewrite the job's history.
+const HARMFUL: &[(&[&str], &str)] = &[
+    (&["CLIENT", "PAUSE", "50", "WRITE"], "NOPERM"),
+    (&["CLIENT", "KILL", "TYPE", "normal"], "NOPERM"),
+    (&["CLIENT", "LIST"], "NOPERM"),
+    (&["CLIENT", "NO-EVICT", "on"], "NOPERM"),
+    (&["CLIENT", "UNPAUSE"], "NOPERM"),
+    (&["CONFIG", "GET", "requirepass"], "NOPERM"),
+    (&["CONFIG", "SET", "maxmemory", "1"], "NOPERM"),
+    (&["FLUSHALL"], "NOPERM"),
+    (&["FLUSHDB"], "NOPERM"),
+    (&["DEBUG", "SLEEP", "0"], "NOPERM"),
+    (&["SHUTDOWN", "NOSAVE"], "NOPERM"),
+    (&["KEYS", "*"], "NOPERM"),
+    (&["MONITOR"], "NOPERM"),
+    (&["SCRIPT", "LOAD", "return 1"], "NOPERM"),
+    (&["SCRIPT", "FLUSH"], "NOPERM"),
+    (&["FUNCTION", "LOAD", "#!lua name=evil\nredis.register_function('evil', function() return 1 end)"], "NOPERM"),
+    (&["FCALL", "evil", "0"], "NOPERM"),
+    (&["DEL", "{outbound}:lock"], "NOPERM"),
+    (&["PEXPIRE", "{outbound}:lock", "1"], "NOPERM"),
+    (&["INCR", "{outbound}:fence"], "NOPERM"),
+    (&["HSET", "{outbound}:node:srv-a", "state", "idle"], "NOPERM"),
+    (&["SADD", "{outbound}:users", "mallory"], "NOPERM"),
+    (&["SREM", "{outbound}:users", "bob"], "NOPERM"),
+    (&["XADD", "{outbound}:events", "*", "type", "released"], "NOPERM"),
+    (&["XTRIM", "{outbound}:events", "MAXLEN", "0"], "NOPERM"),
+    (&["HSET", "{outbound}:enabled:bob", "on", "0"], "NOPERM"),
+    (&["PUBLISH", "redisson_lock__channel:{outbound}:lock", "0"], "NOPERM"),
+    (&["EVAL", "redis.call('HSET', KEYS[1], 'on', '1') return 1", "1", "{outbound}:enabled:alice"], "NOPERM"),
+    (&["EVALSHA", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "0"], "NOPERM"),
+    (&["GET", "other"], "NOPERM"),
+    (&["SET", "other", "1"], "NOPERM"),
+    (&["RENAME", "{outbound}:lock", "{outbound}:enabled:alice"], "NOPERM"),
+    (&["SWAPDB", "0", "1"], "NOPERM"),
+    (&["ACL", "SETUSER", "alice", "+@all"], "NOPERM"),
+    (&["ACL", "LOG"], "NOPERM"),
+];
+
+/// A connection as `user`. The redis crate's default handshake sends
+/// `CLIENT SETINFO`, which the user is not granted: the connection must
+/// work all the same.
+fn login(server: &RedisServer, user: &str, password: &str) -> redis::Connection {
+    let url = format!("redis://{user}:{password}@127.0.0.1:{}", server.port);
+    redis::Client::open(url).unwrap().get_connection().unwrap()
+}
+
+#[test]
+fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_watch_and_own_flip() {
+    // DEBUG enabled, so that only the ACL stands in its way.
+    let server = RedisServer::with_args(&["--enable-debug-command", "yes"]);
+    provision(&server, "alice", "alice-pw");
+    provision(&server, "bob", "bob-pw");
+    let mut admin = server.conn();
+    redisson_lock(&mut admin, "{outbound}:lock", "uuid-a:1", 60_000);
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(7).query(&mut admin).unwrap();
+    beat(&mut admin, "outbound", "srv-a", "uuid-a:1", 7, "running", 0);
+    flag(&mut admin, "outbound", "bob", true);
+    let _: () = redis::cmd("SET").arg("other").arg("admin's").query(&mut admin).unwrap();
+    let _: () = redis::cmd("ACL").arg("LOG").arg("RESET").query(&mut admin).unwrap();
+
+    // What the tray and the CLI do as alice works, and Redis refuses none of
+    // it (the ACL log stays empty: no refused handshake or read either).
+    let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+            .env_remove("LOCKWATCH_REDIS_URL")
+            .args(["--redis", &url])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let status = cli(&["status", "--json"]);
+    assert_eq!(status.status.code(), Some(0), "{}", String::from_utf8_lossy(&status.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(json["state"], "running", "{json}");
+    for flip in ["enable", "disable", "enable"] {
+        let out = cli(&[flip]);
+        assert!(out.status.success(), "{flip}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
+    assert_eq!(on, "1");
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+        .env_remove("LOCKWATCH_REDIS_URL")
+        .args(["--redis", &url, "watch", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(watch.stdout.take().unwrap()), &mut first).unwrap();
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let first: serde_json::Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
+    assert_eq!(first["status"]["state"], "running", "{first}");
+    let refused: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut admin).unwrap();
+    assert!(refused.is_empty(), "Redis refused alice's ordinary use: {refused:?}");
+
+    // Each harmful command on a connection of its own, so one that got
+    // through (MONITOR, CLIENT KILL) cannot hide the next.
+    let mut got_through = Vec::new();
+    for (command, code) in HARMFUL {
+        let mut conn = login(&server, "alice", "alice-pw");
+        let mut cmd = redis::Cmd::new();
+        for word in *command {
+            cmd.arg(*word);
+        }
+        match cmd.query::<redis::Value>(&mut conn) {
+            Err(e) if e.code() == Some(code) => {}
+            other => got_through.push(format!("{}: {other:?}", command.join(" "))),
+        }
+    }
+    assert!(HARMFUL.len() >= 20);
+    assert!(got_through.is_empty(), "alice may run:\n{}", got_through.join("\n"));
+
+    // And nothing of the job changed.
+    let _: () = redis::cmd("CLIENT").arg("UNPAUSE").query(&mut admin).unwrap();
+    let ttl: i64 = redis::cmd("PTTL").arg("{outbound}:lock").query(&mut admin).unwrap();
+    assert!(ttl > 30_000, "lock ttl {ttl}");
+    let fence: i64 = redis::cmd("GET").arg("{outbound}:fence").query(&mut admin).unwrap();
+    assert_eq!(fence, 7);
+    let bobs: String = redis::cmd("HGET").arg("{outbound}:enabled:bob").arg("on").query(&mut admin).unwrap();
+    assert_eq!(bobs, "1");
+    let other: String = redis::cmd("GET").arg("other").query(&mut admin).unwrap();
+    assert_eq!(other, "admin's");
+}
+
+#[test]
+fn a_supervisor_reads_a_job_kept_in_another_database() {
+    let server = RedisServer::start();
+    provision(&server, "alice", "alice-pw");
+    let mut admin = redis::Client::open(format!("{}/3", server.url())).unwrap().get_connection().unwrap();
+    flag(&mut admin, "outbound", "alice", false);
+    let url = format!("redis://alice:alice-pw@127.0.0.1:{}/3", server.port);
+    let out = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+        .env_remove("LOCKWATCH_REDIS_URL")
+        .args(["--redis", &url, "status", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["state"], "stopped", "{json}");
+    assert_eq!(json["flags"][0]["user"], "alice", "{json}");
+}

@@ -165,14 +165,14 @@ async fn huge_values_are_capped() {
     let big = vec![b'x'; 5 * 1024 * 1024];
     let _: () = redis::cmd("SET").arg("{outbound}:lock").arg(big).query(&mut c).unwrap();
     let mut pipe = redis::pipe();
-    for i in 0..3000 {
+    for i in 0..12_000 {
         pipe.sadd("{outbound}:users", format!("user{i}")).ignore();
     }
     let _: () = pipe.query(&mut c).unwrap();
     let cfg = Config { heartbeats: false, ..Config::default() };
     let s = look(&server, &Keys::new("outbound"), &cfg).await;
     assert!(s.holder.unwrap().field.len() < 2_000);
-    assert!(s.problems.iter().any(|p| p.contains("3000 members")), "{:?}", s.problems);
+    assert!(s.problems.iter().any(|p| p.contains("12000 members")), "{:?}", s.problems);
 }
 
 #[tokio::test]
@@ -187,4 +187,144 @@ async fn a_lock_in_another_slot_is_read_too() {
     assert_eq!(s.state, State::Running);
     assert_eq!(s.holder.unwrap().field, "abc:9");
     assert_eq!(s.lock.key, "outboundLock");
+}
+
+/// One probe measured: bytes Redis sent (its reply, and the reply to one
+/// `INFO`), microseconds Redis spent in the script, and the whole call.
+async fn measured_probe(
+    admin: &mut redis::Connection,
+    conn: &mut redis::aio::ConnectionManager,
+    keys: &Keys,
+) -> (u64, u64, std::time::Duration, lockwatch::snapshot::Snapshot) {
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(admin).unwrap();
+    let started = std::time::Instant::now();
+    let snap = probe(conn, keys, "test").await.unwrap();
+    let took = started.elapsed();
+    let info: String = redis::cmd("INFO").arg("all").query(admin).unwrap();
+    let line = |prefix: &str| info.lines().find_map(|l| l.strip_prefix(prefix)).unwrap_or_default().to_owned();
+    let bytes = line("total_net_output_bytes:").trim().parse().unwrap();
+    let script = line("cmdstat_evalsha_ro:");
+    let usec = script.split(',').find_map(|kv| kv.strip_prefix("usec=")).and_then(|u| u.parse().ok()).unwrap_or(0);
+    (bytes, usec, took, snap)
+}
+
+#[tokio::test]
+async fn a_huge_or_sprawling_flag_makes_only_that_flag_unreadable_and_the_probe_stays_small() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let keys = Keys::new("outbound");
+    redisson_lock(&mut c, "{outbound}:lock", "uuid-a:1", 30_000);
+    beat(&mut c, "outbound", "srv-a", "uuid-a:1", 0, "running", 0);
+    flag(&mut c, "outbound", "alice", true);
+    // What a supervisor may write into their own flag: a 10 MB value, 10,000 fields.
+    flag(&mut c, "outbound", "mallory", false);
+    let _: () = redis::cmd("HSET")
+        .arg("{outbound}:enabled:mallory")
+        .arg("host")
+        .arg(vec![b'x'; 10 * 1024 * 1024])
+        .query(&mut c)
+        .unwrap();
+    flag(&mut c, "outbound", "eve", false);
+    let mut fields = redis::cmd("HSET");
+    fields.arg("{outbound}:enabled:eve");
+    for i in 0..10_000 {
+        fields.arg(format!("f{i}")).arg(i);
+    }
+    let _: () = fields.query(&mut c).unwrap();
+
+    let target = Target::new(&server.url(), None).unwrap();
+    let mut conn = target.manager().await.unwrap();
+    let _ = probe(&mut conn, &keys, target.host()).await.unwrap();
+    let mut runs = Vec::new();
+    for _ in 0..5 {
+        runs.push(measured_probe(&mut c, &mut conn, &keys).await);
+    }
+    runs.sort_by_key(|r| r.0);
+    let (bytes, redis_us, took, snap) = runs.swap_remove(2);
+    println!(
+        "probe with a 10 MB flag and a 10,000-field flag: ~{bytes} bytes sent, {redis_us} µs in Redis, {took:?} in all (median of 5)"
+    );
+    assert!(bytes < 64 * 1024, "the probe reply is {bytes} bytes");
+
+    let on = |user: &str| snap.flags.iter().find(|f| f.user == user).map(|f| f.on);
+    assert_eq!(on("alice"), Some(Some(true)));
+    assert_eq!(on("mallory"), Some(None));
+    assert_eq!(on("eve"), Some(None));
+    for key in ["{outbound}:enabled:mallory", "{outbound}:enabled:eve"] {
+        assert!(snap.problems.iter().any(|p| p.contains(key)), "{key}: {:?}", snap.problems);
+    }
+    let s = status::step(&mut Tracker::default(), &keys.job, &keys.lock, Observation::Read(snap), &Config::default())
+        .status;
+    assert_eq!(s.state, State::Running, "{}", s.reason);
+    assert_eq!(s.enabled_users, vec!["alice"]);
+
+    // With alice off, either odd flag could be the one that keeps the job
+    // enabled: unknown, never stopped.
+    flag(&mut c, "outbound", "alice", false);
+    let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
+    let s = look(&server, &keys, &Config::default()).await;
+    assert_eq!(s.state, State::Unknown, "{}", s.reason);
+    assert!(s.reason.contains("{outbound}:enabled:"), "{}", s.reason);
+}
+
+#[tokio::test]
+async fn a_users_registry_of_the_wrong_type_is_unknown_naming_the_key() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let _: () = redis::cmd("SET").arg("{outbound}:users").arg("alice").query(&mut c).unwrap();
+    let s = look(&server, &Keys::new("outbound"), &Config::default()).await;
+    assert_eq!(s.state, State::Unknown, "{}", s.reason);
+    assert!(s.reason.contains("{outbound}:users"), "{}", s.reason);
+}
+
+#[tokio::test]
+async fn every_registered_user_counts_however_many_there_are() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let keys = Keys::new("outbound");
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.sadd("{outbound}:users", format!("user{i}")).ignore();
+        pipe.hset_multiple(format!("{{outbound}}:enabled:user{i}"), &[("on", "0"), ("time", "1"), ("host", "pc")])
+            .ignore();
+    }
+    for i in 0..2000 {
+        pipe.sadd("{outbound}:nodes", format!("old{i}")).ignore();
+        if i % 2 == 0 {
+            pipe.hset_multiple(format!("{{outbound}}:node:old{i}"), &[("state", "idle"), ("beat_ms", "1")]).ignore();
+        }
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    // The one enabled user is one a single SSCAN page from cursor 0 misses.
+    let (_, first_page): (u64, Vec<String>) =
+        redis::cmd("SSCAN").arg("{outbound}:users").arg(0).arg("COUNT").arg(1000).query(&mut c).unwrap();
+    let enabled = (0..3000).map(|i| format!("user{i}")).find(|u| !first_page.contains(u)).unwrap();
+    let _: () = redis::cmd("HSET").arg(keys.enabled(&enabled)).arg("on").arg("1").query(&mut c).unwrap();
+
+    let target = Target::new(&server.url(), None).unwrap();
+    let mut conn = target.manager().await.unwrap();
+    let _ = probe(&mut conn, &keys, target.host()).await.unwrap();
+    let (bytes, redis_us, took, _) = measured_probe(&mut c, &mut conn, &keys).await;
+    println!("probe of 3,000 users and 2,000 nodes: ~{bytes} bytes sent, {redis_us} µs in Redis, {took:?} in all");
+
+    let s = look(&server, &keys, &Config::default()).await;
+    assert_eq!(s.state, State::Down, "{}", s.reason);
+    assert_eq!(s.enabled_users, vec![enabled]);
+    assert_eq!(s.flags.len(), 3000);
+    assert_eq!(s.nodes.len(), 2000);
+    assert!(s.problems.is_empty(), "{:?}", s.problems);
+}
+
+#[tokio::test]
+async fn a_registry_too_large_to_read_is_unknown_never_stopped() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let mut pipe = redis::pipe();
+    for i in 0..12_000 {
+        pipe.sadd("{outbound}:users", format!("user{i}")).ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    let s = look(&server, &Keys::new("outbound"), &Config::default()).await;
+    assert_eq!(s.state, State::Unknown, "{}", s.reason);
+    assert!(s.reason.contains("{outbound}:users") && s.reason.contains("12000"), "{}", s.reason);
 }
