@@ -238,21 +238,18 @@ pub(crate) async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>,
             },
             _ = stop.changed() => return,
         };
-        if let Err(err) = pubsub.subscribe(keys.unlock_channel()).await {
+        // A server that accepted the connection may still never answer: the
+        // subscriptions are bounded, and a stop request ends them at once.
+        let subscribed = tokio::select! {
+            result = tokio::time::timeout(SUBSCRIBE_PATIENCE, subscribe(&mut pubsub, &keys)) => result,
+            _ = stop.changed() => return,
+        };
+        if let Err(err) = subscribed
+            .unwrap_or_else(|_| Err(redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut))))
+        {
             tracing::debug!(error = %err, "subscribing to the unlock channel failed");
             backoff.wait(&mut stop).await;
             continue;
-        }
-        // Keyspace notifications are a bonus: a server without them, or an ACL
-        // without the pattern, still leaves the unlock channel and the stream.
-        let mut patterns = vec![keyspace_pattern(&keys.prefix, true)];
-        if !keys.lock.starts_with(&keys.prefix) {
-            patterns.push(keyspace_pattern(&keys.lock, false));
-        }
-        for pattern in patterns {
-            if let Err(err) = pubsub.psubscribe(&pattern).await {
-                tracing::debug!(pattern = %pattern, error = %err, "keyspace notifications unavailable");
-            }
         }
         backoff.reset();
         let mut messages = pubsub.on_message();
@@ -267,6 +264,27 @@ pub(crate) async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>,
         }
         backoff.wait(&mut stop).await;
     }
+}
+
+/// How long subscribing may take before the connection counts as dead.
+const SUBSCRIBE_PATIENCE: Duration = Duration::from_secs(3);
+
+/// Subscribes to Redisson's unlock channel and, where the server sends them,
+/// the keyspace notifications of the job's keys.
+async fn subscribe(pubsub: &mut redis::aio::PubSub, keys: &Keys) -> redis::RedisResult<()> {
+    pubsub.subscribe(keys.unlock_channel()).await?;
+    // Keyspace notifications are a bonus: a server without them, or an ACL
+    // without the pattern, still leaves the unlock channel and the stream.
+    let mut patterns = vec![keyspace_pattern(&keys.prefix, true)];
+    if !keys.lock.starts_with(&keys.prefix) {
+        patterns.push(keyspace_pattern(&keys.lock, false));
+    }
+    for pattern in patterns {
+        if let Err(err) = pubsub.psubscribe(&pattern).await {
+            tracing::debug!(pattern = %pattern, error = %err, "keyspace notifications unavailable");
+        }
+    }
+    Ok(())
 }
 
 /// The id of the last entry in an `XREAD` reply, if it has any.
