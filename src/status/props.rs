@@ -232,6 +232,30 @@ proptest! {
         }
     }
 
+    /// An outage is no news about the job: a spell of failed reads in the
+    /// middle of a script never adds a `died` or a `stopped` that the same
+    /// world, seen without the outage, does not give at that moment.
+    #[test]
+    fn an_outage_adds_no_death(
+        changes in prop::collection::vec(change(), 0..30),
+        failed in 2usize..5,
+        each_ms in 0u64..4_000,
+    ) {
+        let changes: Vec<Change> = changes.into_iter().filter(|c| !matches!(c, Change::Fail(_))).collect();
+        let waited = Change::Wait(failed as u64 * each_ms);
+        let mut with = changes.clone();
+        with.extend((0..failed).map(|_| Change::Fail(each_ms)));
+        with.push(waited.clone());
+        let mut without = changes;
+        without.push(waited);
+        let back = run(&with, 0, 1).pop().map(|l| l.step.events).unwrap_or_default();
+        let same = run(&without, 0, 1).pop().map(|l| l.step.events).unwrap_or_default();
+        for kind in [EventKind::Died, EventKind::Stopped] {
+            let added = back.iter().any(|e| e.event == kind) && !same.iter().any(|e| e.event == kind);
+            prop_assert!(!added, "{:?} after the outage: {:?}, without it: {:?}", kind, back, same);
+        }
+    }
+
     /// Looking again at an unchanged world changes nothing.
     #[test]
     fn the_same_look_twice_is_quiet(changes in prop::collection::vec(change(), 0..30)) {
