@@ -160,7 +160,8 @@ impl Shell {
                                 "Redis on {} has not answered for {waited:.1} s; check the server's load and the network",
                                 target.host()
                             );
-                            let _ = look(&mut tracker, Observation::Failed { reason, elapsed_ms: millis(last.elapsed()) }, &mut last);
+                            let silence = Observation::Failed { reason, elapsed_ms: millis(last.elapsed()) };
+                            let _ = look(&mut tracker, silence, &mut last);
                         }
                         _ = stop.changed() => break None,
                     }
