@@ -4,7 +4,7 @@
 # rsvg-convert always writes 8-bit RGBA PNGs, which is what Tauri requires.
 set -euo pipefail
 cd "$(dirname "$0")"
-for s in running stale down stopped conflict unknown; do
+for s in running stale pending down stopped conflict unknown; do
   rsvg-convert -w 32 -h 32 -o "state-$s.png"    "state-$s.svg"
   rsvg-convert -w 64 -h 64 -o "state-$s@2x.png" "state-$s.svg"
 done

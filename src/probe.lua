@@ -1,6 +1,6 @@
 -- Reads the whole state of one job at one Redis TIME.
 -- KEYS[1] lock key ('' when it lives in another slot and is read apart)
--- KEYS[2] fence, KEYS[3] users set, KEYS[4] nodes set
+-- KEYS[2] fence, KEYS[3] users set, KEYS[4] nodes set, KEYS[5] event stream (optional)
 -- ARGV[1] prefix of the enable flags, ARGV[2] prefix of the heartbeats
 -- Every read checks the key's type first, so a key of the wrong type is reported, not an
 -- error; big values are capped so a stray huge key cannot stall the server or the desktop.
@@ -118,6 +118,33 @@ local function read_fence(key)
   return {t}
 end
 
+-- The newest entries' ids and types, to notice Redis forgetting the job (the
+-- stream vanishing or going back) and to date a first look. Tagged, so the
+-- decoder finds it wherever it ends up in a reply that grows.
+local EVENT_TAIL = 8
+local function read_tail(key)
+  if key == nil then
+    return {'events', 'unread', {}}
+  end
+  local t = key_type(key)
+  if t ~= 'stream' then
+    return {'events', t, {}}
+  end
+  local out = {}
+  for _, entry in ipairs(redis.call('XREVRANGE', key, '+', '-', 'COUNT', EVENT_TAIL)) do
+    local kind, fields = '', entry[2]
+    for i = 1, #fields - 1, 2 do
+      if fields[i] == 'type' then
+        kind = fields[i + 1]
+        break
+      end
+    end
+    out[#out + 1] = entry[1]
+    out[#out + 1] = kind
+  end
+  return {'events', t, out}
+end
+
 local users = read_set(KEYS[3])
 local nodes = read_set(KEYS[4])
 return {
@@ -128,4 +155,5 @@ return {
   read_each(users[3], ARGV[1]),
   nodes,
   read_each(nodes[3], ARGV[2]),
+  read_tail(KEYS[5]),
 }

@@ -9,7 +9,7 @@ use redis::aio::ConnectionLike;
 
 use crate::error::{Error, describe};
 use crate::keys::Keys;
-use crate::snapshot::{Beat, Flag, Lock, LockKind, Snapshot, escape_bytes};
+use crate::snapshot::{Beat, Flag, Lock, LockKind, Snapshot, StreamEntry, StreamId, escape_bytes};
 
 const PROBE_SOURCE: &str = include_str!("probe.lua");
 static PROBE: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(PROBE_SOURCE));
@@ -27,7 +27,7 @@ const TIMESTAMP_MS_FLOOR: i64 = 100_000_000_000;
 pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &str) -> Result<Snapshot, Error> {
     let together = keys.lock_shares_slot();
     let lock_arg = if together { keys.lock.as_str() } else { "" };
-    let job_keys = [lock_arg, &keys.fence(), &keys.users(), &keys.nodes()].map(str::to_owned);
+    let job_keys = [lock_arg, &keys.fence(), &keys.users(), &keys.nodes(), &keys.events()].map(str::to_owned);
     let args = [keys.enabled_prefix(), keys.node_prefix()];
     let reply = run_read_only(conn, &job_keys, &args).await.map_err(|e| describe(e, "reading the job", host))?;
     let lock_reply = if together {
@@ -35,7 +35,7 @@ pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &str) -> 
     } else {
         // Only the lock part of this reply is used; naming the lock key in every
         // KEYS slot keeps the call within the lock's cluster slot.
-        let lock_keys: [String; 4] = std::array::from_fn(|_| keys.lock.clone());
+        let lock_keys: [String; 5] = std::array::from_fn(|_| keys.lock.clone());
         let reply = run_read_only(conn, &lock_keys, &[String::new(), String::new()])
             .await
             .map_err(|e| describe(e, "reading the lock", host))?;
@@ -82,7 +82,7 @@ async fn run_read_only<C: ConnectionLike>(conn: &mut C, keys: &[String], args: &
 pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<Snapshot, Error> {
     let bad = |what: &str| Error::Unreadable { key: keys.job.clone(), what: what.to_owned() };
     let parts = array(reply).ok_or_else(|| bad("the probe reply is not an array"))?;
-    let [time, lock, fence, users, flags, nodes, beats] = parts else {
+    let [time, lock, fence, users, flags, nodes, beats, later @ ..] = parts else {
         return Err(bad("the probe reply has the wrong number of parts"));
     };
     let mut snap =
@@ -92,7 +92,9 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         None => lock,
     };
     snap.lock = decode_lock(&keys.lock, lock, &mut snap.problems);
+    let known_problems = snap.problems.len();
     snap.fence = decode_fence(&keys.fence(), fence, &mut snap.problems);
+    snap.fence_unreadable = snap.problems.len() > known_problems;
     let user_names = decode_set(&keys.users(), users, &mut snap.problems);
     snap.flags = pair_up(user_names.as_deref().unwrap_or_default(), flags)
         .map(|(user, reply)| decode_flag(&keys.enabled(user), user, reply, &mut snap.problems))
@@ -108,7 +110,40 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         .map(|(node, reply)| decode_beat(&keys.node(node), node, reply, &mut snap.problems))
         .collect();
     snap.beats.sort_by(|a, b| a.node.cmp(&b.node));
+    snap.recent_events = later
+        .iter()
+        .find(|part| tagged(part, "events"))
+        .and_then(|part| decode_tail(&keys.events(), part, &mut snap.problems));
     Ok(snap)
+}
+
+/// True when a later part of the reply is the one named `tag`.
+fn tagged(part: &Value, tag: &str) -> bool {
+    array(part).and_then(|p| p.first()).and_then(text).is_some_and(|t| t == tag)
+}
+
+/// The stream's newest entries (`{'events', type, {id, type, …}}`), newest
+/// first; `None` when the stream was not read or is not a stream.
+fn decode_tail(key: &str, v: &Value, problems: &mut Vec<String>) -> Option<Vec<StreamEntry>> {
+    let parts = array(v).unwrap_or_default();
+    match parts.get(1).and_then(text).as_deref() {
+        Some("stream") => {}
+        Some("none") => return Some(Vec::new()),
+        Some("unread") | None => return None,
+        Some(other) => {
+            problems.push(format!("the event stream {key} is a {other}, not a stream"));
+            return None;
+        }
+    }
+    let items = parts.get(2).and_then(array).unwrap_or_default();
+    let entries = items
+        .chunks(2)
+        .filter_map(|c| {
+            let id = StreamId::parse(&text(c.first()?)?)?;
+            Some(StreamEntry { id, kind: c.get(1).and_then(text).unwrap_or_default() })
+        })
+        .collect();
+    Some(entries)
 }
 
 fn pair_up<'a>(names: &'a [String], replies: &'a Value) -> impl Iterator<Item = (&'a String, &'a Value)> {
@@ -374,6 +409,52 @@ mod tests {
         let snap = decode(&Keys::new("outbound"), &reply(lock, arr(vec![s(b"hash")])), None).unwrap();
         assert_eq!(snap.lock.kind, LockKind::Unreadable);
         assert_eq!(snap.problems.len(), 2, "{:?}", snap.problems);
+    }
+
+    #[test]
+    fn the_event_stream_tail_is_found_by_its_tag_wherever_it_is() {
+        let tail = arr(vec![
+            s(b"events"),
+            s(b"stream"),
+            arr(vec![s(b"1700000000200-0"), s(b"acquired"), s(b"1700000000100-1"), s(b"released")]),
+        ]);
+        for extra in [vec![tail.clone()], vec![arr(vec![s(b"something"), s(b"else")]), tail.clone()]] {
+            let mut r = reply(arr(vec![s(b"none"), Value::Int(-2)]), arr(vec![s(b"none")]));
+            let Value::Array(items) = &mut r else { unreachable!() };
+            items.extend(extra);
+            let snap = decode(&Keys::new("outbound"), &r, None).unwrap();
+            let events = snap.recent_events.unwrap();
+            assert_eq!(events.len(), 2);
+            assert_eq!(events[0].id, StreamId { ms: 1_700_000_000_200, seq: 0 });
+            assert_eq!(events[0].kind, "acquired");
+            assert_eq!(events[1].kind, "released");
+        }
+    }
+
+    #[test]
+    fn a_missing_stream_is_empty_an_unread_one_is_not_known() {
+        let with = |t: &[u8]| {
+            let mut r = reply(arr(vec![s(b"none"), Value::Int(-2)]), arr(vec![s(b"none")]));
+            let Value::Array(items) = &mut r else { unreachable!() };
+            items.push(arr(vec![s(b"events"), s(t), arr(vec![])]));
+            decode(&Keys::new("outbound"), &r, None).unwrap()
+        };
+        assert_eq!(with(b"none").recent_events, Some(vec![]));
+        assert_eq!(with(b"unread").recent_events, None);
+        let wrong = with(b"hash");
+        assert_eq!(wrong.recent_events, None);
+        assert_eq!(wrong.problems.len(), 1, "{:?}", wrong.problems);
+        let old = decode(&Keys::new("outbound"), &reply(arr(vec![s(b"none")]), arr(vec![s(b"none")])), None).unwrap();
+        assert_eq!(old.recent_events, None, "a reply without the tail says nothing about the stream");
+    }
+
+    #[test]
+    fn an_unreadable_fence_is_told_apart_from_a_missing_one() {
+        let lock = || arr(vec![s(b"none"), Value::Int(-2)]);
+        let missing = decode(&Keys::new("outbound"), &reply(lock(), arr(vec![s(b"none")])), None).unwrap();
+        assert_eq!((missing.fence, missing.fence_unreadable), (None, false));
+        let wrong = decode(&Keys::new("outbound"), &reply(lock(), arr(vec![s(b"hash")])), None).unwrap();
+        assert_eq!((wrong.fence, wrong.fence_unreadable), (None, true));
     }
 
     #[test]

@@ -12,10 +12,16 @@ pub struct Snapshot {
     pub lock: Lock,
     /// The fencing counter, when present and numeric.
     pub fence: Option<i64>,
+    /// True when the fencing counter exists but cannot be read, so a missing
+    /// `fence` does not mean the counter is gone.
+    pub fence_unreadable: bool,
     /// One entry per name in `{job}:users`.
     pub flags: Vec<Flag>,
     /// One entry per name in `{job}:nodes`.
     pub beats: Vec<Beat>,
+    /// The newest entries of the job's event stream, newest first: empty when
+    /// the stream is missing or empty, `None` when it was not read.
+    pub recent_events: Option<Vec<StreamEntry>>,
     /// Things found that could not be read (wrong types, bad numbers), one
     /// sentence each, so the status can say why it is unsure.
     pub problems: Vec<String>,
@@ -137,6 +143,35 @@ impl Beat {
     }
 }
 
+/// One entry of the job's event stream, as far as the status needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamEntry {
+    pub id: StreamId,
+    /// The entry's `type` field: `acquired`, `released`, `lost`, …
+    pub kind: String,
+}
+
+/// A stream entry id: the Redis ms time it was added at, and a sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct StreamId {
+    pub ms: u64,
+    pub seq: u64,
+}
+
+impl StreamId {
+    /// Parses `1700000000000-3`.
+    pub fn parse(id: &str) -> Option<StreamId> {
+        let (ms, seq) = id.split_once('-')?;
+        Some(StreamId { ms: ms.parse().ok()?, seq: seq.parse().ok()? })
+    }
+}
+
+impl std::fmt::Display for StreamId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.ms, self.seq)
+    }
+}
+
 /// Bytes as text: valid UTF-8 as is, other bytes as `\xNN`, control
 /// characters escaped, so any key content prints safely on one line.
 pub fn escape_bytes(bytes: &[u8]) -> String {
@@ -186,5 +221,15 @@ mod tests {
         assert_eq!(escape_bytes("süd".as_bytes()), "süd");
         assert_eq!(escape_bytes(b"\xff\xfeok"), "\\xff\\xfeok");
         assert_eq!(escape_bytes(b"a\nb"), "a\\nb");
+    }
+
+    #[test]
+    fn stream_ids_parse_and_order_by_time_then_sequence() {
+        let a = StreamId::parse("1700000000000-3").unwrap();
+        assert_eq!(a, StreamId { ms: 1_700_000_000_000, seq: 3 });
+        assert!(a < StreamId::parse("1700000000000-10").unwrap());
+        assert!(a < StreamId::parse("1700000000001-0").unwrap());
+        assert_eq!(a.to_string(), "1700000000000-3");
+        assert_eq!(StreamId::parse("nonsense"), None);
     }
 }

@@ -2,8 +2,11 @@
 //! probes Redis every poll interval, and sooner when something happens: an
 //! entry on the job's event stream, a Redisson unlock message, a keyspace
 //! notification, or the moment the engine says the verdict may change (a
-//! lease running out, a heartbeat ageing past its grace). It publishes the
-//! latest status and every event to any number of subscribers.
+//! lease running out, a heartbeat ageing past its grace). A read that does
+//! not answer within the patience counts as a failed look while it is still
+//! awaited, so a frozen Redis shows as `unknown` within seconds while one
+//! slow reply changes nothing. It publishes the latest status and every
+//! event to any number of subscribers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +23,7 @@ use crate::connect::Target;
 use crate::error::{Error, RedisFailure};
 use crate::keys::Keys;
 use crate::probe::probe;
+use crate::snapshot::Snapshot;
 use crate::status::{self, Event, Observation, Status, Tracker};
 
 /// How a watcher looks.
@@ -29,6 +33,10 @@ pub struct Options {
     pub poll: Duration,
     /// Longest wait between attempts while Redis cannot be reached.
     pub max_backoff: Duration,
+    /// How long a read may go unanswered before each further stretch of
+    /// silence counts as a failed look (the engine needs
+    /// `engine.confirmations` of them in a row before it says `unknown`).
+    pub patience: Duration,
     pub engine: status::Config,
 }
 
@@ -37,6 +45,7 @@ impl Default for Options {
         Options {
             poll: Duration::from_secs(1),
             max_backoff: Duration::from_secs(10),
+            patience: Duration::from_millis(800),
             engine: status::Config::default(),
         }
     }
@@ -112,77 +121,105 @@ struct Shell {
 }
 
 impl Shell {
-    async fn run(mut self) {
+    async fn run(self) {
+        let Shell { target, keys, options, status, events, wake, mut stop } = self;
         let wakers = [
-            tokio::spawn(follow_stream(self.target.clone(), self.keys.clone(), self.wake.clone(), self.stop.clone())),
-            tokio::spawn(follow_pubsub(self.target.clone(), self.keys.clone(), self.wake.clone(), self.stop.clone())),
+            tokio::spawn(follow_stream(target.clone(), keys.clone(), wake.clone(), stop.clone())),
+            tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop.clone())),
         ];
         let mut tracker = Tracker::default();
         let mut conn: Option<ConnectionManager> = None;
         let mut last = Instant::now();
         let mut failures: u32 = 0;
-        loop {
-            let observation = match self.read(&mut conn).await {
-                Ok(snapshot) => {
-                    failures = 0;
-                    Observation::Read(snapshot)
-                }
-                Err(err) => {
-                    failures += 1;
-                    tracing::debug!(job = %self.keys.job, error = %err, "probe failed");
-                    Observation::Failed { reason: err.to_string(), elapsed_ms: millis(last.elapsed()) }
-                }
-            };
-            last = Instant::now();
-            let step = status::step(&mut tracker, &self.keys.job, &self.keys.lock, observation, &self.options.engine);
-            self.status.send_if_modified(|shown| {
+        let look = |tracker: &mut Tracker, observation: Observation, last: &mut Instant| {
+            *last = Instant::now();
+            let step = status::step(tracker, &keys.job, &keys.lock, observation, &options.engine);
+            status.send_if_modified(|shown| {
                 let changed = shown.as_ref() != Some(&step.status);
                 *shown = Some(step.status.clone());
                 changed
             });
             for event in step.events {
                 tracing::info!(job = %event.job, event = event.event.as_str(), reason = %event.reason, "event");
-                let _ = self.events.send(event);
+                let _ = events.send(event);
             }
-            let wait = self.next_wait(step.next_check_ms, failures);
+            step.next_check_ms
+        };
+        loop {
+            let asked = Instant::now();
+            let answer = {
+                let reading = read(&target, &keys, &mut conn);
+                tokio::pin!(reading);
+                loop {
+                    tokio::select! {
+                        answer = &mut reading => break Some(answer),
+                        _ = sleep(options.patience) => {
+                            // Silence is a failed look; the answer, when it comes, still counts.
+                            let waited = asked.elapsed().as_secs_f64();
+                            let reason = format!(
+                                "Redis on {} has not answered for {waited:.1} s; check the server's load and the network",
+                                target.host()
+                            );
+                            let silence = Observation::Failed { reason, elapsed_ms: millis(last.elapsed()) };
+                            let _ = look(&mut tracker, silence, &mut last);
+                        }
+                        _ = stop.changed() => break None,
+                    }
+                }
+            };
+            let Some(answer) = answer else { break };
+            let observation = match answer {
+                Ok(snapshot) => {
+                    failures = 0;
+                    Observation::Read(snapshot)
+                }
+                Err(err) => {
+                    failures += 1;
+                    tracing::debug!(job = %keys.job, error = %err, "probe failed");
+                    Observation::Failed { reason: err.to_string(), elapsed_ms: millis(last.elapsed()) }
+                }
+            };
+            let next_check_ms = look(&mut tracker, observation, &mut last);
+            let wait = next_wait(&options, next_check_ms, failures);
             tokio::select! {
                 _ = sleep(wait) => {}
-                _ = self.wake.notified() => {
+                _ = wake.notified() => {
                     // Writes come in bursts (an acquisition touches several keys): let it settle.
                     sleep(Duration::from_millis(15)).await;
                 }
-                _ = self.stop.changed() => break,
+                _ = stop.changed() => break,
             }
         }
         for task in wakers {
             let _ = task.await;
         }
     }
+}
 
-    async fn read(&self, conn: &mut Option<ConnectionManager>) -> Result<crate::snapshot::Snapshot, Error> {
-        let manager = match conn {
-            Some(manager) => manager,
-            None => conn.insert(self.target.manager().await?),
-        };
-        let result = probe(manager, &self.keys, self.target.host()).await;
-        if result.as_ref().err().and_then(Error::redis_failure) == Some(RedisFailure::Unreachable) {
-            // A fresh connection next time, rather than trusting a dead one.
-            *conn = None;
-        }
-        result
+/// One probe, on a connection made when there is none.
+async fn read(target: &Target, keys: &Keys, conn: &mut Option<ConnectionManager>) -> Result<Snapshot, Error> {
+    let manager = match conn {
+        Some(manager) => manager,
+        None => conn.insert(target.manager().await?),
+    };
+    let result = probe(manager, keys, target.host()).await;
+    if result.as_ref().err().and_then(Error::redis_failure) == Some(RedisFailure::Unreachable) {
+        // A fresh connection next time, rather than trusting a dead one.
+        *conn = None;
     }
+    result
+}
 
-    fn next_wait(&self, next_check_ms: Option<u64>, failures: u32) -> Duration {
-        let regular = if failures > self.options.engine.confirmations {
-            let factor = 1u32 << (failures - self.options.engine.confirmations).min(6);
-            (self.options.poll * factor).min(self.options.max_backoff)
-        } else {
-            self.options.poll
-        };
-        match next_check_ms {
-            Some(ms) => regular.min(Duration::from_millis(ms)),
-            None => regular,
-        }
+fn next_wait(options: &Options, next_check_ms: Option<u64>, failures: u32) -> Duration {
+    let regular = if failures > options.engine.confirmations {
+        let factor = 1u32 << (failures - options.engine.confirmations).min(6);
+        (options.poll * factor).min(options.max_backoff)
+    } else {
+        options.poll
+    };
+    match next_check_ms {
+        Some(ms) => regular.min(Duration::from_millis(ms)),
+        None => regular,
     }
 }
 

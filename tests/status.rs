@@ -328,3 +328,71 @@ async fn a_registry_too_large_to_read_is_unknown_never_stopped() {
     assert_eq!(s.state, State::Unknown, "{}", s.reason);
     assert!(s.reason.contains("{outbound}:users") && s.reason.contains("12000"), "{}", s.reason);
 }
+
+/// Adds a stream entry at an explicit Redis time, as a worker did back then.
+fn entry_at(c: &mut redis::Connection, ms: u64, kind: &str, node: &str) {
+    let _: () = redis::cmd("XADD")
+        .arg("{outbound}:events")
+        .arg(format!("{ms}-0"))
+        .arg("type")
+        .arg(kind)
+        .arg("node")
+        .arg(node)
+        .query(c)
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_first_look_dates_a_down_job_from_what_redis_remembers_the_same_on_every_run() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let keys = Keys::new("outbound");
+    let now = redis_ms(&mut c);
+    // Enabled an hour ago; srv-a took it, then lost it 40 s ago; nobody since.
+    flag(&mut c, "outbound", "alice", true);
+    let _: () =
+        redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(now - 3_600_000).query(&mut c).unwrap();
+    entry_at(&mut c, now - 3_000_000, "acquired", "srv-a");
+    entry_at(&mut c, now - 40_000, "lost", "srv-a");
+    beat(&mut c, "outbound", "srv-a", "", 1, "idle", 0);
+
+    let first = look(&server, &keys, &Config::default()).await;
+    assert_eq!(first.state, State::Down, "{}", first.reason);
+    assert_eq!(first.since_ms, Some(now - 40_000), "down since the holder went, not since the check");
+    assert!(first.reason.ends_with("(for 40 s)"), "{}", first.reason);
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    let again = look(&server, &keys, &Config::default()).await;
+    assert_eq!(again.since_ms, first.since_ms, "the same on every run");
+
+    // A server that died while holding it, 25 s ago: dated from its last beat.
+    beat(&mut c, "outbound", "srv-b", "uuid-b:1", 2, "running", 25_000);
+    let died = look(&server, &keys, &Config::default()).await;
+    assert!(died.reason.ends_with("(for 25 s)"), "{}", died.reason);
+
+    // Nobody held it since it was enabled: dated from the enabling.
+    let fresh = Keys::new("inbound");
+    let now = redis_ms(&mut c);
+    flag(&mut c, "inbound", "bob", true);
+    let _: () = redis::cmd("HSET").arg("{inbound}:enabled:bob").arg("time").arg(now - 90_000).query(&mut c).unwrap();
+    let never = look(&server, &fresh, &Config::default()).await;
+    assert_eq!(never.since_ms, Some(now - 90_000), "{}", never.reason);
+    assert!(never.reason.ends_with("(for 1 min 30 s)"), "{}", never.reason);
+}
+
+#[tokio::test]
+async fn a_job_just_enabled_is_pending_and_the_cli_exits_1() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let s = look(&server, &Keys::new("outbound"), &Config::default()).await;
+    assert_eq!(s.state.as_str(), "pending", "{}", s.reason);
+    assert!(s.reason.starts_with("enabled by alice; waiting for a server to start it until "), "{}", s.reason);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+        .env_remove("LOCKWATCH_REDIS_URL")
+        .args(["--redis", &server.url(), "status"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("outbound: PENDING — enabled by alice; waiting"), "{text}");
+    assert_eq!(out.status.code(), Some(1), "{text}");
+}

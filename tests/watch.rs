@@ -170,3 +170,275 @@ async fn redis_killed_is_unknown_once_then_back() {
     wait_state(&w, State::Running).await;
     w.stop().await;
 }
+
+/// The events that arrive within `window`.
+async fn events_within(rx: &mut broadcast::Receiver<Event>, window: Duration) -> Vec<Event> {
+    let until = tokio::time::Instant::now() + window;
+    let mut seen = Vec::new();
+    while let Ok(Ok(e)) = tokio::time::timeout_at(until, rx.recv()).await {
+        seen.push(e);
+    }
+    seen
+}
+
+fn names(events: &[Event]) -> Vec<&'static str> {
+    events.iter().map(|e| e.event.as_str()).collect()
+}
+
+async fn wait_named(w: &Watcher, state: &str, within: Duration) -> lockwatch::Status {
+    let rx = w.status();
+    eventually(&format!("state {state}"), within, || rx.borrow().clone().filter(|s| s.state.as_str() == state)).await
+}
+
+/// Takes the lock as a worker does: the lock, the fence, the heartbeat, an `acquired` entry.
+fn take(c: &mut redis::Connection, node: &str, field: &str, fence: i64) {
+    redisson_lock(c, "{outbound}:lock", field, 30_000);
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(fence).query(c).unwrap();
+    beat(c, "outbound", node, field, fence, "running", 0);
+    let _: () = redis::cmd("XADD")
+        .arg("{outbound}:events")
+        .arg("*")
+        .arg("type")
+        .arg("acquired")
+        .arg("node")
+        .arg(node)
+        .arg("fence")
+        .arg(fence)
+        .query(c)
+        .unwrap();
+}
+
+/// Lets go of the lock as a worker does: idle heartbeat, lock deleted, a `released` entry.
+fn let_go(c: &mut redis::Connection, node: &str, fence: i64) {
+    beat(c, "outbound", node, "", fence, "idle", 0);
+    let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(c).unwrap();
+    let _: () = redis::cmd("XADD")
+        .arg("{outbound}:events")
+        .arg("*")
+        .arg("type")
+        .arg("released")
+        .arg("node")
+        .arg(node)
+        .query(c)
+        .unwrap();
+}
+
+/// The pid of the test's redis-server, to stop and continue it.
+fn redis_pid(c: &mut redis::Connection) -> i32 {
+    let info: String = redis::cmd("INFO").arg("server").query(c).unwrap();
+    info.lines().find_map(|l| l.strip_prefix("process_id:")).unwrap().trim().parse().unwrap()
+}
+
+fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill(2) on the test's own redis-server.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+}
+
+/// Continues a stopped redis-server even when the test fails halfway.
+struct Continue(i32);
+
+impl Drop for Continue {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the test's own redis-server.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+#[tokio::test]
+async fn a_job_just_enabled_is_pending_until_a_server_starts_it() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let w = watcher(&server, Duration::from_millis(200), Config::default());
+    let mut rx = w.events();
+    let first = wait_named(&w, "pending", Duration::from_secs(5)).await;
+    assert!(first.reason.contains("waiting for a server to start it until"), "{}", first.reason);
+    assert_eq!(first.state.exit_code(), 1, "Nagios WARNING while it waits");
+    take(&mut c, "srv-a", "uuid-a:1", 1);
+    assert_eq!(names(&[expect(&mut rx, EventKind::Started).await]), ["started"]);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn the_holder_gone_is_pending_not_running_and_a_takeover_through_it_is_one_failover() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    take(&mut c, "srv-a", "uuid-a:1", 1);
+    let w = watcher(&server, Duration::from_millis(200), Config::default());
+    let mut rx = w.events();
+    wait_state(&w, State::Running).await;
+
+    let_go(&mut c, "srv-a", 1);
+    let waiting = wait_named(&w, "pending", Duration::from_secs(3)).await;
+    assert!(waiting.reason.contains("take over until"), "{}", waiting.reason);
+    assert!(waiting.holder.is_none());
+    take(&mut c, "srv-b", "uuid-b:1", 2);
+    wait_state(&w, State::Running).await;
+    let seen = events_within(&mut rx, Duration::from_millis(600)).await;
+    assert_eq!(names(&seen), ["failover"], "{seen:?}");
+    assert_eq!(seen[0].from.as_ref().and_then(|h| h.node.as_deref()), Some("srv-a"));
+    assert_eq!(seen[0].to.as_ref().and_then(|h| h.node.as_deref()), Some("srv-b"));
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn the_same_server_taking_the_lock_again_is_a_restart() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    take(&mut c, "wh-east-1", "uuid-a:1", 1);
+    let w = watcher(&server, Duration::from_millis(200), Config::default());
+    let mut rx = w.events();
+    wait_state(&w, State::Running).await;
+
+    // The worker lost the lock and took it again: same server, new fence.
+    let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
+    announce(&mut c);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    take(&mut c, "wh-east-1", "uuid-a:1", 2);
+    let seen = events_within(&mut rx, Duration::from_secs(2)).await;
+    assert_eq!(names(&seen), ["restarted"], "{seen:?}");
+    assert_eq!(seen[0].reason, "restarted on wh-east-1");
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_down_job_says_nothing_new_after_redis_comes_back() {
+    let mut server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
+    take(&mut c, "srv-a", "uuid-a:1", 3);
+    let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
+    beat(&mut c, "outbound", "srv-a", "uuid-a:1", 3, "running", 120_000);
+    let w = watcher(&server, Duration::from_millis(200), Config::default());
+    let mut rx = w.events();
+    let down = wait_named(&w, "down", Duration::from_secs(5)).await;
+
+    // Frozen, then killed and started again from its saved data.
+    let pid = redis_pid(&mut c);
+    signal(pid, libc::SIGSTOP);
+    let resume = Continue(pid);
+    wait_state(&w, State::Unknown).await;
+    drop(resume);
+    wait_state(&w, State::Down).await;
+    let _: () = redis::cmd("SAVE").query(&mut server.conn()).unwrap();
+    server.kill();
+    let _unknown = wait_named(&w, "unknown", Duration::from_secs(10)).await;
+    server.restart();
+    let again = wait_named(&w, "down", Duration::from_secs(20)).await;
+    let seen = events_within(&mut rx, Duration::from_millis(500)).await;
+    assert!(seen.iter().all(|e| matches!(e.event.as_str(), "unreachable" | "reachable")), "{seen:?}");
+    assert_eq!(names(&seen), ["unreachable", "reachable", "unreachable", "reachable"], "{seen:?}");
+    assert_eq!(again.since_ms, down.since_ms, "down since the same moment");
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn redis_frozen_is_unknown_within_3_s_and_one_slow_reply_changes_nothing() {
+    let server = RedisServer::with_args(&["--enable-debug-command", "yes"]);
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    take(&mut c, "srv-a", "uuid-a:1", 1);
+    let engine = Config { heartbeat_grace_ms: 120_000, ..Config::default() };
+    let w = watcher(&server, Duration::from_millis(500), engine);
+    let mut rx = w.events();
+    let status = w.status();
+    wait_state(&w, State::Running).await;
+
+    // One slow reply (a 1.2 s script-like stall) is not yet a confirmation.
+    let stall = {
+        let url = server.url();
+        std::thread::spawn(move || {
+            let mut other = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1.2).query(&mut other).unwrap();
+        })
+    };
+    let until = Instant::now() + Duration::from_millis(2_500);
+    while Instant::now() < until {
+        assert_eq!(status.borrow().as_ref().map(|s| s.state), Some(State::Running), "a single slow reply flipped it");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stall.join().unwrap();
+    assert!(names(&events_within(&mut rx, Duration::from_millis(100)).await).is_empty());
+
+    // Stopped for good: unknown within 3 s.
+    let pid = redis_pid(&mut c);
+    let stopped = Instant::now();
+    signal(pid, libc::SIGSTOP);
+    let resume = Continue(pid);
+    let unknown = wait_named(&w, "unknown", Duration::from_secs(20)).await;
+    let took = stopped.elapsed();
+    println!("frozen Redis shown as unknown after {took:?} (poll 500 ms)");
+    assert!(took < Duration::from_secs(3), "unknown only after {took:?}");
+    assert!(unknown.reason.contains("not answered"), "{}", unknown.reason);
+    assert_eq!(names(&[expect(&mut rx, EventKind::Unreachable).await]), ["unreachable"]);
+    drop(resume);
+    wait_state(&w, State::Running).await;
+    assert_eq!(names(&events_within(&mut rx, Duration::from_millis(300)).await), ["reachable"]);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn redis_losing_the_jobs_data_is_unknown_with_one_data_lost_never_stopped() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    take(&mut c, "srv-a", "uuid-a:1", 57);
+    let w = watcher(&server, Duration::from_millis(200), Config::default());
+    let mut rx = w.events();
+    let status = w.status();
+    wait_state(&w, State::Running).await;
+
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    // The worker keeps beating and says it lost the lock: still no news of the job.
+    beat(&mut c, "outbound", "srv-a", "", 57, "idle", 0);
+    let lost = wait_named(&w, "unknown", Duration::from_secs(5)).await;
+    assert!(lost.reason.starts_with("Redis lost the job's data"), "{}", lost.reason);
+    let _: () = redis::cmd("XADD").arg("{outbound}:events").arg("*").arg("type").arg("lost").query(&mut c).unwrap();
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        assert_ne!(status.borrow().as_ref().map(|s| s.state), Some(State::Stopped));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(names(&events_within(&mut rx, Duration::from_millis(100)).await), ["data_lost"]);
+
+    // Alice enables it again and a server takes it: the loss is over.
+    flag(&mut c, "outbound", "alice", true);
+    wait_named(&w, "pending", Duration::from_secs(5)).await;
+    take(&mut c, "srv-a", "uuid-a:1", 1);
+    wait_state(&w, State::Running).await;
+    assert_eq!(names(&events_within(&mut rx, Duration::from_millis(300)).await), ["restarted"]);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn redis_restarted_empty_is_unreachable_then_data_lost() {
+    let mut server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    take(&mut c, "srv-a", "uuid-a:1", 5);
+    let w = watcher(&server, Duration::from_millis(200), Config::default());
+    let mut rx = w.events();
+    wait_state(&w, State::Running).await;
+    server.kill();
+    wait_state(&w, State::Unknown).await;
+    server.restart();
+    let lost = wait_named(&w, "unknown", Duration::from_secs(20)).await;
+    let lost = if lost.reason.starts_with("Redis lost") {
+        lost
+    } else {
+        let rx = w.status();
+        eventually("the loss", Duration::from_secs(20), || {
+            rx.borrow().clone().filter(|s| s.reason.starts_with("Redis lost"))
+        })
+        .await
+    };
+    assert_eq!(lost.state, State::Unknown);
+    assert_eq!(
+        names(&events_within(&mut rx, Duration::from_millis(500)).await),
+        ["unreachable", "reachable", "data_lost"]
+    );
+    w.stop().await;
+}

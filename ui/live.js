@@ -2,7 +2,7 @@
 // the server, heartbeat, lease, fence and who keeps it enabled; the user's
 // own toggle. Updated in place so nothing jumps.
 
-import { clock, duration, holderName, stateInfo } from "./format.js";
+import { clock, duration, holderName, leaseText, ownFlag, stateInfo } from "./format.js";
 
 export function renderLive(root, app) {
   for (const [job, entry] of app.statuses) {
@@ -15,7 +15,7 @@ export function renderLive(root, app) {
         <div class="job-head">
           <h2 class="job-name"></h2>
           <div class="badge" role="status" aria-live="polite"><span class="glyph" aria-hidden="true"><span></span></span><span class="word"></span></div>
-          <label class="toggle"><input type="checkbox" class="mine"> Enabled for me</label>
+          <label class="toggle"><input type="checkbox" class="mine"> <span class="mine-label">Enabled for me</span></label>
         </div>
         <p class="reason"></p>
         <dl class="facts">
@@ -61,13 +61,17 @@ function fill(card, entry, user) {
   const now = s?.checked_at_ms;
   card.querySelector(".server").textContent = holderName(s?.holder);
   card.querySelector(".beat").textContent = s?.holder?.heartbeat_age_ms != null ? `${duration(s.holder.heartbeat_age_ms)} ago` : "–";
-  card.querySelector(".ttl").textContent = s?.lock?.holders?.length ? (s.lock.ttl_ms != null ? duration(s.lock.ttl_ms) : "no expiry") : "free";
+  card.querySelector(".ttl").textContent = leaseText(s);
   card.querySelector(".fence").textContent = s?.lock?.fence ?? "–";
   card.querySelector(".since").textContent = s?.since_ms ? `${clock(s.since_ms)} (${duration(now - s.since_ms)})` : "–";
   card.querySelector(".checked").textContent = now ? clock(now) : "–";
   const mine = card.querySelector(".mine");
-  if (!mine.disabled) mine.checked = (s?.enabled_users ?? []).includes(user);
-  mine.disabled = state === "unknown";
+  const own = ownFlag(s, user);
+  // A checkbox has no "not known": indeterminate, disabled, and said in words.
+  if (!mine.disabled || own == null) mine.checked = own === true;
+  mine.indeterminate = own == null;
+  mine.disabled = own == null;
+  card.querySelector(".mine-label").textContent = own == null ? "Enabled for me: not known" : "Enabled for me";
   if (entry.flip_error) card.querySelector(".error").textContent = `Not changed: ${entry.flip_error}`;
   const rows = (s?.flags ?? []).map((f) => {
     const tr = document.createElement("tr");

@@ -4,7 +4,7 @@
 
 import { compact, parseDuration, validate } from "./validate.js";
 
-const EVENTS = ["died", "failover", "conflict", "stalled", "recovered", "started", "stopped", "unreachable", "reachable"];
+const EVENTS = ["died", "data_lost", "failover", "restarted", "conflict", "stalled", "recovered", "started", "stopped", "unreachable", "reachable"];
 
 export function renderSettings(root, app, reload) {
   const s = app.state.settings;

@@ -34,9 +34,11 @@ pub struct JobMenu {
     pub job: String,
     /// `outbound: running on wh-east-1 · heartbeat 1 s ago · for 12 min`
     pub status_line: String,
-    /// The "Enabled for me" checkbox: the server's truth (off when unknown).
-    pub enabled_for_me: bool,
-    /// Whether the checkbox can be clicked (not while Redis is unreadable).
+    /// The user's own flag as Redis has it; `None` while it cannot be known.
+    pub enabled_for_me: Option<bool>,
+    /// The checkbox's label: says so when the own flag is not known.
+    pub flip_label: String,
+    /// Whether the checkbox can be clicked (only while the own flag is known).
     pub can_flip: bool,
     /// `Also enabled by: bob, carol` or `Nobody else has it enabled`.
     pub others_line: String,
@@ -59,30 +61,53 @@ pub fn tray_view(jobs: &[JobView], user: &str, mute_until_ms: Option<u64>, deskt
     }
 }
 
+/// The checkbox's label while the own flag is known.
+pub const FLIP_LABEL: &str = "Enabled for me";
+
 fn job_menu(j: &JobView, user: &str) -> JobMenu {
+    let unknown_flag = format!("{FLIP_LABEL}: not known (Redis unreadable)");
     let Some(s) = &j.status else {
         return JobMenu {
             job: j.job.clone(),
             status_line: format!("{}: connecting…", j.job),
-            enabled_for_me: false,
+            enabled_for_me: None,
+            flip_label: unknown_flag,
             can_flip: false,
             others_line: "Who has it enabled: not known yet".to_owned(),
             error_line: j.flip_error.clone(),
         };
     };
+    let enabled_for_me = own_flag(s, user);
     let others: Vec<&str> = s.enabled_users.iter().map(String::as_str).filter(|u| *u != user).collect();
-    let others_line = match (s.state, others.is_empty()) {
-        (State::Unknown, _) => "Who has it enabled: not known (Redis unreadable)".to_owned(),
-        (_, true) => "Nobody else has it enabled".to_owned(),
-        (_, false) => format!("Also enabled by: {}", others.join(", ")),
+    let others_line = match (s.checked_at_ms.is_some(), others.is_empty()) {
+        (false, _) => "Who has it enabled: not known (Redis unreadable)".to_owned(),
+        (true, true) => "Nobody else has it enabled".to_owned(),
+        (true, false) => format!("Also enabled by: {}", others.join(", ")),
     };
     JobMenu {
         job: j.job.clone(),
         status_line: status_line(s),
-        enabled_for_me: s.enabled_users.iter().any(|u| u == user),
-        can_flip: s.state != State::Unknown,
+        enabled_for_me,
+        flip_label: if enabled_for_me.is_some() { FLIP_LABEL.to_owned() } else { unknown_flag },
+        can_flip: enabled_for_me.is_some(),
         others_line,
         error_line: j.flip_error.clone(),
+    }
+}
+
+/// The user's own flag as Redis has it, `None` while it cannot be known.
+/// The flags are known whenever they were read, even while the state is
+/// unknown for another reason (Redis lost the job's data: the flag is then
+/// really off, and setting it again is how the job comes back).
+pub fn own_flag(s: &Status, user: &str) -> Option<bool> {
+    if s.checked_at_ms.is_none() {
+        None
+    } else if s.enabled_users.iter().any(|u| u == user) {
+        Some(true)
+    } else if s.flags.iter().any(|f| f.user == user && f.on.is_none()) {
+        None
+    } else {
+        Some(false)
     }
 }
 
@@ -93,7 +118,14 @@ pub fn status_line(s: &Status) -> String {
     let server = s.holder.as_ref().and_then(|h| h.node.clone());
     match (s.state, &server) {
         (State::Running | State::Stale | State::Conflict, Some(node)) => line.push_str(&format!(" on {node}")),
-        (State::Unknown, _) => line.push_str(" (Redis unreadable)"),
+        (State::Unknown, _) if s.checked_at_ms.is_none() => line.push_str(" (Redis unreadable)"),
+        (State::Unknown, _) => line.push_str(&format!(" ({})", headline(&s.reason))),
+        (State::Pending, _) => {
+            if let (Some(until), Some(now)) = (s.pending_until_ms, s.checked_at_ms) {
+                let left = human_duration(until.saturating_sub(now));
+                line.push_str(&format!(" · a server should take it within {left}"));
+            }
+        }
         _ => {}
     }
     if let Some(age) = s.holder.as_ref().and_then(|h| h.heartbeat_age_ms) {
@@ -103,6 +135,17 @@ pub fn status_line(s: &Status) -> String {
         line.push_str(&format!(" · for {}", human_duration(now.saturating_sub(since))));
     }
     line
+}
+
+/// The first clause of a reason, short enough for a menu line.
+fn headline(reason: &str) -> String {
+    const MAX: usize = 60;
+    let end = [" (", ": ", "; "].iter().filter_map(|sep| reason.find(sep)).min().unwrap_or(reason.len());
+    let head = &reason[..end];
+    match head.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &head[..cut]),
+        None => head.to_owned(),
+    }
 }
 
 fn mute_label(mute_until_ms: Option<u64>, now_ms: u64) -> String {
@@ -123,7 +166,7 @@ pub struct Note {
 /// Which events notify (the settings' choice).
 pub fn default_notify_kinds() -> Vec<EventKind> {
     use EventKind::*;
-    vec![Died, Failover, Conflict, Stalled, Recovered, Started, Stopped, Unreachable, Reachable]
+    vec![Died, DataLost, Failover, Restarted, Conflict, Stalled, Recovered, Started, Stopped, Unreachable, Reachable]
 }
 
 /// Decides which events become notifications: respects the choices and the
@@ -180,10 +223,15 @@ pub fn note(event: &Event, at: &str) -> Note {
     let job = &event.job;
     let (summary, critical) = match event.event {
         EventKind::Died => (format!("{job} died"), true),
+        EventKind::DataLost => (format!("Redis lost the data of {job}"), true),
         EventKind::Conflict => (format!("{job}: two servers run it"), true),
         EventKind::Failover => match (&event.from, &event.to) {
             (Some(from), Some(to)) => (format!("{job} moved from {from} to {to}"), false),
             _ => (format!("{job} moved to another server"), false),
+        },
+        EventKind::Restarted => match &event.to {
+            Some(on) => (format!("{job} restarted on {on}"), false),
+            None => (format!("{job} restarted"), false),
         },
         EventKind::Stalled => (format!("{job} is stuck"), false),
         EventKind::Recovered => (format!("{job} runs again"), false),
@@ -224,6 +272,7 @@ mod tests {
             nodes: vec![],
             checked_at_ms: Some(1_000_000),
             since_ms: Some(1_000_000 - 720_000),
+            pending_until_ms: None,
             problems: vec![],
         }
     }
@@ -251,16 +300,79 @@ mod tests {
         let v = tray_view(&[view(State::Running, Some("wh-east-1"), &["alice", "bob"])], "alice", None, 1_000_000);
         let m = &v.jobs[0];
         assert_eq!(m.status_line, "outbound: running on wh-east-1 · heartbeat 1 s ago · for 12 min 0 s");
-        assert!(m.enabled_for_me && m.can_flip);
+        assert_eq!(m.enabled_for_me, Some(true));
+        assert!(m.can_flip);
+        assert_eq!(m.flip_label, "Enabled for me");
         assert_eq!(m.others_line, "Also enabled by: bob");
     }
 
     #[test]
     fn unknown_never_offers_a_flip_or_claims_who_enabled_it() {
-        let v = tray_view(&[view(State::Unknown, None, &[])], "alice", None, 0);
-        assert!(!v.jobs[0].can_flip);
-        assert!(v.jobs[0].status_line.contains("unknown (Redis unreadable)"));
-        assert!(v.jobs[0].others_line.contains("not known"));
+        let mut unreadable = view(State::Unknown, None, &[]);
+        if let Some(s) = unreadable.status.as_mut() {
+            s.checked_at_ms = None;
+        }
+        let v = tray_view(&[unreadable], "alice", None, 0);
+        let m = &v.jobs[0];
+        assert!(!m.can_flip);
+        assert_eq!(m.enabled_for_me, None, "not known, not unchecked");
+        assert_eq!(m.flip_label, "Enabled for me: not known (Redis unreadable)");
+        assert!(m.status_line.contains("unknown (Redis unreadable)"));
+        assert!(m.others_line.contains("not known"));
+    }
+
+    #[test]
+    fn after_redis_lost_the_data_the_own_flag_is_known_and_can_be_set_again() {
+        let mut lost = view(State::Unknown, None, &[]);
+        if let Some(s) = lost.status.as_mut() {
+            s.reason = "Redis lost the job's data (the fence counter was at 57 and is gone); flags …".into();
+        }
+        let v = tray_view(&[lost], "alice", None, 0);
+        let m = &v.jobs[0];
+        assert!(m.can_flip, "a supervisor must be able to enable it again");
+        assert_eq!(m.enabled_for_me, Some(false));
+        assert_eq!(m.status_line, "outbound: unknown (Redis lost the job's data) · for 12 min 0 s");
+    }
+
+    #[test]
+    fn an_unreadable_own_flag_is_not_known() {
+        let mut s = status(State::Unknown, None, &[]);
+        s.flags.push(lockwatch::snapshot::Flag { user: "alice".into(), on: None, at_ms: None, host: None });
+        assert_eq!(own_flag(&s, "alice"), None);
+        assert_eq!(own_flag(&s, "bob"), Some(false));
+    }
+
+    #[test]
+    fn pending_says_how_soon_a_server_should_take_it() {
+        let mut pending = view(State::Pending, None, &["alice"]);
+        if let Some(s) = pending.status.as_mut() {
+            s.since_ms = Some(1_000_000 - 2_000);
+            s.pending_until_ms = Some(1_000_000 + 3_000);
+        }
+        let v = tray_view(&[pending, view(State::Running, Some("a"), &[])], "alice", None, 0);
+        assert_eq!(v.icon, State::Pending, "amber beats green");
+        assert_eq!(v.jobs[0].status_line, "outbound: pending · a server should take it within 3 s · for 2 s");
+    }
+
+    #[test]
+    fn a_restart_names_the_server_and_data_lost_is_critical() {
+        let mut e = event(EventKind::Restarted, "outbound");
+        e.to = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
+        assert_eq!(note(&e, "10:02").summary, "outbound restarted on wh-east-1");
+        let lost = note(&event(EventKind::DataLost, "outbound"), "10:02");
+        assert_eq!(lost.summary, "Redis lost the data of outbound");
+        assert!(lost.critical);
+        assert!(default_notify_kinds().contains(&EventKind::Restarted));
+        assert!(default_notify_kinds().contains(&EventKind::DataLost));
+    }
+
+    #[test]
+    fn one_data_loss_is_one_notification() {
+        let mut n = Notifier::new(60_000);
+        let kinds = default_notify_kinds();
+        let t = |_| String::new();
+        assert!(n.decide(&event(EventKind::DataLost, "outbound"), &kinds, None, 0, t).is_some());
+        assert!(n.decide(&event(EventKind::DataLost, "outbound"), &kinds, None, 5_000, t).is_none());
     }
 
     #[test]

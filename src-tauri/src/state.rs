@@ -196,7 +196,7 @@ pub fn wish(app: &AppHandle, job: &str) -> Option<bool> {
     let inner = state.lock();
     let user = &inner.effective.as_ref()?.user;
     let status = inner.jobs.iter().find(|j| j.job == job)?.status.as_ref()?;
-    (status.state != lockwatch::State::Unknown).then(|| !status.enabled_users.contains(user))
+    crate::model::own_flag(status, user).map(|on| !on)
 }
 
 /// Flips the user's own flag of `job` to `on` in the background (the menu).

@@ -19,6 +19,7 @@ pub fn icon(state: State) -> &'static [u8] {
         State::Running => include_bytes!("../../icons/state-running.png"),
         State::Stale => include_bytes!("../../icons/state-stale.png"),
         State::Down => include_bytes!("../../icons/state-down.png"),
+        State::Pending => include_bytes!("../../icons/state-pending.png"),
         State::Stopped => include_bytes!("../../icons/state-stopped.png"),
         State::Conflict => include_bytes!("../../icons/state-conflict.png"),
         State::Unknown => include_bytes!("../../icons/state-unknown.png"),
@@ -62,9 +63,9 @@ pub fn render(
             let flip = CheckMenuItem::with_id(
                 app,
                 format!("flip:{}", j.job),
-                "Enabled for me",
+                &j.flip_label,
                 j.can_flip,
-                j.enabled_for_me,
+                j.enabled_for_me.unwrap_or(false),
                 None::<&str>,
             )?;
             let others = MenuItem::with_id(app, format!("others:{}", j.job), &j.others_line, false, None::<&str>)?;
@@ -110,7 +111,9 @@ pub fn render(
     let Some(m) = current.as_mut() else { return Ok(()) };
     for (items, j) in m.jobs.iter().zip(&view.jobs) {
         items.status.set_text(&j.status_line)?;
-        items.flip.set_checked(j.enabled_for_me)?;
+        // A checkbox has no "not known": it is left unchecked, disabled, and its label says so.
+        items.flip.set_text(&j.flip_label)?;
+        items.flip.set_checked(j.enabled_for_me.unwrap_or(false))?;
         items.flip.set_enabled(j.can_flip)?;
         items.others.set_text(&j.others_line)?;
         if let (Some(item), Some(text)) = (&items.error, &j.error_line) {

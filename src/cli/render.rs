@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::status::human_duration as secs;
-use crate::status::{Event, EventKind, State, Status};
+use crate::status::{Event, EventKind, Status};
 
 /// A multi-line summary of a status.
 pub fn status(s: &Status) -> String {
@@ -15,21 +15,42 @@ pub fn status(s: &Status) -> String {
         let _ = writeln!(out, "  server   {server}{beat}");
         let _ = writeln!(out, "  holder   {}", h.field);
     }
-    if let Some(kind) = s.lock.kind {
-        let ttl = match (s.lock.ttl_ms, s.lock.holders.is_empty()) {
-            (_, true) => "free".to_owned(),
-            (Some(t), false) => format!("expires in {}", secs(t)),
-            (None, false) => "no expiry".to_owned(),
-        };
-        let fence = s.lock.fence.map(|f| format!(", fence {f}")).unwrap_or_default();
-        let next = s.lock.next_run_ms.map(|n| format!(", next run at {}", utc(n.max(0) as u64))).unwrap_or_default();
-        let _ = writeln!(out, "  lock     {} ({}, {ttl}{fence}{next})", s.lock.key, kind_name(kind));
+    // Without a read (Redis unreachable) the lock and the flags are not
+    // known: say so rather than print the blank status as "free", "nobody".
+    let read = s.checked_at_ms.is_some();
+    match s.lock.kind {
+        Some(kind) => {
+            let ttl = match (s.lock.ttl_ms, s.lock.holders.is_empty()) {
+                _ if kind == crate::snapshot::LockKind::Unreadable => "lease not known".to_owned(),
+                (_, true) => "free".to_owned(),
+                (Some(t), false) => format!("expires in {}", secs(t)),
+                (None, false) => "no expiry".to_owned(),
+            };
+            let fence = s.lock.fence.map(|f| format!(", fence {f}")).unwrap_or_default();
+            let next =
+                s.lock.next_run_ms.map(|n| format!(", next run at {}", utc(n.max(0) as u64))).unwrap_or_default();
+            let _ = writeln!(out, "  lock     {} ({}, {ttl}{fence}{next})", s.lock.key, kind_name(kind));
+        }
+        None if !read => {
+            let _ = writeln!(out, "  lock     {} (not known: Redis could not be read)", s.lock.key);
+        }
+        None => {}
     }
-    if s.state != State::Unknown {
-        let off: Vec<&str> = s.flags.iter().filter(|f| f.on != Some(true)).map(|f| f.user.as_str()).collect();
+    if read {
+        let named = |pick: fn(Option<bool>) -> bool| -> Vec<&str> {
+            s.flags.iter().filter(|f| pick(f.on)).map(|f| f.user.as_str()).collect()
+        };
+        let (off, unreadable) = (named(|on| on == Some(false)), named(|on| on.is_none()));
         let on = if s.enabled_users.is_empty() { "nobody".to_owned() } else { s.enabled_users.join(", ") };
-        let off = if off.is_empty() { String::new() } else { format!(" (off: {})", off.join(", ")) };
-        let _ = writeln!(out, "  enabled  {on}{off}");
+        let mut others = Vec::new();
+        if !off.is_empty() {
+            others.push(format!("off: {}", off.join(", ")));
+        }
+        if !unreadable.is_empty() {
+            others.push(format!("unreadable: {}", unreadable.join(", ")));
+        }
+        let others = if others.is_empty() { String::new() } else { format!(" ({})", others.join("; ")) };
+        let _ = writeln!(out, "  enabled  {on}{others}");
         for n in &s.nodes {
             let age = n
                 .heartbeat_age_ms
@@ -39,6 +60,8 @@ pub fn status(s: &Status) -> String {
             let state = if n.fresh { said.to_owned() } else { format!("silent, last said {said}") };
             let _ = writeln!(out, "  node     {} {state} ({age})", n.node);
         }
+    } else {
+        let _ = writeln!(out, "  enabled  not known (Redis could not be read)");
     }
     if let Some(since) = s.since_ms {
         let _ = writeln!(out, "  since    {}", utc(since));
@@ -94,6 +117,8 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::{Flag, Lock, LockKind, Snapshot};
+    use crate::status::{Config, Observation, State, Tracker, step};
 
     #[test]
     fn utc_formats_known_instants() {
@@ -114,5 +139,63 @@ mod tests {
             reason: String::new(),
         };
         assert_eq!(event(&e), "1970-01-01 00:00:00 UTC failover outbound: srv-a → srv-b");
+    }
+
+    fn judged(obs: Vec<Observation>) -> Status {
+        let mut t = Tracker::default();
+        let mut last = None;
+        for o in obs {
+            last = Some(step(&mut t, "outbound", "{outbound}:lock", o, &Config::default()).status);
+        }
+        last.unwrap()
+    }
+
+    fn enabled_job() -> Snapshot {
+        let mut snap = Snapshot { time_ms: 1_700_000_000_000, ..Default::default() };
+        snap.flags.push(Flag { user: "alice".into(), on: Some(true), at_ms: Some(1), host: None });
+        snap
+    }
+
+    #[test]
+    fn unknown_shows_the_lease_and_the_flags_as_not_known_never_free() {
+        let failed = || Observation::Failed { reason: "refused".into(), elapsed_ms: 0 };
+        let blank = judged(vec![Observation::Read(enabled_job()), failed(), failed()]);
+        assert_eq!(blank.state, State::Unknown);
+        let text = status(&blank);
+        assert!(!text.contains("free"), "{text}");
+        assert!(text.contains("lock     {outbound}:lock (not known: Redis could not be read)"), "{text}");
+        assert!(text.contains("enabled  not known (Redis could not be read)"), "{text}");
+
+        let mut snap = enabled_job();
+        snap.lock = Lock { kind: LockKind::Unreadable, redis_type: "list".into(), ..Default::default() };
+        snap.problems.push("the lock key {outbound}:lock is a list".into());
+        let unreadable = judged(vec![Observation::Read(snap)]);
+        let text = status(&unreadable);
+        assert_eq!(unreadable.state, State::Unknown);
+        assert!(!text.contains("free"), "{text}");
+        assert!(text.contains("(unreadable, lease not known)"), "{text}");
+        assert!(text.contains("enabled  alice"), "the flags were read: {text}");
+    }
+
+    #[test]
+    fn an_unreadable_flag_is_not_shown_as_off() {
+        let mut snap = enabled_job();
+        snap.flags[0].on = Some(false);
+        snap.flags.push(Flag { user: "bob".into(), on: None, at_ms: None, host: None });
+        let text = status(&judged(vec![Observation::Read(snap)]));
+        assert!(text.contains("enabled  nobody (off: alice; unreadable: bob)"), "{text}");
+    }
+
+    #[test]
+    fn pending_says_until_when() {
+        let mut snap = enabled_job();
+        snap.flags[0].at_ms = Some(snap.time_ms - 2_000);
+        let text = status(&judged(vec![Observation::Read(snap)]));
+        assert!(
+            text.starts_with(
+                "outbound: PENDING — enabled by alice; waiting for a server to start it until 22:13:28 UTC"
+            ),
+            "{text}"
+        );
     }
 }

@@ -1,9 +1,15 @@
 //! Debounce and edges: turns each raw verdict into the state shown, the
 //! events its change means, and the next moment worth another look.
+//!
+//! Events are measured from the last *settled* state (not `pending`, not
+//! `unknown`): waiting out a grace and losing sight of Redis are no news by
+//! themselves, so a holder change through a short gap is one `failover`,
+//! and a state seen again after an outage is no news at all.
 
 use crate::snapshot::Snapshot;
 
-use super::evaluate::{Context, Raw, evaluate};
+use super::evaluate::{Awaited, Context, Raw, evaluate};
+use super::memory::{Loss, Memory};
 use super::{Config, Event, EventKind, Holder, LockView, NodeView, State, Status};
 
 /// What the shell observed.
@@ -11,8 +17,9 @@ use super::{Config, Event, EventKind, Holder, LockView, NodeView, State, Status}
 pub enum Observation {
     /// A successful read.
     Read(Snapshot),
-    /// A failed read: why, and the monotonic ms since the previous
-    /// observation (to estimate the Redis clock while it cannot be read).
+    /// A failed read, or a read that has not answered for a while: why, and
+    /// the monotonic ms since the previous observation (to estimate the
+    /// Redis clock while it cannot be read).
     Failed { reason: String, elapsed_ms: u64 },
 }
 
@@ -21,19 +28,26 @@ pub enum Observation {
 pub struct Tracker {
     /// The status last shown; `None` before the first observation.
     shown: Option<Status>,
-    /// The known state before an `unknown` spell, to find the edge after it.
-    before_unknown: Option<State>,
-    /// The holder as last shown, to tell failovers from recoveries.
+    /// The last settled state shown and since when: events are edges from it.
+    settled: Option<(State, Option<u64>)>,
+    /// The holder as last shown, to tell failovers from restarts and recoveries.
     holder: Option<Holder>,
     /// A state seen but not yet confirmed, and how many times in a row.
     candidate: Option<(State, u32)>,
     /// Consecutive failed reads.
     failures: u32,
+    /// Whether an `unreachable` went out that no `reachable` has answered.
+    unreachable: bool,
     /// Last Redis time known, advanced by elapsed time while unreadable.
     clock_ms: u64,
     ctx: Context,
     /// Lock field, TTL and Redis time of the last read, to see renewals.
     last_lock: Option<(String, u64, u64)>,
+    /// What Redis has been seen to remember, to notice it forgetting.
+    memory: Memory,
+    /// Redis lost the job's data, and nothing has been written since; and
+    /// the Redis time the loss was noticed.
+    loss: Option<(Loss, u64)>,
 }
 
 impl Tracker {
@@ -69,40 +83,23 @@ fn failed(t: &mut Tracker, job: &str, lock_key: &str, reason: String, elapsed_ms
     let mut events = Vec::new();
     let confirmed = t.failures >= cfg.confirmations;
     let status = match &t.shown {
-        Some(shown) if !confirmed || shown.state == State::Unknown => {
-            let mut s = shown.clone();
-            if s.state == State::Unknown {
-                s.reason = reason;
-            }
-            s
+        // One failed or slow read is not yet a confirmation.
+        Some(shown) if !confirmed => shown.clone(),
+        Some(shown) if shown.state == State::Unknown && shown.checked_at_ms.is_none() => {
+            Status { reason, ..shown.clone() }
         }
         previous => {
-            if let Some(prev) = previous {
-                t.before_unknown = Some(prev.state);
+            if previous.is_some() && !t.unreachable {
                 events.push(event(EventKind::Unreachable, job, t.clock_ms, &reason));
+                t.unreachable = true;
             }
             t.candidate = None;
-            let lock = LockView {
-                key: lock_key.to_owned(),
-                kind: None,
-                holders: Vec::new(),
-                ttl_ms: None,
-                fence: None,
-                next_run_ms: None,
+            let since_ms = match previous {
+                Some(p) if p.state == State::Unknown => p.since_ms,
+                Some(_) => Some(t.clock_ms),
+                None => None,
             };
-            Status {
-                job: job.to_owned(),
-                state: State::Unknown,
-                reason,
-                holder: None,
-                lock,
-                enabled_users: Vec::new(),
-                flags: Vec::new(),
-                nodes: Vec::new(),
-                checked_at_ms: None,
-                since_ms: previous.as_ref().map(|_| t.clock_ms),
-                problems: Vec::new(),
-            }
+            blank(job, lock_key, State::Unknown, reason, since_ms)
         }
     };
     t.shown = Some(status.clone());
@@ -114,28 +111,22 @@ fn read(t: &mut Tracker, job: &str, lock_key: &str, snap: &Snapshot, cfg: &Confi
     let now = snap.time_ms;
     t.failures = 0;
     t.clock_ms = now;
+    if let Some(step) = lost(t, job, lock_key, snap, cfg) {
+        return step;
+    }
+    t.memory.learn(snap);
     note_renewal(t, snap);
     let raw = evaluate(snap, t.ctx, cfg);
     remember_gap(t, snap, &raw);
     let mut next_check_ms = raw.deadline_ms;
     let mut events = Vec::new();
+    let state = raw.state;
+    let prev = t.shown.as_ref().map(|s| s.state);
 
-    let prev_state = t.shown.as_ref().map(|s| s.state);
-    let known_before = match prev_state {
-        Some(State::Unknown) => t.before_unknown,
-        other => other,
-    };
-    let (state, holder, reason) = match (raw.state, known_before) {
-        // Waiting out a grace: keep the last known state, say what we wait for.
-        (None, Some(prev)) => (prev, t.holder.clone(), raw.reason.clone()),
-        (None, None) => (State::Stopped, None, raw.reason.clone()),
-        (Some(state), _) => (state, raw.holder.clone(), raw.reason.clone()),
-    };
-
-    let confirmed = match (prev_state, state) {
-        (None, _) => true,
-        (Some(prev), s) if prev == s => true,
-        (Some(_), State::Stale | State::Conflict | State::Unknown) => {
+    let confirmed = match prev {
+        None | Some(State::Pending) => true,
+        Some(p) if p == state => true,
+        Some(_) if matches!(state, State::Stale | State::Conflict | State::Unknown) => {
             let seen = match t.candidate {
                 Some((c, n)) if c == state => n + 1,
                 _ => 1,
@@ -143,87 +134,143 @@ fn read(t: &mut Tracker, job: &str, lock_key: &str, snap: &Snapshot, cfg: &Confi
             t.candidate = Some((state, seen));
             seen >= cfg.confirmations
         }
-        _ => true,
+        Some(_) => true,
     };
-
     if !confirmed {
         next_check_ms = Some(next_check_ms.map_or(cfg.confirm_delay_ms, |d| d.min(cfg.confirm_delay_ms)));
-        let mut status = t.shown.clone().unwrap_or_else(|| {
-            build(
-                job,
-                lock_key,
-                snap,
-                Verdict { state, reason: reason.clone(), holder: holder.clone(), since_ms: None },
-                cfg.heartbeat_grace_ms,
-            )
-        });
-        status.checked_at_ms = Some(now);
+        // The facts are as read now; the verdict stays until confirmed.
+        let mut status = build(job, lock_key, snap, &raw, None, cfg);
+        if let Some(shown) = &t.shown {
+            status.state = shown.state;
+            status.reason = shown.reason.clone();
+            status.holder = shown.holder.clone();
+            status.since_ms = shown.since_ms;
+            status.pending_until_ms = shown.pending_until_ms;
+        }
         return Step { status, events, next_check_ms };
     }
     t.candidate = None;
 
-    let since = match (&t.shown, prev_state) {
-        (Some(shown), Some(prev)) if prev == state && !changed_holder(t.holder.as_ref(), holder.as_ref()) => {
-            shown.since_ms
+    if t.unreachable && state != State::Unknown {
+        events.push(event(EventKind::Reachable, job, now, "the job's data can be read again"));
+        t.unreachable = false;
+    }
+    let moved = changed_holder(t.holder.as_ref(), raw.holder.as_ref());
+    let since = match (&t.shown, &t.settled) {
+        (Some(shown), _) if shown.state == state && !moved => shown.since_ms,
+        (_, Some((settled, since))) if *settled == state && !moved => *since,
+        _ if prev.is_none() || matches!(state, State::Pending | State::Down | State::Stopped) => {
+            raw.since_ms.or(Some(now))
         }
-        // A first look dates the state from what Redis remembers: when the
-        // holder took the lock, or when the last flag was flipped.
-        (None, _) if state == State::Running => holder_start(snap, holder.as_ref()).or(Some(now)),
-        (None, _) if state == State::Stopped => snap.flags.iter().filter_map(|f| f.at_ms).max().or(Some(now)),
         _ => Some(now),
     };
 
-    if let Some(prev) = prev_state {
-        let (from_state, came_back) = match prev {
-            State::Unknown => (t.before_unknown.unwrap_or(State::Unknown), true),
-            other => (other, false),
-        };
-        if came_back && state != State::Unknown {
-            events.push(event(EventKind::Reachable, job, now, "the job's data can be read again"));
-        }
-        if prev != State::Unknown && state == State::Unknown {
-            t.before_unknown = Some(prev);
-        }
-        if let Some(kind) = edge(from_state, state, t.holder.as_ref(), holder.as_ref()) {
-            let mut e = event(kind, job, now, &reason);
-            if kind == EventKind::Failover {
-                e.from = t.holder.as_ref().map(Holder::as_ref);
-                e.to = holder.as_ref().map(Holder::as_ref);
-                e.reason = match (&e.from, &e.to) {
-                    (Some(from), Some(to)) => format!("the job moved from {from} to {to}"),
-                    _ => reason.clone(),
-                };
+    match state {
+        State::Unknown => {
+            if prev.is_some() && !t.unreachable {
+                events.push(event(EventKind::Unreachable, job, now, &raw.reason));
+                t.unreachable = true;
             }
-            events.push(e);
+        }
+        // Waiting is no news: the edge comes when the wait ends.
+        State::Pending => {
+            if prev.is_none() {
+                // A first look knows what it waits for: a first start, or a takeover.
+                let before = match raw.gap.map(|g| g.awaited) {
+                    Some(Awaited::Takeover) => State::Running,
+                    _ => State::Stopped,
+                };
+                t.settled = Some((before, None));
+            }
+        }
+        settled => {
+            if let Some((from, _)) = t.settled
+                && let Some(kind) = edge(from, settled, t.holder.as_ref(), raw.holder.as_ref())
+            {
+                events.push(edge_event(kind, job, now, &raw, t.holder.as_ref()));
+            }
+            t.settled = Some((settled, since));
         }
     }
-    if state != State::Unknown && holder.is_some() {
-        t.holder = holder.clone();
-    } else if matches!(state, State::Down | State::Stopped) {
-        t.holder = None;
+    match state {
+        State::Running | State::Stale | State::Conflict if raw.holder.is_some() => t.holder = raw.holder.clone(),
+        State::Down | State::Stopped => t.holder = None,
+        // Pending and unknown keep it: a takeover after the gap names whom it followed.
+        _ => {}
     }
-    let status = build(job, lock_key, snap, Verdict { state, reason, holder, since_ms: since }, cfg.heartbeat_grace_ms);
+    let status = build(job, lock_key, snap, &raw, since, cfg);
     t.shown = Some(status.clone());
     Step { status, events, next_check_ms }
 }
 
-/// The event a change of the shown state (or of the holder) means.
+/// The step while Redis has lost the job's data, if it has: `unknown`, one
+/// `data_lost` when first seen, until a write after the loss clears it.
+fn lost(t: &mut Tracker, job: &str, lock_key: &str, snap: &Snapshot, cfg: &Config) -> Option<Step> {
+    let now = snap.time_ms;
+    let mut events = Vec::new();
+    match &t.loss {
+        Some((loss, _)) if loss.cleared_by(snap) => {
+            // Start afresh: what Redis holds now is the job's truth again.
+            t.loss = None;
+            t.memory = Memory::default();
+            return None;
+        }
+        Some(_) => {}
+        None => {
+            let forgotten = t.memory.forgotten(snap);
+            if forgotten.is_empty() {
+                return None;
+            }
+            let loss = t.memory.loss(forgotten);
+            events.push(event(EventKind::DataLost, job, now, &loss.reason()));
+            t.loss = Some((loss, now));
+            // Whatever the tracker knew of gaps and renewals went with the data.
+            t.ctx = Context::default();
+            t.last_lock = None;
+            t.candidate = None;
+        }
+    }
+    let (reason, since) = t.loss.as_ref().map(|(loss, at)| (loss.reason(), Some(*at))).unwrap_or_default();
+    if t.unreachable {
+        events.insert(0, event(EventKind::Reachable, job, now, "Redis answers again"));
+        t.unreachable = false;
+    }
+    let raw = Raw { state: State::Unknown, reason, holder: None, deadline_ms: None, since_ms: since, gap: None };
+    let status = build(job, lock_key, snap, &raw, since, cfg);
+    t.shown = Some(status.clone());
+    Some(Step { status, events, next_check_ms: None })
+}
+
+/// The event a change of the settled state (or of the holder) means.
 fn edge(from: State, to: State, old: Option<&Holder>, new: Option<&Holder>) -> Option<EventKind> {
     use State::*;
-    let moved = changed_holder(old, new);
-    match (from, to) {
-        (Running | Stale, Running) if moved => Some(EventKind::Failover),
-        (a, b) if a == b => None,
-        // Nothing known before: no edge to report.
-        (Unknown, _) => None,
-        (Stopped, Running) => Some(EventKind::Started),
-        (_, Running) => Some(EventKind::Recovered),
-        (_, Stale) => Some(EventKind::Stalled),
-        (_, Down) => Some(EventKind::Died),
-        (_, Stopped) => Some(EventKind::Stopped),
-        (_, Conflict) => Some(EventKind::Conflict),
-        (_, Unknown) => Some(EventKind::Unreachable),
+    match (from, to, old, new) {
+        (Running | Stale, Running, Some(a), Some(b)) if a.differs_from(b) => {
+            Some(if a.same_server(b) { EventKind::Restarted } else { EventKind::Failover })
+        }
+        (a, b, ..) if a == b => None,
+        (Stopped, Running, ..) => Some(EventKind::Started),
+        (_, Running, ..) => Some(EventKind::Recovered),
+        (_, Stale, ..) => Some(EventKind::Stalled),
+        (_, Down, ..) => Some(EventKind::Died),
+        (_, Stopped, ..) => Some(EventKind::Stopped),
+        (_, Conflict, ..) => Some(EventKind::Conflict),
+        (_, Pending | Unknown, ..) => None,
     }
+}
+
+fn edge_event(kind: EventKind, job: &str, now: u64, raw: &Raw, old: Option<&Holder>) -> Event {
+    let mut e = event(kind, job, now, &raw.reason);
+    if matches!(kind, EventKind::Failover | EventKind::Restarted) {
+        e.from = old.map(Holder::as_ref);
+        e.to = raw.holder.as_ref().map(Holder::as_ref);
+        e.reason = match (kind, &e.from, &e.to) {
+            (EventKind::Restarted, _, Some(to)) => format!("restarted on {to}"),
+            (_, Some(from), Some(to)) => format!("the job moved from {from} to {to}"),
+            _ => raw.reason.clone(),
+        };
+    }
+    e
 }
 
 fn changed_holder(old: Option<&Holder>, new: Option<&Holder>) -> bool {
@@ -246,40 +293,55 @@ fn note_renewal(t: &mut Tracker, snap: &Snapshot) {
     t.last_lock = current.map(|(field, ttl)| (field, ttl, snap.time_ms));
 }
 
-/// Keeps track of when the lock went free while enabled.
+/// Keeps track of the gap a free, enabled lock is in.
 fn remember_gap(t: &mut Tracker, snap: &Snapshot, raw: &Raw) {
     if snap.lock.is_held() {
-        t.ctx.free_since_ms = None;
+        t.ctx.gap = None;
         t.ctx.was_held = true;
-    } else if raw.state.is_none() {
-        t.ctx.free_since_ms.get_or_insert(snap.time_ms);
-    } else {
-        // Down or stopped: a later holder is a start or a recovery, not a failover.
-        t.ctx.free_since_ms = None;
-        t.ctx.was_held = false;
+        return;
     }
-}
-
-/// When the holder's server says it took the lock, to date a first look.
-fn holder_start(snap: &Snapshot, holder: Option<&Holder>) -> Option<u64> {
-    let node = holder?.node.as_ref()?;
-    snap.beats.iter().find(|b| &b.node == node)?.started_ms
+    match raw.state {
+        State::Pending | State::Down => t.ctx.gap = raw.gap,
+        State::Stopped => {
+            // A later holder is a start, not a takeover.
+            t.ctx.gap = None;
+            t.ctx.was_held = false;
+        }
+        _ => {}
+    }
 }
 
 fn event(kind: EventKind, job: &str, at_ms: u64, reason: &str) -> Event {
     Event { event: kind, job: job.to_owned(), at_ms, from: None, to: None, reason: reason.to_owned() }
 }
 
-/// What the engine decided to show, before it is dressed as a [`Status`].
-struct Verdict {
-    state: State,
-    reason: String,
-    holder: Option<Holder>,
-    since_ms: Option<u64>,
+/// A status with nothing read: every fact blank.
+fn blank(job: &str, lock_key: &str, state: State, reason: String, since_ms: Option<u64>) -> Status {
+    let lock = LockView {
+        key: lock_key.to_owned(),
+        kind: None,
+        holders: Vec::new(),
+        ttl_ms: None,
+        fence: None,
+        next_run_ms: None,
+    };
+    Status {
+        job: job.to_owned(),
+        state,
+        reason,
+        holder: None,
+        lock,
+        enabled_users: Vec::new(),
+        flags: Vec::new(),
+        nodes: Vec::new(),
+        checked_at_ms: None,
+        since_ms,
+        pending_until_ms: None,
+        problems: Vec::new(),
+    }
 }
 
-fn build(job: &str, lock_key: &str, snap: &Snapshot, verdict: Verdict, grace_ms: u64) -> Status {
-    let Verdict { state, reason, holder, since_ms } = verdict;
+fn build(job: &str, lock_key: &str, snap: &Snapshot, raw: &Raw, since_ms: Option<u64>, cfg: &Config) -> Status {
     let now = snap.time_ms;
     let lock = LockView {
         key: lock_key.to_owned(),
@@ -298,20 +360,22 @@ fn build(job: &str, lock_key: &str, snap: &Snapshot, verdict: Verdict, grace_ms:
             host: b.host.clone(),
             heartbeat_age_ms: b.beat_ms.map(|t| now.saturating_sub(t)),
             fence: b.fence,
-            fresh: b.beat_ms.is_some_and(|t| now.saturating_sub(t) <= grace_ms),
+            fresh: b.beat_ms.is_some_and(|t| now.saturating_sub(t) <= cfg.heartbeat_grace_ms),
         })
         .collect();
+    let pending_until_ms = (raw.state == State::Pending).then(|| raw.gap.map(|g| g.until_ms(cfg))).flatten();
     Status {
         job: job.to_owned(),
-        state,
-        reason,
-        holder,
+        state: raw.state,
+        reason: raw.reason.clone(),
+        holder: raw.holder.clone(),
         lock,
         enabled_users: snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.clone()).collect(),
         flags: snap.flags.clone(),
         nodes,
         checked_at_ms: Some(now),
         since_ms,
+        pending_until_ms,
         problems: snap.problems.clone(),
     }
 }

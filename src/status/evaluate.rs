@@ -1,6 +1,7 @@
 //! One snapshot judged on its own, with the little history the tracker keeps
 //! (when the lock went free, when it was last seen renewed): the raw state
-//! before debouncing, its reason, and the moment the verdict could change.
+//! before debouncing, its reason, since when it holds, and the moment the
+//! verdict could change.
 
 use crate::snapshot::{Beat, LockKind, Snapshot};
 
@@ -9,32 +10,62 @@ use super::{Config, Holder, State};
 /// The verdict on one snapshot before debouncing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Raw {
-    /// `None` while waiting out a grace: the shown state stays as it is.
-    pub state: Option<State>,
+    pub state: State,
     pub reason: String,
     pub holder: Option<Holder>,
     /// Redis ms from the snapshot until the verdict may change by time alone.
     pub deadline_ms: Option<u64>,
+    /// Since when this verdict holds, as far as the snapshot and the history
+    /// tell (`None`: not known).
+    pub since_ms: Option<u64>,
+    /// The gap a free, enabled lock is in (for `pending` and `down`).
+    pub gap: Option<Gap>,
+}
+
+/// What a free lock waits for: a first start, or a takeover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Awaited {
+    /// The job was just enabled: a server should start it within the start grace.
+    Start,
+    /// The holder just went: a server should take over within the failover window.
+    Takeover,
+}
+
+/// A stretch of time in which nobody held the lock although it was enabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Gap {
+    pub since_ms: u64,
+    pub awaited: Awaited,
+}
+
+impl Gap {
+    /// Redis time until which a server is expected to take the lock.
+    pub fn until_ms(self, cfg: &Config) -> u64 {
+        let window = match self.awaited {
+            Awaited::Start => cfg.start_grace_ms,
+            Awaited::Takeover => cfg.failover_window_ms,
+        };
+        self.since_ms.saturating_add(window)
+    }
 }
 
 /// History the verdict needs besides the snapshot.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Context {
-    /// Redis time since when nobody holds the lock although it is enabled.
-    pub free_since_ms: Option<u64>,
-    /// Whether the lock was held when last seen (a gap is then a failover
-    /// window, else a start grace).
+    /// The gap the lock is in, once the tracker has seen it begin or dated it.
+    pub gap: Option<Gap>,
+    /// Whether the lock was held when last seen (a gap that begins now is
+    /// then a takeover, else it is dated from what Redis remembers).
     pub was_held: bool,
     /// Redis time a renewal of the current lock was last seen.
     pub renewed_at_ms: Option<u64>,
 }
 
 pub(super) fn evaluate(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
-    let now = snap.time_ms;
     if snap.lock.kind == LockKind::Unreadable {
         return raw(State::Unknown, problem_sentence(snap), None, None);
     }
-    if snap.lock.is_held() { held(snap, ctx, cfg) } else { free(snap, ctx, cfg, now) }
+    if snap.lock.is_held() { held(snap, ctx, cfg) } else { free(snap, ctx, cfg) }
 }
 
 fn held(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
@@ -51,6 +82,8 @@ fn held(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
     };
     let who = holder.node.clone().unwrap_or_else(|| format!("lock field {field}"));
     let mut deadlines = vec![snap.lock.ttl_ms.map(|t| t + 1)];
+    // The holding began when its server took the lock, as far as it says.
+    let taken_at = beat.and_then(|b| b.started_ms);
 
     if snap.lock.kind == LockKind::Redisson && snap.lock.holders.len() > 1 {
         let reason = format!(
@@ -65,13 +98,13 @@ fn held(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
             LockKind::Alternation => format!("{who} holds the turn (heartbeats off)"),
             _ => format!("running on {who} (heartbeats off, lock only)"),
         };
-        return raw(State::Running, reason, Some(holder), earliest(deadlines));
+        return Raw { since_ms: taken_at, ..raw(State::Running, reason, Some(holder), earliest(deadlines)) };
     }
 
     // Another server that beats after this holding began and says it runs the
     // job is a second runner: split brain. A predecessor that stopped beating
     // before the takeover is just a dead server whose heartbeat has not aged out.
-    let acquired = beat.and_then(|b| b.started_ms).unwrap_or(0);
+    let acquired = taken_at.unwrap_or(0);
     let rivals: Vec<&Beat> = snap
         .beats
         .iter()
@@ -88,7 +121,7 @@ fn held(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
     }
 
     let Some(beat) = beat.filter(|b| fresh(b)) else {
-        return stale(snap, ctx, holder, &who, beat, deadlines);
+        return stale(snap, ctx, holder, &who, beat, deadlines, cfg);
     };
     deadlines.push(beat.beat_ms.map(|t| (t + cfg.heartbeat_grace_ms + 1).saturating_sub(now)));
     if let (Some(theirs), Some(counter)) = (beat.fence, snap.fence)
@@ -103,7 +136,8 @@ fn held(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
         let reason = format!("hung: {who} holds the lock and beats, but its job has printed nothing for a while");
         return raw(State::Stale, reason, Some(holder), earliest(deadlines));
     }
-    raw(State::Running, format!("running on {who}"), Some(holder), earliest(deadlines))
+    let running = raw(State::Running, format!("running on {who}"), Some(holder), earliest(deadlines));
+    Raw { since_ms: taken_at, ..running }
 }
 
 fn stale(
@@ -113,6 +147,7 @@ fn stale(
     who: &str,
     beat: Option<&Beat>,
     deadlines: Vec<Option<u64>>,
+    cfg: &Config,
 ) -> Raw {
     let last_beat = beat.and_then(|b| b.beat_ms);
     let missing = match holder.heartbeat_age_ms {
@@ -130,40 +165,91 @@ fn stale(
             format!("{missing} and the lock never expires; if that server is gone, the lock must be deleted by hand")
         }
     };
-    raw(State::Stale, reason, Some(holder), earliest(deadlines))
+    // Stale since the heartbeat passed its grace.
+    let since = last_beat.map(|b| b.saturating_add(cfg.heartbeat_grace_ms));
+    Raw { since_ms: since, ..raw(State::Stale, reason, Some(holder), earliest(deadlines)) }
 }
 
-fn free(snap: &Snapshot, ctx: Context, cfg: &Config, now: u64) -> Raw {
+fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
+    let now = snap.time_ms;
     let enabled: Vec<&str> = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.as_str()).collect();
     if enabled.is_empty() {
         if snap.flags.iter().any(|f| f.on.is_none()) {
             return raw(State::Unknown, problem_sentence(snap), None, None);
         }
-        return raw(State::Stopped, "nobody has it enabled".to_owned(), None, None);
+        // Stopped when the last flag was switched off.
+        let since = snap.flags.iter().filter_map(|f| f.at_ms).max();
+        return Raw { since_ms: since, ..raw(State::Stopped, "nobody has it enabled".to_owned(), None, None) };
     }
     let who = enabled.join(", ");
-    // Without history, the gap began at the latest flip of an enabled flag
-    // (or, not knowing even that, long ago).
-    let since = ctx
-        .free_since_ms
-        .or(ctx.was_held.then_some(now))
-        .unwrap_or_else(|| snap.flags.iter().filter(|f| f.on == Some(true)).filter_map(|f| f.at_ms).max().unwrap_or(0));
-    let (window, waiting) = if ctx.was_held {
-        (cfg.failover_window_ms, "the lock was released; waiting for another server to take over")
-    } else {
-        (cfg.start_grace_ms, "waiting for a server to start it")
-    };
-    let gap = now.saturating_sub(since);
-    if gap < window {
-        let reason = format!("enabled by {who}; {waiting} ({} of {})", human_duration(gap), human_duration(window));
-        return Raw { state: None, reason, holder: None, deadline_ms: Some(window - gap + 1) };
+    let gap = ctx.gap.unwrap_or_else(|| {
+        if ctx.was_held { Gap { since_ms: now, awaited: Awaited::Takeover } } else { remembered_gap(snap) }
+    });
+    let until = gap.until_ms(cfg);
+    if now < until {
+        let window = until - gap.since_ms;
+        let reason = match gap.awaited {
+            Awaited::Start => format!(
+                "enabled by {who}; waiting for a server to start it until {} (start grace {})",
+                clock_utc(until),
+                human_duration(window)
+            ),
+            Awaited::Takeover => format!(
+                "the last holder let go; waiting for a server to take over until {} (failover window {})",
+                clock_utc(until),
+                human_duration(window)
+            ),
+        };
+        return Raw {
+            state: State::Pending,
+            reason,
+            holder: None,
+            deadline_ms: Some(until - now),
+            since_ms: Some(gap.since_ms),
+            gap: Some(gap),
+        };
     }
-    let reason = format!("enabled by {who} but no server holds the lock (for {})", human_duration(gap));
-    raw(State::Down, reason, None, None)
+    // A gap dated 0 began at an unknown time (a flag without its flip time).
+    let since = (gap.since_ms > 0).then_some(gap.since_ms);
+    let reason = match since {
+        Some(since) => {
+            format!("enabled by {who} but no server holds the lock (for {})", human_duration(now.saturating_sub(since)))
+        }
+        None => format!("enabled by {who} but no server holds the lock"),
+    };
+    Raw { since_ms: since, gap: Some(gap), ..raw(State::Down, reason, None, None) }
+}
+
+/// On a first look at a free, enabled lock: when the gap began, from what
+/// Redis remembers. The job has been enabled since the earliest flip of a
+/// flag that is on now (each has been on since its flip); the last holder
+/// went when its server last beat while naming a lock field, or when the
+/// stream last recorded a release or a loss. The later of the two starts
+/// the gap, and says whether a start or a takeover is awaited.
+fn remembered_gap(snap: &Snapshot) -> Gap {
+    let enabled_since =
+        snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.at_ms.unwrap_or(0)).min().unwrap_or(0);
+    let last_beat_holding = snap
+        .beats
+        .iter()
+        .filter(|b| b.lock_field.as_deref().is_some_and(|f| !f.is_empty()))
+        .filter_map(|b| b.beat_ms)
+        .max();
+    let last_let_go = snap
+        .recent_events
+        .iter()
+        .flatten()
+        .filter(|e| matches!(e.kind.as_str(), "released" | "lost"))
+        .map(|e| e.id.ms)
+        .max();
+    match last_beat_holding.max(last_let_go) {
+        Some(gone) if gone > enabled_since => Gap { since_ms: gone, awaited: Awaited::Takeover },
+        _ => Gap { since_ms: enabled_since, awaited: Awaited::Start },
+    }
 }
 
 fn raw(state: State, reason: String, holder: Option<Holder>, deadline_ms: Option<u64>) -> Raw {
-    Raw { state: Some(state), reason, holder, deadline_ms }
+    Raw { state, reason, holder, deadline_ms, since_ms: None, gap: None }
 }
 
 fn earliest(deadlines: Vec<Option<u64>>) -> Option<u64> {
@@ -185,4 +271,11 @@ pub fn human_duration(ms: u64) -> String {
         60_000..3_600_000 => format!("{} min {} s", ms / 60_000, ms / 1000 % 60),
         _ => format!("{} h {} min", ms / 3_600_000, ms / 60_000 % 60),
     }
+}
+
+/// The time of day of a Redis ms time, in UTC: `10:00:15 UTC`. Enough for
+/// deadlines seconds away; dates are the CLI's business.
+pub fn clock_utc(ms: u64) -> String {
+    let secs = ms / 1000 % 86_400;
+    format!("{:02}:{:02}:{:02} UTC", secs / 3600, secs / 60 % 60, secs % 60)
 }

@@ -7,8 +7,13 @@
 
 mod engine;
 mod evaluate;
+mod memory;
 #[cfg(test)]
 mod props;
+#[cfg(test)]
+mod scenarios;
+#[cfg(test)]
+mod world;
 
 use std::fmt;
 
@@ -17,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::snapshot::{Flag, LockKind};
 
 pub use engine::{Observation, Step, Tracker, step};
-pub use evaluate::human_duration;
+pub use evaluate::{clock_utc, human_duration};
 
 /// What a supervisor needs to know about the job, in one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -27,20 +32,24 @@ pub enum State {
     Running,
     /// Lock held, but the holder's heartbeat is missing or old: hung or dying.
     Stale,
-    /// No lock although somebody has the job enabled.
+    /// No lock although somebody has the job enabled, past the start grace
+    /// or the failover window.
     Down,
+    /// No lock yet, but a server is expected to take it within the start
+    /// grace (just enabled) or the failover window (the holder just went).
+    Pending,
     /// No lock and nobody has the job enabled: stopped on purpose.
     Stopped,
     /// Two servers claim the job, or the holder names another fence token.
     Conflict,
-    /// Redis unreachable, access refused, or the data unreadable.
+    /// Redis unreachable, access refused, the data unreadable, or lost.
     Unknown,
 }
 
 impl State {
     /// Every state, mildest first.
-    pub const ALL: [State; 6] =
-        [State::Running, State::Stopped, State::Stale, State::Unknown, State::Down, State::Conflict];
+    pub const ALL: [State; 7] =
+        [State::Running, State::Stopped, State::Pending, State::Stale, State::Unknown, State::Down, State::Conflict];
 
     /// The state's name as the CLI and JSON print it.
     pub fn as_str(self) -> &'static str {
@@ -48,6 +57,7 @@ impl State {
             State::Running => "running",
             State::Stale => "stale",
             State::Down => "down",
+            State::Pending => "pending",
             State::Stopped => "stopped",
             State::Conflict => "conflict",
             State::Unknown => "unknown",
@@ -59,10 +69,11 @@ impl State {
         match self {
             State::Running => 0,
             State::Stopped => 1,
-            State::Stale => 2,
-            State::Unknown => 3,
-            State::Down => 4,
-            State::Conflict => 5,
+            State::Pending => 2,
+            State::Stale => 3,
+            State::Unknown => 4,
+            State::Down => 5,
+            State::Conflict => 6,
         }
     }
 
@@ -70,7 +81,7 @@ impl State {
     pub fn exit_code(self) -> u8 {
         match self {
             State::Running | State::Stopped => 0,
-            State::Stale => 1,
+            State::Stale | State::Pending => 1,
             State::Down | State::Conflict => 2,
             State::Unknown => 3,
         }
@@ -139,6 +150,17 @@ impl Holder {
     pub fn differs_from(&self, other: &Holder) -> bool {
         self.field != other.field || matches!((self.fence, other.fence), (Some(a), Some(b)) if a != b)
     }
+
+    /// True when `other` holds the lock on the same server: the same node
+    /// name, or, where no heartbeat names either, the same Redisson client
+    /// and thread (the lock field).
+    pub fn same_server(&self, other: &Holder) -> bool {
+        match (&self.node, &other.node) {
+            (Some(a), Some(b)) => a == b,
+            (None, None) => self.field == other.field,
+            _ => false,
+        }
+    }
 }
 
 /// The lock as shown to users.
@@ -181,10 +203,16 @@ pub struct Status {
     /// Every registered user's flag, on or off.
     pub flags: Vec<Flag>,
     pub nodes: Vec<NodeView>,
-    /// Redis time of the read this status comes from.
+    /// Redis time of the read this status comes from; `None` when Redis
+    /// could not be read, and then `lock`, `flags` and `nodes` are blank and
+    /// say nothing.
     pub checked_at_ms: Option<u64>,
-    /// Redis time since when the job has been in this state, as far as seen.
+    /// Redis time since when the job has been in this state, as far as seen
+    /// or, on a first look, as far as Redis remembers.
     pub since_ms: Option<u64>,
+    /// For `pending`: the Redis time until which a server is expected to
+    /// take the job.
+    pub pending_until_ms: Option<u64>,
     /// Data found that could not be read.
     pub problems: Vec<String>,
 }
@@ -195,6 +223,12 @@ pub struct Status {
 pub enum EventKind {
     Started,
     Stopped,
+    /// The same server took the job again (a new holding on the server that
+    /// had it).
+    Restarted,
+    /// Redis lost the job's keys (restart without persistence, flush,
+    /// failover to an empty replica).
+    DataLost,
     Died,
     Stalled,
     Recovered,
@@ -210,6 +244,8 @@ impl EventKind {
         match self {
             EventKind::Started => "started",
             EventKind::Stopped => "stopped",
+            EventKind::Restarted => "restarted",
+            EventKind::DataLost => "data_lost",
             EventKind::Died => "died",
             EventKind::Stalled => "stalled",
             EventKind::Recovered => "recovered",

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { duration, holderName, stateInfo, streamMs } from "../format.js";
+import { duration, holderName, leaseText, ownFlag, stateInfo, streamMs } from "../format.js";
 
 test("durations read like the CLI's", () => {
   assert.equal(duration(850), "850 ms");
@@ -21,4 +21,32 @@ test("holder names prefer the server", () => {
   assert.equal(holderName({ field: "a:1", node: "wh-east-1" }), "wh-east-1");
   assert.equal(holderName({ field: "a:1", node: null }), "lock field a:1");
   assert.equal(streamMs("1700000000123-4"), 1700000000123);
+});
+
+test("pending is a state of its own, amber and waiting", () => {
+  assert.equal(stateInfo("pending").word, "Pending");
+  assert.notEqual(stateInfo("pending").glyph, stateInfo("unknown").glyph);
+});
+
+test("while Redis cannot be read the lease is not known, never free", () => {
+  const blank = { state: "unknown", checked_at_ms: null, lock: { kind: null, holders: [], ttl_ms: null } };
+  assert.equal(leaseText(blank), "not known");
+  const unreadable = { state: "unknown", checked_at_ms: 5, lock: { kind: "unreadable", holders: [], ttl_ms: null } };
+  assert.equal(leaseText(unreadable), "not known");
+  assert.equal(leaseText({ state: "down", checked_at_ms: 5, lock: { kind: "none", holders: [], ttl_ms: null } }), "free");
+  assert.equal(leaseText({ state: "running", checked_at_ms: 5, lock: { kind: "redisson", holders: ["a:1"], ttl_ms: 12_400 } }), "12 s");
+  assert.equal(leaseText({ state: "running", checked_at_ms: 5, lock: { kind: "redisson", holders: ["a:1"], ttl_ms: null } }), "no expiry");
+  assert.equal(leaseText(undefined), "–");
+});
+
+test("the own flag is not known while Redis cannot be read, known after a data loss", () => {
+  const blank = { state: "unknown", checked_at_ms: null, enabled_users: [], flags: [] };
+  assert.equal(ownFlag(blank, "alice"), null);
+  const lost = { state: "unknown", checked_at_ms: 5, enabled_users: [], flags: [] };
+  assert.equal(ownFlag(lost, "alice"), false);
+  const on = { state: "running", checked_at_ms: 5, enabled_users: ["alice"], flags: [{ user: "alice", on: true }] };
+  assert.equal(ownFlag(on, "alice"), true);
+  const unreadable = { state: "unknown", checked_at_ms: 5, enabled_users: [], flags: [{ user: "alice", on: null }] };
+  assert.equal(ownFlag(unreadable, "alice"), null);
+  assert.equal(ownFlag(undefined, "alice"), null);
 });

@@ -1,0 +1,378 @@
+//! The engine on hand-made scenarios: each state and event, waiting out a
+//! grace, first looks dated from what Redis remembers, outages, restarts on
+//! the same server, and Redis losing the job's data.
+
+use super::world::*;
+use super::*;
+use crate::snapshot::{Beat, Lock, LockKind};
+
+#[test]
+fn first_look_reports_the_state_without_events() {
+    let mut t = Tracker::default();
+    let s = read(&mut t, &World::running("srv-a", "uuid-a:1"));
+    assert_eq!(s.status.state, State::Running);
+    assert_eq!(s.status.holder.as_ref().and_then(|h| h.node.as_deref()), Some("srv-a"));
+    assert!(s.events.is_empty());
+}
+
+#[test]
+fn the_holder_gone_is_pending_and_a_quick_takeover_is_one_failover() {
+    let mut t = Tracker::default();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    w.hand_to(None);
+    w.wait(1_000);
+    let gap = read(&mut t, &w);
+    assert_eq!(gap.status.state, State::Pending, "nobody runs it: not running");
+    assert!(gap.status.holder.is_none());
+    let until = w.time_ms + Config::default().failover_window_ms;
+    assert_eq!(gap.status.pending_until_ms, Some(until));
+    assert!(gap.status.reason.contains("waiting for a server to take over until"), "{}", gap.status.reason);
+    assert!(gap.status.reason.contains(&clock_utc(until)), "{}", gap.status.reason);
+    assert!(gap.events.is_empty(), "entering pending is no news");
+    assert_eq!(gap.next_check_ms, Some(Config::default().failover_window_ms), "the end of the window is armed");
+    w.hand_to(Some(("srv-b", "uuid-b:1")));
+    w.wait(800);
+    let s = read(&mut t, &w);
+    assert_eq!(kinds(&s), vec![EventKind::Failover]);
+    assert_eq!(s.events[0].from.as_ref().and_then(|h| h.node.as_deref()), Some("srv-a"));
+    assert_eq!(s.events[0].to.as_ref().and_then(|h| h.node.as_deref()), Some("srv-b"));
+}
+
+#[test]
+fn a_long_gap_is_a_death_dated_from_the_gap_then_a_recovery() {
+    let mut t = Tracker::default();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    w.hand_to(None);
+    w.wait(1_000);
+    let gone_at = w.time_ms;
+    let _ = read(&mut t, &w);
+    w.wait(Config::default().failover_window_ms);
+    let died = read(&mut t, &w);
+    assert_eq!(died.status.state, State::Down);
+    assert_eq!(kinds(&died), vec![EventKind::Died]);
+    assert_eq!(died.status.since_ms, Some(gone_at), "down since the lock went free");
+    assert!(died.status.reason.ends_with("(for 5 s)"), "{}", died.status.reason);
+    w.hand_to(Some(("srv-b", "uuid-b:1")));
+    w.wait(1_000);
+    assert_eq!(kinds(&read(&mut t, &w)), vec![EventKind::Recovered]);
+}
+
+#[test]
+fn the_first_look_right_after_enabling_is_pending_then_started() {
+    let mut t = Tracker::default();
+    let mut w = World::free(1_000_000 - 2_000);
+    let s = read(&mut t, &w);
+    assert_eq!(s.status.state, State::Pending, "{}", s.status.reason);
+    assert_eq!(s.status.state.exit_code(), 1);
+    assert_eq!(s.status.since_ms, Some(w.flag_at_ms));
+    assert_eq!(s.status.pending_until_ms, Some(w.flag_at_ms + Config::default().start_grace_ms));
+    assert!(s.status.reason.starts_with("enabled by alice; waiting for a server to start it until "));
+    w.hand_to(Some(("srv-a", "uuid-a:1")));
+    w.wait(1_000);
+    assert_eq!(kinds(&read(&mut t, &w)), vec![EventKind::Started]);
+}
+
+#[test]
+fn enabled_and_never_started_within_the_grace_is_a_death() {
+    let mut t = Tracker::default();
+    let mut w = World::free(1_000_000 - 2_000);
+    let _ = read(&mut t, &w);
+    w.wait(8_000);
+    let s = read(&mut t, &w);
+    assert_eq!(s.status.state, State::Down);
+    assert_eq!(kinds(&s), vec![EventKind::Died]);
+    assert_eq!(s.status.since_ms, Some(w.flag_at_ms));
+}
+
+#[test]
+fn a_first_look_dates_a_down_job_from_the_last_holder_and_is_the_same_later() {
+    let mut w = World::free(1);
+    w.stream.clear();
+    w.time_ms -= 50_000;
+    w.record("lost");
+    w.time_ms += 50_000;
+    let first = read(&mut Tracker::default(), &w);
+    assert_eq!(first.status.state, State::Down);
+    assert_eq!(first.status.since_ms, Some(1_000_000 - 50_000));
+    assert!(first.status.reason.ends_with("(for 50 s)"), "{}", first.status.reason);
+    w.wait(7_000);
+    let later = read(&mut Tracker::default(), &w);
+    assert_eq!(later.status.since_ms, first.status.since_ms);
+    assert!(later.status.reason.ends_with("(for 57 s)"), "{}", later.status.reason);
+
+    // A holder whose last beat named the lock went later than that.
+    let mut snap = w.snapshot();
+    snap.beats.push(Beat {
+        node: "srv-b".into(),
+        lock_field: Some("uuid-b:1".into()),
+        beat_ms: Some(w.time_ms - 20_000),
+        state: Some("running".into()),
+        ..Default::default()
+    });
+    let s = feed(&mut Tracker::default(), Observation::Read(snap));
+    assert_eq!(s.status.since_ms, Some(w.time_ms - 20_000));
+}
+
+#[test]
+fn a_first_look_just_after_the_holder_let_go_is_pending_then_dies_at_the_window() {
+    let mut w = World::free(0);
+    w.record("released");
+    w.wait(2_000);
+    let mut t = Tracker::default();
+    let s = read(&mut t, &w);
+    assert_eq!(s.status.state, State::Pending);
+    assert!(s.status.reason.contains("take over"), "{}", s.status.reason);
+    w.wait(3_000);
+    assert_eq!(kinds(&read(&mut t, &w)), vec![EventKind::Died]);
+}
+
+#[test]
+fn a_down_job_says_nothing_new_after_an_outage() {
+    let mut t = Tracker::default();
+    let mut w = World::free(1_000_000 - 600_000);
+    let down = read(&mut t, &w);
+    assert_eq!(down.status.state, State::Down);
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        seen.extend(kinds(&fail(&mut t, 1_000)));
+    }
+    assert_eq!(seen, vec![EventKind::Unreachable]);
+    w.wait(4_000);
+    let back = read(&mut t, &w);
+    assert_eq!(kinds(&back), vec![EventKind::Reachable]);
+    assert_eq!(back.status.state, State::Down);
+    assert_eq!(back.status.since_ms, down.status.since_ms);
+}
+
+#[test]
+fn a_state_seen_again_after_an_outage_keeps_its_since() {
+    let mut t = Tracker::default();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let first = read(&mut t, &w);
+    let _ = fail(&mut t, 1_000);
+    let _ = fail(&mut t, 1_000);
+    w.wait(3_000);
+    let back = read(&mut t, &w);
+    assert_eq!(kinds(&back), vec![EventKind::Reachable]);
+    assert_eq!(back.status.since_ms, first.status.since_ms);
+}
+
+#[test]
+fn an_outage_in_the_middle_of_a_gap_is_still_one_failover() {
+    let mut t = Tracker::default();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    w.hand_to(None);
+    w.wait(500);
+    let _ = read(&mut t, &w);
+    let _ = fail(&mut t, 500);
+    let _ = fail(&mut t, 500);
+    w.hand_to(Some(("srv-b", "uuid-b:1")));
+    w.wait(2_000);
+    assert_eq!(kinds(&read(&mut t, &w)), vec![EventKind::Reachable, EventKind::Failover]);
+}
+
+#[test]
+fn the_same_server_taking_the_lock_again_is_a_restart() {
+    let mut t = Tracker::default();
+    let mut w = World::running("wh-east-1", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    // Lost the lock and took it again through a short gap: new fence, same server.
+    w.hand_to(None);
+    w.wait(300);
+    let _ = read(&mut t, &w);
+    w.hand_to(Some(("wh-east-1", "uuid-a:1")));
+    w.wait(300);
+    let s = read(&mut t, &w);
+    assert_eq!(kinds(&s), vec![EventKind::Restarted]);
+    assert_eq!(s.events[0].reason, "restarted on wh-east-1");
+    // And directly, with a new fence under the same field.
+    w.fence = w.fence.map(|f| f + 1);
+    w.wait(1_000);
+    assert_eq!(kinds(&read(&mut t, &w)), vec![EventKind::Restarted]);
+}
+
+#[test]
+fn a_silent_holder_is_stale_and_says_whether_the_lock_is_renewed() {
+    let mut t = Tracker::default();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    w.beating = false;
+    w.wait(1_000);
+    let first = read(&mut t, &w);
+    assert_eq!(first.status.state, State::Running, "one look is not yet a confirmation");
+    w.wait(200);
+    let s = read(&mut t, &w);
+    assert_eq!(s.status.state, State::Stale);
+    assert_eq!(kinds(&s), vec![EventKind::Stalled]);
+    assert!(s.status.reason.starts_with("dying"), "{}", s.status.reason);
+    w.wait(1_000);
+    w.ttl_ms = 30_000;
+    let renewed = read(&mut t, &w);
+    assert!(renewed.status.reason.starts_with("hung"), "{}", renewed.status.reason);
+    assert!(renewed.events.is_empty());
+}
+
+#[test]
+fn disabling_stops_without_a_death() {
+    let mut t = Tracker::default();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    w.enabled = false;
+    w.hand_to(None);
+    w.wait(1_000);
+    let s = read(&mut t, &w);
+    assert_eq!(s.status.state, State::Stopped);
+    assert_eq!(kinds(&s), vec![EventKind::Stopped]);
+}
+
+#[test]
+fn losing_redis_is_one_unreachable_then_one_reachable() {
+    let mut t = Tracker::default();
+    let w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    let mut seen = Vec::new();
+    for _ in 0..10 {
+        let s = fail(&mut t, 1_000);
+        assert_ne!(s.status.state, State::Stopped);
+        seen.extend(kinds(&s));
+    }
+    assert_eq!(seen, vec![EventKind::Unreachable]);
+    let blank = t.status().unwrap();
+    assert_eq!(blank.state, State::Unknown);
+    assert_eq!(blank.checked_at_ms, None, "nothing read: the facts are blank and say so");
+    assert_eq!(kinds(&read(&mut t, &w)), vec![EventKind::Reachable]);
+}
+
+#[test]
+fn one_failed_or_slow_read_changes_nothing() {
+    let mut t = Tracker::default();
+    let w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    let slow = fail(&mut t, 800);
+    assert_eq!(slow.status.state, State::Running);
+    assert!(slow.events.is_empty());
+    assert!(read(&mut t, &w).events.is_empty());
+}
+
+#[test]
+fn redis_losing_the_data_is_unknown_with_one_data_lost_until_a_new_holding() {
+    let mut t = Tracker::default();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    w.fence = Some(57);
+    let _ = read(&mut t, &w);
+    w.flush();
+    w.wait(500);
+    let lost = read(&mut t, &w);
+    assert_eq!(lost.status.state, State::Unknown);
+    assert_eq!(kinds(&lost), vec![EventKind::DataLost]);
+    assert!(lost.status.reason.starts_with("Redis lost the job's data (the fence counter was at 57"));
+    assert!(lost.status.checked_at_ms.is_some(), "what Redis holds now was read");
+    // The worker says it lost the lock; nobody has it enabled any more: still no news.
+    w.record("lost");
+    for _ in 0..3 {
+        w.wait(1_000);
+        let s = read(&mut t, &w);
+        assert_eq!(s.status.state, State::Unknown);
+        assert!(s.events.is_empty(), "{:?}", s.events);
+        assert_eq!(s.status.since_ms, lost.status.since_ms);
+    }
+    // Alice enables it again: pending; the server takes it: restarted there.
+    w.flags_present = true;
+    w.enabled = true;
+    w.flag_at_ms = w.time_ms;
+    let s = read(&mut t, &w);
+    assert_eq!(s.status.state, State::Pending, "{}", s.status.reason);
+    assert!(s.status.reason.contains("start it"), "{}", s.status.reason);
+    w.hand_to(Some(("srv-a", "uuid-a:1")));
+    w.wait(1_000);
+    let back = read(&mut t, &w);
+    assert_eq!(back.status.state, State::Running);
+    assert_eq!(kinds(&back), vec![EventKind::Restarted]);
+}
+
+#[test]
+fn redis_restarted_empty_is_unreachable_then_reachable_and_data_lost() {
+    let mut t = Tracker::default();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    let _ = fail(&mut t, 1_000);
+    assert_eq!(kinds(&fail(&mut t, 1_000)), vec![EventKind::Unreachable]);
+    w.flush();
+    w.wait(3_000);
+    let s = read(&mut t, &w);
+    assert_eq!(kinds(&s), vec![EventKind::Reachable, EventKind::DataLost]);
+    assert_eq!(s.status.state, State::Unknown);
+    // Lost from sight again, and back: one more unreachable, no second data_lost.
+    let _ = fail(&mut t, 1_000);
+    assert_eq!(kinds(&fail(&mut t, 1_000)), vec![EventKind::Unreachable]);
+    w.wait(3_000);
+    assert_eq!(kinds(&read(&mut t, &w)), vec![EventKind::Reachable]);
+}
+
+#[test]
+fn two_fresh_claims_are_a_conflict() {
+    let mut t = Tracker::default();
+    let w = World::running("srv-a", "uuid-a:1");
+    let mut snap = w.snapshot();
+    snap.beats.push(Beat {
+        node: "srv-b".into(),
+        lock_field: Some("uuid-b:1".into()),
+        beat_ms: Some(w.time_ms - 100),
+        state: Some("running".into()),
+        ..Default::default()
+    });
+    let s = feed(&mut t, Observation::Read(snap));
+    assert_eq!(s.status.state, State::Conflict, "{}", s.status.reason);
+}
+
+#[test]
+fn a_predecessor_that_stopped_beating_before_the_takeover_is_no_conflict() {
+    let mut t = Tracker::default();
+    let w = World::running("srv-b", "uuid-b:1");
+    let mut snap = w.snapshot();
+    // srv-a died a moment before srv-b took over; its last beat is still young.
+    snap.beats[0].started_ms = Some(w.time_ms - 1_000);
+    snap.beats.push(Beat {
+        node: "srv-a".into(),
+        lock_field: Some("uuid-a:1".into()),
+        beat_ms: Some(w.time_ms - 2_000),
+        state: Some("running".into()),
+        ..Default::default()
+    });
+    assert_eq!(feed(&mut t, Observation::Read(snap)).status.state, State::Running);
+}
+
+#[test]
+fn an_unreadable_lock_is_unknown_and_its_lease_unknown() {
+    let mut t = Tracker::default();
+    let mut snap = World::running("srv-a", "uuid-a:1").snapshot();
+    snap.lock = Lock { kind: LockKind::Unreadable, redis_type: "list".into(), ..Default::default() };
+    snap.problems.push("the lock key {outbound}:lock is a list, not a hash or string lock".into());
+    let s = feed(&mut t, Observation::Read(snap));
+    assert_eq!(s.status.state, State::Unknown);
+    assert_eq!(s.status.lock.ttl_ms, None);
+}
+
+#[test]
+fn lock_only_mode_counts_a_held_lock_as_running() {
+    let mut t = Tracker::default();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    w.beating = false;
+    let cfg = Config { heartbeats: false, ..Config::default() };
+    let s = step(&mut t, JOB, LOCK, Observation::Read(w.snapshot()), &cfg);
+    assert_eq!(s.status.state, State::Running);
+}
+
+#[test]
+fn pending_is_amber_between_running_and_stale() {
+    assert_eq!(State::Pending.exit_code(), 1);
+    assert!(State::Pending.severity() > State::Stopped.severity());
+    assert!(State::Pending.severity() < State::Stale.severity());
+    assert!(State::ALL.contains(&State::Pending));
+    assert_eq!(State::Pending.as_str(), "pending");
+    assert_eq!(EventKind::Restarted.as_str(), "restarted");
+    assert_eq!(EventKind::DataLost.as_str(), "data_lost");
+}

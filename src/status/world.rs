@@ -1,0 +1,139 @@
+//! A world the engine's tests script by hand: who holds the lock, who beats,
+//! who enabled it, what the event stream remembers; and the helpers that
+//! show it to a tracker.
+
+use super::*;
+use crate::snapshot::{Beat, Flag, Lock, LockKind, Snapshot, StreamEntry, StreamId};
+
+pub(super) const JOB: &str = "outbound";
+pub(super) const LOCK: &str = "{outbound}:lock";
+
+#[derive(Debug, Clone)]
+pub(super) struct World {
+    pub time_ms: u64,
+    pub holder: Option<(&'static str, &'static str)>,
+    /// The fence counter; `None` when the key does not exist.
+    pub fence: Option<i64>,
+    pub ttl_ms: u64,
+    pub beating: bool,
+    pub enabled: bool,
+    /// Redis time the flag was last flipped.
+    pub flag_at_ms: u64,
+    /// Whether alice's flag and the users registry exist at all.
+    pub flags_present: bool,
+    /// The event stream, newest first.
+    pub stream: Vec<StreamEntry>,
+}
+
+impl World {
+    pub fn running(node: &'static str, field: &'static str) -> World {
+        let mut w = World {
+            time_ms: 1_000_000,
+            holder: Some((node, field)),
+            fence: Some(1),
+            ttl_ms: 30_000,
+            beating: true,
+            enabled: true,
+            flag_at_ms: 0,
+            flags_present: true,
+            stream: Vec::new(),
+        };
+        w.record("acquired");
+        w
+    }
+
+    /// Nobody holds the lock; alice enabled it at `flag_at_ms`.
+    pub fn free(flag_at_ms: u64) -> World {
+        World { holder: None, flag_at_ms, ..World::running("srv-a", "uuid-a:1") }
+    }
+
+    /// Appends an entry to the stream, as a worker does.
+    pub fn record(&mut self, kind: &str) {
+        let seq = match self.stream.first() {
+            Some(last) if last.id.ms >= self.time_ms => last.id.seq + 1,
+            _ => 0,
+        };
+        let ms = self.stream.first().map_or(self.time_ms, |last| last.id.ms.max(self.time_ms));
+        self.stream.insert(0, StreamEntry { id: StreamId { ms, seq }, kind: kind.to_owned() });
+    }
+
+    /// A new holding by `who` (a new fence and an `acquired` entry), or the
+    /// holder letting go (a `released` entry).
+    pub fn hand_to(&mut self, who: Option<(&'static str, &'static str)>) {
+        self.holder = who;
+        self.ttl_ms = 30_000;
+        if who.is_some() {
+            self.fence = Some(self.fence.unwrap_or(0) + 1);
+            self.record("acquired");
+        } else {
+            self.record("released");
+        }
+    }
+
+    /// Redis forgets everything: restart without persistence, `FLUSHALL`.
+    pub fn flush(&mut self) {
+        self.holder = None;
+        self.fence = None;
+        self.stream.clear();
+        self.flags_present = false;
+        self.enabled = false;
+    }
+
+    pub fn wait(&mut self, ms: u64) {
+        self.time_ms += ms;
+        self.ttl_ms = self.ttl_ms.saturating_sub(ms).max(1);
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snap = Snapshot {
+            time_ms: self.time_ms,
+            fence: self.fence,
+            recent_events: Some(self.stream.iter().take(8).cloned().collect()),
+            ..Default::default()
+        };
+        if let Some((node, field)) = self.holder {
+            snap.lock = Lock {
+                kind: LockKind::Redisson,
+                holders: vec![field.to_owned()],
+                ttl_ms: Some(self.ttl_ms),
+                ..Default::default()
+            };
+            if self.beating {
+                snap.beats.push(Beat {
+                    node: node.to_owned(),
+                    lock_field: Some(field.to_owned()),
+                    fence: self.fence,
+                    beat_ms: Some(self.time_ms.saturating_sub(500)),
+                    started_ms: Some(self.time_ms.saturating_sub(60_000)),
+                    state: Some("running".to_owned()),
+                    ..Default::default()
+                });
+            }
+        }
+        if self.flags_present {
+            snap.flags.push(Flag {
+                user: "alice".to_owned(),
+                on: Some(self.enabled),
+                at_ms: Some(self.flag_at_ms),
+                host: None,
+            });
+        }
+        snap
+    }
+}
+
+pub(super) fn feed(t: &mut Tracker, obs: Observation) -> Step {
+    step(t, JOB, LOCK, obs, &Config::default())
+}
+
+pub(super) fn read(t: &mut Tracker, w: &World) -> Step {
+    feed(t, Observation::Read(w.snapshot()))
+}
+
+pub(super) fn fail(t: &mut Tracker, elapsed_ms: u64) -> Step {
+    feed(t, Observation::Failed { reason: "refused".into(), elapsed_ms })
+}
+
+pub(super) fn kinds(s: &Step) -> Vec<EventKind> {
+    s.events.iter().map(|e| e.event).collect()
+}
