@@ -145,7 +145,7 @@ def pixels(path):
 
 
 def icon_states():
-    return {pixels(os.path.join(ICONS, f"state-{s}.png")): s for s in ["running", "stale", "down", "stopped", "conflict", "unknown"]}
+    return {pixels(os.path.join(ICONS, f"state-{s}.png")): s for s in ["running", "pending", "stale", "down", "stopped", "conflict", "unknown"]}
 
 
 def main():
