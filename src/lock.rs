@@ -55,6 +55,17 @@ pub struct Wait {
     pub counter_missing: bool,
 }
 
+impl Wait {
+    /// Why the job waits, for logs and the event stream.
+    pub fn reason(&self) -> &'static str {
+        if self.counter_missing {
+            "the fence counter is missing: Redis is new or lost its data"
+        } else {
+            "the fence counter restarted less than a lease ago: Redis is new or lost its data"
+        }
+    }
+}
+
 /// Outcome of one renewal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Renew {

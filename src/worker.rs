@@ -18,7 +18,7 @@ use crate::connect::Target;
 use crate::error::{Error, describe};
 use crate::job::{Job, JobEnv, Killer, Work};
 use crate::keys::Keys;
-use crate::lock::{Acquire, Lock, Renew};
+use crate::lock::{Acquire, Lock, Renew, Wait};
 use crate::probe::probe;
 use crate::watch::follow_pubsub;
 
@@ -276,31 +276,7 @@ impl Worker {
                     // acquisition can have happened.
                     let waits_until = wait.map(|w| Instant::now() + w.left);
                     *holding = Some(self.hold(fence, since, waits_until));
-                    match wait {
-                        Some(wait) => {
-                            let why = if wait.counter_missing {
-                                "the fence counter is missing: Redis is new or lost its data".to_owned()
-                            } else {
-                                "the fence counter restarted less than a lease ago: Redis lost its data".to_owned()
-                            };
-                            tracing::warn!(
-                                node = %self.opts.node,
-                                fence,
-                                "acquired the lock; {why}; waiting {} s so an earlier holder has stopped",
-                                wait.left.as_secs_f64()
-                            );
-                            let wait_ms = wait.left.as_millis().to_string();
-                            self.record(
-                                "acquired",
-                                &[("fence", &fence.to_string()), ("wait_ms", &wait_ms), ("reason", &why)],
-                            )
-                            .await;
-                        }
-                        None => {
-                            tracing::info!(node = %self.opts.node, fence, "acquired the lock");
-                            self.record("acquired", &[("fence", &fence.to_string())]).await;
-                        }
-                    }
+                    self.note_acquired(fence, wait).await;
                 }
                 Ok((Acquire::Unconfirmed { fence }, _)) => {
                     // Not a holding: the next attempt takes it again (it is
@@ -423,6 +399,25 @@ impl Worker {
             renewals: rx,
             watchdog,
         }
+    }
+
+    /// Says that the lock is ours, and why the job waits if it does.
+    async fn note_acquired(&mut self, fence: i64, wait: Option<Wait>) {
+        let fence_text = fence.to_string();
+        let Some(wait) = wait else {
+            tracing::info!(node = %self.opts.node, fence, "acquired the lock");
+            self.record("acquired", &[("fence", &fence_text)]).await;
+            return;
+        };
+        let why = wait.reason();
+        tracing::warn!(
+            node = %self.opts.node,
+            fence,
+            "acquired the lock; {why}; waiting {} s so an earlier holder has stopped",
+            wait.left.as_secs_f64()
+        );
+        let wait_ms = wait.left.as_millis().to_string();
+        self.record("acquired", &[("fence", &fence_text), ("wait_ms", &wait_ms), ("reason", why)]).await;
     }
 
     /// Lost the lock: kill the job at once, say so if Redis listens.

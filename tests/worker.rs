@@ -855,8 +855,21 @@ async fn redis_restarted_empty_under_a_running_job_starts_no_second_run_until_it
     no_second_run_after_data_loss(|server| server.restart()).await;
 }
 
-/// The events recorded so far, as (type, stream id ms, fields).
-fn events_at(c: &mut redis::Connection) -> Vec<(String, u64, Vec<(String, String)>)> {
+/// One entry of the job's event stream.
+struct Event {
+    kind: String,
+    /// Redis time of the entry (its stream id).
+    ms: u64,
+    fields: Vec<(String, String)>,
+}
+
+impl Event {
+    fn field(&self, name: &str) -> Option<&str> {
+        self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+fn events_at(c: &mut redis::Connection) -> Vec<Event> {
     let reply: redis::streams::StreamRangeReply =
         redis::cmd("XRANGE").arg("{outbound}:events").arg("-").arg("+").query(c).unwrap();
     reply
@@ -867,7 +880,7 @@ fn events_at(c: &mut redis::Connection) -> Vec<(String, u64, Vec<(String, String
             let fields: Vec<(String, String)> =
                 entry.map.into_iter().map(|(k, v)| (k, redis::from_redis_value::<String>(v).unwrap())).collect();
             let kind = fields.iter().find(|(k, _)| k == "type").map(|(_, v)| v.clone()).unwrap_or_default();
-            (kind, ms, fields)
+            Event { kind, ms, fields }
         })
         .collect()
 }
@@ -893,10 +906,10 @@ async fn the_first_start_on_a_fresh_redis_waits_one_lease_and_says_starting() {
     assert!(!waiting.is_empty() && waiting.iter().all(|s| *s == "starting"), "states while waiting: {states:?}");
     let started_ms: u64 = beat_field(&mut c, "srv-a", "started_ms").unwrap().parse().unwrap();
     let events = events_at(&mut c);
-    let (_, _, acquired) = events.iter().find(|e| e.0 == "acquired").expect("an acquired event");
-    let wait: u64 = acquired.iter().find(|(k, _)| k == "wait_ms").map(|(_, v)| v.parse().unwrap()).unwrap_or(0);
-    assert_eq!(wait, lease_ms, "the acquired event says the job waits one lease: {acquired:?}");
-    let (_, job_started_ms, _) = events.iter().find(|e| e.0 == "job-started").expect("a job-started event");
+    let acquired = events.iter().find(|e| e.kind == "acquired").expect("an acquired event");
+    let wait: u64 = acquired.field("wait_ms").map(|v| v.parse().unwrap()).unwrap_or(0);
+    assert_eq!(wait, lease_ms, "the acquired event says the job waits one lease: {:?}", acquired.fields);
+    let job_started_ms = events.iter().find(|e| e.kind == "job-started").expect("a job-started event").ms;
     println!("first start on a fresh Redis: job started {} ms after the acquisition", job_started_ms - started_ms);
     assert!(job_started_ms - started_ms >= lease_ms, "the job started before one lease had passed");
     eventually("the heartbeat to say running", Duration::from_secs(5), || {
@@ -1016,8 +1029,9 @@ async fn a_holder_that_lets_go_during_the_wait_leaves_the_rest_of_it_to_the_next
     assert_eq!(beat_field(&mut c, "srv-b", "state").as_deref(), Some("starting"));
     eventually("srv-b's job", Duration::from_millis(lease_ms + 5_000), || journal(&j).first().cloned()).await;
     let events = events_at(&mut c);
-    let (_, job_started_ms, fields) = events.iter().find(|e| e.0 == "job-started").unwrap();
-    assert!(fields.contains(&("node".to_owned(), "srv-b".to_owned())), "{fields:?}");
+    let job_started = events.iter().find(|e| e.kind == "job-started").unwrap();
+    assert_eq!(job_started.field("node"), Some("srv-b"));
+    let job_started_ms = job_started.ms;
     println!("srv-b's job started {} ms after srv-a's acquisition", job_started_ms - acquired_ms);
     assert!(job_started_ms - acquired_ms >= lease_ms, "srv-b started the job within a lease of the data loss");
     kill9(&mut b);
@@ -1086,9 +1100,9 @@ async fn the_demo_starts_its_job_at_once_on_its_own_new_redis() {
     })
     .await;
     let mut c = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
-    let acquired: Vec<_> = events_at(&mut c).into_iter().filter(|e| e.0 == "acquired").collect();
+    let acquired: Vec<Event> = events_at(&mut c).into_iter().filter(|e| e.kind == "acquired").collect();
     assert!(!acquired.is_empty());
-    for (_, _, fields) in &acquired {
-        assert!(!fields.iter().any(|(k, _)| k == "wait_ms"), "the demo's job waited: {fields:?}");
+    for e in &acquired {
+        assert_eq!(e.field("wait_ms"), None, "the demo's job waited: {:?}", e.fields);
     }
 }
