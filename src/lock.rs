@@ -8,6 +8,10 @@
 //! script, as Redisson does with its sync slaves): a failover to a replica
 //! then cannot hand the lock to a second holder. Fences never repeat or go
 //! back, even when Redis loses its data.
+//!
+//! An acquisition that finds the fence counter missing cannot know whether
+//! an earlier holder, whose lock vanished with Redis's data, still runs its
+//! job: it says how long to wait before starting the job ([`Wait`]).
 
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -28,14 +32,38 @@ const MAX_CONFIRM_WAIT: Duration = Duration::from_secs(2);
 /// Outcome of one acquisition attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Acquire {
-    /// The lock is ours, with this fencing token.
-    Acquired { fence: i64 },
+    /// The lock is ours, with this fencing token; `wait` says how long the
+    /// job must not start yet.
+    Acquired { fence: i64, wait: Option<Wait> },
     /// Taken on the primary, but no replica confirmed it in time: not a
     /// holding. It expires unless a later attempt gets the confirmation.
     Unconfirmed { fence: i64 },
     /// Somebody else holds it; it expires in this long unless renewed
     /// (`None`: no expiry set).
     Held { ttl: Option<Duration> },
+}
+
+/// Why and how long a new holder waits before it starts the job: Redis is
+/// new or lost its data less than a lease ago, so an earlier holder may
+/// still run the job until its next renewal finds the lock gone (at most
+/// 3/4 of its lease). Every worker of a job must use the same lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wait {
+    /// How long, from the acquisition.
+    pub left: Duration,
+    /// The fence counter was missing (else it restarted less than a lease ago).
+    pub counter_missing: bool,
+}
+
+impl Wait {
+    /// Why the job waits, for logs and the event stream.
+    pub fn reason(&self) -> &'static str {
+        if self.counter_missing {
+            "the fence counter is missing: Redis is new or lost its data"
+        } else {
+            "the fence counter restarted less than a lease ago: Redis is new or lost its data"
+        }
+    }
 }
 
 /// Outcome of one renewal.
@@ -71,6 +99,8 @@ struct Reply {
     ok: bool,
     value: i64,
     fence: Option<i64>,
+    /// Of an acquisition: the wait before the job may start.
+    wait: Option<Wait>,
     confirmed: bool,
 }
 
@@ -115,7 +145,7 @@ impl Lock {
             self.seen.fetch_max(fence, Ordering::SeqCst);
         }
         Ok(match (reply.ok, reply.confirmed) {
-            (true, true) => Acquire::Acquired { fence: reply.value },
+            (true, true) => Acquire::Acquired { fence: reply.value, wait: reply.wait },
             (true, false) => Acquire::Unconfirmed { fence: reply.value },
             (false, _) => Acquire::Held { ttl: u64::try_from(reply.value).ok().map(Duration::from_millis) },
         })
@@ -163,7 +193,7 @@ impl Lock {
         if !confirm {
             let (ok, value): (i64, i64) =
                 invocation.invoke_async(conn).await.map_err(|e| describe(e, &what(), &self.host))?;
-            return Ok(Reply { ok: ok == 1, value, fence: None, confirmed: true });
+            return Ok(Reply { ok: ok == 1, value, fence: None, wait: None, confirmed: true });
         }
         // A replica first seen by this call's INFO was not waited for: once
         // more, waiting for it.
@@ -193,7 +223,15 @@ impl Lock {
                 });
             };
             let fence = if ok == 1 { Some(value) } else { script.get(2).copied() };
-            return Ok(Reply { ok: ok == 1, value, fence, confirmed: replicas == 0 || (waited && acked >= 1) });
+            let wait = match (ok, script.get(2), script.get(3)) {
+                (1, Some(&ms), missing) if ms > 0 => Some(Wait {
+                    left: Duration::from_millis(u64::try_from(ms).unwrap_or(0)),
+                    counter_missing: missing == Some(&1),
+                }),
+                _ => None,
+            };
+            let confirmed = replicas == 0 || (waited && acked >= 1);
+            return Ok(Reply { ok: ok == 1, value, fence, wait, confirmed });
         }
     }
 
@@ -202,6 +240,25 @@ impl Lock {
         let value = value.ok_or_else(|| unreadable(format!("no answer to {what}")))?;
         redis::from_redis_value(value).map_err(|e| unreadable(format!("{what}: {e}")))
     }
+}
+
+/// Starts the fence counter of a Redis the caller knows never had a holder
+/// (one it has just started itself, as the demo does), so that the first
+/// acquisition does not wait a lease for an earlier holder to stop. An
+/// existing counter is left as it is.
+///
+/// # Errors
+/// [`Error::Redis`] when Redis cannot be reached or refuses.
+pub async fn seed_fence<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &str) -> Result<(), Error> {
+    let fence = keys.fence();
+    let _: Option<String> = redis::cmd("SET")
+        .arg(&fence)
+        .arg(0)
+        .arg("NX")
+        .query_async(conn)
+        .await
+        .map_err(|e| describe(e, &format!("starting the fence counter {fence}"), host))?;
+    Ok(())
 }
 
 /// Replicas in state `online` in an `INFO replication` answer.

@@ -18,7 +18,7 @@ use crate::connect::Target;
 use crate::error::{Error, describe};
 use crate::job::{Job, JobEnv, Killer, Work};
 use crate::keys::Keys;
-use crate::lock::{Acquire, Lock, Renew};
+use crate::lock::{Acquire, Lock, Renew, Wait};
 use crate::probe::probe;
 use crate::snapshot::Enabled;
 use crate::watch::follow_pubsub;
@@ -57,6 +57,9 @@ struct Holding {
     fence: i64,
     job: Option<Job>,
     next_start: Instant,
+    /// Until then the job must not start: an earlier holder may still run
+    /// it (Redis lost its data, or is new). The heartbeat says `starting`.
+    waits_until: Option<Instant>,
     restarts: u32,
     renewals: watch::Receiver<Renewal>,
     /// Set from the first failed renewal until the next good one, to record it once.
@@ -137,9 +140,17 @@ pub fn stop_signals() -> Result<std::pin::Pin<Box<dyn Future<Output = ()> + Send
 /// Runs the worker until `shutdown` completes; then stops the job, releases
 /// the lock and returns.
 ///
+/// With a [`Work::Command`] on Linux, this process becomes non-dumpable
+/// (`PR_SET_DUMPABLE` 0): a job running as the same user can then read
+/// neither its environment nor its memory under `/proc`, where the Redis
+/// password may be; it also writes no core dumps.
+///
 /// # Errors
 /// Only for what cannot be retried: the command cannot be started at all.
 pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
+    if matches!(opts.work, Work::Command(_)) {
+        hide_from_jobs();
+    }
     let host = crate::flags::this_host();
     let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.host());
     let wake = Arc::new(Notify::new());
@@ -186,6 +197,21 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let _ = stop_tx.send(true);
     let _ = waker.await;
     result
+}
+
+/// Makes this process non-dumpable, so that only root (with
+/// `CAP_SYS_PTRACE`) can read its `/proc/<pid>/environ` and memory.
+fn hide_from_jobs() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl(PR_SET_DUMPABLE) only changes this process's own
+        // dumpable flag; it takes no pointers.
+        let failed = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0;
+        if failed {
+            let err = std::io::Error::last_os_error();
+            tracing::warn!(error = %err, "cannot make the worker non-dumpable; a job could read its environment");
+        }
+    }
 }
 
 struct Worker {
@@ -261,10 +287,12 @@ impl Worker {
         let mut hint = None;
         match (holding.is_some(), enabled) {
             (false, true) => match self.try_acquire().await {
-                Ok((Acquire::Acquired { fence }, since)) => {
-                    tracing::info!(node = %self.opts.node, fence, "acquired the lock");
-                    *holding = Some(self.hold(fence, since));
-                    self.record("acquired", &[("fence", &fence.to_string())]).await;
+                Ok((Acquire::Acquired { fence, wait }, since)) => {
+                    // Counted from when the answer came, the latest the
+                    // acquisition can have happened.
+                    let waits_until = wait.map(|w| Instant::now() + w.left);
+                    *holding = Some(self.hold(fence, since, waits_until));
+                    self.note_acquired(fence, wait).await;
                 }
                 Ok((Acquire::Unconfirmed { fence }, _)) => {
                     // Not a holding: the next attempt takes it again (it is
@@ -297,8 +325,15 @@ impl Worker {
             Some(h) => {
                 let stalled =
                     self.opts.stall_after.zip(h.job.as_ref()).is_some_and(|(d, j)| j.liveness.silent_for() >= d);
+                let waiting = h.job.is_none() && h.waits_until.is_some_and(|t| Instant::now() < t);
                 (
-                    if stalled { "stalled" } else { "running" },
+                    if stalled {
+                        "stalled"
+                    } else if waiting {
+                        "starting"
+                    } else {
+                        "running"
+                    },
                     Some(self.lock.field().to_owned()),
                     Some(h.fence),
                     h.job.as_ref().and_then(|j| j.pid),
@@ -362,8 +397,9 @@ impl Worker {
     }
 
     /// Starts holding: `since` is when the acquiring call was sent, the
-    /// earliest the lease can have begun.
-    fn hold(&self, fence: i64, since: Instant) -> Holding {
+    /// earliest the lease can have begun; the job starts at once, or once
+    /// `waits_until` has passed.
+    fn hold(&self, fence: i64, since: Instant, waits_until: Option<Instant>) -> Holding {
         let (tx, rx) = watch::channel(Renewal::Renewed(since));
         let killer = Killer::default();
         let watchdog = tokio::spawn(watchdog(self.target.clone(), self.lock.clone(), tx, killer.clone(), since));
@@ -371,13 +407,33 @@ impl Worker {
             lock_ok_at: since,
             fence,
             job: None,
-            next_start: Instant::now(),
+            next_start: waits_until.unwrap_or_else(Instant::now),
+            waits_until,
             restarts: 0,
             renew_failing: false,
             killer,
             renewals: rx,
             watchdog,
         }
+    }
+
+    /// Says that the lock is ours, and why the job waits if it does.
+    async fn note_acquired(&mut self, fence: i64, wait: Option<Wait>) {
+        let fence_text = fence.to_string();
+        let Some(wait) = wait else {
+            tracing::info!(node = %self.opts.node, fence, "acquired the lock");
+            self.record("acquired", &[("fence", &fence_text)]).await;
+            return;
+        };
+        let why = wait.reason();
+        tracing::warn!(
+            node = %self.opts.node,
+            fence,
+            "acquired the lock; {why}; waiting {} s so an earlier holder has stopped",
+            wait.left.as_secs_f64()
+        );
+        let wait_ms = wait.left.as_millis().to_string();
+        self.record("acquired", &[("fence", &fence_text), ("wait_ms", &wait_ms), ("reason", why)]).await;
     }
 
     /// Lost the lock: kill the job at once, say so if Redis listens.

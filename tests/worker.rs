@@ -112,6 +112,13 @@ fn sigterm(child: &Child) {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
 }
 
+/// Starts the fence counter, as the demo does on its own new Redis: the
+/// first start then does not wait a lease for an earlier holder. Only for
+/// tests with a long lease that need a quick first start.
+fn seed_fence(c: &mut redis::Connection) {
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).arg("NX").query(c).unwrap();
+}
+
 /// Checks the journal: fence tokens only grow, and no two runs overlap.
 fn assert_no_overlap(lines: &[(i64, String, u128)]) {
     let mut sorted = lines.to_vec();
@@ -168,6 +175,8 @@ async fn sigterm_hands_over_in_under_a_second() {
     let server = RedisServer::start();
     let mut c = server.conn();
     flag(&mut c, "outbound", "alice", true);
+    // A 30 s lease: a first start on a counter-less Redis would wait 30 s.
+    seed_fence(&mut c);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let mut a = worker(&server, "srv-a", "30s", &j, &[], JOURNAL_LOOP);
@@ -194,6 +203,8 @@ async fn sigterm_hands_over_in_under_a_second() {
 async fn all_flags_off_stop_the_job_and_release_the_lock() {
     let server = RedisServer::start();
     let mut c = server.conn();
+    // A 30 s lease: a first start on a counter-less Redis would wait 30 s.
+    seed_fence(&mut c);
     flag(&mut c, "outbound", "alice", true);
     flag(&mut c, "outbound", "bob", true);
     let dir = tempfile::tempdir().unwrap();
@@ -228,7 +239,10 @@ async fn a_silent_job_is_stale_while_the_lock_is_still_renewed() {
     flag(&mut c, "outbound", "alice", true);
     let dir = tempfile::tempdir().unwrap();
     let mut a = worker(&server, "srv-a", "1500ms", &dir.path().join("j"), &["--stall-after", "1s"], "sleep 600");
-    wait_holder(&mut c, None).await;
+    eventually("the job", Duration::from_secs(10), || {
+        beat_field(&mut c, "srv-a", "child_pid").filter(|p| !p.is_empty())
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(3_000)).await;
     let target = Target::new(&server.url(), None).unwrap();
     let mut conn = target.manager().await.unwrap();
@@ -371,7 +385,8 @@ async fn an_embedded_task_gets_the_fence_and_its_silence_shows_as_stalled() {
     let run = tokio::spawn(worker::run(target, Keys::new("outbound"), opts, async move {
         let _ = stop_rx.await;
     }));
-    eventually("running", Duration::from_secs(5), || beat_field(&mut c, "svc-1", "state").filter(|s| s == "running"))
+    // The first start on this new Redis waits the 3 s lease.
+    eventually("running", Duration::from_secs(10), || beat_field(&mut c, "svc-1", "state").filter(|s| s == "running"))
         .await;
     let fence: i64 = redis::cmd("GET").arg("{outbound}:fence").query(&mut c).unwrap();
     assert_eq!(seen_fence.load(Ordering::SeqCst), fence);
@@ -759,4 +774,335 @@ async fn fences_never_go_back_or_repeat_after_redis_loses_its_data() {
     assert!(after_restart > before, "fence {after_restart} after the restart is not above {before}");
     kill9(&mut b);
     assert_no_overlap(&journal(&j));
+}
+
+/// Waits until the holder's lease was just renewed (PTTL close to the full
+/// lease), so that its next renewal is a third of a lease away.
+async fn just_renewed(c: &mut redis::Connection, lease_ms: i64) {
+    eventually("a renewal", Duration::from_millis(lease_ms as u64), || {
+        let pttl: i64 = redis::cmd("PTTL").arg("{outbound}:lock").query(c).unwrap();
+        (pttl > lease_ms - 150).then_some(())
+    })
+    .await;
+}
+
+/// A runs the job; Redis loses its data (`lose`), and the flags are back at
+/// once. Whoever takes the free lock must not run the job while A's job
+/// still runs: A's job stops first, and the next run starts after it.
+async fn no_second_run_after_data_loss(lose: impl FnOnce(&mut RedisServer)) {
+    let mut server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    // A 6 s lease: A renews every 2 s, B tries to acquire every second, so
+    // B finds the lock free well before A's next renewal finds it gone.
+    let lease_ms = 6_000;
+    let mut a = worker(&server, "srv-a", "6s", &j, &[], JOURNAL_LOOP);
+    let child: u32 = eventually("srv-a's job", Duration::from_millis(lease_ms as u64 + 10_000), || {
+        beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
+    })
+    .await;
+    let _stray = Strays(vec![child]);
+    let a_fence = eventually("srv-a's journal", Duration::from_secs(5), || journal(&j).first().map(|l| l.0)).await;
+    let mut b = worker(&server, "srv-b", "6s", &j, &[], JOURNAL_LOOP);
+    eventually("srv-b to beat idle", Duration::from_secs(5), || {
+        beat_field(&mut c, "srv-b", "state").filter(|s| s == "idle")
+    })
+    .await;
+
+    just_renewed(&mut c, lease_ms).await;
+    lose(&mut server);
+    let lost_at = now_ns();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+
+    let new_run = eventually("a run after the data loss", Duration::from_millis(lease_ms as u64 * 3), || {
+        journal(&j).into_iter().find(|l| l.0 != a_fence)
+    })
+    .await;
+    eventually("srv-a's job to stop", Duration::from_millis(lease_ms as u64), || (!runs(child)).then_some(())).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let lines = journal(&j);
+    let a_last = lines.iter().filter(|l| l.0 == a_fence).map(|l| l.2).max().unwrap();
+    println!(
+        "data lost; srv-a's job stopped {} ms later, the next run ({}) began {} ms after that",
+        (a_last.saturating_sub(lost_at)) / 1_000_000,
+        new_run.1,
+        (new_run.2 as i128 - a_last as i128) / 1_000_000,
+    );
+    assert!(
+        new_run.2 > a_last,
+        "{} started the job (fence {}) while srv-a's job (fence {a_fence}) still ran: two runs at once",
+        new_run.1,
+        new_run.0
+    );
+    assert_no_overlap(&lines);
+    kill9(&mut a);
+    kill9(&mut b);
+}
+
+#[tokio::test]
+async fn flushall_under_a_running_job_starts_no_second_run_until_it_stopped() {
+    no_second_run_after_data_loss(|server| {
+        let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn redis_restarted_empty_under_a_running_job_starts_no_second_run_until_it_stopped() {
+    no_second_run_after_data_loss(|server| server.restart()).await;
+}
+
+/// One entry of the job's event stream.
+struct Event {
+    kind: String,
+    /// Redis time of the entry (its stream id).
+    ms: u64,
+    fields: Vec<(String, String)>,
+}
+
+impl Event {
+    fn field(&self, name: &str) -> Option<&str> {
+        self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+fn events_at(c: &mut redis::Connection) -> Vec<Event> {
+    let reply: redis::streams::StreamRangeReply =
+        redis::cmd("XRANGE").arg("{outbound}:events").arg("-").arg("+").query(c).unwrap();
+    reply
+        .ids
+        .into_iter()
+        .map(|entry| {
+            let ms = entry.id.split('-').next().unwrap().parse().unwrap();
+            let fields: Vec<(String, String)> =
+                entry.map.into_iter().map(|(k, v)| (k, redis::from_redis_value::<String>(v).unwrap())).collect();
+            let kind = fields.iter().find(|(k, _)| k == "type").map(|(_, v)| v.clone()).unwrap_or_default();
+            Event { kind, ms, fields }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_first_start_on_a_fresh_redis_waits_one_lease_and_says_starting() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let lease_ms = 2_000;
+    let mut a = worker(&server, "srv-a", "2s", &j, &[], JOURNAL_LOOP);
+    wait_holder(&mut c, None).await;
+    // From the acquisition on, the heartbeat says `starting` until the job runs.
+    let mut states = Vec::new();
+    while journal(&j).is_empty() {
+        states.push(beat_field(&mut c, "srv-a", "state").unwrap_or_default());
+        assert!(states.len() < 500, "the job did not start within 10 s of the acquisition");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let waiting: Vec<&String> = states.iter().take(states.len().saturating_sub(3)).collect();
+    assert!(!waiting.is_empty() && waiting.iter().all(|s| *s == "starting"), "states while waiting: {states:?}");
+    let started_ms: u64 = beat_field(&mut c, "srv-a", "started_ms").unwrap().parse().unwrap();
+    let events = events_at(&mut c);
+    let acquired = events.iter().find(|e| e.kind == "acquired").expect("an acquired event");
+    let wait: u64 = acquired.field("wait_ms").map(|v| v.parse().unwrap()).unwrap_or(0);
+    assert_eq!(wait, lease_ms, "the acquired event says the job waits one lease: {:?}", acquired.fields);
+    let job_started_ms = events.iter().find(|e| e.kind == "job-started").expect("a job-started event").ms;
+    println!("first start on a fresh Redis: job started {} ms after the acquisition", job_started_ms - started_ms);
+    assert!(job_started_ms - started_ms >= lease_ms, "the job started before one lease had passed");
+    eventually("the heartbeat to say running", Duration::from_secs(5), || {
+        beat_field(&mut c, "srv-a", "state").filter(|s| s == "running")
+    })
+    .await;
+    kill9(&mut a);
+}
+
+#[tokio::test]
+async fn the_job_cannot_read_the_workers_password_from_proc() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let server = RedisServer::with_args(&["--requirepass", "s3cret-pw"]);
+    let url = format!("redis://:s3cret-pw@127.0.0.1:{}", server.port);
+    let mut c = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    // The job, below its reaper, looks at its parent's and its grandparent's
+    // (the worker's) environment, as any process of the same user could.
+    let snoop = r#"gp=$(awk '/^PPid:/ {print $2}' "/proc/$PPID/status")
+cat "/proc/$PPID/environ" > "$DIR/parent" 2>&1
+cat "/proc/$gp/environ" > "$DIR/grandparent" 2>&1
+echo "$PPID $gp" > "$DIR/pids.tmp"; mv "$DIR/pids.tmp" "$DIR/pids"
+sleep 600"#;
+    // Root reads every process's environment: worker and job run as one
+    // ordinary user, the case this guards against.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if root {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", env!("CARGO_BIN_EXE_lockwatch")]);
+        cmd
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+    };
+    cmd.args(["worker", "--node", "srv-a", "--lease", "2s", "--", "sh", "-c", snoop])
+        .env("LOCKWATCH_REDIS_URL", &url)
+        .env("DIR", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut a = Proc(cmd.spawn().unwrap());
+    let pids = eventually("the job's look at its parents", Duration::from_secs(10), || {
+        std::fs::read_to_string(dir.path().join("pids")).ok()
+    })
+    .await;
+    let worker_pid = a.id();
+    kill9(&mut a);
+    let pids: Vec<u32> = pids.split_whitespace().map(|p| p.parse().unwrap()).collect();
+    assert_eq!(pids.get(1), Some(&worker_pid), "the job's grandparent is the worker: {pids:?}");
+    for who in ["parent", "grandparent"] {
+        let seen = std::fs::read(dir.path().join(who)).unwrap();
+        let seen = String::from_utf8_lossy(&seen);
+        assert!(!seen.contains("s3cret-pw"), "the job read the worker's password from its {who}'s environ: {seen}");
+    }
+}
+
+#[tokio::test]
+async fn a_worker_whose_stderr_nobody_reads_still_kills_restarts_and_stops_its_job() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    // The job fills the worker's stderr, which nobody reads: every log
+    // line the worker writes from then on finds stderr stuck.
+    let chatty = r#"echo $$ > "$DIR/job.tmp"; mv "$DIR/job.tmp" "$DIR/job"; while :; do echo "error line nobody reads" >&2; done"#;
+    let lease = Duration::from_secs(3);
+    let mut cmd = worker_command(&server.url(), "srv-a", "3s", &[], chatty);
+    let mut a = Proc(cmd.env("DIR", dir.path()).stderr(Stdio::piped()).spawn().unwrap());
+    let read_job = || -> Option<u32> { std::fs::read_to_string(dir.path().join("job")).ok()?.trim().parse().ok() };
+    let first = eventually("the job", lease + Duration::from_secs(10), read_job).await;
+    let _stray = Strays(vec![first]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // The lock is lost: the job dies at once, and the worker, whose loss is
+    // logged, takes the lock again and starts the job anew.
+    let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
+    eventually("the job to be killed after the lock was deleted", lease, || (!runs(first)).then_some(())).await;
+    let second =
+        eventually("the job to start again", Duration::from_secs(10), || read_job().filter(|p| *p != first)).await;
+    let _stray2 = Strays(vec![second]);
+
+    // Redis goes away: each failed renewal is logged, and still the job
+    // stops before the lease could run out.
+    let pttl_before: i64 = redis::cmd("PTTL").arg("{outbound}:lock").query(&mut c).unwrap();
+    let mut server = server;
+    server.kill();
+    eventually("the job to stop without Redis", Duration::from_millis(pttl_before as u64), || {
+        (!runs(second)).then_some(())
+    })
+    .await;
+    kill9(&mut a);
+}
+
+#[tokio::test]
+async fn a_holder_that_lets_go_during_the_wait_leaves_the_rest_of_it_to_the_next() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let lease_ms = 4_000;
+    let mut a = worker(&server, "srv-a", "4s", &j, &[], JOURNAL_LOOP);
+    wait_holder(&mut c, None).await;
+    let acquired_ms: u64 = beat_field(&mut c, "srv-a", "started_ms").unwrap().parse().unwrap();
+    let mut b = worker(&server, "srv-b", "4s", &j, &[], JOURNAL_LOOP);
+    eventually("srv-b to beat idle", Duration::from_secs(5), || {
+        beat_field(&mut c, "srv-b", "state").filter(|s| s == "idle")
+    })
+    .await;
+    // srv-a lets go while it waits: srv-b takes the lock, and the counter
+    // is there now, but an earlier holder may still run until one lease
+    // after srv-a's acquisition.
+    sigterm(&a);
+    assert!(a.wait().unwrap().success());
+    wait_holder(&mut c, Some("srv-a")).await;
+    assert_eq!(beat_field(&mut c, "srv-b", "state").as_deref(), Some("starting"));
+    eventually("srv-b's job", Duration::from_millis(lease_ms + 5_000), || journal(&j).first().cloned()).await;
+    let events = events_at(&mut c);
+    let job_started = events.iter().find(|e| e.kind == "job-started").unwrap();
+    assert_eq!(job_started.field("node"), Some("srv-b"));
+    let job_started_ms = job_started.ms;
+    println!("srv-b's job started {} ms after srv-a's acquisition", job_started_ms - acquired_ms);
+    assert!(job_started_ms - acquired_ms >= lease_ms, "srv-b started the job within a lease of the data loss");
+    kill9(&mut b);
+}
+
+/// `lockwatch demo`, stopped with SIGTERM (it stops its workers and its
+/// Redis) when the test ends however it ends.
+struct Demo(Child);
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        sigterm(&self.0);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn the_demo_starts_its_job_at_once_on_its_own_new_redis() {
+    use std::io::BufRead;
+    use std::sync::{Arc, Mutex};
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut demo = Demo(
+        Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+            .arg("demo")
+            .env("HOME", dir.path())
+            .env("TMPDIR", dir.path())
+            .env("USER", "alice")
+            .env_remove("LOCKWATCH_REDIS_URL")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let collect = |r: Box<dyn std::io::Read + Send>| {
+        let text = Arc::new(Mutex::new(String::new()));
+        let into = text.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(r).lines().map_while(Result::ok) {
+                into.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        text
+    };
+    let out = collect(Box::new(demo.0.stdout.take().unwrap()));
+    let err = collect(Box::new(demo.0.stderr.take().unwrap()));
+    let first = eventually("the demo's first shipped order", Duration::from_secs(30), || {
+        out.lock().unwrap().lines().find(|l| l.contains("shipped outbound order #1")).map(str::to_owned)
+    })
+    .await;
+    // Its own Redis had no holder before: the counter starts at 1 and the
+    // job does not wait a lease.
+    assert!(first.contains("fence 1]"), "{first}");
+    let url = eventually("the demo to name its Redis", Duration::from_secs(10), || {
+        let err = err.lock().unwrap();
+        let at = err.find("Redis at ")? + "Redis at ".len();
+        err[at..].split([',', ' ', '\n']).next().map(str::to_owned)
+    })
+    .await;
+    let mut c = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+    let acquired: Vec<Event> = events_at(&mut c).into_iter().filter(|e| e.kind == "acquired").collect();
+    assert!(!acquired.is_empty());
+    for e in &acquired {
+        assert_eq!(e.field("wait_ms"), None, "the demo's job waited: {:?}", e.fields);
+    }
 }

@@ -10,6 +10,7 @@
 
 mod args;
 mod demo;
+mod log;
 pub mod render;
 mod usage;
 
@@ -33,11 +34,20 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LOCKWATCH_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(io::stderr)
-        .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
-        .init();
+    let filter = || tracing_subscriber::EnvFilter::try_from_env("LOCKWATCH_LOG").unwrap_or_else(|_| "warn".into());
+    let ansi = io::IsTerminal::is_terminal(&io::stderr());
+    // Log lines go out from a thread of their own: a stderr nobody reads
+    // must never hold up the runtime that renews the lease and kills the job.
+    let flush = match log::Stderr::spawn() {
+        Some((stderr, flush)) => {
+            tracing_subscriber::fmt().with_env_filter(filter()).with_writer(stderr).with_ansi(ansi).init();
+            Some(flush)
+        }
+        None => {
+            tracing_subscriber::fmt().with_env_filter(filter()).with_writer(io::stderr).with_ansi(ansi).init();
+            None
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {
@@ -49,7 +59,9 @@ pub fn main() -> ExitCode {
         Command::Status { .. } => State::Unknown.exit_code(),
         _ => 1,
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    drop(flush);
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
