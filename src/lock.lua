@@ -66,7 +66,8 @@ if op == 'acquire' then
   -- The heartbeat names the new holding in the same step, so no reader sees
   -- a lock that no heartbeat claims; `starting` while the job waits.
   redis.call('HSET', node_key, 'node', node, 'lock_field', field, 'fence', fence,
-    'state', wait > 0 and 'starting' or 'running', 'beat_ms', now, 'started_ms', now)
+    'state', wait > 0 and 'starting' or 'running', 'beat_ms', now, 'started_ms', now,
+    'wait_until_ms', wait > 0 and string.format('%d', now + wait) or '')
   redis.call('SADD', nodes_key, node)
   return {1, fence, wait, missing and 1 or 0}
 elseif op == 'renew' then

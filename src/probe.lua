@@ -17,7 +17,8 @@ local FIELD_LIMIT = 1024
 local READ = {
   [ARGV[1]] = {measure = true, fields = {'on', 'time', 'host', 'reason'}},
   [ARGV[2]] = {measure = false, fields = {'node', 'host', 'pid', 'lock_field', 'fence', 'seq', 'beat_ms',
-                                          'state', 'version', 'started_ms', 'child_pid', 'last_exit'}},
+                                          'state', 'version', 'started_ms', 'child_pid', 'last_exit',
+                                          'wait_until_ms'}},
 }
 
 local function key_type(key)

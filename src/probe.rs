@@ -297,6 +297,7 @@ fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<String>) -> 
         started_ms: unsigned("started_ms"),
         child_pid: unsigned("child_pid"),
         last_exit: text("last_exit"),
+        wait_until_ms: unsigned("wait_until_ms"),
     }
 }
 

@@ -128,12 +128,15 @@ pub struct Beat {
     pub seq: Option<u64>,
     /// Redis time of the beat, ms; `None` when missing or unreadable.
     pub beat_ms: Option<u64>,
-    /// `idle`, `running`, `stalled` or `stopping`.
+    /// `idle`, `starting` (holds the lock, waits before starting the job),
+    /// `running`, `stalled` or `stopping`.
     pub state: Option<String>,
     pub version: Option<String>,
     pub started_ms: Option<u64>,
     pub child_pid: Option<u64>,
     pub last_exit: Option<String>,
+    /// While `starting`: Redis time the job is to start, ms.
+    pub wait_until_ms: Option<u64>,
 }
 
 impl Beat {

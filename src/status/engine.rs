@@ -8,7 +8,7 @@
 
 use crate::snapshot::Snapshot;
 
-use super::evaluate::{Awaited, Context, Raw, evaluate};
+use super::evaluate::{Awaited, Context, Raw, evaluate, raw_verdict};
 use super::memory::{Loss, Memory};
 use super::{Config, Event, EventKind, Holder, LockView, NodeView, State, Status};
 
@@ -235,7 +235,7 @@ fn lost(t: &mut Tracker, job: &str, lock_key: &str, snap: &Snapshot, cfg: &Confi
         events.insert(0, event(EventKind::Reachable, job, now, "Redis answers again"));
         t.unreachable = false;
     }
-    let raw = Raw { state: State::Unknown, reason, holder: None, deadline_ms: None, since_ms: since, gap: None };
+    let raw = Raw { since_ms: since, ..raw_verdict(State::Unknown, reason) };
     let status = build(job, lock_key, snap, &raw, since, cfg);
     t.shown = Some(status.clone());
     Some(Step { status, events, next_check_ms: None })
@@ -363,7 +363,8 @@ fn build(job: &str, lock_key: &str, snap: &Snapshot, raw: &Raw, since_ms: Option
             fresh: b.beat_ms.is_some_and(|t| now.saturating_sub(t) <= cfg.heartbeat_grace_ms),
         })
         .collect();
-    let pending_until_ms = (raw.state == State::Pending).then(|| raw.gap.map(|g| g.until_ms(cfg))).flatten();
+    let pending_until_ms =
+        (raw.state == State::Pending).then(|| raw.starts_at_ms.or(raw.gap.map(|g| g.until_ms(cfg)))).flatten();
     Status {
         job: job.to_owned(),
         state: raw.state,

@@ -20,6 +20,8 @@ pub(super) struct Raw {
     pub since_ms: Option<u64>,
     /// The gap a free, enabled lock is in (for `pending` and `down`).
     pub gap: Option<Gap>,
+    /// For a holder that waits before starting the job: until when.
+    pub starts_at_ms: Option<u64>,
 }
 
 /// What a free lock waits for: a first start, or a takeover.
@@ -132,6 +134,9 @@ fn held(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
         );
         return raw(State::Conflict, reason, Some(holder), earliest(deadlines));
     }
+    if beat.state.as_deref() == Some("starting") {
+        return waiting_to_start(beat, holder, &who, taken_at, deadlines, now);
+    }
     if beat.state.as_deref() == Some("stalled") {
         let reason = format!("hung: {who} holds the lock and beats, but its job has printed nothing for a while");
         return raw(State::Stale, reason, Some(holder), earliest(deadlines));
@@ -201,12 +206,9 @@ fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
             ),
         };
         return Raw {
-            state: State::Pending,
-            reason,
-            holder: None,
-            deadline_ms: Some(until - now),
             since_ms: Some(gap.since_ms),
             gap: Some(gap),
+            ..raw(State::Pending, reason, None, Some(until - now))
         };
     }
     // A gap dated 0 began at an unknown time (a flag without its flip time).
@@ -248,8 +250,35 @@ fn remembered_gap(snap: &Snapshot) -> Gap {
     }
 }
 
+/// A new holder that waits before it starts the job: Redis is new or lost its
+/// data, so an earlier holder may still run it until its lease runs out.
+fn waiting_to_start(
+    beat: &Beat,
+    holder: Holder,
+    who: &str,
+    taken_at: Option<u64>,
+    mut deadlines: Vec<Option<u64>>,
+    now: u64,
+) -> Raw {
+    let until = beat.wait_until_ms.filter(|u| *u > now);
+    deadlines.push(until.map(|u| u - now + 1));
+    let when = match until {
+        Some(u) => format!(" for {}", human_duration(u - now)),
+        None => String::new(),
+    };
+    let reason = format!(
+        "{who} holds the lock and waits{when} before starting the job: Redis is new or lost its data, so an earlier holder must first have stopped"
+    );
+    Raw { since_ms: taken_at, starts_at_ms: until, ..raw(State::Pending, reason, Some(holder), earliest(deadlines)) }
+}
+
+/// A verdict with nothing but a state and its reason.
+pub(super) fn raw_verdict(state: State, reason: String) -> Raw {
+    raw(state, reason, None, None)
+}
+
 fn raw(state: State, reason: String, holder: Option<Holder>, deadline_ms: Option<u64>) -> Raw {
-    Raw { state, reason, holder, deadline_ms, since_ms: None, gap: None }
+    Raw { state, reason, holder, deadline_ms, since_ms: None, gap: None, starts_at_ms: None }
 }
 
 fn earliest(deadlines: Vec<Option<u64>>) -> Option<u64> {

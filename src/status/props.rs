@@ -122,8 +122,9 @@ proptest! {
         }
     }
 
-    /// `pending` means nobody holds the lock: never shown while a holder,
-    /// fresh or not, has it.
+    /// `pending` means nobody runs the job: never shown while a holder,
+    /// fresh or not, has the lock (these worlds have no holder that says it
+    /// waits before starting, the one holder `pending` is for).
     #[test]
     fn pending_never_while_a_holder_has_the_lock(changes in prop::collection::vec(change(), 0..40)) {
         for look in run(&changes, 0, 1) {

@@ -376,3 +376,28 @@ fn pending_is_amber_between_running_and_stale() {
     assert_eq!(EventKind::Restarted.as_str(), "restarted");
     assert_eq!(EventKind::DataLost.as_str(), "data_lost");
 }
+
+#[test]
+fn a_holder_that_waits_before_starting_is_pending_then_the_takeover_is_one_failover() {
+    let mut t = Tracker::default();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    // srv-b took the lock on a Redis that lost its data and waits out a lease.
+    w.hand_to(Some(("srv-b", "uuid-b:1")));
+    let mut snap = w.snapshot();
+    let until = w.time_ms + 30_000;
+    for b in snap.beats.iter_mut() {
+        b.state = Some("starting".into());
+        b.wait_until_ms = Some(until);
+    }
+    let waiting = feed(&mut t, Observation::Read(snap));
+    assert_eq!(waiting.status.state, State::Pending, "{}", waiting.status.reason);
+    assert!(waiting.events.is_empty(), "waiting is no news: {:?}", waiting.events);
+    assert_eq!(waiting.status.pending_until_ms, Some(until));
+    assert!(waiting.status.reason.contains("srv-b holds the lock and waits for 30 s"), "{}", waiting.status.reason);
+    assert!(waiting.next_check_ms.is_some_and(|ms| ms <= 30_001), "{:?}", waiting.next_check_ms);
+    w.wait(30_000);
+    let s = read(&mut t, &w);
+    assert_eq!(s.status.state, State::Running);
+    assert_eq!(kinds(&s), vec![EventKind::Failover]);
+}
