@@ -111,3 +111,22 @@ def still_running(key):
     pid, start = key
     p = proc(pid)
     return bool(p) and p["start"] == start and p["state"] not in ("Z", "X")
+
+
+def sni_menu_labels(bus, name, path):
+    """The labels of a StatusNotifierItem's menu (served over
+    com.canonical.dbusmenu), in menu order; `name` and `path` as the item
+    registered with the tray host."""
+    import dbus
+    item = bus.get_object(name, path)
+    menu = item.Get("org.kde.StatusNotifierItem", "Menu", dbus_interface=dbus.PROPERTIES_IFACE)
+    _, layout = bus.get_object(name, menu).GetLayout(0, -1, dbus.Array([], signature="s"), dbus_interface="com.canonical.dbusmenu")
+    labels = []
+
+    def walk(node):
+        _, props, children = node
+        labels.append(str(props.get("label", "")))
+        for child in children:
+            walk(child)
+    walk(layout)
+    return labels
