@@ -63,14 +63,17 @@ trap 'exit 143' TERM
 # here; the sample job's own output goes to a file, or it would drown them.
 "$bin" demo >"$tmp/job-output.log" 2>"$tmp/demo.log" &
 demo=$!
-tail -n +1 -s 0.2 --pid="$demo" -f "$tmp/demo.log" &
-log_tail=$!
 url=""
 until [ -n "$url" ]; do
-  running "$demo" || { echo "lockwatch demo ended before its Redis was up; its messages are above." >&2; exit 1; }
+  running "$demo" || { cat "$tmp/demo.log" >&2; echo "lockwatch demo ended before its Redis was up (its messages are above)." >&2; exit 1; }
   sleep 0.2
   url=$(grep -o -m1 'Redis at redis://127\.0\.0\.1:[0-9]*' "$tmp/demo.log" | cut -d' ' -f3) || true
 done
+# What the demo said so far, then whatever it says later, in order.
+shown=$(stat -c %s "$tmp/demo.log")
+head -c "$shown" "$tmp/demo.log"
+tail -c +$((shown + 1)) -s 0.2 --pid="$demo" -f "$tmp/demo.log" &
+log_tail=$!
 echo "The sample job's output: tail -f $tmp/job-output.log"
 export LOCKWATCH_REDIS_URL="$url"
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
