@@ -89,8 +89,8 @@ else
 fi
 # Whichever ends first (Quit in the tray menu, or the demo failing) ends the rest.
 ended=0
-wait -n -p done "$demo" "$viewer" || ended=$?
-if [ "${done:-}" = "$demo" ]; then
+wait -n -p first "$demo" "$viewer" || ended=$?
+if [ "${first:-}" = "$demo" ]; then
   demo="" # reaped: its pid may be reused, so cleanup must not signal it
   echo "lockwatch demo ended (exit $ended): stopping $what."
 else
