@@ -7,6 +7,7 @@ packages=(
   libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev libdbus-1-dev
   redis-server redis-tools redis-sentinel openssl
   xvfb dbus-x11 dbus python3-dbus python3-dbusmock python3-gi gir1.2-gdkpixbuf-2.0 webkit2gtk-driver
+  trayer x11-utils
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -14,6 +14,13 @@ function currentView() {
   return { name: views.includes(name) ? name : "live", flag };
 }
 
+// The "no tray" banner is said once; dismissed, it stays away while the window is open.
+let noTrayDismissed = false;
+document.querySelector("#notray .dismiss").addEventListener("click", () => {
+  noTrayDismissed = true;
+  document.getElementById("notray").hidden = true;
+});
+
 function show() {
   const { name, flag } = currentView();
   for (const v of views) {
@@ -22,11 +29,7 @@ function show() {
     if (v === name) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
-  const hint = document.getElementById("hint");
-  if (flag === "notray") {
-    hint.textContent = "No tray on this desktop (no StatusNotifierWatcher): lockwatch shows this window instead. On GNOME, install the AppIndicator extension to get the tray icon.";
-    hint.hidden = false;
-  }
+  if (flag === "notray" && !noTrayDismissed) document.getElementById("notray").hidden = false;
   render(name);
 }
 

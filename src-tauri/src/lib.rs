@@ -6,6 +6,7 @@
 //! # Layout
 //! - [`model`]: the tray as pure data (icon, menu lines, notification policy).
 //! - [`tray`]: draws the model into the tray icon and menu.
+//! - [`tray_host`]: whether the desktop has a tray to show it.
 //! - [`state`]: app state and the supervisor that runs a watcher per job.
 //! - [`settings`]: store, environment overrides, keyring.
 //! - [`store`]: loading and saving the settings file.
@@ -20,6 +21,7 @@ pub mod settings;
 pub mod state;
 pub mod store;
 pub mod tray;
+pub mod tray_host;
 pub mod window;
 
 use tauri::image::Image;
@@ -32,6 +34,7 @@ use crate::state::AppState;
 
 /// Builds and runs the app until Quit.
 pub fn run() {
+    tray_host::quiet_xembed_icon_assertion();
     let app = tauri::Builder::default()
         .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| window::open(app, "live")))
         .plugin(tauri_plugin_store::Builder::default().build())
@@ -64,11 +67,16 @@ pub fn run() {
             }
             if std::env::var_os("LOCKWATCH_OPEN_DASHBOARD").is_some() {
                 window::open(app.handle(), "live");
-            } else if !tray_host_present() {
-                tracing::warn!(
-                    "no tray host (org.kde.StatusNotifierWatcher) on the session bus: opening the dashboard instead"
-                );
-                window::open(app.handle(), "live?notray");
+            } else {
+                match tray_host::find() {
+                    Some(host) => tracing::info!(%host, "tray host found"),
+                    None => {
+                        tracing::warn!(
+                            "no tray host (no org.kde.StatusNotifierWatcher on the session bus, no XEmbed system tray on the display): opening the dashboard instead"
+                        );
+                        window::open(app.handle(), "live?notray");
+                    }
+                }
             }
             Ok(())
         })
@@ -155,21 +163,6 @@ fn toggle_autostart(app: &AppHandle) {
     }
     store::save(app, &settings);
     state::redraw(app);
-}
-
-/// True when a StatusNotifierItem host is on the session bus to show the tray.
-fn tray_host_present() -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        use std::time::Duration;
-        let Ok(conn) = dbus::blocking::Connection::new_session() else { return false };
-        let proxy = conn.with_proxy("org.freedesktop.DBus", "/org/freedesktop/DBus", Duration::from_secs(2));
-        let owned: Result<(bool,), _> =
-            proxy.method_call("org.freedesktop.DBus", "NameHasOwner", ("org.kde.StatusNotifierWatcher",));
-        owned.map(|(o,)| o).unwrap_or(false)
-    }
-    #[cfg(not(target_os = "linux"))]
-    true
 }
 
 /// Logs to the platform's log dir (`lockwatch.log`) and to stderr.

@@ -3,7 +3,7 @@
 //! running a small outbound loop, the job enabled for you; Ctrl-C stops all.
 
 use std::net::TcpListener;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
@@ -12,6 +12,9 @@ use tokio::process::{Child, Command};
 use super::{Global, terminated};
 use crate::connect::Target;
 use crate::flags;
+
+/// The demo workers' lease: short, so a killed worker's job moves soon.
+const LEASE_SECS: u64 = 10;
 
 /// The sample job: ships an order every two seconds, saying which server and fence.
 const SAMPLE_LOOP: &str = r#"n=0; while :; do n=$((n+1)); echo "[$LOCKWATCH_NODE fence $LOCKWATCH_FENCE] shipped outbound order #$n"; sleep 2; done"#;
@@ -38,30 +41,18 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
     crate::lock::seed_fence(&mut conn, &keys, target.host()).await?;
 
     let exe = std::env::current_exe().context("cannot find the lockwatch binary")?;
-    let mut workers: Vec<Child> = Vec::new();
+    let mut workers: Vec<Worker> = Vec::new();
     for node in ["wh-east-1", "wh-west-1"] {
         let child = Command::new(&exe)
-            .args([
-                "--redis",
-                &url,
-                "--job",
-                &keys.job,
-                "worker",
-                "--node",
-                node,
-                "--lease",
-                "10s",
-                "--stall-after",
-                "20s",
-            ])
+            .args(["--redis", &url, "--job", &keys.job, "worker", "--node", node])
+            .args(["--lease", &format!("{LEASE_SECS}s"), "--stall-after", "20s"])
             .args(["--", "sh", "-c", SAMPLE_LOOP])
             .kill_on_drop(true)
             .spawn()
             .context("cannot start a demo worker")?;
-        workers.push(child);
+        workers.push(Worker { node, pid: child.id().map_or("?".to_owned(), |p| p.to_string()), child });
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    let pids: Vec<String> = workers.iter().map(|w| w.id().map_or("?".to_owned(), |p| p.to_string())).collect();
     let me = exe.display();
     eprintln!(
         "\nlockwatch demo: Redis at {url}, job {job:?} enabled for {user}.\n\
@@ -71,25 +62,97 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
          kill -9 {east}             # if wh-east-1 runs it (see status): it dies, the other takes over\n\
          Ctrl-C here stops the workers and this Redis.\n",
         job = keys.job,
-        east = pids[0],
-        west = pids[1],
+        east = workers[0].pid,
+        west = workers[1].pid,
     );
-    terminated().await;
+
+    // Until Ctrl-C, a worker or Redis that ends is reaped at once (no
+    // zombie while the demo runs) and told here.
+    let stop = terminated();
+    tokio::pin!(stop);
+    let mut redis_up = true;
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            (index, status) = next_exit(&mut workers) => {
+                let gone = workers.remove(index);
+                let others: Vec<&str> = workers.iter().map(|w| w.node).collect();
+                let next = if others.is_empty() {
+                    "No worker is left, so the job cannot run: Ctrl-C and start the demo again.".to_owned()
+                } else {
+                    format!("If it ran the job, {} takes over once its lease runs out (at most {LEASE_SECS} s).", others.join(" or "))
+                };
+                eprintln!("lockwatch demo: worker {} (pid {}) {}. {next}", gone.node, gone.pid, how(status));
+            }
+            status = redis.wait(), if redis_up => {
+                redis_up = false;
+                eprintln!(
+                    "lockwatch demo: its redis-server {}; the workers cannot reach it. Ctrl-C and start the demo again.",
+                    how(status)
+                );
+            }
+        }
+    }
     for w in &workers {
-        if let Some(pid) = w.id() {
-            // SAFETY: plain kill(2) on our own child's pid.
+        if let Some(pid) = w.child.id() {
+            // SAFETY: plain kill(2) on our own child's pid; it has not been reaped yet.
             unsafe {
                 libc::kill(pid as libc::pid_t, libc::SIGTERM);
             }
         }
     }
     for w in &mut workers {
-        let _ = tokio::time::timeout(Duration::from_secs(15), w.wait()).await;
+        let _ = tokio::time::timeout(Duration::from_secs(15), w.child.wait()).await;
     }
     let _ = redis.start_kill();
     let _ = redis.wait().await;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(0)
+}
+
+/// A demo worker process.
+struct Worker {
+    node: &'static str,
+    /// Printed, and still printable once the child is reaped.
+    pid: String,
+    child: Child,
+}
+
+/// Waits until one of `workers` ends (reaping it) and says which; never
+/// completes when there are none.
+async fn next_exit(workers: &mut [Worker]) -> (usize, std::io::Result<ExitStatus>) {
+    if workers.is_empty() {
+        return std::future::pending().await;
+    }
+    let waits = workers.iter_mut().map(|w| Box::pin(w.child.wait()));
+    let (status, index, _) = futures_util::future::select_all(waits).await;
+    (index, status)
+}
+
+/// How a process ended, for a sentence: "was killed by signal 9 (SIGKILL)".
+fn how(status: std::io::Result<ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(code), _) => format!("exited with code {code}"),
+            (None, Some(sig)) => format!("was killed by signal {sig}{}", signal_name(sig)),
+            (None, None) => format!("ended ({s})"),
+        },
+        Err(err) => format!("ended, but its exit status cannot be read ({err})"),
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => " (SIGHUP)",
+        libc::SIGINT => " (SIGINT)",
+        libc::SIGQUIT => " (SIGQUIT)",
+        libc::SIGABRT => " (SIGABRT)",
+        libc::SIGKILL => " (SIGKILL)",
+        libc::SIGSEGV => " (SIGSEGV)",
+        libc::SIGTERM => " (SIGTERM)",
+        _ => "",
+    }
 }
 
 fn tempfile_dir() -> Result<std::path::PathBuf> {

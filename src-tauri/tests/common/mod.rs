@@ -124,3 +124,19 @@ fn run_once(script: &str, env: &[(&str, &std::ffi::OsStr)]) -> Result<String, St
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
     if out.status.success() { Ok(stdout) } else { Err(stdout) }
 }
+
+/// tauri-driver on PATH or in cargo's bin dir (installed by
+/// scripts/setup-test-deps.sh), for scripts that drive the webview.
+pub fn tauri_driver() -> PathBuf {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain(cargo_home.map(|h| h.join("bin")))
+        .map(|dir| dir.join("tauri-driver"))
+        .find(|p| p.exists())
+        .expect("tauri-driver is missing: run bash scripts/setup-test-deps.sh")
+}

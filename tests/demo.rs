@@ -1,0 +1,102 @@
+//! `lockwatch demo` as a real process: a worker killed with `kill -9` is
+//! reaped at once and its end is told; Ctrl-C leaves nothing behind.
+
+mod procs;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use procs::{Proc, Seen};
+
+struct Demo {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+    seen: Seen,
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        self.seen.kill_left();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Demo {
+    fn start() -> Demo {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+            .arg("demo")
+            .env_remove("LOCKWATCH_REDIS_URL")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let pipe = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut all = sink.lock().unwrap();
+                all.push_str(&line);
+                all.push('\n');
+            }
+        });
+        Demo { child, stderr, seen: Seen::default() }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn wait_for<T>(&mut self, what: &str, mut check: impl FnMut(&Demo) -> Option<T>) -> T {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            self.seen.record(self.child.id() as i32);
+            if let Some(v) = check(self) {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}; the demo said:\n{}", self.stderr());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The pid the demo printed for `node` ("wh-east-1 (pid 123)").
+fn pid_of(text: &str, node: &str) -> Option<i32> {
+    let at = text.find(&format!("{node} (pid "))? + node.len() + " (pid ".len();
+    text[at..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok()
+}
+
+#[test]
+fn a_killed_demo_worker_is_reaped_at_once_and_its_end_is_told() {
+    let mut demo = Demo::start();
+    let east = demo.wait_for("the demo's workers", |d| pid_of(&d.stderr(), "wh-east-1"));
+    let worker = Proc::read(east).expect("the worker runs");
+
+    // SAFETY: kill(2) on the worker's pid, which the demo just printed and which still runs.
+    unsafe {
+        libc::kill(east, libc::SIGKILL);
+    }
+    demo.wait_for("the killed worker to be reaped (no zombie left)", |_| {
+        Proc::read(east).is_none_or(|now| now.start != worker.start).then_some(())
+    });
+    let told = demo.wait_for("the demo to tell how the worker ended", |d| {
+        d.stderr().lines().find(|l| l.contains("wh-east-1") && l.contains("signal 9")).map(str::to_owned)
+    });
+    println!("the demo said: {told}");
+
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(demo.child.id() as i32, libc::SIGINT);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while demo.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the demo did not end within 30 s of Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = demo.seen.wait_gone(Duration::from_secs(5));
+    assert!(left.is_empty(), "left running after Ctrl-C: {left:#?}");
+}
