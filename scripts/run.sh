@@ -7,8 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "Checking the system packages lockwatch needs; a fresh machine gets them installed first (apt-get, then cargo install tauri-driver: a few minutes)."
-bash scripts/setup-test-deps.sh
+echo "Checking the system packages lockwatch needs; a fresh machine gets them installed first (apt-get: a few minutes)."
+bash scripts/setup-test-deps.sh --run
 echo "Building lockwatch and its tray app (cargo build); the first build takes a few minutes, later ones seconds."
 # Both packages in one build, as `cargo test --workspace` builds them: the
 # same features, so neither command rebuilds what the other built.

@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
 # Installs the system packages lockwatch's build and tests need (idempotent:
 # nothing is fetched when all are present). Uses sudo when not root.
+# `--run`: only what the main command (scripts/run.sh) needs to build and run.
 set -euo pipefail
 packages=(
   build-essential pkg-config libssl-dev
   libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev libdbus-1-dev
-  redis-server redis-tools redis-sentinel openssl
-  xvfb dbus-x11 dbus python3-dbus python3-dbusmock python3-gi gir1.2-gdkpixbuf-2.0 webkit2gtk-driver
-  trayer x11-utils
+  redis-server redis-tools
 )
+tests=true
+[ "${1:-}" = "--run" ] && tests=false
+if $tests; then
+  packages+=(
+    redis-sentinel openssl
+    xvfb dbus-x11 dbus python3-dbus python3-dbusmock python3-gi gir1.2-gdkpixbuf-2.0 webkit2gtk-driver
+    trayer x11-utils
+  )
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 # The dashboard's page logic is tested with node's own test runner.
-command -v node >/dev/null || missing+=(nodejs)
+$tests && { command -v node >/dev/null || missing+=(nodejs); }
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 if ((${#missing[@]})); then
@@ -22,8 +30,12 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# redis-server's package starts a system instance on 6379; the tests never use it.
+# redis-server's package starts a system instance on 6379; lockwatch never uses it.
 command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs first" >&2; exit 1; }
+$tests || exit 0
 # tauri-driver drives the dashboard's real webview in the end-to-end test.
 cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
-[ -x "$cargo_bin/tauri-driver" ] || command -v tauri-driver >/dev/null || cargo install tauri-driver --locked --quiet
+if ! [ -x "$cargo_bin/tauri-driver" ] && ! command -v tauri-driver >/dev/null; then
+  echo "installing tauri-driver (cargo install, about a minute)"
+  cargo install tauri-driver --locked
+fi
