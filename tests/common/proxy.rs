@@ -5,7 +5,7 @@
 //! and everything it opened closes when it is dropped.
 
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -161,7 +161,6 @@ async fn connection(client: TcpStream, to: SocketAddr, mut state: watch::Receive
     };
     let _ = client.set_nodelay(true);
     let _ = upstream.set_nodelay(true);
-    let fds = [client.as_raw_fd(), upstream.as_raw_fd()];
     let (mut cr, mut cw) = client.into_split();
     let (mut ur, mut uw) = upstream.into_split();
     let reset = tokio::select! {
@@ -169,28 +168,30 @@ async fn connection(client: TcpStream, to: SocketAddr, mut state: watch::Receive
         _ = pump(&mut ur, &mut cw, state.clone()) => false,
         cut = state.wait_for(|s| s.cuts > born) => cut.map(|s| s.reset).unwrap_or(false),
     };
-    if reset {
-        // The halves still own both sockets here, so the fds are valid.
-        fds.into_iter().for_each(zero_linger);
+    // Whole again before closing: a dropped write half would send FIN first,
+    // and a reset must be the first the peer hears of the close.
+    if let (Ok(client), Ok(upstream)) = (cr.reunite(cw), ur.reunite(uw)) {
+        close(client, reset);
+        close(upstream, reset);
     }
 }
 
 /// Closes a connection: FIN, or RST when `reset`.
 fn close(stream: TcpStream, reset: bool) {
     if reset {
-        zero_linger(stream.as_raw_fd());
+        // With a zero linger time, closing the socket sends RST instead of FIN.
+        zero_linger(&stream);
     }
     drop(stream);
 }
 
-/// With a zero linger time, closing the socket sends RST instead of FIN.
-fn zero_linger(fd: RawFd) {
+fn zero_linger(stream: &TcpStream) {
     let linger = libc::linger { l_onoff: 1, l_linger: 0 };
-    // SAFETY: `fd` is an open socket owned by the caller for the duration of
-    // this call, and `linger` is a valid struct of the size passed.
+    // SAFETY: the fd is an open socket, borrowed for the duration of the
+    // call, and `linger` is a valid struct of the size passed.
     unsafe {
         libc::setsockopt(
-            fd,
+            stream.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_LINGER,
             (&linger as *const libc::linger).cast(),
