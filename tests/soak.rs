@@ -182,8 +182,16 @@ fn soak(length: Duration, min_cycles: usize) {
         cycles.push(Cycle { fault, at, healed: now_us() });
         std::thread::sleep(rng.ms(100, 2_000));
     }
-    // Everything healed: the job must be running again before the end.
-    std::thread::sleep(Duration::from_millis(LEASE_MS * 2));
+    // Everything healed: a server must run the job again (generous deadline:
+    // the machine may be loaded), and does so to the end.
+    let healed = now_us();
+    let back = Instant::now();
+    while !cluster.journals().iter().any(|j| last_tick(j).is_some_and(|t| t > healed))
+        && back.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(1));
     let end = now_us();
     cluster.stop_workers();
     let report = Report::new(&cluster, &cycles, begin, end, seed);
@@ -224,7 +232,7 @@ fn soak(length: Duration, min_cycles: usize) {
         );
     }
     assert!(report.runs.len() > 1, "the job ran only {} times", report.runs.len());
-    assert!(report.running_at_end, "no server runs the job {LEASE_MS} ms after the last fault healed (seed {seed})");
+    assert!(report.running_at_end, "no server ran the job within 30 s after the last fault healed (seed {seed})");
 }
 
 /// A seeded generator (SplitMix64): the same seed gives the same faults.
@@ -411,14 +419,10 @@ impl Cluster {
         // A job that outlives its worker would tick on: give it a moment to
         // show, note it, then end it.
         std::thread::sleep(Duration::from_millis(300));
-        for i in 0..NODES.len() {
+        for (i, node) in NODES.iter().enumerate() {
             let pids = jobs_of(&self.journal(i));
             if !pids.is_empty() {
-                self.orphans.push(format!(
-                    "{} job(s) {pids:?} of {} alive after the soak stopped",
-                    pids.len(),
-                    NODES[i]
-                ));
+                self.orphans.push(format!("job(s) {pids:?} of {node} alive after the soak stopped"));
             }
         }
         kill_jobs(&self.path);
@@ -666,13 +670,12 @@ struct Report {
     longest_gap: (u64, u64, Option<usize>),
     /// The same, not counting time in which nobody had the job enabled.
     longest_gap_enabled: u64,
-    /// The smallest margin (µs) between one server's last tick and the next
-    /// server's first.
-    closest_handover: Option<u64>,
-    handovers: usize,
-    /// Handovers closer than the longest tick pause seen inside a run: an
-    /// overlap shorter than that would not show in the journal.
-    handovers_within_a_tick: usize,
+    /// Each change of server: the margin (µs) between the last tick of one
+    /// and the first of the next, and whether Redis lost its data between
+    /// their starts. A margin below `longest_tick` could hide an overlap
+    /// shorter than a tick pause.
+    handovers: Vec<(u64, bool)>,
+    /// The longest pause between two ticks of one run: the journal's resolution.
     longest_tick: u64,
     orphans: Vec<String>,
     running_at_end: bool,
@@ -744,22 +747,16 @@ impl Report {
             longest_gap_enabled = longest_gap_enabled.max(gap - disabled_within(w[0], w[1]));
         }
 
-        let mut closest_handover = None;
-        let mut handovers = 0;
-        let mut handovers_within_a_tick = 0;
         let longest_tick = runs.iter().map(|r| r.longest_tick).max().unwrap_or(0);
+        let mut handovers = Vec::new();
         let mut last_end: Option<&Run> = None;
         for r in &runs {
             if let Some(prev) = last_end
                 && prev.node != r.node
                 && r.first > prev.last
             {
-                handovers += 1;
-                let margin = r.first - prev.last;
-                closest_handover = Some(closest_handover.map_or(margin, |c: u64| c.min(margin)));
-                if margin <= longest_tick {
-                    handovers_within_a_tick += 1;
-                }
+                let after_loss = losses.iter().any(|&t| prev.first < t && t <= r.first);
+                handovers.push((r.first - prev.last, after_loss));
             }
             if last_end.is_none_or(|p| r.last > p.last) {
                 last_end = Some(r);
@@ -770,7 +767,7 @@ impl Report {
         for c in cycles {
             *kinds.entry(c.fault.kind()).or_default() += 1;
         }
-        let running_at_end = ticks.last().is_some_and(|&t| end - t < 500_000);
+        let running_at_end = ticks.last().is_some_and(|&t| end - t < 1_000_000);
         Report {
             seed,
             begin,
@@ -785,9 +782,7 @@ impl Report {
             fences_back_after_loss,
             longest_gap,
             longest_gap_enabled,
-            closest_handover,
             handovers,
-            handovers_within_a_tick,
             longest_tick,
             orphans: cluster.orphans.clone(),
             running_at_end,
@@ -835,12 +830,28 @@ impl fmt::Display for Report {
         )?;
         let kinds: Vec<String> = self.cycles.iter().map(|(k, n)| format!("{k} {n}")).collect();
         writeln!(f, "  fault cycles: {} ({})", self.cycle_count, kinds.join(", "))?;
-        writeln!(f, "  runs: {}, handovers between servers: {}", self.runs.len(), self.handovers)?;
+        writeln!(f, "  runs: {}, handovers between servers: {}", self.runs.len(), self.handovers.len())?;
         writeln!(f, "  overlaps between servers: {}", self.overlaps.len())?;
         for (a, b, us) in self.overlaps.iter().take(10) {
             writeln!(
                 f,
                 "    OVERLAP {:.1} ms: {} and {}; {}",
+                ms(*us),
+                self.show(a),
+                self.show(b),
+                self.cycles_near(b.first)
+            )?;
+        }
+        writeln!(
+            f,
+            "  overlaps between servers across a Redis data loss: {} ({})",
+            self.overlaps_after_loss.len(),
+            if NO_OVERLAP_AFTER_DATA_LOSS { "asserted" } else { "NOT asserted: NO_OVERLAP_AFTER_DATA_LOSS is off" }
+        )?;
+        for (a, b, us) in self.overlaps_after_loss.iter().take(10) {
+            writeln!(
+                f,
+                "    OVERLAP AFTER DATA LOSS {:.1} ms: {} and {}; {}",
                 ms(*us),
                 self.show(a),
                 self.show(b),
@@ -873,13 +884,18 @@ impl fmt::Display for Report {
             cycle.map_or("none".to_owned(), |c| c.to_string()),
             self.longest_gap_enabled as f64 / 1e6
         )?;
-        writeln!(
-            f,
-            "  closest handover: {} ms; handovers within one tick pause ({:.0} ms, longest seen inside a run): {}",
-            self.closest_handover.map_or("-".to_owned(), |c| format!("{:.1}", ms(c))),
-            ms(self.longest_tick),
-            self.handovers_within_a_tick
-        )?;
+        for after_loss in [false, true] {
+            let margins: Vec<u64> = self.handovers.iter().filter(|h| h.1 == after_loss).map(|h| h.0).collect();
+            writeln!(
+                f,
+                "  handovers {}: {}, closest {} ms, {} closer than the longest tick pause inside a run ({:.0} ms)",
+                if after_loss { "across a data loss" } else { "on the same Redis data" },
+                margins.len(),
+                margins.iter().min().map_or("-".to_owned(), |&c| format!("{:.1}", ms(c))),
+                margins.iter().filter(|&&m| m <= self.longest_tick).count(),
+                ms(self.longest_tick)
+            )?;
+        }
         writeln!(f, "  jobs that outlived their worker: {}", self.orphans.len())?;
         for o in self.orphans.iter().take(5) {
             writeln!(f, "    {o}")?;
