@@ -163,6 +163,10 @@ fn soak(length: Duration, min_cycles: usize) {
         .unwrap_or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64);
     println!("soak: seed {seed} (replay with LOCKWATCH_SOAK_SEED={seed})");
     let mut rng = Rng(seed);
+    let mut first_round = [0, 1, 2, 3, 4, 5, 6];
+    for i in (1..first_round.len()).rev() {
+        first_round.swap(i, rng.below(i as u64 + 1) as usize);
+    }
     let mut cluster = Cluster::start();
     cluster.enable();
     let started = Instant::now();
@@ -174,7 +178,7 @@ fn soak(length: Duration, min_cycles: usize) {
     let t0 = Instant::now();
     let mut cycles = Vec::new();
     while t0.elapsed() < length || cycles.len() < min_cycles {
-        let fault = Fault::pick(&mut rng);
+        let fault = Fault::pick(&mut rng, cycles.len(), &first_round);
         let at = now_us();
         let since = t0.elapsed().as_secs_f64();
         let how = cluster.apply(&fault);
@@ -289,17 +293,30 @@ enum Fault {
 }
 
 impl Fault {
-    fn pick(rng: &mut Rng) -> Fault {
+    /// The fault of cycle `n` (from 0): the first seven cycles strike each
+    /// kind once, in a seeded order, so even a short soak sees them all;
+    /// after that the kinds come at random, weighted.
+    fn pick(rng: &mut Rng, n: usize, first_round: &[u64; 7]) -> Fault {
         let aim = |rng: &mut Rng, all: bool| match rng.below(100) {
             0..60 => Aim::Holder,
             60..85 => Aim::Node(rng.below(NODES.len() as u64) as usize),
             _ if all => Aim::All,
             _ => Aim::Node(rng.below(NODES.len() as u64) as usize),
         };
-        match rng.below(100) {
-            0..40 => {
+        // Kinds 0..4 are the proxy modes, 4 a pause, 5 a restart, 6 a kill.
+        let kind = match first_round.get(n) {
+            Some(&kind) => kind,
+            None => match rng.below(100) {
+                0..40 => rng.below(4),
+                40..55 => 4,
+                55..65 => 5,
+                _ => 6,
+            },
+        };
+        match kind {
+            0..4 => {
                 let aim = aim(rng, true);
-                let mode = match rng.below(4) {
+                let mode = match kind {
                     0 => Mode::Drop,
                     1 => Mode::Delay(rng.ms(50, 1_500)),
                     2 => Mode::Blackhole,
@@ -307,8 +324,8 @@ impl Fault {
                 };
                 Fault::Proxy { aim, mode, hold: rng.ms(200, 5_000) }
             }
-            40..55 => Fault::Pause { hold: rng.ms(200, 5_000) },
-            55..65 => Fault::Restart { reenable: rng.ms(0, 3_000) },
+            4 => Fault::Pause { hold: rng.ms(200, 5_000) },
+            5 => Fault::Restart { reenable: rng.ms(0, 3_000) },
             _ => Fault::Kill { aim: aim(rng, false), after: rng.ms(100, 3_000) },
         }
     }
