@@ -10,7 +10,7 @@
 //! different servers never overlap in time, and fences only grow.
 //!
 //! `cargo test --test soak -- --nocapture` runs the short soak (2 minutes);
-//! `cargo test --test soak -- --ignored --nocapture` the long one (30
+//! `cargo test --test soak half_an_hour -- --ignored --nocapture` the long one (30
 //! minutes and at least 200 fault cycles; `LOCKWATCH_SOAK_MINUTES=N` for
 //! another length, with as many cycles a minute). `LOCKWATCH_SOAK_SEED=N` replays a printed seed: the same
 //! faults in the same order with the same timings (which server happens to
@@ -190,7 +190,7 @@ fn beats_idle(c: &mut redis::Connection, node: &str) -> bool {
 }
 
 #[test]
-#[ignore = "runs 30 minutes; cargo test --test soak -- --ignored --nocapture"]
+#[ignore = "runs 30 minutes; cargo test --test soak half_an_hour -- --ignored --nocapture"]
 fn the_job_never_runs_on_two_servers_under_faults_for_half_an_hour() {
     let minutes: f64 = std::env::var("LOCKWATCH_SOAK_MINUTES").ok().and_then(|m| m.parse().ok()).unwrap_or(30.0);
     // 200 cycles in 30 minutes, and as many per minute for another length.
