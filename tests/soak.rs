@@ -9,12 +9,14 @@
 //! started again a moment later. Then the journals are read back: runs of
 //! different servers never overlap in time, and fences only grow.
 //!
-//! `cargo test --test soak -- --nocapture` runs the short soak (2 minutes);
-//! `cargo test --test soak half_an_hour -- --ignored --nocapture` the long one (30
-//! minutes and at least 200 fault cycles; `LOCKWATCH_SOAK_MINUTES=N` for
-//! another length, with as many cycles a minute). `LOCKWATCH_SOAK_SEED=N` replays a printed seed: the same
-//! faults in the same order with the same timings (which server happens to
-//! hold the lock when a fault aimed at "the holder" strikes is up to the run).
+//! `cargo test --test soak -- --nocapture` runs the short soak (2
+//! minutes) and two quick checks of the tools; `cargo test --test soak
+//! half_an_hour -- --ignored --nocapture` the long one (30 minutes and at
+//! least 200 fault cycles; `LOCKWATCH_SOAK_MINUTES=N` for another length,
+//! with as many cycles a minute). `LOCKWATCH_SOAK_SEED=N` replays a printed
+//! seed: the same faults in the same order with the same timings (which
+//! server holds the lock when a fault aimed at "the holder" strikes is up to
+//! the run).
 
 mod common;
 
