@@ -3,6 +3,7 @@
 //! supervisors do.
 #![allow(dead_code)]
 
+pub mod proxy;
 pub mod topology;
 
 use std::net::TcpListener;
@@ -100,6 +101,28 @@ impl RedisServer {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        if let Some(pid) = self.pid() {
+            // SAFETY: kill(2) on the pid of our own child, which we have not reaped.
+            unsafe { libc::kill(pid as libc::pid_t, signal) };
         }
     }
 

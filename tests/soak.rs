@@ -1,0 +1,973 @@
+//! The job never runs on two servers, under faults, with real processes.
+//!
+//! Three workers, each talking to one real Redis through its own fault proxy
+//! (`common::proxy`), run a shell job that journals a tick every 100 ms. A
+//! seeded random sequence of faults follows: a proxy that drops, resets,
+//! delays or blackholes a worker's (or every worker's) connections, Redis
+//! frozen with SIGSTOP, Redis restarted empty (no persistence) after which
+//! the supervisor enables the job again, a worker killed with `kill -9` and
+//! started again a moment later. Then the journals are read back: runs of
+//! different servers never overlap in time, and fences only grow.
+//!
+//! `cargo test --test soak -- --nocapture` runs the short soak (2
+//! minutes) and two quick checks of the tools; `cargo test --test soak
+//! half_an_hour -- --ignored --nocapture` the long one (30 minutes and at
+//! least 200 fault cycles; `LOCKWATCH_SOAK_MINUTES=N` for another length,
+//! with as many cycles a minute). `LOCKWATCH_SOAK_SEED=N` replays a printed
+//! seed: the same faults in the same order with the same timings (which
+//! server holds the lock when a fault aimed at "the holder" strikes is up to
+//! the run).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::OpenOptions;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::RedisServer;
+use common::proxy::{Mode, Proxy};
+
+/// Whether a fence must also grow across a Redis restart that lost the data.
+/// Today the worker's fence counter lives only in Redis and starts again at
+/// 1 after such a loss, so this is off: fences going back across a data loss
+/// are counted and printed, not asserted. Turn it on once the worker keeps
+/// its fences above every one it handed out before.
+const FENCE_SURVIVES_DATA_LOSS: bool = false;
+
+/// Whether two servers' runs may not overlap even when Redis lost its data
+/// in between. Today they do: the old holder keeps its job until its lease
+/// watchdog gives up (up to 3/4 of the lease after its last renewal), while
+/// another server takes the emptied lock as soon as the job is enabled
+/// again. Such overlaps are printed, loudly, but not asserted while this is
+/// off; every other overlap always fails the test. Turn it on once the
+/// worker waits out a lease before it starts the job on data it finds lost.
+const NO_OVERLAP_AFTER_DATA_LOSS: bool = false;
+
+const NODES: [&str; 3] = ["srv-a", "srv-b", "srv-c"];
+const LEASE: &str = "2s";
+const LEASE_MS: u64 = 2_000;
+
+/// The job: every 100 ms one line `node fence pid started_us now_us`
+/// appended to the journal named by its first argument. Times are the wall
+/// clock in µs (`$EPOCHREALTIME`, no fork), the same clock for every job on
+/// this machine; `started_us` tells apart two processes that got the same pid.
+const JOB: &str = r#"j=$1; s=${EPOCHREALTIME/./}
+while :; do echo "$LOCKWATCH_NODE $LOCKWATCH_FENCE $$ $s ${EPOCHREALTIME/./}" >> "$j"; sleep 0.1; done"#;
+
+#[test]
+fn the_job_never_runs_on_two_servers_under_faults() {
+    soak(Duration::from_secs(120), 0);
+}
+
+/// Each proxy mode does to a real Redis connection what it says.
+#[test]
+fn the_fault_proxy_passes_delays_holds_drops_and_resets() {
+    use std::io::{ErrorKind, Write};
+    use std::net::TcpStream;
+
+    let redis = RedisServer::start();
+    let proxy = Proxy::start(redis.port);
+    let connect = || {
+        let c = TcpStream::connect(("127.0.0.1", proxy.port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        c
+    };
+    let ping = |c: &mut TcpStream| c.write_all(b"PING\r\n").unwrap();
+    let answer = |c: &mut TcpStream| {
+        let mut buf = [0u8; 64];
+        c.read(&mut buf).map(|n| String::from_utf8_lossy(&buf[..n]).into_owned())
+    };
+
+    let mut c = connect();
+    ping(&mut c);
+    assert_eq!(answer(&mut c).unwrap(), "+PONG\r\n");
+
+    proxy.set(Mode::Delay(Duration::from_millis(300)));
+    let t = Instant::now();
+    ping(&mut c);
+    assert_eq!(answer(&mut c).unwrap(), "+PONG\r\n");
+    assert!(t.elapsed() >= Duration::from_millis(600), "300 ms each way: {:?}", t.elapsed());
+
+    // Held, not lost: the answer arrives once the blackhole lifts, and a
+    // connection opened meanwhile is accepted but not served.
+    proxy.set(Mode::Blackhole);
+    ping(&mut c);
+    let mut held = connect();
+    ping(&mut held);
+    for c in [&mut c, &mut held] {
+        c.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        let err = answer(c).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut), "{err:?}");
+        c.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    }
+    proxy.set(Mode::Pass);
+    assert_eq!(answer(&mut c).unwrap(), "+PONG\r\n");
+    assert_eq!(answer(&mut held).unwrap(), "+PONG\r\n");
+
+    proxy.set(Mode::Drop);
+    assert_eq!(answer(&mut c).unwrap(), "", "closed");
+    assert_eq!(answer(&mut connect()).unwrap(), "", "a new connection is closed too");
+    proxy.set(Mode::Pass);
+
+    let mut c = connect();
+    ping(&mut c);
+    assert_eq!(answer(&mut c).unwrap(), "+PONG\r\n");
+    proxy.set(Mode::Reset);
+    assert_eq!(answer(&mut c).unwrap_err().kind(), ErrorKind::ConnectionReset);
+    assert_eq!(answer(&mut connect()).unwrap_err().kind(), ErrorKind::ConnectionReset);
+    proxy.set(Mode::Pass);
+    let mut c = connect();
+    ping(&mut c);
+    assert_eq!(answer(&mut c).unwrap(), "+PONG\r\n");
+}
+
+/// The check itself can fail: a server talking to a Redis of its own (a
+/// split brain no lock can prevent) runs the job while another does, and
+/// the journals show it.
+#[test]
+fn the_journal_check_sees_a_server_that_runs_the_job_alongside_another() {
+    let other = RedisServer::start();
+    try_enable(&other).unwrap();
+    let mut cluster = Cluster::start();
+    cluster.enable();
+    cluster.proxies[2].retarget(other.port);
+    cluster.kill_worker(2);
+    cluster.spawn_worker(2);
+    let begin = now_us();
+    std::thread::sleep(Duration::from_secs(4));
+    let end = now_us();
+    cluster.stop_workers();
+    let report = Report::new(&cluster, &[], begin, end, 0);
+    println!("{report}");
+    assert!(!report.overlaps.is_empty(), "srv-c on its own Redis ran alongside another server");
+    assert!(report.overlaps.iter().all(|(a, b, _)| a.node == "srv-c" || b.node == "srv-c"));
+    assert!(!report.fences_back_same_data.is_empty(), "both Redis servers handed out fence 1");
+}
+
+/// Found by the soak (seed 1795419316056704531, a 333 ms overlap): when a
+/// worker's connection goes silent just as it takes the lock, its
+/// supervision loop waits 2 s on recording `acquired`, then starts the job
+/// all the same (a 2 s lease is gone by then), and waits 2 s more on
+/// `job-started` before the lease watchdog can kill the job; the watchdog's
+/// one kill, at 3/4 of the lease, found no job. Here srv-a's job runs on
+/// beside srv-b's until the silence ends (3.9 s on the current worker).
+#[test]
+#[ignore = "fails until the worker starts no job on a lease its watchdog gave up, and arms the watchdog's kill before any Redis call"]
+fn a_job_started_as_redis_goes_silent_dies_before_the_lease_runs_out() {
+    let mut cluster = Cluster::idle();
+    let mut c = cluster.redis.conn();
+    cluster.spawn_worker(0);
+    let idle = Instant::now();
+    while !beats_idle(&mut c, NODES[0]) {
+        assert!(idle.elapsed() < Duration::from_secs(20), "srv-a never beat");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let begin = now_us();
+    cluster.enable();
+    // Silence srv-a the moment its lock lands in Redis.
+    let taken = Instant::now();
+    while !redis::cmd("EXISTS").arg("{outbound}:lock").query::<bool>(&mut c).unwrap() {
+        assert!(taken.elapsed() < Duration::from_secs(20), "srv-a never took the lock");
+    }
+    cluster.proxies[0].set(Mode::Blackhole);
+    cluster.spawn_worker(1);
+    std::thread::sleep(Duration::from_secs(6));
+    cluster.proxies[0].set(Mode::Pass);
+    let end = now_us();
+    cluster.stop_workers();
+    let report = Report::new(&cluster, &[], begin, end, 0);
+    println!("{report}");
+    assert!(report.runs.iter().any(|r| r.node == NODES[1]), "srv-b took over");
+    assert!(report.overlaps.is_empty(), "srv-a's job outlived its lease while srv-b ran it");
+}
+
+fn beats_idle(c: &mut redis::Connection, node: &str) -> bool {
+    let state: Option<String> =
+        redis::cmd("HGET").arg(format!("{{outbound}}:node:{node}")).arg("state").query(c).unwrap();
+    state.as_deref() == Some("idle")
+}
+
+#[test]
+#[ignore = "runs 30 minutes; cargo test --test soak half_an_hour -- --ignored --nocapture"]
+fn the_job_never_runs_on_two_servers_under_faults_for_half_an_hour() {
+    let minutes: f64 = std::env::var("LOCKWATCH_SOAK_MINUTES").ok().and_then(|m| m.parse().ok()).unwrap_or(30.0);
+    // 200 cycles in 30 minutes, and as many per minute for another length.
+    soak(Duration::from_secs_f64(minutes * 60.0), (minutes * 200.0 / 30.0).ceil() as usize);
+}
+
+/// Runs faults for at least `length` and `min_cycles` cycles, then checks
+/// the journals and prints the figures.
+fn soak(length: Duration, min_cycles: usize) {
+    let seed = std::env::var("LOCKWATCH_SOAK_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64);
+    println!("soak: seed {seed} (replay with LOCKWATCH_SOAK_SEED={seed})");
+    let mut rng = Rng(seed);
+    let mut first_round = [0, 1, 2, 3, 4, 5, 6];
+    for i in (1..first_round.len()).rev() {
+        first_round.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut cluster = Cluster::start();
+    cluster.enable();
+    let started = Instant::now();
+    while cluster.journals().iter().all(|j| last_tick(j).is_none()) {
+        assert!(started.elapsed() < Duration::from_secs(30), "no server started the job within 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let begin = now_us();
+    let t0 = Instant::now();
+    let mut cycles = Vec::new();
+    while t0.elapsed() < length || cycles.len() < min_cycles {
+        let fault = Fault::pick(&mut rng, cycles.len(), &first_round);
+        let at = now_us();
+        let since = t0.elapsed().as_secs_f64();
+        let how = cluster.apply(&fault);
+        println!("cycle {:>3} at {since:>6.1} s: {fault}{how}", cycles.len() + 1);
+        cycles.push(Cycle { fault, at, healed: now_us() });
+        std::thread::sleep(rng.ms(100, 2_000));
+    }
+    // Everything healed: a server must run the job again (generous deadline:
+    // the machine may be loaded), and does so to the end.
+    let healed = now_us();
+    let back = Instant::now();
+    while !cluster.journals().iter().any(|j| last_tick(j).is_some_and(|t| t > healed))
+        && back.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let end = now_us();
+    cluster.stop_workers();
+    let report = Report::new(&cluster, &cycles, begin, end, seed);
+    println!("{report}");
+    if !report.overlaps_after_loss.is_empty() {
+        println!(
+            "WARNING: the job ran on two servers at once after Redis lost its data ({} times, seed {seed}); \
+             see NO_OVERLAP_AFTER_DATA_LOSS",
+            report.overlaps_after_loss.len()
+        );
+    }
+    if !report.passed() {
+        let kept = cluster.keep_files();
+        println!("journals and worker logs kept in {}", kept.display());
+    }
+    assert!(
+        report.overlaps.is_empty(),
+        "{} overlaps between servers (seed {seed}): the job ran on two servers at once",
+        report.overlaps.len()
+    );
+    if NO_OVERLAP_AFTER_DATA_LOSS {
+        assert!(
+            report.overlaps_after_loss.is_empty(),
+            "{} overlaps between servers across a Redis data loss (seed {seed})",
+            report.overlaps_after_loss.len()
+        );
+    }
+    assert!(
+        report.fences_back_same_data.is_empty(),
+        "{} runs got a fence not above an earlier run of another server (seed {seed})",
+        report.fences_back_same_data.len()
+    );
+    if FENCE_SURVIVES_DATA_LOSS {
+        assert!(
+            report.fences_back_after_loss.is_empty(),
+            "{} runs after a data loss got a fence not above an earlier run (seed {seed})",
+            report.fences_back_after_loss.len()
+        );
+    }
+    assert!(report.runs.len() > 1, "the job ran only {} times", report.runs.len());
+    assert!(report.running_at_end, "no server ran the job within 30 s after the last fault healed (seed {seed})");
+}
+
+/// A seeded generator (SplitMix64): the same seed gives the same faults.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn ms(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(lo + self.below(hi - lo + 1))
+    }
+}
+
+/// Which worker a fault strikes.
+#[derive(Debug, Clone, Copy)]
+enum Aim {
+    /// The server running the job when the fault starts (any, if none does).
+    Holder,
+    Node(usize),
+    All,
+}
+
+impl fmt::Display for Aim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Aim::Holder => f.write_str("the holder"),
+            Aim::Node(i) => f.write_str(NODES[*i]),
+            Aim::All => f.write_str("every server"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Fault {
+    /// The proxies of `aim` switch to `mode` for `hold`, then pass again.
+    Proxy { aim: Aim, mode: Mode, hold: Duration },
+    /// Redis frozen (SIGSTOP) for `hold`, then SIGCONT.
+    Pause { hold: Duration },
+    /// Redis killed and started empty on the same port; the supervisor
+    /// enables the job again `reenable` later.
+    Restart { reenable: Duration },
+    /// `kill -9` of a worker, started again `after` later.
+    Kill { aim: Aim, after: Duration },
+}
+
+impl Fault {
+    /// The fault of cycle `n` (from 0): the first seven cycles strike each
+    /// kind once, in a seeded order, so even a short soak sees them all;
+    /// after that the kinds come at random, weighted.
+    fn pick(rng: &mut Rng, n: usize, first_round: &[u64; 7]) -> Fault {
+        let aim = |rng: &mut Rng, all: bool| match rng.below(100) {
+            0..60 => Aim::Holder,
+            60..85 => Aim::Node(rng.below(NODES.len() as u64) as usize),
+            _ if all => Aim::All,
+            _ => Aim::Node(rng.below(NODES.len() as u64) as usize),
+        };
+        // Kinds 0..4 are the proxy modes, 4 a pause, 5 a restart, 6 a kill.
+        let kind = match first_round.get(n) {
+            Some(&kind) => kind,
+            None => match rng.below(100) {
+                0..40 => rng.below(4),
+                40..55 => 4,
+                55..65 => 5,
+                _ => 6,
+            },
+        };
+        match kind {
+            0..4 => {
+                let aim = aim(rng, true);
+                let mode = match kind {
+                    0 => Mode::Drop,
+                    1 => Mode::Delay(rng.ms(50, 1_500)),
+                    2 => Mode::Blackhole,
+                    _ => Mode::Reset,
+                };
+                Fault::Proxy { aim, mode, hold: rng.ms(200, 5_000) }
+            }
+            4 => Fault::Pause { hold: rng.ms(200, 5_000) },
+            5 => Fault::Restart { reenable: rng.ms(0, 3_000) },
+            _ => Fault::Kill { aim: aim(rng, false), after: rng.ms(100, 3_000) },
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Fault::Proxy { mode: Mode::Drop, .. } => "proxy drop",
+            Fault::Proxy { mode: Mode::Delay(_), .. } => "proxy delay",
+            Fault::Proxy { mode: Mode::Blackhole, .. } => "proxy blackhole",
+            Fault::Proxy { mode: Mode::Reset, .. } => "proxy reset",
+            Fault::Proxy { mode: Mode::Pass, .. } => "proxy pass",
+            Fault::Pause { .. } => "redis SIGSTOP",
+            Fault::Restart { .. } => "redis restart, data lost",
+            Fault::Kill { .. } => "worker kill -9",
+        }
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::Proxy { aim, mode, hold } => write!(f, "proxy of {aim}: {mode:?} for {hold:?}"),
+            Fault::Pause { hold } => write!(f, "Redis SIGSTOP for {hold:?}"),
+            Fault::Restart { reenable } => write!(f, "Redis restarted empty, job enabled again after {reenable:?}"),
+            Fault::Kill { aim, after } => write!(f, "kill -9 of the worker of {aim}, restarted after {after:?}"),
+        }
+    }
+}
+
+struct Cycle {
+    fault: Fault,
+    at: u64,
+    healed: u64,
+}
+
+/// Every process and proxy of the soak; all of it is killed on drop, however
+/// the test ends.
+struct Cluster {
+    workers: Vec<Option<Child>>,
+    proxies: Vec<Proxy>,
+    redis: RedisServer,
+    dir: Option<tempfile::TempDir>,
+    path: PathBuf,
+    /// Windows (µs) in which nobody had the job enabled: from a data loss to
+    /// the supervisor enabling it again.
+    disabled: Vec<(u64, u64)>,
+    /// Jobs found alive after their worker was killed.
+    orphans: Vec<String>,
+}
+
+impl Cluster {
+    /// Redis, the proxies and every worker.
+    fn start() -> Cluster {
+        let mut cluster = Cluster::idle();
+        for i in 0..NODES.len() {
+            cluster.spawn_worker(i);
+        }
+        cluster
+    }
+
+    /// Redis and the proxies, no worker yet.
+    fn idle() -> Cluster {
+        let redis = RedisServer::start();
+        let proxies = NODES.iter().map(|_| Proxy::start(redis.port)).collect();
+        let dir = tempfile::Builder::new().prefix("lockwatch-soak-").tempdir().unwrap();
+        let path = dir.path().to_owned();
+        Cluster {
+            workers: NODES.iter().map(|_| None).collect(),
+            proxies,
+            redis,
+            dir: Some(dir),
+            path,
+            disabled: Vec::new(),
+            orphans: Vec::new(),
+        }
+    }
+
+    fn journal(&self, i: usize) -> PathBuf {
+        self.path.join(format!("journal-{}", NODES[i]))
+    }
+
+    fn journals(&self) -> Vec<PathBuf> {
+        (0..NODES.len()).map(|i| self.journal(i)).collect()
+    }
+
+    fn spawn_worker(&mut self, i: usize) {
+        let log =
+            OpenOptions::new().create(true).append(true).open(self.path.join(format!("{}.log", NODES[i]))).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+            .args(["--redis", &self.proxies[i].url(), "worker", "--node", NODES[i], "--lease", LEASE])
+            .args(["--stop-grace", "1s", "--", "bash", "-c", JOB, "lockwatch-soak-job"])
+            .arg(self.journal(i))
+            .env("LOCKWATCH_LOG", "info")
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.workers[i] = Some(child);
+    }
+
+    fn kill_worker(&mut self, i: usize) {
+        if let Some(mut child) = self.workers[i].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn stop_workers(&mut self) {
+        for i in 0..NODES.len() {
+            self.kill_worker(i);
+        }
+        // A job that outlives its worker would tick on: give it a moment to
+        // show, note it, then end it.
+        std::thread::sleep(Duration::from_millis(300));
+        for (i, node) in NODES.iter().enumerate() {
+            let pids = jobs_of(&self.journal(i));
+            if !pids.is_empty() {
+                self.orphans.push(format!("job(s) {pids:?} of {node} alive after the soak stopped"));
+            }
+        }
+        kill_jobs(&self.path);
+    }
+
+    /// The supervisor enables the job (again, after a data loss), retrying
+    /// while Redis does not answer.
+    fn enable(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match try_enable(&self.redis) {
+                Ok(()) => return,
+                Err(err) => {
+                    assert!(Instant::now() < deadline, "cannot enable the job: {err}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    /// The server whose job ticked last, if within half a second.
+    fn holder(&self) -> Option<usize> {
+        let now = now_us();
+        (0..NODES.len())
+            .filter_map(|i| last_tick(&self.journal(i)).map(|t| (t, i)))
+            .filter(|(t, _)| now.saturating_sub(*t) < 500_000)
+            .max()
+            .map(|(_, i)| i)
+    }
+
+    fn aimed(&self, aim: Aim) -> Vec<usize> {
+        match aim {
+            Aim::Holder => vec![self.holder().unwrap_or(0)],
+            Aim::Node(i) => vec![i],
+            Aim::All => (0..NODES.len()).collect(),
+        }
+    }
+
+    /// Applies a fault and heals it; returns what it struck, for the log.
+    fn apply(&mut self, fault: &Fault) -> String {
+        match fault {
+            Fault::Proxy { aim, mode, hold } => {
+                let nodes = self.aimed(*aim);
+                nodes.iter().for_each(|&i| self.proxies[i].set(*mode));
+                std::thread::sleep(*hold);
+                nodes.iter().for_each(|&i| self.proxies[i].set(Mode::Pass));
+                format!(" → {}", names(&nodes))
+            }
+            Fault::Pause { hold } => {
+                self.redis.pause();
+                std::thread::sleep(*hold);
+                self.redis.resume();
+                String::new()
+            }
+            Fault::Restart { reenable } => {
+                let lost = now_us();
+                let port = self.redis.port;
+                self.redis.restart();
+                if self.redis.port != port {
+                    self.proxies.iter().for_each(|p| p.retarget(self.redis.port));
+                }
+                std::thread::sleep(*reenable);
+                self.enable();
+                self.disabled.push((lost, now_us()));
+                String::new()
+            }
+            Fault::Kill { aim, after } => {
+                let i = self.aimed(*aim)[0];
+                self.kill_worker(i);
+                std::thread::sleep(*after);
+                // PR_SET_PDEATHSIG ends the job with its worker; one still
+                // alive now is a finding (and would tick on into the journal).
+                let pids = jobs_of(&self.journal(i));
+                if !pids.is_empty() {
+                    self.orphans.push(format!("job(s) {pids:?} of {} alive {after:?} after kill -9", NODES[i]));
+                    kill_jobs(&self.journal(i));
+                }
+                self.spawn_worker(i);
+                format!(" → {}", NODES[i])
+            }
+        }
+    }
+
+    /// Keeps the journals and logs on disk for a look after a failure.
+    fn keep_files(&mut self) -> PathBuf {
+        self.dir.take().map(|d| d.keep()).unwrap_or_else(|| self.path.clone())
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..NODES.len() {
+            self.kill_worker(i);
+        }
+        kill_jobs(&self.path);
+        // The proxies and Redis (SIGKILL ends it even while stopped) follow
+        // as fields.
+    }
+}
+
+fn names(nodes: &[usize]) -> String {
+    nodes.iter().map(|&i| NODES[i]).collect::<Vec<_>>().join(", ")
+}
+
+fn try_enable(redis: &RedisServer) -> redis::RedisResult<()> {
+    let mut c = redis.client().get_connection_with_timeout(Duration::from_secs(1))?;
+    c.set_read_timeout(Some(Duration::from_secs(1)))?;
+    c.set_write_timeout(Some(Duration::from_secs(1)))?;
+    let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut c)?;
+    redis::pipe()
+        .cmd("HSET")
+        .arg("{outbound}:enabled:alice")
+        .arg("on")
+        .arg("1")
+        .arg("time")
+        .arg(s * 1000 + us / 1000)
+        .arg("host")
+        .arg("soak-supervisor")
+        .ignore()
+        .cmd("SADD")
+        .arg("{outbound}:users")
+        .arg("alice")
+        .ignore()
+        .query(&mut c)
+}
+
+fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros() as u64
+}
+
+/// Pids of live job processes (not zombies) whose command line names `marker`.
+fn jobs_of(marker: &Path) -> Vec<u32> {
+    let marker = marker.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            String::from_utf8_lossy(&cmdline).contains(&marker) && !state.starts_with(['Z', 'X'])
+        })
+        .collect()
+}
+
+/// Kills every job whose command line names `marker` (a journal or the soak's dir).
+fn kill_jobs(marker: &Path) {
+    for pid in jobs_of(marker) {
+        // SAFETY: kill(2) on a pid just read from /proc whose command line
+        // names this soak's own temp dir: one of the soak's jobs.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    }
+}
+
+/// The time of the last complete line of a journal.
+fn last_tick(path: &Path) -> Option<u64> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(256))).ok()?;
+    let mut tail = String::new();
+    file.read_to_string(&mut tail).ok()?;
+    tail.lines().rev().find_map(|l| parse_tick(l).map(|t| t.now_us))
+}
+
+#[derive(Debug, Clone)]
+struct Tick {
+    node: String,
+    fence: i64,
+    pid: u32,
+    started_us: u64,
+    now_us: u64,
+}
+
+/// One journal line; `None` for a line cut short by a kill.
+fn parse_tick(line: &str) -> Option<Tick> {
+    let p: Vec<&str> = line.split(' ').collect();
+    let [node, fence, pid, started, now] = p[..] else { return None };
+    if now.len() < 16 {
+        return None;
+    }
+    Some(Tick {
+        node: node.to_owned(),
+        fence: fence.parse().ok()?,
+        pid: pid.parse().ok()?,
+        started_us: started.parse().ok()?,
+        now_us: now.parse().ok()?,
+    })
+}
+
+/// One run of the job: the ticks of one job process (one node, one fence).
+#[derive(Debug, Clone)]
+struct Run {
+    node: String,
+    fence: i64,
+    pid: u32,
+    first: u64,
+    last: u64,
+    ticks: usize,
+    /// The longest pause between two of its ticks: the journal's real resolution.
+    longest_tick: u64,
+}
+
+fn runs(journals: &[PathBuf]) -> Vec<Run> {
+    let mut by_process: BTreeMap<(String, i64, u32, u64), Vec<u64>> = BTreeMap::new();
+    for path in journals {
+        for tick in std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(parse_tick) {
+            by_process.entry((tick.node, tick.fence, tick.pid, tick.started_us)).or_default().push(tick.now_us);
+        }
+    }
+    let mut runs: Vec<Run> = by_process
+        .into_iter()
+        .map(|((node, fence, pid, _), mut times)| {
+            times.sort_unstable();
+            let longest_tick = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+            Run { node, fence, pid, first: times[0], last: times[times.len() - 1], ticks: times.len(), longest_tick }
+        })
+        .collect();
+    runs.sort_by_key(|r| (r.first, r.last));
+    runs
+}
+
+/// What the journals say.
+struct Report {
+    seed: u64,
+    /// When the faults began (µs): times in the report count from here.
+    begin: u64,
+    minutes: f64,
+    cycles: BTreeMap<&'static str, usize>,
+    cycle_count: usize,
+    runs: Vec<Run>,
+    /// Pairs of runs of different servers whose ticks interleave, with how
+    /// long (µs), both runs begun on the same Redis data.
+    overlaps: Vec<(Run, Run, u64)>,
+    /// The same where Redis lost its data after the first run began.
+    overlaps_after_loss: Vec<(Run, Run, u64)>,
+    /// Two processes of one server at once (a job outliving its worker).
+    same_server: Vec<(Run, Run, u64)>,
+    /// A run whose fence is not above an earlier run of another server, with
+    /// no data loss between them.
+    fences_back_same_data: Vec<(Run, Run)>,
+    /// The same across a Redis restart that lost the data.
+    fences_back_after_loss: Vec<(Run, Run)>,
+    /// Longest stretch (µs) with no tick from any server, where it began, and
+    /// the cycle it fell in.
+    longest_gap: (u64, u64, Option<usize>),
+    /// The same, not counting time in which nobody had the job enabled.
+    longest_gap_enabled: u64,
+    /// Each change of server: the margin (µs) between the last tick of one
+    /// and the first of the next, and whether Redis lost its data between
+    /// their starts. A margin below `longest_tick` could hide an overlap
+    /// shorter than a tick pause.
+    handovers: Vec<(u64, bool)>,
+    /// The longest pause between two ticks of one run: the journal's resolution.
+    longest_tick: u64,
+    orphans: Vec<String>,
+    running_at_end: bool,
+    cycle_list: Vec<(usize, String, u64, u64)>,
+}
+
+impl Report {
+    fn new(cluster: &Cluster, cycles: &[Cycle], begin: u64, end: u64, seed: u64) -> Report {
+        let runs = runs(&cluster.journals());
+        let losses: Vec<u64> = cluster.disabled.iter().map(|d| d.0).collect();
+        let mut overlaps = Vec::new();
+        let mut overlaps_after_loss = Vec::new();
+        let mut same_server = Vec::new();
+        for (i, a) in runs.iter().enumerate() {
+            for b in &runs[i + 1..] {
+                // Sorted by first tick: b starts at or after a.
+                if b.first <= a.last {
+                    let both = a.last.min(b.last) - b.first;
+                    let loss_between = losses.iter().any(|&t| a.first < t && t <= b.first);
+                    if a.node != b.node && loss_between {
+                        overlaps_after_loss.push((a.clone(), b.clone(), both));
+                    } else if a.node != b.node {
+                        overlaps.push((a.clone(), b.clone(), both));
+                    } else {
+                        same_server.push((a.clone(), b.clone(), both));
+                    }
+                }
+            }
+        }
+        let mut fences_back_same_data = Vec::new();
+        let mut fences_back_after_loss = Vec::new();
+        for (i, later) in runs.iter().enumerate() {
+            let last_loss = losses.iter().copied().filter(|&t| t <= later.first).max().unwrap_or(0);
+            let others = runs[..i].iter().filter(|e| e.node != later.node);
+            // Each run counts once, against the highest fence it should have beaten.
+            if let Some(top) = others.clone().filter(|e| e.first >= last_loss).max_by_key(|e| e.fence)
+                && later.fence <= top.fence
+            {
+                fences_back_same_data.push((top.clone(), later.clone()));
+            } else if let Some(top) = others.max_by_key(|e| e.fence)
+                && later.fence <= top.fence
+            {
+                fences_back_after_loss.push((top.clone(), later.clone()));
+            }
+        }
+
+        let mut ticks: Vec<u64> = Vec::new();
+        for path in cluster.journals() {
+            ticks.extend(
+                std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(parse_tick).map(|t| t.now_us),
+            );
+        }
+        ticks.retain(|&t| t >= begin && t <= end);
+        ticks.sort_unstable();
+        let mut edges = vec![begin];
+        edges.extend(&ticks);
+        edges.push(end);
+        let disabled_within = |from: u64, to: u64| -> u64 {
+            cluster.disabled.iter().map(|&(a, b)| b.min(to).saturating_sub(a.max(from))).sum()
+        };
+        let mut longest_gap = (0, begin, None);
+        let mut longest_gap_enabled = 0;
+        for w in edges.windows(2) {
+            let gap = w[1] - w[0];
+            if gap > longest_gap.0 {
+                let cycle = cycles.iter().rposition(|c| c.at <= w[1]).map(|i| i + 1);
+                longest_gap = (gap, w[0], cycle);
+            }
+            longest_gap_enabled = longest_gap_enabled.max(gap - disabled_within(w[0], w[1]));
+        }
+
+        let longest_tick = runs.iter().map(|r| r.longest_tick).max().unwrap_or(0);
+        let mut handovers = Vec::new();
+        let mut last_end: Option<&Run> = None;
+        for r in &runs {
+            if let Some(prev) = last_end
+                && prev.node != r.node
+                && r.first > prev.last
+            {
+                let after_loss = losses.iter().any(|&t| prev.first < t && t <= r.first);
+                handovers.push((r.first - prev.last, after_loss));
+            }
+            if last_end.is_none_or(|p| r.last > p.last) {
+                last_end = Some(r);
+            }
+        }
+
+        let mut kinds = BTreeMap::new();
+        for c in cycles {
+            *kinds.entry(c.fault.kind()).or_default() += 1;
+        }
+        let running_at_end = ticks.last().is_some_and(|&t| end - t < 1_000_000);
+        Report {
+            seed,
+            begin,
+            minutes: (end - begin) as f64 / 60e6,
+            cycles: kinds,
+            cycle_count: cycles.len(),
+            runs,
+            overlaps,
+            overlaps_after_loss,
+            same_server,
+            fences_back_same_data,
+            fences_back_after_loss,
+            longest_gap,
+            longest_gap_enabled,
+            handovers,
+            longest_tick,
+            orphans: cluster.orphans.clone(),
+            running_at_end,
+            cycle_list: cycles.iter().enumerate().map(|(i, c)| (i + 1, c.fault.to_string(), c.at, c.healed)).collect(),
+        }
+    }
+
+    /// A run, with times in seconds since the faults began.
+    fn show(&self, r: &Run) -> String {
+        let s = |us: u64| (us as f64 - self.begin as f64) / 1e6;
+        format!("{} fence {} (pid {}, {:.3}–{:.3} s, {} ticks)", r.node, r.fence, r.pid, s(r.first), s(r.last), r.ticks)
+    }
+
+    fn passed(&self) -> bool {
+        self.overlaps.is_empty()
+            && (!NO_OVERLAP_AFTER_DATA_LOSS || self.overlaps_after_loss.is_empty())
+            && self.fences_back_same_data.is_empty()
+            && (!FENCE_SURVIVES_DATA_LOSS || self.fences_back_after_loss.is_empty())
+            && self.running_at_end
+    }
+
+    /// The fault cycles around a moment, to read a finding against.
+    fn cycles_near(&self, at: u64) -> String {
+        let window = LEASE_MS * 1_000 * 2;
+        self.cycle_list
+            .iter()
+            .filter(|(_, _, from, to)| *from <= at + window / 2 && at <= to + window)
+            .map(|(n, what, from, _)| {
+                format!("cycle {n} ({what}) began {} ms before", (at as i64 - *from as i64) / 1000)
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = |us: u64| us as f64 / 1000.0;
+        writeln!(
+            f,
+            "soak figures (seed {}, {:.1} min of faults, {} servers, lease {LEASE}):",
+            self.seed,
+            self.minutes,
+            NODES.len()
+        )?;
+        let kinds: Vec<String> = self.cycles.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        writeln!(f, "  fault cycles: {} ({})", self.cycle_count, kinds.join(", "))?;
+        writeln!(f, "  runs: {}, handovers between servers: {}", self.runs.len(), self.handovers.len())?;
+        writeln!(f, "  overlaps between servers: {}", self.overlaps.len())?;
+        for (a, b, us) in self.overlaps.iter().take(10) {
+            writeln!(
+                f,
+                "    OVERLAP {:.1} ms: {} and {}; {}",
+                ms(*us),
+                self.show(a),
+                self.show(b),
+                self.cycles_near(b.first)
+            )?;
+        }
+        writeln!(
+            f,
+            "  overlaps between servers across a Redis data loss: {} ({})",
+            self.overlaps_after_loss.len(),
+            if NO_OVERLAP_AFTER_DATA_LOSS { "asserted" } else { "NOT asserted: NO_OVERLAP_AFTER_DATA_LOSS is off" }
+        )?;
+        for (a, b, us) in self.overlaps_after_loss.iter().take(10) {
+            writeln!(
+                f,
+                "    OVERLAP AFTER DATA LOSS {:.1} ms: {} and {}; {}",
+                ms(*us),
+                self.show(a),
+                self.show(b),
+                self.cycles_near(b.first)
+            )?;
+        }
+        writeln!(f, "  two jobs at once on one server: {}", self.same_server.len())?;
+        for (a, b, us) in self.same_server.iter().take(5) {
+            writeln!(f, "    {:.1} ms: {} and {}; {}", ms(*us), self.show(a), self.show(b), self.cycles_near(b.first))?;
+        }
+        writeln!(f, "  fences not growing, same Redis data: {}", self.fences_back_same_data.len())?;
+        for (a, b) in self.fences_back_same_data.iter().take(5) {
+            writeln!(f, "    {} after {}; {}", self.show(b), self.show(a), self.cycles_near(b.first))?;
+        }
+        writeln!(
+            f,
+            "  fences not growing across a data loss: {} ({})",
+            self.fences_back_after_loss.len(),
+            if FENCE_SURVIVES_DATA_LOSS { "asserted" } else { "not asserted: FENCE_SURVIVES_DATA_LOSS is off" }
+        )?;
+        for (a, b) in self.fences_back_after_loss.iter().take(3) {
+            writeln!(f, "    {} after {}", self.show(b), self.show(a))?;
+        }
+        let (gap, from, cycle) = self.longest_gap;
+        writeln!(
+            f,
+            "  longest time without a runner: {:.2} s from {:.3} s (cycle {}); {:.2} s while the job was enabled",
+            gap as f64 / 1e6,
+            (from - self.begin) as f64 / 1e6,
+            cycle.map_or("none".to_owned(), |c| c.to_string()),
+            self.longest_gap_enabled as f64 / 1e6
+        )?;
+        for after_loss in [false, true] {
+            let margins: Vec<u64> = self.handovers.iter().filter(|h| h.1 == after_loss).map(|h| h.0).collect();
+            writeln!(
+                f,
+                "  handovers {}: {}, closest {} ms, {} closer than the longest tick pause inside a run ({:.0} ms)",
+                if after_loss { "across a data loss" } else { "on the same Redis data" },
+                margins.len(),
+                margins.iter().min().map_or("-".to_owned(), |&c| format!("{:.1}", ms(c))),
+                margins.iter().filter(|&&m| m <= self.longest_tick).count(),
+                ms(self.longest_tick)
+            )?;
+        }
+        writeln!(f, "  jobs that outlived their worker: {}", self.orphans.len())?;
+        for o in self.orphans.iter().take(5) {
+            writeln!(f, "    {o}")?;
+        }
+        write!(f, "  running at the end: {}", self.running_at_end)
+    }
+}
