@@ -574,7 +574,10 @@ mod tests {
         };
         assert!(spec.check().is_empty());
         let keys = spec.keys();
-        assert_eq!((keys.job.as_str(), keys.lock.as_str(), keys.fence()), ("inbound", "inLock", "{inbound}:fence".into()));
+        assert_eq!(
+            (keys.job.as_str(), keys.lock.as_str(), keys.fence()),
+            ("inbound", "inLock", "{inbound}:fence".into())
+        );
         let engine = spec.engine();
         assert!(!engine.heartbeats);
         assert_eq!((engine.heartbeat_grace_ms, engine.failover_window_ms, engine.start_grace_ms), (7000, 3000, 20_000));
@@ -601,7 +604,8 @@ mod tests {
     #[test]
     fn a_connection_spec_checks_url_and_ca_file_without_showing_the_password() {
         assert!(ConnectionSpec { url: "redis://alice:pw@db:6379".into(), tls_ca: None }.check().is_empty());
-        let bad = ConnectionSpec { url: "http://bob:hunter2@db".into(), tls_ca: Some("/no/such/ca.pem".into()) }.check();
+        let bad =
+            ConnectionSpec { url: "http://bob:hunter2@db".into(), tls_ca: Some("/no/such/ca.pem".into()) }.check();
         assert_eq!(bad.len(), 2);
         assert_eq!(bad[0].field, Field::RedisUrl);
         let sentence = bad[0].to_string();
@@ -625,7 +629,10 @@ mod tests {
             split("unix:///run/redis.sock?user=alice&pass=s3%26cret&db=2"),
             ("unix:///run/redis.sock?user=alice&db=2".into(), Some("s3&cret".into()))
         );
-        assert_eq!(split("redis+unix:///run/redis.sock?pass=pw"), ("redis+unix:///run/redis.sock".into(), Some("pw".into())));
+        assert_eq!(
+            split("redis+unix:///run/redis.sock?pass=pw"),
+            ("redis+unix:///run/redis.sock".into(), Some("pw".into()))
+        );
         assert_eq!(split("not a url"), ("not a url".into(), None));
     }
 

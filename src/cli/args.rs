@@ -12,8 +12,8 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 use crate::connect::{DEFAULT_URL, Target};
 use crate::error::Error;
 use crate::keys::{DEFAULT_JOB, Keys};
-pub use crate::spec::{DurationError, parse_duration};
 use crate::spec::{self, ConnectionSpec, Field, JobSpec, Problem, Timing};
+pub use crate::spec::{DurationError, parse_duration};
 use crate::status;
 use crate::watch;
 
