@@ -75,27 +75,24 @@ pub async fn save_settings(
     Ok(note)
 }
 
-/// Tries a URL (and password) and says in one sentence what worked or failed.
+/// Tries the form's URL (and password) on its first job and says in one
+/// sentence what worked or failed.
 #[tauri::command]
-pub async fn test_connection(
-    url: String,
-    password: Option<String>,
-    tls_ca: Option<String>,
-    job: Option<String>,
-) -> String {
-    let (url, typed) = spec::split_password(url.trim());
-    let url = match password.filter(|p| !p.is_empty()).or(typed) {
+pub async fn test_connection(form: SettingsForm) -> String {
+    let (url, typed) = spec::split_password(form.redis_url.trim());
+    let url = match Some(form.password).filter(|p| !p.is_empty()).or(typed) {
         Some(p) => spec::with_password(&url, &p),
         None => url,
     };
-    let connection = ConnectionSpec { url, tls_ca: tls_ca.filter(|c| !c.trim().is_empty()).map(Into::into) };
+    let tls_ca = Some(form.tls_ca.trim()).filter(|c| !c.is_empty()).map(Into::into);
+    let connection = ConnectionSpec { url, tls_ca };
     if let Some(bad) = connection.check().into_iter().next() {
         return bad.to_string();
     }
-    let job = job.unwrap_or_else(|| lockwatch::keys::DEFAULT_JOB.to_owned());
-    if let Err(problem) = spec::job_name(&job) {
-        return spec::Invalid { field: spec::Field::Jobs, value: job, problem }.to_string();
-    }
+    let job = match spec::job_names(&form.jobs) {
+        Ok(names) => names.into_iter().next().unwrap_or_else(|| lockwatch::keys::DEFAULT_JOB.to_owned()),
+        Err(bad) => return bad.to_string(),
+    };
     let target = match connection.target() {
         Ok(t) => t,
         Err(e) => return e.to_string(),
