@@ -14,6 +14,7 @@
 //! - [`flags`]: flipping a supervisor's own enable flag.
 //! - [`acl`]: the Redis ACL rules for a supervisor.
 //! - [`connect`]: Redis URLs, connections and their timeouts.
+//! - [`spec`]: the rules for user input (names, durations, URL and password) and what it becomes.
 //! - [`error`]: the library's errors, one sentence each.
 //! - [`cli`]: the `lockwatch` command line.
 
@@ -28,6 +29,7 @@ pub mod lock;
 pub mod probe;
 pub mod reaper;
 pub mod snapshot;
+pub mod spec;
 pub mod status;
 pub mod watch;
 pub mod worker;

@@ -1,13 +1,15 @@
-// The settings view: a form checked field by field before saving; the
-// password goes to the OS keyring; "Test connection" says in one sentence
-// what worked or failed.
+// The settings view: the form the app filled in (durations as "10s"), its
+// fields judged by the app as they change and on saving; the password goes
+// to the OS keyring; "Test connection" says in one sentence what worked or
+// failed.
 
-import { compact, parseDuration, validate } from "./validate.js";
+import { INPUTS, formOf, placeVerdict } from "./validate.js";
 
 const EVENTS = ["died", "data_lost", "failover", "restarted", "conflict", "stalled", "recovered", "started", "stopped", "unreachable", "reachable"];
 
 export function renderSettings(root, app, reload) {
   const s = app.state.settings;
+  const filled = app.state.form;
   const over = app.state.overridden ?? {};
   root.innerHTML = `
     <article class="card">
@@ -27,15 +29,7 @@ export function renderSettings(root, app, reload) {
       </form>
     </article>`;
   const form = root.querySelector("form");
-  const set = (name, value) => (form.elements[name].value = value ?? "");
-  set("redis_url", s.redis_url);
-  set("tls_ca", s.tls_ca);
-  set("user", s.user);
-  set("jobs", s.jobs.map((j) => j.name).join(", "));
-  set("poll", compact(s.poll_ms));
-  set("heartbeat_grace", compact(s.heartbeat_grace_ms));
-  set("failover_window", compact(s.failover_window_ms));
-  set("start_grace", compact(s.start_grace_ms));
+  for (const name of INPUTS) form.elements[name].value = filled[name] ?? "";
   for (const box of form.querySelectorAll('input[name="notify"]')) box.checked = s.notify.includes(box.value);
   for (const [field, env] of [["redis_url", "LOCKWATCH_REDIS_URL"], ["user", "LOCKWATCH_USER"], ["jobs", "LOCKWATCH_JOB"]]) {
     if (over[field === "jobs" ? "job" : field]) note(form, field, `Overridden by ${env} while it is set.`);
@@ -43,51 +37,43 @@ export function renderSettings(root, app, reload) {
   const result = root.querySelector(".result");
   result.textContent = app.settingsNote ?? "";
   app.settingsNote = null;
+  const current = () => formOf(Object.fromEntries(INPUTS.map((n) => [n, form.elements[n].value])), [...form.querySelectorAll('input[name="notify"]:checked')].map((b) => b.value));
+  const show = (errors, only) => {
+    clearErrors(form);
+    const { byField, elsewhere } = placeVerdict(errors);
+    for (const [field, msg] of Object.entries(byField)) if (!only || only.has(field)) note(form, field, msg, true);
+    return { marked: Object.keys(byField).length > 0, elsewhere };
+  };
+
+  // The app's verdict on the fields the user has changed so far.
+  const touched = new Set();
+  form.addEventListener("change", async (ev) => {
+    if (!INPUTS.includes(ev.target.name)) return;
+    touched.add(ev.target.name);
+    show(await app.invoke("validate_settings", { form: current() }), touched);
+  });
   root.querySelector(".test").addEventListener("click", async () => {
     result.textContent = "Testing…";
-    const v = values(form);
-    result.textContent = await app.invoke("test_connection", { url: v.redis_url, password: v.password || null, tlsCa: v.tls_ca || null, job: v.jobs.split(",")[0]?.trim() || null });
+    result.textContent = await app.invoke("test_connection", { form: current() });
   });
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    clearErrors(form);
-    const v = values(form);
-    const errors = validate(v);
-    if (Object.keys(errors).length) {
-      for (const [field, msg] of Object.entries(errors)) note(form, field, msg, true);
-      form.querySelector("[aria-invalid=true]")?.focus();
-      result.textContent = "Not saved: see the marked fields.";
-      return;
-    }
-    const previous = new Map(s.jobs.map((j) => [j.name, j]));
-    const settings = {
-      ...s,
-      redis_url: v.redis_url.trim(),
-      tls_ca: v.tls_ca.trim() || null,
-      user: v.user.trim(),
-      jobs: v.jobs.split(",").map((j) => j.trim()).filter(Boolean).map((name) => previous.get(name) ?? { name, lock_key: null, heartbeats: true }),
-      poll_ms: parseDuration(v.poll),
-      heartbeat_grace_ms: parseDuration(v.heartbeat_grace),
-      failover_window_ms: parseDuration(v.failover_window),
-      start_grace_ms: parseDuration(v.start_grace),
-      notify: [...form.querySelectorAll('input[name="notify"]:checked')].map((b) => b.value),
-    };
     try {
-      const warning = await app.invoke("save_settings", { settings, password: v.password || null });
+      const warning = await app.invoke("save_settings", { form: current() });
       // The view is drawn anew from the saved state: carry the message over.
       app.settingsNote = warning ? `Saved. ${warning}` : "Saved; watching with the new settings.";
       await reload();
     } catch (err) {
-      for (const [field, msg] of err?.fields ?? []) note(form, field.split(".")[0].replace(/_ms$/, ""), msg, true);
-      result.textContent = err?.fields ? "Not saved: see the marked fields." : `Not saved: ${err}`;
+      if (!err?.fields) {
+        clearErrors(form);
+        result.textContent = `Not saved: ${err}`;
+        return;
+      }
+      const { elsewhere } = show(err.fields);
+      form.querySelector("[aria-invalid=true]")?.focus();
+      result.textContent = ["Not saved: see the marked fields.", ...elsewhere].join(" ");
     }
   });
-}
-
-function values(form) {
-  const v = {};
-  for (const name of ["redis_url", "password", "tls_ca", "user", "jobs", "poll", "heartbeat_grace", "failover_window", "start_grace"]) v[name] = form.elements[name].value;
-  return v;
 }
 
 function note(form, field, msg, invalid = false) {
@@ -95,7 +81,7 @@ function note(form, field, msg, invalid = false) {
   if (!input) return;
   const p = document.createElement("p");
   p.className = invalid ? "field-error" : "field-error muted";
-  p.id = `${field}-error`;
+  p.id = invalid ? `${field}-error` : `${field}-note`;
   p.textContent = msg;
   input.after(p);
   if (invalid) {
@@ -105,6 +91,9 @@ function note(form, field, msg, invalid = false) {
 }
 
 function clearErrors(form) {
-  for (const p of form.querySelectorAll(".field-error")) p.remove();
-  for (const i of form.querySelectorAll("[aria-invalid]")) i.removeAttribute("aria-invalid");
+  for (const p of form.querySelectorAll(".field-error:not(.muted)")) p.remove();
+  for (const i of form.querySelectorAll("[aria-invalid]")) {
+    i.removeAttribute("aria-invalid");
+    i.removeAttribute("aria-describedby");
+  }
 }

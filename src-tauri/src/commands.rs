@@ -1,15 +1,16 @@
 //! The dashboard's Tauri commands: thin, each calls the library or the app
 //! state and returns a sentence as its error.
 
-use lockwatch::connect::Target;
 use lockwatch::probe::probe;
+use lockwatch::spec::{self, ConnectionSpec};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tauri::{AppHandle, State};
 
-use crate::settings::{KEYRING, PasswordStore, Settings, account, split_password};
-use crate::state::{self, AppState};
-use crate::store;
+use crate::actions::{self, Effect};
+use crate::passwords::{KEYRING, PasswordStore, account};
+use crate::settings::{FieldError, SettingsForm};
+use crate::state::AppState;
 
 /// Everything the page shows at first; updates arrive as `status` and `event` events.
 #[tauri::command]
@@ -19,6 +20,7 @@ pub async fn get_state(state: State<'_, AppState>) -> Result<Value, String> {
         inner.jobs.iter().map(|j| json!({ "job": j.job, "status": j.status, "flip_error": j.flip_error })).collect();
     Ok(json!({
         "settings": inner.settings,
+        "form": SettingsForm::of(&inner.settings),
         "user": inner.effective.as_ref().map(|e| e.user.clone()),
         "redis": inner.effective.as_ref().map(|e| e.shown_url.clone()),
         "settings_error": inner.settings_error,
@@ -34,56 +36,64 @@ pub async fn get_state(state: State<'_, AppState>) -> Result<Value, String> {
 /// Flips the user's own flag of `job`.
 #[tauri::command]
 pub async fn set_enabled(app: AppHandle, job: String, on: bool) -> Result<(), String> {
-    state::flip_now(&app, &job, on).await
+    actions::flip(&app, &job, on).await
 }
 
-/// Field-by-field problems, or nothing.
+/// Field-by-field problems of a settings form.
 #[derive(Debug, Serialize)]
 pub struct Invalid {
-    pub fields: Vec<(String, String)>,
+    pub fields: Vec<FieldError>,
 }
 
-/// Validates, stores (the password to the keyring) and applies the settings.
+/// The app's verdict on a settings form, field by field; empty when it can be saved.
+#[tauri::command]
+pub async fn validate_settings(state: State<'_, AppState>, form: SettingsForm) -> Result<Vec<FieldError>, String> {
+    let base = state.lock().settings.clone();
+    Ok(form.accept(&base).err().unwrap_or_default())
+}
+
+/// Validates, stores (the password to the keyring) and applies the settings form.
 #[tauri::command]
 pub async fn save_settings(
     app: AppHandle,
     state: State<'_, AppState>,
-    mut settings: Settings,
-    password: Option<String>,
+    form: SettingsForm,
 ) -> Result<Option<String>, Invalid> {
-    let bad = settings.validate();
-    if !bad.is_empty() {
-        return Err(Invalid { fields: bad });
-    }
-    let (url, typed) = split_password(&settings.redis_url);
-    settings.redis_url = url;
+    let base = state.lock().settings.clone();
+    let accepted = form.accept(&base).map_err(|fields| Invalid { fields })?;
     let mut note = None;
-    if let Some(password) = password.filter(|p| !p.is_empty()).or(typed)
-        && let Ok(target) = Target::new(&settings.redis_url, None)
-        && let Err(err) = KEYRING.set(&account(target.user(), target.host()), &password)
+    if let Some(password) = &accepted.password
+        && let Ok(target) = (ConnectionSpec { url: accepted.settings.redis_url.clone(), tls_ca: None }).target()
+        && let Err(err) = KEYRING.set(&account(target.user(), target.host()), password)
     {
         note = Some(err);
     }
-    state.lock().settings = settings.clone();
-    store::save(&app, &settings);
-    state::restart(&app);
+    actions::update_settings(&app, |s| {
+        *s = accepted.settings;
+        Effect::Restart
+    });
     Ok(note)
 }
 
-/// Tries a URL (and password) and says in one sentence what worked or failed.
+/// Tries the form's URL (and password) on its first job and says in one
+/// sentence what worked or failed.
 #[tauri::command]
-pub async fn test_connection(
-    url: String,
-    password: Option<String>,
-    tls_ca: Option<String>,
-    job: Option<String>,
-) -> String {
-    let (url, typed) = split_password(&url);
-    let url = match password.filter(|p| !p.is_empty()).or(typed) {
-        Some(p) => crate::settings::with_password(&url, &p),
+pub async fn test_connection(form: SettingsForm) -> String {
+    let (url, typed) = spec::split_password(form.redis_url.trim());
+    let url = match Some(form.password).filter(|p| !p.is_empty()).or(typed) {
+        Some(p) => spec::with_password(&url, &p),
         None => url,
     };
-    let target = match Target::new(&url, tls_ca.as_deref().filter(|c| !c.is_empty()).map(std::path::Path::new)) {
+    let tls_ca = Some(form.tls_ca.trim()).filter(|c| !c.is_empty()).map(Into::into);
+    let connection = ConnectionSpec { url, tls_ca };
+    if let Some(bad) = connection.check().into_iter().next() {
+        return bad.to_string();
+    }
+    let job = match spec::job_names(&form.jobs) {
+        Ok(names) => names.into_iter().next().unwrap_or_else(|| lockwatch::keys::DEFAULT_JOB.to_owned()),
+        Err(bad) => return bad.to_string(),
+    };
+    let target = match connection.target() {
         Ok(t) => t,
         Err(e) => return e.to_string(),
     };
@@ -91,7 +101,7 @@ pub async fn test_connection(
         Ok(c) => c,
         Err(e) => return e.to_string(),
     };
-    let keys = lockwatch::Keys::new(job.as_deref().unwrap_or(lockwatch::keys::DEFAULT_JOB));
+    let keys = lockwatch::Keys::new(&job);
     match probe(&mut conn, &keys, target.host()).await {
         Ok(snap) => format!(
             "Connected to {} and read job {}: {} registered users, {} workers.",

@@ -7,19 +7,29 @@
 //! - [`model`]: the tray as pure data (icon, menu lines, notification policy).
 //! - [`tray`]: draws the model into the tray icon and menu.
 //! - [`tray_host`]: whether the desktop has a tray to show it.
-//! - [`state`]: app state and the supervisor that runs a watcher per job.
-//! - [`settings`]: store, environment overrides, keyring.
+//! - [`menu_id`]: the menu items' ids, built and parsed by one enum.
+//! - [`state`]: what the app knows (settings, statuses, watchers).
+//! - [`supervisor`]: one watcher per job, its news carried into the app.
+//! - [`actions`]: flip, mute, start at login, settings changes (saved and applied once).
+//! - [`settings`]: stored settings, the settings form, environment overrides.
+//! - [`passwords`]: the OS keyring, or memory where there is none.
 //! - [`store`]: loading and saving the settings file.
+//! - [`clock`]: the desktop's clock, for the mute and notifications only.
 //! - [`notify`]: desktop notifications.
 //! - [`window`]: the dashboard window.
 //! - [`commands`]: the dashboard's thin Tauri commands.
 
+pub mod actions;
+pub mod clock;
 pub mod commands;
+pub mod menu_id;
 pub mod model;
 pub mod notify;
+pub mod passwords;
 pub mod settings;
 pub mod state;
 pub mod store;
+pub mod supervisor;
 pub mod tray;
 pub mod tray_host;
 pub mod window;
@@ -29,6 +39,7 @@ use tauri::menu::{Menu, MenuEvent};
 use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager, RunEvent};
 
+use crate::menu_id::MenuId;
 use crate::settings::Overrides;
 use crate::state::AppState;
 
@@ -43,6 +54,7 @@ pub fn run() {
             commands::get_state,
             commands::set_enabled,
             commands::save_settings,
+            commands::validate_settings,
             commands::test_connection,
             commands::history
         ])
@@ -57,7 +69,7 @@ pub fn run() {
                 .on_menu_event(on_menu)
                 .build(app)?;
             let handle = app.handle().clone();
-            tauri::async_runtime::spawn(async move { state::restart(&handle) });
+            tauri::async_runtime::spawn(async move { supervisor::restart(&handle) });
             if let Some(problem) = problem {
                 notify::show(&model::Note {
                     summary: "lockwatch settings reset".into(),
@@ -99,70 +111,21 @@ pub fn run() {
 /// Menu clicks arrive on the main thread; whatever touches the app state
 /// runs on the async runtime instead (see [`state::AppState`]).
 fn on_menu(app: &AppHandle, event: MenuEvent) {
-    let id = event.id().as_ref().to_owned();
-    let app = app.clone();
-    match id.as_str() {
-        "open" => window::open(&app, "live"),
-        "settings" => window::open(&app, "settings"),
-        "quit" => app.exit(0),
-        _ => {
-            tauri::async_runtime::spawn(async move { on_menu_off_main(&app, &id) });
-        }
-    }
-}
-
-fn on_menu_off_main(app: &AppHandle, id: &str) {
+    let Some(id) = MenuId::parse(event.id().as_ref()) else { return };
     match id {
-        "autostart" => toggle_autostart(app),
-        _ if id.starts_with("mute:") => mute(app, &id["mute:".len()..]),
-        _ if id.starts_with("flip:") => {
-            let job = &id["flip:".len()..];
-            match state::wish(app, job) {
-                Some(wanted) => state::flip(app, job, wanted),
-                None => state::redraw(app),
-            }
-        }
-        _ => {}
+        MenuId::Open => window::open(app, "live"),
+        MenuId::Settings => window::open(app, "settings"),
+        MenuId::Quit => app.exit(0),
+        MenuId::Autostart => off_main(app, actions::toggle_autostart),
+        MenuId::Mute(how) => off_main(app, move |app| actions::mute(app, how)),
+        MenuId::Flip(job) => off_main(app, move |app| actions::toggle_flag(app, &job)),
+        MenuId::Status(_) | MenuId::Others(_) | MenuId::Error(_) | MenuId::MuteMenu => {}
     }
 }
 
-fn mute(app: &AppHandle, what: &str) {
-    use chrono::{Duration as Days, Local, TimeZone};
-    let now = state::desktop_now_ms();
-    let until = match what {
-        "1h" => Some(now + 3_600_000),
-        "4h" => Some(now + 4 * 3_600_000),
-        "tomorrow" => {
-            let midnight = (Local::now().date_naive() + Days::days(1)).and_hms_opt(0, 0, 0);
-            midnight.and_then(|m| Local.from_local_datetime(&m).earliest()).map(|t| t.timestamp_millis() as u64)
-        }
-        _ => None,
-    };
-    let settings = {
-        let state = app.state::<AppState>();
-        let mut inner = state.lock();
-        inner.settings.mute_until_ms = until;
-        inner.settings.clone()
-    };
-    store::save(app, &settings);
-    state::redraw(app);
-}
-
-fn toggle_autostart(app: &AppHandle) {
-    use tauri_plugin_autostart::ManagerExt;
-    let settings = {
-        let state = app.state::<AppState>();
-        let mut inner = state.lock();
-        inner.settings.autostart = !inner.settings.autostart;
-        inner.settings.clone()
-    };
-    let launcher = app.autolaunch();
-    let result = if settings.autostart { launcher.enable() } else { launcher.disable() };
-    if let Err(err) = result {
-        tracing::warn!(error = %err, "cannot change start at login");
-    }
-    store::save(app, &settings);
-    state::redraw(app);
+fn off_main(app: &AppHandle, action: impl FnOnce(&AppHandle) + Send + 'static) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move { action(&app) });
 }
 
 /// Logs to the platform's log dir (`lockwatch.log`) and to stderr.

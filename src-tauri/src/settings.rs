@@ -1,30 +1,28 @@
 //! The app's settings: kept with tauri-plugin-store (never the password: that
-//! goes to the OS keyring, or stays in memory where there is none), overridden
-//! by environment variables for managed desktops, and turned into what the
-//! watchers need. A corrupt settings file is set aside, not lost.
+//! goes to [`crate::passwords`]), overridden by environment variables for
+//! managed desktops, checked by the library's input rules ([`lockwatch::spec`])
+//! and turned into what the watchers need. The settings form arrives as typed
+//! ([`SettingsForm`]) and gets the same verdict as the command line would.
 
-use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use lockwatch::connect::{DEFAULT_URL, Target};
 use lockwatch::keys::{DEFAULT_JOB, Keys};
-use lockwatch::status;
-use lockwatch::watch;
-use lockwatch::{EventKind, flags};
+use lockwatch::spec::{self, ConnectionSpec, Field, Invalid, JobSpec, Timing};
+use lockwatch::{EventKind, flags, status, watch};
 use serde::{Deserialize, Serialize};
 
 use crate::model::default_notify_kinds;
+use crate::passwords::{PasswordStore, account};
 
 /// Store file name, in the app's data dir.
 pub const STORE_FILE: &str = "settings.json";
 /// The key holding the settings object in the store.
 pub const STORE_KEY: &str = "settings";
-const KEYRING_SERVICE: &str = "lockwatch";
-/// How long to wait for the OS keyring before going on without it.
-const KEYRING_PATIENCE: Duration = Duration::from_secs(2);
 
-/// What the user can set.
+/// What the user can set, as stored. Every field has a default, so files
+/// written by earlier versions (fewer fields, or other ones) still load.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Settings {
@@ -71,7 +69,7 @@ impl Default for Settings {
             tls_ca: None,
             user: String::new(),
             jobs: vec![JobSettings::default()],
-            poll_ms: 1_000,
+            poll_ms: ms(watch::Options::default().poll),
             heartbeat_grace_ms: engine.heartbeat_grace_ms,
             failover_window_ms: engine.failover_window_ms,
             start_grace_ms: engine.start_grace_ms,
@@ -117,57 +115,115 @@ impl Overrides {
             lock_key: var("LOCKWATCH_LOCK_KEY"),
         }
     }
+
+    /// The variable a field's override comes from, when it is set.
+    fn source(&self, field: Field) -> Option<&'static str> {
+        match field {
+            Field::RedisUrl => self.redis_url.as_ref().map(|_| "LOCKWATCH_REDIS_URL"),
+            Field::User => self.user.as_ref().map(|_| "LOCKWATCH_USER"),
+            Field::Jobs => self.job.as_ref().map(|_| "LOCKWATCH_JOB"),
+            Field::LockKey => self.lock_key.as_ref().map(|_| "LOCKWATCH_LOCK_KEY"),
+            _ => None,
+        }
+    }
+}
+
+/// A refused input, for the settings page: the form field it belongs to and
+/// one sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    pub field: Field,
+    pub message: String,
+}
+
+impl From<Invalid> for FieldError {
+    fn from(invalid: Invalid) -> Self {
+        FieldError { field: invalid.field, message: invalid.to_string() }
+    }
 }
 
 impl Settings {
-    /// Checks each field; returns `(field, sentence)` for every bad one.
-    pub fn validate(&self) -> Vec<(String, String)> {
-        let mut bad = Vec::new();
-        if let Err(e) = Target::new(&self.redis_url, None) {
-            bad.push(("redis_url".to_owned(), e.to_string()));
-        }
+    /// Checks each field by the library's rules; one [`Invalid`] for every bad one.
+    pub fn validate(&self) -> Vec<Invalid> {
+        let mut bad = self.connection().check();
         if !self.user.is_empty()
-            && let Err(e) = flags::check_user(&self.user)
+            && let Err(problem) = spec::name(&self.user)
         {
-            bad.push(("user".to_owned(), e.to_string()));
+            bad.push(Invalid { field: Field::User, value: self.user.clone(), problem });
         }
         if self.jobs.is_empty() {
-            bad.push(("jobs".to_owned(), "watch at least one job".to_owned()));
+            bad.extend(spec::job_names("").err());
         }
-        for (i, job) in self.jobs.iter().enumerate() {
-            if job.name.trim().is_empty() || job.name.contains(['{', '}', ' ']) {
-                bad.push((
-                    format!("jobs.{i}.name"),
-                    format!("the job name {:?} cannot be used; use letters, digits, '-', '_' or '.'", job.name),
-                ));
-            }
-        }
-        for (field, value, min) in [
-            ("poll_ms", self.poll_ms, 100),
-            ("heartbeat_grace_ms", self.heartbeat_grace_ms, 500),
-            ("failover_window_ms", self.failover_window_ms, 0),
-            ("start_grace_ms", self.start_grace_ms, 0),
-        ] {
-            if value < min || value > 3_600_000 {
-                bad.push((field.to_owned(), format!("{value} ms is out of range; give {min} ms to 1 h")));
-            }
+        let mut timing_checked = false;
+        for job in self.job_specs(None, None) {
+            // The timing is shared: said once, not once per job.
+            bad.extend(job.check().into_iter().filter(|i| !timing_checked || !is_timing(i.field)));
+            timing_checked = true;
         }
         bad
+    }
+
+    fn connection(&self) -> ConnectionSpec {
+        ConnectionSpec {
+            url: self.redis_url.clone(),
+            tls_ca: self.tls_ca.as_deref().filter(|c| !c.is_empty()).map(PathBuf::from),
+        }
+    }
+
+    fn timing(&self) -> Timing {
+        Timing {
+            heartbeat_grace: Duration::from_millis(self.heartbeat_grace_ms),
+            failover_window: Duration::from_millis(self.failover_window_ms),
+            start_grace: Duration::from_millis(self.start_grace_ms),
+            poll: Duration::from_millis(self.poll_ms),
+        }
+    }
+
+    /// The jobs to watch; `job` and `lock_key` (the environment's) replace the stored ones.
+    fn job_specs(&self, job: Option<&str>, lock_key: Option<&str>) -> Vec<JobSpec> {
+        let spec = |name: &str, lock: Option<&str>, heartbeats| JobSpec {
+            name: name.to_owned(),
+            lock_key: lock_key.or(lock).map(str::to_owned),
+            heartbeats,
+            timing: self.timing(),
+        };
+        match job {
+            Some(job) => vec![spec(job, None, true)],
+            // An empty lock key was written by early versions for "none".
+            None => self
+                .jobs
+                .iter()
+                .map(|j| spec(&j.name, j.lock_key.as_deref().filter(|k| !k.is_empty()), j.heartbeats))
+                .collect(),
+        }
     }
 
     /// What takes effect, with `overrides` and the keyring's password.
     ///
     /// # Errors
-    /// A sentence when the URL or CA file cannot be used.
+    /// A sentence when the settings or the overrides break a rule, or the
+    /// URL or CA file cannot be used.
     pub fn effective(&self, overrides: &Overrides, keyring: &dyn PasswordStore) -> Result<Effective, String> {
+        let said = |invalid: Invalid| match overrides.source(invalid.field) {
+            Some(var) => format!("{invalid} (from {var})"),
+            None => invalid.to_string(),
+        };
+        let jobs = self.job_specs(overrides.job.as_deref(), overrides.lock_key.as_deref());
+        if let Some(bad) = jobs.iter().flat_map(JobSpec::check).next() {
+            return Err(said(bad));
+        }
+        if let Some(user) = overrides.user.as_deref().or((!self.user.is_empty()).then_some(self.user.as_str()))
+            && let Err(problem) = spec::name(user)
+        {
+            return Err(said(Invalid { field: Field::User, value: user.to_owned(), problem }));
+        }
         let mut warning = None;
         let url = match &overrides.redis_url {
             Some(url) => url.clone(),
             None => {
                 let base = Target::new(&self.redis_url, None).map_err(|e| e.to_string())?;
-                let account = account(base.user(), base.host());
-                match keyring.get(&account) {
-                    Ok(Some(password)) => with_password(&self.redis_url, &password),
+                match keyring.get(&account(base.user(), base.host())) {
+                    Ok(Some(password)) => spec::with_password(&self.redis_url, &password),
                     Ok(None) => self.redis_url.clone(),
                     Err(e) => {
                         warning = Some(format!(
@@ -178,142 +234,154 @@ impl Settings {
                 }
             }
         };
-        let target = Target::new(&url, self.tls_ca.as_deref().map(std::path::Path::new)).map_err(|e| e.to_string())?;
+        let target = ConnectionSpec { url: url.clone(), ..self.connection() }.target().map_err(|e| e.to_string())?;
         let user = overrides
             .user
             .clone()
             .or_else(|| (!self.user.is_empty()).then(|| self.user.clone()))
             .map_or_else(|| flags::default_user(target.user()).map_err(|e| e.to_string()), Ok)?;
-        let engine = status::Config {
-            heartbeat_grace_ms: self.heartbeat_grace_ms,
-            failover_window_ms: self.failover_window_ms,
-            start_grace_ms: self.start_grace_ms,
-            ..status::Config::default()
-        };
-        let options = |heartbeats: bool| watch::Options {
-            poll: Duration::from_millis(self.poll_ms),
-            engine: status::Config { heartbeats, ..engine.clone() },
-            ..watch::Options::default()
-        };
-        let jobs = match &overrides.job {
-            Some(job) => vec![(keys(job, overrides.lock_key.as_deref()), options(true))],
-            None => self
-                .jobs
-                .iter()
-                .map(|j| {
-                    (keys(&j.name, overrides.lock_key.as_deref().or(j.lock_key.as_deref())), options(j.heartbeats))
-                })
-                .collect(),
-        };
         Ok(Effective {
             target,
             shown_url: lockwatch::connect::redact(&url),
             user,
-            jobs,
+            jobs: jobs.iter().map(|j| (j.keys(), j.watch_options())).collect(),
             notify: self.notify.clone(),
             warning,
         })
     }
 }
 
-fn keys(job: &str, lock_key: Option<&str>) -> Keys {
-    let keys = Keys::new(job);
-    match lock_key {
-        Some(lock) => keys.with_lock_key(lock),
-        None => keys,
+fn is_timing(field: Field) -> bool {
+    matches!(field, Field::HeartbeatGrace | Field::FailoverWindow | Field::StartGrace | Field::Poll)
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The settings form as the user typed it: durations as text (`10s`), the
+/// jobs as one comma-separated list, and maybe a password.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SettingsForm {
+    pub redis_url: String,
+    /// Empty: keep the one in the keyring.
+    pub password: String,
+    pub tls_ca: String,
+    pub user: String,
+    pub jobs: String,
+    pub poll: String,
+    pub heartbeat_grace: String,
+    pub failover_window: String,
+    pub start_grace: String,
+    pub notify: Vec<EventKind>,
+}
+
+/// A form that passed every rule: the settings to store, and the password
+/// for the keyring (typed in its field, or in the URL).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accepted {
+    pub settings: Settings,
+    pub password: Option<String>,
+}
+
+impl SettingsForm {
+    /// The form filled in from stored settings.
+    pub fn of(s: &Settings) -> SettingsForm {
+        let text = |ms: u64| spec::format_duration(Duration::from_millis(ms));
+        SettingsForm {
+            redis_url: s.redis_url.clone(),
+            password: String::new(),
+            tls_ca: s.tls_ca.clone().unwrap_or_default(),
+            user: s.user.clone(),
+            jobs: s.jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", "),
+            poll: text(s.poll_ms),
+            heartbeat_grace: text(s.heartbeat_grace_ms),
+            failover_window: text(s.failover_window_ms),
+            start_grace: text(s.start_grace_ms),
+            notify: s.notify.clone(),
+        }
     }
-}
 
-/// The keyring account of a Redis login: `user@host:port`.
-pub fn account(user: Option<&str>, host: &str) -> String {
-    format!("{}@{host}", user.unwrap_or("default"))
-}
-
-/// `url` with `password` put in; the URL given must have none.
-pub fn with_password(url: &str, password: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let encoded: String = password
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
+    /// Reads the form over `base` (which keeps what the form does not show:
+    /// each job's lock key and heartbeat mode, the mute, start at login).
+    ///
+    /// # Errors
+    /// Every field that breaks its rule, in the form's order.
+    pub fn accept(&self, base: &Settings) -> Result<Accepted, Vec<FieldError>> {
+        let mut bad: Vec<Invalid> = Vec::new();
+        let (url, typed) = spec::split_password(self.redis_url.trim());
+        let mut duration = |field: Field, text: &str| match spec::duration_for(field, text) {
+            Ok(d) => ms(d),
+            Err(problem) => {
+                bad.push(Invalid { field, value: text.trim().to_owned(), problem });
+                0
             }
-        })
-        .collect();
-    match rest.rsplit_once('@') {
-        Some((user, host)) => format!("{scheme}://{user}:{encoded}@{host}"),
-        None => format!("{scheme}://:{encoded}@{rest}"),
+        };
+        let poll_ms = duration(Field::Poll, &self.poll);
+        let heartbeat_grace_ms = duration(Field::HeartbeatGrace, &self.heartbeat_grace);
+        let failover_window_ms = duration(Field::FailoverWindow, &self.failover_window);
+        let start_grace_ms = duration(Field::StartGrace, &self.start_grace);
+        let jobs = match spec::job_names(&self.jobs) {
+            Ok(names) => names
+                .into_iter()
+                .map(|name| {
+                    base.jobs
+                        .iter()
+                        .find(|j| j.name == name)
+                        .cloned()
+                        .unwrap_or(JobSettings { name, ..JobSettings::default() })
+                })
+                .collect(),
+            Err(invalid) => {
+                bad.push(invalid);
+                Vec::new()
+            }
+        };
+        let tls_ca = Some(self.tls_ca.trim().to_owned()).filter(|c| !c.is_empty());
+        let settings = Settings {
+            redis_url: url,
+            tls_ca,
+            user: self.user.trim().to_owned(),
+            jobs,
+            poll_ms,
+            heartbeat_grace_ms,
+            failover_window_ms,
+            start_grace_ms,
+            notify: self.notify.clone(),
+            ..base.clone()
+        };
+        // Each field once: the durations and jobs were said above already.
+        let said: Vec<Field> = bad.iter().map(|i| i.field).collect();
+        bad.extend(settings.validate().into_iter().filter(|i| !said.contains(&i.field)));
+        if !bad.is_empty() {
+            let order = |f: Field| FORM_ORDER.iter().position(|x| *x == f).unwrap_or(FORM_ORDER.len());
+            bad.sort_by_key(|i| order(i.field));
+            return Err(bad.into_iter().map(FieldError::from).collect());
+        }
+        let password = Some(self.password.clone()).filter(|p| !p.is_empty()).or(typed);
+        Ok(Accepted { settings, password })
     }
 }
 
-/// Splits a password out of a URL the user typed: `(url without it, password)`.
-pub fn split_password(url: &str) -> (String, Option<String>) {
-    let Some((scheme, rest)) = url.split_once("://") else { return (url.to_owned(), None) };
-    let Some((creds, host)) = rest.rsplit_once('@') else { return (url.to_owned(), None) };
-    match creds.split_once(':') {
-        Some((user, password)) if !password.is_empty() => {
-            let user_part = if user.is_empty() { String::new() } else { format!("{user}@") };
-            (format!("{scheme}://{user_part}{host}"), Some(password.to_owned()))
-        }
-        _ => (url.to_owned(), None),
-    }
-}
-
-/// Where passwords live.
-pub trait PasswordStore: Send + Sync {
-    /// # Errors
-    /// A sentence when the store cannot be used at all.
-    fn get(&self, account: &str) -> Result<Option<String>, String>;
-    /// # Errors
-    /// A sentence when the store cannot be used at all.
-    fn set(&self, account: &str, password: &str) -> Result<(), String>;
-}
-
-/// The app's password store: the OS keyring (Secret Service on Linux), and
-/// where there is none, this process's memory (the password is then asked
-/// again after a restart, or taken from `LOCKWATCH_REDIS_URL`).
-pub static KEYRING: LazyLock<Keyring> = LazyLock::new(Keyring::default);
-
-#[derive(Default)]
-pub struct Keyring {
-    memory: Mutex<HashMap<String, String>>,
-}
-
-impl PasswordStore for Keyring {
-    fn get(&self, account: &str) -> Result<Option<String>, String> {
-        let remembered = self.memory.lock().unwrap_or_else(|p| p.into_inner()).get(account).cloned();
-        if remembered.is_some() {
-            return Ok(remembered);
-        }
-        // A locked keyring may answer with an unlock prompt nobody sees (or
-        // never answer): ask from a thread and give up after a while.
-        let (tx, rx) = std::sync::mpsc::channel();
-        let account = account.to_owned();
-        std::thread::spawn(move || {
-            let result = keyring::Entry::new(KEYRING_SERVICE, &account).and_then(|e| e.get_password());
-            let _ = tx.send(result);
-        });
-        match rx.recv_timeout(KEYRING_PATIENCE) {
-            Ok(Ok(p)) => Ok(Some(p)),
-            Ok(Err(keyring::Error::NoEntry)) => Ok(None),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("the keyring did not answer within {KEYRING_PATIENCE:?} (locked?)")),
-        }
-    }
-
-    fn set(&self, account: &str, password: &str) -> Result<(), String> {
-        let saved = keyring::Entry::new(KEYRING_SERVICE, account).and_then(|e| e.set_password(password));
-        if saved.is_err() {
-            self.memory.lock().unwrap_or_else(|p| p.into_inner()).insert(account.to_owned(), password.to_owned());
-        }
-        saved.map_err(|e| format!("no OS keyring ({e}); the password is kept in memory until lockwatch quits"))
-    }
-}
+/// The form's fields top to bottom, so messages come in the order the eye reads them.
+const FORM_ORDER: &[Field] = &[
+    Field::RedisUrl,
+    Field::TlsCa,
+    Field::User,
+    Field::Jobs,
+    Field::LockKey,
+    Field::Poll,
+    Field::HeartbeatGrace,
+    Field::FailoverWindow,
+    Field::StartGrace,
+];
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
     use super::*;
 
     struct Memory(Mutex<HashMap<String, String>>);
@@ -336,6 +404,14 @@ mod tests {
         }
     }
 
+    fn form() -> SettingsForm {
+        SettingsForm::of(&Settings { redis_url: "redis://alice@db:6379".into(), ..Settings::default() })
+    }
+
+    fn fields(bad: &[FieldError]) -> Vec<Field> {
+        bad.iter().map(|e| e.field).collect()
+    }
+
     #[test]
     fn the_password_comes_from_the_keyring_and_is_never_shown() {
         let store = Memory(Mutex::new(HashMap::from([("alice@db:6379".to_owned(), "p@ss w".to_owned())])));
@@ -343,7 +419,6 @@ mod tests {
         let e = s.effective(&Overrides::default(), &store).unwrap();
         assert_eq!(e.user, "alice");
         assert_eq!(e.shown_url, "redis://alice:***@db:6379");
-        assert_eq!(with_password("redis://alice@db:6379", "p@ss w"), "redis://alice:p%40ss%20w@db:6379");
     }
 
     #[test]
@@ -368,37 +443,137 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_override_is_refused_naming_its_variable() {
+        let o = Overrides { job: Some("out bound".into()), ..Overrides::default() };
+        let err = Settings::default().effective(&o, &NoKeyring).err().unwrap();
+        assert_eq!(
+            err,
+            "Job \"out bound\": a job name is 1 to 100 characters without spaces or braces (from LOCKWATCH_JOB)"
+        );
+    }
+
+    #[test]
+    fn the_settings_take_effect_as_the_spec_says() {
+        let s = Settings {
+            jobs: vec![JobSettings { name: "inbound".into(), lock_key: Some("inLock".into()), heartbeats: false }],
+            poll_ms: 250,
+            heartbeat_grace_ms: 7_000,
+            ..Settings::default()
+        };
+        let e = s.effective(&Overrides::default(), &NoKeyring).unwrap();
+        let (keys, options) = &e.jobs[0];
+        assert_eq!((keys.lock.as_str(), options.poll), ("inLock", Duration::from_millis(250)));
+        assert!(!options.engine.heartbeats);
+        assert_eq!(options.engine.heartbeat_grace_ms, 7_000);
+    }
+
+    #[test]
     fn no_keyring_is_said_once_not_fatal() {
         let e = Settings::default().effective(&Overrides::default(), &NoKeyring).unwrap();
         assert!(e.warning.unwrap().contains("no OS keyring"));
     }
 
     #[test]
-    fn a_typed_password_is_split_out_of_the_url() {
-        assert_eq!(split_password("redis://alice:pw@db:1"), ("redis://alice@db:1".into(), Some("pw".into())));
-        assert_eq!(split_password("rediss://:pw@db"), ("rediss://db".into(), Some("pw".into())));
-        assert_eq!(split_password("redis://db"), ("redis://db".into(), None));
+    fn a_password_typed_in_the_url_goes_to_the_keyring_not_the_file() {
+        for (url, stored) in [
+            ("redis://alice:pw@db:1", "redis://alice@db:1"),
+            ("rediss://:pw@db", "rediss://db"),
+            // The redis crate reads a socket's password from the query.
+            ("unix:///run/redis.sock?pass=pw", "unix:///run/redis.sock"),
+        ] {
+            let accepted = SettingsForm { redis_url: url.into(), ..form() }.accept(&Settings::default()).unwrap();
+            assert_eq!(accepted.settings.redis_url, stored);
+            assert_eq!(accepted.password.as_deref(), Some("pw"));
+        }
+        let typed = SettingsForm { redis_url: "redis://alice:pw@db".into(), password: "field".into(), ..form() };
+        assert_eq!(typed.accept(&Settings::default()).unwrap().password.as_deref(), Some("field"));
     }
 
     #[test]
-    fn validation_names_each_bad_field() {
-        let s = Settings {
-            redis_url: "http://x".into(),
-            user: "a b".into(),
-            poll_ms: 5,
-            jobs: vec![],
+    fn the_form_reads_back_what_was_stored() {
+        let stored = Settings {
+            redis_url: "redis://alice@db:6379".into(),
+            jobs: vec![
+                JobSettings { name: "outbound".into(), lock_key: Some("outLock".into()), heartbeats: false },
+                JobSettings::default(),
+            ],
+            heartbeat_grace_ms: 7_000,
+            poll_ms: 1_500,
+            mute_until_ms: Some(42),
             ..Settings::default()
         };
-        let fields: Vec<String> = s.validate().into_iter().map(|(f, _)| f).collect();
-        assert_eq!(fields, vec!["redis_url", "user", "jobs", "poll_ms"]);
+        let f = SettingsForm::of(&stored);
+        assert_eq!(
+            (f.heartbeat_grace.as_str(), f.poll.as_str(), f.jobs.as_str()),
+            ("7s", "1500ms", "outbound, outbound")
+        );
+        let again = SettingsForm { jobs: "outbound, inbound".into(), ..f }.accept(&stored).unwrap().settings;
+        assert_eq!(again.jobs[0], stored.jobs[0], "a job's lock key and mode stay when the form keeps it");
+        assert_eq!(again.jobs[1], JobSettings { name: "inbound".into(), ..JobSettings::default() });
+        assert_eq!((again.heartbeat_grace_ms, again.poll_ms, again.mute_until_ms), (7_000, 1_500, Some(42)));
+    }
+
+    #[test]
+    fn validation_names_each_bad_field_once_in_the_forms_order() {
+        let bad = SettingsForm {
+            redis_url: "http://x".into(),
+            user: "a b".into(),
+            jobs: " , ".into(),
+            poll: "fast".into(),
+            start_grace: "2h".into(),
+            heartbeat_grace: "10".into(),
+            ..form()
+        }
+        .accept(&Settings::default())
+        .unwrap_err();
+        assert_eq!(
+            fields(&bad),
+            [Field::RedisUrl, Field::User, Field::Jobs, Field::Poll, Field::HeartbeatGrace, Field::StartGrace]
+        );
+        let said: Vec<&str> = bad.iter().map(|e| e.message.as_str()).collect();
+        assert_eq!(said[1], "Your name \"a b\": a name is 1 to 64 letters, digits, '.', '_', '@' or '-'");
+        assert_eq!(said[2], "Job \" , \": no job is given; give one or more job names separated by commas");
+        assert_eq!(said[3], "Poll interval \"fast\": not a duration; write a number and a unit: 500ms, 10s, 5m or 1h");
+        assert_eq!(said[4], "Heartbeat grace \"10\": give a unit: 500ms, 10s, 5m or 1h");
+        assert_eq!(said[5], "Start grace \"2h\": out of range; give 0s to 1h");
+        assert!(form().accept(&Settings::default()).is_ok());
         assert!(Settings::default().validate().is_empty());
     }
 
     #[test]
-    fn unknown_and_missing_fields_fall_back_to_defaults() {
-        let s: Settings = serde_json::from_str(r#"{"user":"alice","jobs":[{"name":"outbound"}]}"#).unwrap();
-        assert_eq!(s.user, "alice");
-        assert!(s.jobs[0].heartbeats);
-        assert_eq!(s.poll_ms, 1_000);
+    fn the_job_rule_is_the_command_lines() {
+        // Earlier the app refused only spaces and braces but said "use letters,
+        // digits, '-', '_' or '.'", and let a tab through; now it is one rule.
+        let tab = Settings {
+            jobs: vec![JobSettings { name: "out\tbound".into(), ..JobSettings::default() }],
+            ..Settings::default()
+        };
+        assert_eq!(fields(&tab.validate().into_iter().map(FieldError::from).collect::<Vec<_>>()), [Field::Jobs]);
+        let unicode = SettingsForm { jobs: "出库".into(), ..form() };
+        assert!(unicode.accept(&Settings::default()).is_ok());
+    }
+
+    #[test]
+    fn a_settings_file_of_an_earlier_version_still_loads() {
+        // As version 0.1 wrote it, including an empty lock key for "none"
+        // and a field this version no longer knows.
+        let old = r#"{
+            "redis_url": "redis://alice@db:6379", "tls_ca": null, "user": "alice",
+            "jobs": [{"name": "outbound", "lock_key": "", "heartbeats": true}, {"name": "inbound", "lock_key": "inLock", "heartbeats": false}],
+            "poll_ms": 1000, "heartbeat_grace_ms": 7000, "failover_window_ms": 5000, "start_grace_ms": 10000,
+            "notify": ["died", "failover"], "mute_until_ms": null, "autostart": true, "theme": "dark"
+        }"#;
+        let s: Settings = serde_json::from_str(old).unwrap();
+        assert!(s.validate().is_empty(), "{:?}", s.validate());
+        let e = s.effective(&Overrides::default(), &NoKeyring).unwrap();
+        assert_eq!(e.jobs[0].0.lock, "{outbound}:lock");
+        assert_eq!(e.jobs[1].0.lock, "inLock");
+        assert_eq!(e.jobs[0].1.engine.heartbeat_grace_ms, 7_000);
+        assert_eq!(e.notify, [EventKind::Died, EventKind::Failover]);
+        assert!(s.autostart);
+        let sparse: Settings = serde_json::from_str(r#"{"user":"alice","jobs":[{"name":"outbound"}]}"#).unwrap();
+        assert_eq!(sparse.user, "alice");
+        assert!(sparse.jobs[0].heartbeats);
+        assert_eq!(sparse.poll_ms, 1_000);
     }
 }

@@ -18,7 +18,7 @@ pub fn load(app: &AppHandle) -> (Settings, Option<String>) {
             },
             Err(e) => Some(e.to_string()),
         }?;
-        let aside = path.with_extension(format!("json.bad-{}", crate::state::desktop_now_ms() / 1000));
+        let aside = path.with_extension(format!("json.bad-{}", crate::clock::desktop_now_ms() / 1000));
         let kept = std::fs::rename(&path, &aside).is_ok();
         let msg = if kept {
             format!(

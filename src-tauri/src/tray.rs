@@ -7,9 +7,12 @@ use lockwatch::State;
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::TrayIcon;
-use tauri::{AppHandle, Wry};
+use tauri::{AppHandle, Manager, Wry};
 
-use crate::model::TrayView;
+use crate::clock::desktop_now_ms;
+use crate::menu_id::{MenuId, Mute};
+use crate::model::{TrayView, tray_view};
+use crate::state::AppState;
 
 pub const TRAY_ID: &str = "lockwatch";
 
@@ -23,6 +26,26 @@ pub fn icon(state: State) -> &'static [u8] {
         State::Stopped => include_bytes!("../../icons/state-stopped.png"),
         State::Conflict => include_bytes!("../../icons/state-conflict.png"),
         State::Unknown => include_bytes!("../../icons/state-unknown.png"),
+    }
+}
+
+/// Redraws the tray from the app state (never on the main thread; see [`AppState`]).
+pub fn redraw(app: &AppHandle) {
+    let Some(tray) = app.tray_by_id(TRAY_ID) else { return };
+    let state = app.state::<AppState>();
+    let (view, autostart) = {
+        let inner = state.lock();
+        let user = inner.effective.as_ref().map(|e| e.user.clone()).unwrap_or_default();
+        let mut view = tray_view(&inner.jobs, &user, inner.settings.mute_until_ms, desktop_now_ms());
+        if let Some(err) = &inner.settings_error {
+            view.jobs.clear();
+            view.mute_label = format!("Settings problem: {err}");
+        }
+        (view, inner.settings.autostart)
+    };
+    let mut menu = state.tray();
+    if let Err(err) = render(app, &tray, &mut menu, &view, autostart) {
+        tracing::warn!(error = %err, "cannot update the tray");
     }
 }
 
@@ -59,23 +82,23 @@ pub fn render(
         let menu = Menu::new(app)?;
         let mut jobs = Vec::new();
         for j in &view.jobs {
-            let status = MenuItem::with_id(app, format!("status:{}", j.job), &j.status_line, false, None::<&str>)?;
+            let status = MenuItem::with_id(app, MenuId::Status(j.job.clone()), &j.status_line, false, None::<&str>)?;
             let flip = CheckMenuItem::with_id(
                 app,
-                format!("flip:{}", j.job),
+                MenuId::Flip(j.job.clone()),
                 &j.flip_label,
                 j.can_flip,
                 j.enabled_for_me.unwrap_or(false),
                 None::<&str>,
             )?;
-            let others = MenuItem::with_id(app, format!("others:{}", j.job), &j.others_line, false, None::<&str>)?;
+            let others = MenuItem::with_id(app, MenuId::Others(j.job.clone()), &j.others_line, false, None::<&str>)?;
             menu.append(&status)?;
             menu.append(&flip)?;
             menu.append(&others)?;
             let error = match &j.error_line {
                 Some(text) => {
                     let item =
-                        MenuItem::with_id(app, format!("error:{}", j.job), format!("⚠ {text}"), false, None::<&str>)?;
+                        MenuItem::with_id(app, MenuId::Error(j.job.clone()), format!("⚠ {text}"), false, None::<&str>)?;
                     menu.append(&item)?;
                     Some(item)
                 }
@@ -86,23 +109,24 @@ pub fn render(
         }
         let mute = Submenu::with_id_and_items(
             app,
-            "mute",
+            MenuId::MuteMenu,
             &view.mute_label,
             true,
             &[
-                &MenuItem::with_id(app, "mute:1h", "For 1 hour", true, None::<&str>)?,
-                &MenuItem::with_id(app, "mute:4h", "For 4 hours", true, None::<&str>)?,
-                &MenuItem::with_id(app, "mute:tomorrow", "Until tomorrow", true, None::<&str>)?,
-                &MenuItem::with_id(app, "mute:off", "Unmute", true, None::<&str>)?,
+                &MenuItem::with_id(app, MenuId::Mute(Mute::OneHour), "For 1 hour", true, None::<&str>)?,
+                &MenuItem::with_id(app, MenuId::Mute(Mute::FourHours), "For 4 hours", true, None::<&str>)?,
+                &MenuItem::with_id(app, MenuId::Mute(Mute::UntilTomorrow), "Until tomorrow", true, None::<&str>)?,
+                &MenuItem::with_id(app, MenuId::Mute(Mute::Off), "Unmute", true, None::<&str>)?,
             ],
         )?;
-        let autostart_item = CheckMenuItem::with_id(app, "autostart", "Start at login", true, autostart, None::<&str>)?;
-        menu.append(&MenuItem::with_id(app, "open", "Open dashboard", true, None::<&str>)?)?;
+        let autostart_item =
+            CheckMenuItem::with_id(app, MenuId::Autostart, "Start at login", true, autostart, None::<&str>)?;
+        menu.append(&MenuItem::with_id(app, MenuId::Open, "Open dashboard", true, None::<&str>)?)?;
         menu.append(&mute)?;
-        menu.append(&MenuItem::with_id(app, "settings", "Settings…", true, None::<&str>)?)?;
+        menu.append(&MenuItem::with_id(app, MenuId::Settings, "Settings…", true, None::<&str>)?)?;
         menu.append(&autostart_item)?;
         menu.append(&PredefinedMenuItem::separator(app)?)?;
-        menu.append(&MenuItem::with_id(app, "quit", "Quit lockwatch", true, None::<&str>)?)?;
+        menu.append(&MenuItem::with_id(app, MenuId::Quit, "Quit lockwatch", true, None::<&str>)?)?;
         tray.set_menu(Some(menu))?;
         tray.set_icon(Some(Image::from_bytes(icon(view.icon))?))?;
         *current = Some(TrayMenu { shape, jobs, mute, autostart: autostart_item, icon: view.icon });

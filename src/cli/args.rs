@@ -11,8 +11,9 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 use crate::connect::{DEFAULT_URL, Target};
 use crate::error::Error;
-use crate::flags;
 use crate::keys::{DEFAULT_JOB, Keys};
+use crate::spec::{self, ConnectionSpec, Field, JobSpec, Problem, Timing};
+pub use crate::spec::{DurationError, parse_duration};
 use crate::status;
 use crate::watch;
 
@@ -40,22 +41,22 @@ pub struct Global {
     #[arg(long, global = true, env = "LOCKWATCH_JOB", hide_env_values = true, default_value = DEFAULT_JOB, value_parser = parse_job)]
     pub job: String,
     /// Lock key, when it is not {JOB}:lock (an existing Redisson lock name).
-    #[arg(long, global = true, env = "LOCKWATCH_LOCK_KEY", hide_env_values = true, value_name = "KEY")]
+    #[arg(long, global = true, env = "LOCKWATCH_LOCK_KEY", hide_env_values = true, value_name = "KEY", value_parser = parse_lock_key)]
     pub lock_key: Option<String>,
     /// Judge by the lock alone: for services that write no heartbeat.
     #[arg(long, global = true)]
     pub no_heartbeat: bool,
     /// A heartbeat older than this is stale.
-    #[arg(long, global = true, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, default_value = "10s", value_parser = parse_heartbeat_grace, value_name = "DURATION")]
     pub heartbeat_grace: Duration,
     /// A holder change through a gap shorter than this is a failover, not a death.
-    #[arg(long, global = true, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, default_value = "5s", value_parser = parse_failover_window, value_name = "DURATION")]
     pub failover_window: Duration,
     /// How long a server may take to start the job after it is enabled.
-    #[arg(long, global = true, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, default_value = "10s", value_parser = parse_start_grace, value_name = "DURATION")]
     pub start_grace: Duration,
     /// How often `watch` reads Redis when nothing wakes it earlier.
-    #[arg(long, global = true, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, default_value = "1s", value_parser = parse_interval, value_name = "DURATION")]
     pub interval: Duration,
 }
 
@@ -94,13 +95,13 @@ pub enum Command {
         #[arg(long, default_value = "30s", value_parser = parse_lease, value_name = "DURATION")]
         lease: Duration,
         /// Run CMD every DURATION instead of restarting it whenever it exits.
-        #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+        #[arg(long, value_parser = parse_any_duration, value_name = "DURATION")]
         every: Option<Duration>,
         /// Report the job `stalled` when it printed nothing for DURATION.
-        #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+        #[arg(long, value_parser = parse_any_duration, value_name = "DURATION")]
         stall_after: Option<Duration>,
         /// Time CMD gets to exit after SIGTERM before it is killed.
-        #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+        #[arg(long, default_value = "10s", value_parser = parse_any_duration, value_name = "DURATION")]
         stop_grace: Duration,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "CMD")]
@@ -175,138 +176,92 @@ pub fn command() -> clap::Command {
 }
 
 impl Global {
+    /// The Redis server and how to reach it.
+    pub fn connection(&self) -> ConnectionSpec {
+        ConnectionSpec { url: self.redis.clone(), tls_ca: self.tls_ca.clone() }
+    }
+
     /// The Redis server to talk to.
     ///
     /// # Errors
     /// [`Error::BadUrl`] or [`Error::Invalid`] for a URL or CA file that cannot be used.
     pub fn target(&self) -> Result<Target, Error> {
-        Target::new(&self.redis, self.tls_ca.as_deref())
+        self.connection().target()
+    }
+
+    /// The job as the options describe it; each option passed its rule in [`spec`] already.
+    pub fn job(&self) -> JobSpec {
+        JobSpec {
+            name: self.job.clone(),
+            lock_key: self.lock_key.clone(),
+            heartbeats: !self.no_heartbeat,
+            timing: Timing {
+                heartbeat_grace: self.heartbeat_grace,
+                failover_window: self.failover_window,
+                start_grace: self.start_grace,
+                poll: self.interval,
+            },
+        }
     }
 
     /// The job's keys.
     pub fn keys(&self) -> Keys {
-        let keys = Keys::new(&self.job);
-        match &self.lock_key {
-            Some(lock) => keys.with_lock_key(lock),
-            None => keys,
-        }
+        self.job().keys()
     }
 
     /// The status engine's settings.
     pub fn engine(&self) -> status::Config {
-        status::Config {
-            heartbeats: !self.no_heartbeat,
-            heartbeat_grace_ms: ms(self.heartbeat_grace),
-            failover_window_ms: ms(self.failover_window),
-            start_grace_ms: ms(self.start_grace),
-            ..status::Config::default()
-        }
+        self.job().engine()
     }
 
     /// The watcher's settings.
     pub fn watch_options(&self) -> watch::Options {
-        watch::Options { poll: self.interval, engine: self.engine(), ..watch::Options::default() }
+        self.job().watch_options()
     }
 }
 
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+// clap's value parsers: each option's rule from [`spec`]. clap puts the flag
+// and the value in front of the problem's sentence.
+
+fn parse_job(s: &str) -> Result<String, Problem> {
+    spec::job_name(s)
 }
 
-/// A job name: not empty, no spaces or braces (it becomes the keys' hash tag).
-///
-/// # Errors
-/// What a job name may contain; the caller names the flag and the value.
-pub fn parse_job(s: &str) -> Result<String, &'static str> {
-    if s.is_empty() || s.len() > 100 || s.contains(|c: char| c.is_whitespace() || c == '{' || c == '}') {
-        Err("a job name is 1 to 100 characters without spaces or braces")
-    } else {
-        Ok(s.to_owned())
-    }
+fn parse_lock_key(s: &str) -> Result<String, Problem> {
+    spec::lock_key(s)
 }
 
-/// A server's or supervisor's name, by [`flags::check_user`]'s rule.
-///
-/// # Errors
-/// What the name may contain; the caller names the flag and the value.
-fn parse_user(s: &str) -> Result<String, &'static str> {
-    flags::check_user(s).map(str::to_owned).map_err(|_| "a name is 1 to 64 letters, digits, '.', '_', '@' or '-'")
+fn parse_user(s: &str) -> Result<String, Problem> {
+    spec::name(s)
 }
 
-/// A lock lease: a duration long enough for three renewals to fit in it.
-///
-/// # Errors
-/// What is wrong with it; the caller names the flag and the value.
-fn parse_lease(s: &str) -> Result<Duration, String> {
-    let lease = parse_duration(s).map_err(|e| e.to_string())?;
-    if lease < Duration::from_millis(300) {
-        return Err("too short; give 300ms or more (default 30s)".to_owned());
-    }
-    Ok(lease)
+fn parse_lease(s: &str) -> Result<Duration, Problem> {
+    spec::lease(s)
 }
 
-/// Why a duration was refused. The messages leave out the value: the caller
-/// names the flag or setting and the value it got.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DurationError {
-    /// A number alone: seconds or milliseconds would be a guess.
-    #[error("give a unit: 500ms, 10s, 5m or 1h")]
-    NoUnit,
-    /// No number in front of the unit.
-    #[error("not a duration; write a number and a unit: 500ms, 10s, 5m or 1h")]
-    NotANumber,
-    /// A unit other than ms, s, m (min) or h.
-    #[error("{0:?} is not a unit of time; use ms, s, m or h")]
-    UnknownUnit(String),
-    /// More than a `Duration` holds.
-    #[error("too long; give at most a few years")]
-    OutOfRange,
+fn parse_any_duration(s: &str) -> Result<Duration, Problem> {
+    Ok(parse_duration(s)?)
 }
 
-/// Parses `500ms`, `30s`, `1.5m`, `5min`, `1h`. A number needs its unit.
-///
-/// # Errors
-/// [`DurationError`] saying what is missing or wrong.
-pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let value: f64 = number.parse().map_err(|_| DurationError::NotANumber)?;
-    let factor = match unit.trim() {
-        "" => return Err(DurationError::NoUnit),
-        "ms" => 0.001,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        other => return Err(DurationError::UnknownUnit(other.to_owned())),
-    };
-    Duration::try_from_secs_f64(value * factor).map_err(|_| DurationError::OutOfRange)
+fn parse_heartbeat_grace(s: &str) -> Result<Duration, Problem> {
+    spec::duration_for(Field::HeartbeatGrace, s)
+}
+
+fn parse_failover_window(s: &str) -> Result<Duration, Problem> {
+    spec::duration_for(Field::FailoverWindow, s)
+}
+
+fn parse_start_grace(s: &str) -> Result<Duration, Problem> {
+    spec::duration_for(Field::StartGrace, s)
+}
+
+fn parse_interval(s: &str) -> Result<Duration, Problem> {
+    spec::duration_for(Field::Poll, s)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("5min"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-    }
-
-    #[test]
-    fn a_duration_needs_a_number_and_a_known_unit() {
-        assert_eq!(parse_duration("2"), Err(DurationError::NoUnit));
-        assert_eq!(parse_duration("0"), Err(DurationError::NoUnit));
-        assert_eq!(parse_duration("ten"), Err(DurationError::NotANumber));
-        assert_eq!(parse_duration("-5s"), Err(DurationError::NotANumber));
-        assert_eq!(parse_duration("5y"), Err(DurationError::UnknownUnit("y".to_owned())));
-        assert_eq!(parse_duration("1e3s"), Err(DurationError::UnknownUnit("e3s".to_owned())));
-        assert_eq!(parse_duration("99999999999999999999999h"), Err(DurationError::OutOfRange));
-    }
 
     #[test]
     fn every_shown_option_and_command_exists() {
@@ -327,5 +282,26 @@ mod tests {
     fn the_cli_definition_is_consistent() {
         Cli::command().debug_assert();
         command().debug_assert();
+    }
+
+    #[test]
+    fn options_are_checked_by_the_spec_rules() {
+        use clap::FromArgMatches as _;
+        let parse = |args: &[&str]| {
+            let m = command().try_get_matches_from([&["lockwatch"], args].concat())?;
+            Cli::from_arg_matches(&m)
+        };
+        let cli = parse(&["--job", "inbound", "--lock-key", "inLock", "--interval", "250ms", "status"]).unwrap();
+        let job = cli.global.job();
+        assert_eq!((job.keys().lock.as_str(), job.watch_options().poll), ("inLock", Duration::from_millis(250)));
+        for bad in [
+            &["--interval", "10ms", "watch"][..],
+            &["--heartbeat-grace", "2h", "status"],
+            &["--lock-key", "a b", "status"],
+            &["--job", "{x}", "status"],
+        ] {
+            let err = parse(bad).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation, "{bad:?}");
+        }
     }
 }

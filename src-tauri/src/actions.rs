@@ -1,0 +1,140 @@
+//! What the user can do from the menu or the dashboard: flip their own flag,
+//! mute notifications, start at login, change the settings. Every settings
+//! change goes through [`update_settings`], which saves once and then
+//! redraws or restarts the watchers once.
+
+use lockwatch::flags;
+use tauri::{AppHandle, Manager};
+
+use crate::clock::{desktop_now_ms, next_midnight_ms};
+use crate::menu_id::Mute;
+use crate::model::Note;
+use crate::settings::Settings;
+use crate::state::AppState;
+use crate::{notify, store, supervisor, tray};
+
+/// What a settings change needs to take effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Only the tray shows it (the mute, start at login).
+    Redraw,
+    /// The watchers read it (Redis, jobs, timings, the password).
+    Restart,
+}
+
+/// Changes the settings with `change`, saves them, and lets the change take
+/// the effect `change` says. Returns the settings as saved.
+pub fn update_settings(app: &AppHandle, change: impl FnOnce(&mut Settings) -> Effect) -> Settings {
+    let (settings, effect) = {
+        let state = app.state::<AppState>();
+        let mut inner = state.lock();
+        let effect = change(&mut inner.settings);
+        (inner.settings.clone(), effect)
+    };
+    store::save(app, &settings);
+    match effect {
+        Effect::Redraw => tray::redraw(app),
+        Effect::Restart => supervisor::restart(app),
+    }
+    settings
+}
+
+/// Mutes notifications for a while, or unmutes them.
+pub fn mute(app: &AppHandle, how: Mute) {
+    const HOUR_MS: u64 = 3_600_000;
+    let now = desktop_now_ms();
+    let until = match how {
+        Mute::OneHour => Some(now + HOUR_MS),
+        Mute::FourHours => Some(now + 4 * HOUR_MS),
+        Mute::UntilTomorrow => next_midnight_ms(),
+        Mute::Off => None,
+    };
+    update_settings(app, |s| {
+        s.mute_until_ms = until;
+        Effect::Redraw
+    });
+}
+
+/// Turns start at login on or off, the opposite of what it was.
+pub fn toggle_autostart(app: &AppHandle) {
+    use tauri_plugin_autostart::ManagerExt;
+    let settings = update_settings(app, |s| {
+        s.autostart = !s.autostart;
+        Effect::Redraw
+    });
+    let launcher = app.autolaunch();
+    let result = if settings.autostart { launcher.enable() } else { launcher.disable() };
+    if let Err(err) = result {
+        tracing::warn!(error = %err, "cannot change start at login");
+    }
+}
+
+/// A click on a job's "Enabled for me": asks for the opposite of the
+/// server's truth as last read. (The checkbox itself is no witness: a redraw
+/// may have reset it between the click and this.) While that truth is
+/// unknown, the click is undone by a redraw.
+pub fn toggle_flag(app: &AppHandle, job: &str) {
+    match wish(app, job) {
+        Some(on) => {
+            let app = app.clone();
+            let job = job.to_owned();
+            tauri::async_runtime::spawn(async move {
+                let _ = flip(&app, &job, on).await;
+            });
+        }
+        None => tray::redraw(app),
+    }
+}
+
+fn wish(app: &AppHandle, job: &str) -> Option<bool> {
+    let state = app.state::<AppState>();
+    let inner = state.lock();
+    let user = &inner.effective.as_ref()?.user;
+    let status = inner.jobs.iter().find(|j| j.job == job)?.status.as_ref()?;
+    crate::model::own_flag(status, user).map(|on| !on)
+}
+
+/// Flips the user's own flag of `job` to `on`. A refusal (ACL, Redis down)
+/// is kept for the menu, notified, and returned; the checkbox goes back to
+/// the server's truth with the next status.
+///
+/// # Errors
+/// The refusal, as one sentence.
+pub async fn flip(app: &AppHandle, job: &str, on: bool) -> Result<(), String> {
+    let (target, keys, user, index) = {
+        let state = app.state::<AppState>();
+        let inner = state.lock();
+        let e = inner.effective.as_ref().ok_or("the settings cannot take effect; open Settings")?;
+        let i = e.jobs.iter().position(|(k, _)| k.job == job).ok_or_else(|| format!("job {job} is not watched"))?;
+        (e.target.clone(), e.jobs[i].0.clone(), e.user.clone(), i)
+    };
+    let result = async {
+        let mut conn = target.manager().await?;
+        flags::set_flag(&mut conn, &keys, &user, on, &flags::this_host(), target.host()).await
+    }
+    .await;
+    let error = match result {
+        Ok(flipped) => flipped.warning,
+        Err(err) => Some(err.to_string()),
+    };
+    {
+        let state = app.state::<AppState>();
+        if let Some(view) = state.lock().jobs.get_mut(index) {
+            view.flip_error = error.clone();
+        }
+    }
+    supervisor::refresh(app, index);
+    tray::redraw(app);
+    match error {
+        Some(err) => {
+            tracing::warn!(job = %keys.job, "flag flip refused: {err}");
+            notify::show(&Note {
+                summary: format!("Your flag for {} was not changed", keys.job),
+                body: err.clone(),
+                critical: false,
+            });
+            Err(err)
+        }
+        None => Ok(()),
+    }
+}

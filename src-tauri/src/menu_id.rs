@@ -1,0 +1,115 @@
+//! The ids of the tray menu's items: built and read back by one enum, so a
+//! click can only mean what the menu was built to mean. (Tauri takes any
+//! `Display` value as an id.)
+
+use std::fmt;
+
+/// How long "Mute notifications" lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mute {
+    OneHour,
+    FourHours,
+    UntilTomorrow,
+    /// Unmute.
+    Off,
+}
+
+impl Mute {
+    pub const ALL: [Mute; 4] = [Mute::OneHour, Mute::FourHours, Mute::UntilTomorrow, Mute::Off];
+
+    fn id(self) -> &'static str {
+        match self {
+            Mute::OneHour => "1h",
+            Mute::FourHours => "4h",
+            Mute::UntilTomorrow => "tomorrow",
+            Mute::Off => "off",
+        }
+    }
+}
+
+/// One item of the tray menu.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MenuId {
+    /// A job's status line (not clickable).
+    Status(String),
+    /// A job's "Enabled for me" checkbox.
+    Flip(String),
+    /// Who else has a job enabled (not clickable).
+    Others(String),
+    /// Why a job's last flip was refused (not clickable).
+    Error(String),
+    /// The "Mute notifications" submenu.
+    MuteMenu,
+    Mute(Mute),
+    Open,
+    Settings,
+    Autostart,
+    Quit,
+}
+
+impl fmt::Display for MenuId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MenuId::Status(job) => write!(f, "status:{job}"),
+            MenuId::Flip(job) => write!(f, "flip:{job}"),
+            MenuId::Others(job) => write!(f, "others:{job}"),
+            MenuId::Error(job) => write!(f, "error:{job}"),
+            MenuId::MuteMenu => f.write_str("mute"),
+            MenuId::Mute(m) => write!(f, "mute:{}", m.id()),
+            MenuId::Open => f.write_str("open"),
+            MenuId::Settings => f.write_str("settings"),
+            MenuId::Autostart => f.write_str("autostart"),
+            MenuId::Quit => f.write_str("quit"),
+        }
+    }
+}
+
+impl MenuId {
+    /// The item an id names; `None` for ids this menu never builds.
+    pub fn parse(id: &str) -> Option<MenuId> {
+        let fixed = [MenuId::MuteMenu, MenuId::Open, MenuId::Settings, MenuId::Autostart, MenuId::Quit];
+        if let Some(item) = fixed.into_iter().find(|item| item.to_string() == id) {
+            return Some(item);
+        }
+        let (kind, rest) = id.split_once(':')?;
+        match kind {
+            "status" => Some(MenuId::Status(rest.to_owned())),
+            "flip" => Some(MenuId::Flip(rest.to_owned())),
+            "others" => Some(MenuId::Others(rest.to_owned())),
+            "error" => Some(MenuId::Error(rest.to_owned())),
+            "mute" => Mute::ALL.into_iter().find(|m| m.id() == rest).map(MenuId::Mute),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_id_reads_back_as_the_item_it_was_built_for() {
+        let mut all = vec![MenuId::MuteMenu, MenuId::Open, MenuId::Settings, MenuId::Autostart, MenuId::Quit];
+        all.extend(Mute::ALL.map(MenuId::Mute));
+        // Job names may hold ':' and look like other ids.
+        for job in ["outbound", "a:b", "flip:x", "quit", "出库"] {
+            let job = job.to_owned();
+            all.extend([
+                MenuId::Status(job.clone()),
+                MenuId::Flip(job.clone()),
+                MenuId::Others(job.clone()),
+                MenuId::Error(job),
+            ]);
+        }
+        for id in all {
+            assert_eq!(MenuId::parse(&id.to_string()), Some(id.clone()), "{id}");
+        }
+    }
+
+    #[test]
+    fn ids_the_menu_never_builds_mean_nothing() {
+        for id in ["", "flip", "mute:2h", "unknown:x", "Quit"] {
+            assert_eq!(MenuId::parse(id), None, "{id}");
+        }
+    }
+}

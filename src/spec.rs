@@ -1,0 +1,655 @@
+//! What a user asks to watch, checked once for the command line and the tray
+//! app alike: the rules for every input (job and user names, lock keys,
+//! durations and their ranges, the Redis URL and its password), the one
+//! sentence each refusal gets, and what valid input becomes (keys, engine
+//! config, watcher options).
+//!
+//! A rule's [`Problem`] says what is wrong and the forms a value takes; the
+//! caller knows where the value came from, so [`Invalid`] adds the [`Field`]
+//! (clap adds the flag itself on the command line).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::connect::{Target, redact};
+use crate::error::Error;
+use crate::keys::{DEFAULT_JOB, Keys};
+use crate::{flags, status, watch};
+
+/// An input the user gives, by the names it has on the command line and in
+/// the settings form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Field {
+    RedisUrl,
+    TlsCa,
+    User,
+    /// The job's name (the settings form holds several, comma separated).
+    Jobs,
+    LockKey,
+    HeartbeatGrace,
+    FailoverWindow,
+    StartGrace,
+    Poll,
+    Lease,
+    Node,
+}
+
+impl Field {
+    /// The command line's flag.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Field::RedisUrl => "--redis",
+            Field::TlsCa => "--tls-ca",
+            Field::User => "--user",
+            Field::Jobs => "--job",
+            Field::LockKey => "--lock-key",
+            Field::HeartbeatGrace => "--heartbeat-grace",
+            Field::FailoverWindow => "--failover-window",
+            Field::StartGrace => "--start-grace",
+            Field::Poll => "--interval",
+            Field::Lease => "--lease",
+            Field::Node => "--node",
+        }
+    }
+
+    /// The settings form's label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Field::RedisUrl => "Redis URL",
+            Field::TlsCa => "TLS CA file",
+            Field::User => "Your name",
+            Field::Jobs => "Job",
+            Field::LockKey => "Lock key",
+            Field::HeartbeatGrace => "Heartbeat grace",
+            Field::FailoverWindow => "Failover window",
+            Field::StartGrace => "Start grace",
+            Field::Poll => "Poll interval",
+            Field::Lease => "Lease",
+            Field::Node => "Server name",
+        }
+    }
+}
+
+/// Why a value was refused, and what to give instead. The messages leave
+/// out the value and where it came from: [`Invalid`] (or clap) adds those.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    #[error("{0}")]
+    Duration(#[from] DurationError),
+    /// A duration outside what makes sense for its field.
+    #[error("out of range; give {} to {}", format_duration(*min), format_duration(*max))]
+    OutOfRange { min: Duration, max: Duration },
+    /// A lease too short for three renewals and the clock's jitter.
+    #[error("too short; give {} or more (default 30s)", format_duration(MIN_LEASE))]
+    LeaseTooShort,
+    #[error("a job name is 1 to 100 characters without spaces or braces")]
+    JobName,
+    #[error("no job is given; give one or more job names separated by commas")]
+    NoJob,
+    #[error("a name is 1 to 64 letters, digits, '.', '_', '@' or '-'")]
+    Name,
+    #[error("a lock key is 1 to 1000 characters without spaces or control characters")]
+    LockKey,
+    /// What the redis crate said about the URL.
+    #[error(
+        "not a Redis URL ({0}); use redis://[user:password@]host:port, rediss:// for TLS or unix:///path/to/socket"
+    )]
+    Url(String),
+    #[error("no such file; give the path of the PEM file of the CA that signed the server's certificate")]
+    CaFile,
+}
+
+/// Why a duration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DurationError {
+    /// A number alone: seconds or milliseconds would be a guess.
+    #[error("give a unit: 500ms, 10s, 5m or 1h")]
+    NoUnit,
+    /// No number in front of the unit.
+    #[error("not a duration; write a number and a unit: 500ms, 10s, 5m or 1h")]
+    NotANumber,
+    /// A unit other than ms, s, m (min) or h.
+    #[error("{0:?} is not a unit of time; use ms, s, m or h")]
+    UnknownUnit(String),
+    /// More than a `Duration` holds.
+    #[error("too long; give at most a few years")]
+    OutOfRange,
+}
+
+/// A refused input: which field, the value as given (a URL with its password
+/// hidden), and why. Displays as one sentence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} {value:?}: {problem}", field.label())]
+pub struct Invalid {
+    pub field: Field,
+    pub value: String,
+    pub problem: Problem,
+}
+
+impl Invalid {
+    fn new(field: Field, value: &str, problem: Problem) -> Invalid {
+        let value = if field == Field::RedisUrl { redact(value) } else { value.to_owned() };
+        Invalid { field, value, problem }
+    }
+
+    /// The same sentence with the command line's flag in front.
+    pub fn with_flag(&self) -> String {
+        format!("{} {}: {}", self.field.flag(), self.value, self.problem)
+    }
+}
+
+/// Parses `500ms`, `30s`, `1.5m`, `5min`, `1h`. A number needs its unit.
+///
+/// # Errors
+/// [`DurationError`] saying what is missing or wrong.
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let value: f64 = number.parse().map_err(|_| DurationError::NotANumber)?;
+    let factor = match unit.trim() {
+        "" => return Err(DurationError::NoUnit),
+        "ms" => 0.001,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => return Err(DurationError::UnknownUnit(other.to_owned())),
+    };
+    Duration::try_from_secs_f64(value * factor).map_err(|_| DurationError::OutOfRange)
+}
+
+/// A duration the way [`parse_duration`] reads it back: `500ms`, `10s`, `5m`, `1h`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    match ms {
+        0 => "0s".to_owned(),
+        _ if ms.is_multiple_of(3_600_000) => format!("{}h", ms / 3_600_000),
+        _ if ms.is_multiple_of(60_000) => format!("{}m", ms / 60_000),
+        _ if ms.is_multiple_of(1000) => format!("{}s", ms / 1000),
+        _ => format!("{ms}ms"),
+    }
+}
+
+/// The shortest lease: renewals every third of it must still fit.
+pub const MIN_LEASE: Duration = Duration::from_millis(300);
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// The range each timing input may take, by its field.
+pub fn range(field: Field) -> Option<(Duration, Duration)> {
+    match field {
+        Field::Poll => Some((Duration::from_millis(100), HOUR)),
+        Field::HeartbeatGrace => Some((Duration::from_millis(500), HOUR)),
+        Field::FailoverWindow | Field::StartGrace => Some((Duration::ZERO, HOUR)),
+        _ => None,
+    }
+}
+
+/// A duration for `field`, within its [`range`].
+///
+/// # Errors
+/// The [`Problem`] with it.
+pub fn duration_for(field: Field, s: &str) -> Result<Duration, Problem> {
+    let d = parse_duration(s)?;
+    check_range(field, d)?;
+    Ok(d)
+}
+
+fn check_range(field: Field, d: Duration) -> Result<(), Problem> {
+    match range(field) {
+        Some((min, max)) if d < min || d > max => Err(Problem::OutOfRange { min, max }),
+        _ => Ok(()),
+    }
+}
+
+/// A lock lease: long enough for three renewals to fit in it.
+///
+/// # Errors
+/// The [`Problem`] with it.
+pub fn lease(s: &str) -> Result<Duration, Problem> {
+    let lease = parse_duration(s)?;
+    if lease < MIN_LEASE {
+        return Err(Problem::LeaseTooShort);
+    }
+    Ok(lease)
+}
+
+/// A job name: it becomes the keys' hash tag, so no braces, and no spaces.
+///
+/// # Errors
+/// [`Problem::JobName`].
+pub fn job_name(s: &str) -> Result<String, Problem> {
+    if s.is_empty() || s.chars().count() > 100 || s.contains(|c: char| c.is_whitespace() || c == '{' || c == '}') {
+        Err(Problem::JobName)
+    } else {
+        Ok(s.to_owned())
+    }
+}
+
+/// Job names as the settings form lists them: separated by commas.
+///
+/// # Errors
+/// The first name that cannot be used, or [`Problem::NoJob`].
+pub fn job_names(list: &str) -> Result<Vec<String>, Invalid> {
+    let names: Vec<&str> = list.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+    if names.is_empty() {
+        return Err(Invalid::new(Field::Jobs, list, Problem::NoJob));
+    }
+    names.into_iter().map(|n| job_name(n).map_err(|p| Invalid::new(Field::Jobs, n, p))).collect()
+}
+
+/// A supervisor's or server's name, by [`flags::check_user`]'s rule (the
+/// one the flag keys and ACL rules are written with).
+///
+/// # Errors
+/// [`Problem::Name`].
+pub fn name(s: &str) -> Result<String, Problem> {
+    flags::check_user(s).map(str::to_owned).map_err(|_| Problem::Name)
+}
+
+/// A lock key given instead of `{job}:lock`: any Redis key a person would
+/// type, which rules out spaces and control characters.
+///
+/// # Errors
+/// [`Problem::LockKey`].
+pub fn lock_key(s: &str) -> Result<String, Problem> {
+    if s.is_empty() || s.len() > 1000 || s.contains(|c: char| c.is_whitespace() || c.is_control()) {
+        Err(Problem::LockKey)
+    } else {
+        Ok(s.to_owned())
+    }
+}
+
+/// How to judge a job: the timing inputs, shared by every job of a tray.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timing {
+    /// A heartbeat older than this is stale.
+    pub heartbeat_grace: Duration,
+    /// A holder change through a gap shorter than this is a failover.
+    pub failover_window: Duration,
+    /// How long a server may take to start the job after it is enabled.
+    pub start_grace: Duration,
+    /// How often the watcher reads when nothing wakes it earlier.
+    pub poll: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        let engine = status::Config::default();
+        Timing {
+            heartbeat_grace: Duration::from_millis(engine.heartbeat_grace_ms),
+            failover_window: Duration::from_millis(engine.failover_window_ms),
+            start_grace: Duration::from_millis(engine.start_grace_ms),
+            poll: watch::Options::default().poll,
+        }
+    }
+}
+
+impl Timing {
+    /// Every duration outside its range.
+    pub fn check(&self) -> Vec<Invalid> {
+        [
+            (Field::HeartbeatGrace, self.heartbeat_grace),
+            (Field::FailoverWindow, self.failover_window),
+            (Field::StartGrace, self.start_grace),
+            (Field::Poll, self.poll),
+        ]
+        .into_iter()
+        .filter_map(|(field, d)| check_range(field, d).err().map(|p| Invalid::new(field, &format_duration(d), p)))
+        .collect()
+    }
+}
+
+/// One job to watch, as the user described it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSpec {
+    pub name: String,
+    /// The lock's key when it is not `{name}:lock` (an existing Redisson lock).
+    pub lock_key: Option<String>,
+    /// Off for services that write no heartbeat: the lock alone decides.
+    pub heartbeats: bool,
+    pub timing: Timing,
+}
+
+impl Default for JobSpec {
+    fn default() -> Self {
+        JobSpec { name: DEFAULT_JOB.to_owned(), lock_key: None, heartbeats: true, timing: Timing::default() }
+    }
+}
+
+impl JobSpec {
+    /// Every input that breaks its rule, one [`Invalid`] each.
+    pub fn check(&self) -> Vec<Invalid> {
+        let mut bad = Vec::new();
+        if let Err(p) = job_name(&self.name) {
+            bad.push(Invalid::new(Field::Jobs, &self.name, p));
+        }
+        if let Some(key) = &self.lock_key
+            && let Err(p) = lock_key(key)
+        {
+            bad.push(Invalid::new(Field::LockKey, key, p));
+        }
+        bad.extend(self.timing.check());
+        bad
+    }
+
+    /// The job's keys.
+    pub fn keys(&self) -> Keys {
+        let keys = Keys::new(&self.name);
+        match &self.lock_key {
+            Some(lock) => keys.with_lock_key(lock),
+            None => keys,
+        }
+    }
+
+    /// The status engine's settings.
+    pub fn engine(&self) -> status::Config {
+        status::Config {
+            heartbeats: self.heartbeats,
+            heartbeat_grace_ms: ms(self.timing.heartbeat_grace),
+            failover_window_ms: ms(self.timing.failover_window),
+            start_grace_ms: ms(self.timing.start_grace),
+            ..status::Config::default()
+        }
+    }
+
+    /// The watcher's settings.
+    pub fn watch_options(&self) -> watch::Options {
+        watch::Options { poll: self.timing.poll, engine: self.engine(), ..watch::Options::default() }
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Where Redis is: the URL as given (credentials included) and the CA of a
+/// private TLS server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionSpec {
+    pub url: String,
+    pub tls_ca: Option<PathBuf>,
+}
+
+impl ConnectionSpec {
+    /// Every input that breaks its rule: a URL the redis crate cannot use, a
+    /// CA file that is not there.
+    pub fn check(&self) -> Vec<Invalid> {
+        let mut bad = Vec::new();
+        if let Err(e) = url_problem(&self.url) {
+            bad.push(Invalid::new(Field::RedisUrl, &self.url, e));
+        }
+        if let Some(ca) = &self.tls_ca
+            && !ca.is_file()
+        {
+            bad.push(Invalid::new(Field::TlsCa, &ca.display().to_string(), Problem::CaFile));
+        }
+        bad
+    }
+
+    /// The server to connect to.
+    ///
+    /// # Errors
+    /// [`Error::BadUrl`] or [`Error::Invalid`] for a URL or CA file that cannot be used.
+    pub fn target(&self) -> Result<Target, Error> {
+        Target::new(&self.url, self.tls_ca.as_deref())
+    }
+}
+
+fn url_problem(url: &str) -> Result<(), Problem> {
+    match Target::new(url, None) {
+        Ok(_) => Ok(()),
+        Err(Error::BadUrl { reason, .. }) => Err(Problem::Url(reason)),
+        Err(other) => Err(Problem::Url(other.to_string())),
+    }
+}
+
+/// Schemes whose credentials the redis crate reads from the query
+/// (`?user=…&pass=…`) rather than from the user info.
+fn is_socket(url: &url::Url) -> bool {
+    matches!(url.scheme(), "unix" | "redis+unix" | "valkey+unix")
+}
+
+/// Splits the password out of a URL, wherever the redis crate would read
+/// it (`redis://user:pw@host`, `unix:///sock?pass=pw`): the URL without it,
+/// and the password, decoded. A URL that does not parse comes back as it is.
+pub fn split_password(url: &str) -> (String, Option<String>) {
+    let Ok(mut parsed) = url::Url::parse(url) else { return (url.to_owned(), None) };
+    if is_socket(&parsed) {
+        let (pass, rest): (Vec<_>, Vec<_>) =
+            parsed.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).partition(|(k, _)| k == "pass");
+        let Some((_, password)) = pass.into_iter().last().filter(|(_, p)| !p.is_empty()) else {
+            return (url.to_owned(), None);
+        };
+        if rest.is_empty() {
+            parsed.set_query(None);
+        } else {
+            parsed.query_pairs_mut().clear().extend_pairs(rest);
+        }
+        return (parsed.to_string(), Some(password));
+    }
+    let Some(password) = parsed.password().filter(|p| !p.is_empty()).map(percent_decode) else {
+        return (url.to_owned(), None);
+    };
+    // Fails only for URLs without a host, which have no password either.
+    let _ = parsed.set_password(None);
+    (parsed.to_string(), Some(password))
+}
+
+/// `url` with `password` put where the redis crate reads it, encoded; the
+/// URL given must have none. A URL that does not parse comes back as it is.
+pub fn with_password(url: &str, password: &str) -> String {
+    let Ok(mut parsed) = url::Url::parse(url) else { return url.to_owned() };
+    if is_socket(&parsed) {
+        parsed.query_pairs_mut().append_pair("pass", password);
+    } else if parsed.set_password(Some(password)).is_err() {
+        return url.to_owned();
+    }
+    parsed.to_string()
+}
+
+/// `%XX` escapes of the user info decoded (not `+`: that is a query's space).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5min"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration(" 1h "), Ok(Duration::from_secs(3600)));
+    }
+
+    #[test]
+    fn a_duration_needs_a_number_and_a_known_unit() {
+        assert_eq!(parse_duration("2"), Err(DurationError::NoUnit));
+        assert_eq!(parse_duration("0"), Err(DurationError::NoUnit));
+        assert_eq!(parse_duration("ten"), Err(DurationError::NotANumber));
+        assert_eq!(parse_duration("-5s"), Err(DurationError::NotANumber));
+        assert_eq!(parse_duration("5y"), Err(DurationError::UnknownUnit("y".to_owned())));
+        assert_eq!(parse_duration("1e3s"), Err(DurationError::UnknownUnit("e3s".to_owned())));
+        assert_eq!(parse_duration("99999999999999999999999h"), Err(DurationError::OutOfRange));
+    }
+
+    #[test]
+    fn formatted_durations_read_back_the_same() {
+        for ms in [0, 1, 250, 1000, 1500, 10_000, 90_000, 300_000, 3_600_000, 5_400_000] {
+            let d = Duration::from_millis(ms);
+            assert_eq!(parse_duration(&format_duration(d)), Ok(d), "{}", format_duration(d));
+        }
+        assert_eq!(format_duration(Duration::from_secs(7)), "7s");
+        assert_eq!(format_duration(Duration::from_secs(90)), "90s");
+    }
+
+    #[test]
+    fn each_timing_field_has_its_range() {
+        assert_eq!(duration_for(Field::Poll, "100ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(
+            duration_for(Field::Poll, "50ms"),
+            Err(Problem::OutOfRange { min: Duration::from_millis(100), max: HOUR })
+        );
+        assert!(duration_for(Field::HeartbeatGrace, "400ms").is_err());
+        assert!(duration_for(Field::HeartbeatGrace, "500ms").is_ok());
+        assert!(duration_for(Field::FailoverWindow, "0s").is_ok());
+        assert!(duration_for(Field::StartGrace, "61m").is_err());
+        assert_eq!(duration_for(Field::StartGrace, "2h").unwrap_err().to_string(), "out of range; give 0s to 1h");
+        assert_eq!(duration_for(Field::Poll, "5").unwrap_err().to_string(), "give a unit: 500ms, 10s, 5m or 1h");
+        assert_eq!(range(Field::Lease), None, "a lease has a minimum only");
+    }
+
+    #[test]
+    fn a_lease_fits_three_renewals() {
+        assert_eq!(lease("300ms"), Ok(MIN_LEASE));
+        assert_eq!(lease("299ms"), Err(Problem::LeaseTooShort));
+        assert_eq!(lease("299ms").unwrap_err().to_string(), "too short; give 300ms or more (default 30s)");
+        assert_eq!(lease("30"), Err(Problem::Duration(DurationError::NoUnit)));
+    }
+
+    #[test]
+    fn job_names_become_hash_tags() {
+        for good in ["outbound", "in-bound.2", "商品", &"x".repeat(100)] {
+            assert_eq!(job_name(good).as_deref(), Ok(good), "{good}");
+        }
+        for bad in ["", "out bound", "out\tbound", "{outbound}", "a}b", &"x".repeat(101)] {
+            assert_eq!(job_name(bad), Err(Problem::JobName), "{bad:?}");
+        }
+        assert_eq!(job_names(" outbound, inbound ,"), Ok(vec!["outbound".to_owned(), "inbound".to_owned()]));
+        assert_eq!(job_names(" , ").unwrap_err().problem, Problem::NoJob);
+        let bad = job_names("outbound, in{bound").unwrap_err();
+        assert_eq!(bad.to_string(), "Job \"in{bound\": a job name is 1 to 100 characters without spaces or braces");
+    }
+
+    #[test]
+    fn names_and_lock_keys_follow_their_rules() {
+        assert_eq!(name("a.b-c_d@site").as_deref(), Ok("a.b-c_d@site"));
+        for bad in ["", "a b", "ali*", &"x".repeat(65)] {
+            assert_eq!(name(bad), Err(Problem::Name), "{bad:?}");
+        }
+        assert_eq!(lock_key("outboundLock").as_deref(), Ok("outboundLock"));
+        assert_eq!(lock_key("{outbound}:lock").as_deref(), Ok("{outbound}:lock"));
+        for bad in ["", "a lock", "a\nb"] {
+            assert_eq!(lock_key(bad), Err(Problem::LockKey), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_job_spec_becomes_keys_engine_config_and_watch_options() {
+        let spec = JobSpec {
+            name: "inbound".into(),
+            lock_key: Some("inLock".into()),
+            heartbeats: false,
+            timing: Timing {
+                heartbeat_grace: Duration::from_secs(7),
+                failover_window: Duration::from_secs(3),
+                start_grace: Duration::from_secs(20),
+                poll: Duration::from_millis(250),
+            },
+        };
+        assert!(spec.check().is_empty());
+        let keys = spec.keys();
+        assert_eq!(
+            (keys.job.as_str(), keys.lock.as_str(), keys.fence()),
+            ("inbound", "inLock", "{inbound}:fence".into())
+        );
+        let engine = spec.engine();
+        assert!(!engine.heartbeats);
+        assert_eq!((engine.heartbeat_grace_ms, engine.failover_window_ms, engine.start_grace_ms), (7000, 3000, 20_000));
+        assert_eq!(spec.watch_options().poll, Duration::from_millis(250));
+        assert_eq!(JobSpec::default().keys().lock, "{outbound}:lock");
+        assert_eq!(JobSpec::default().engine(), status::Config::default());
+    }
+
+    #[test]
+    fn a_job_spec_names_every_bad_input() {
+        let spec = JobSpec {
+            name: "out bound".into(),
+            lock_key: Some("".into()),
+            timing: Timing { poll: Duration::from_millis(10), heartbeat_grace: HOUR * 2, ..Timing::default() },
+            ..JobSpec::default()
+        };
+        let bad = spec.check();
+        let fields: Vec<Field> = bad.iter().map(|i| i.field).collect();
+        assert_eq!(fields, [Field::Jobs, Field::LockKey, Field::HeartbeatGrace, Field::Poll]);
+        assert_eq!(bad[3].to_string(), "Poll interval \"10ms\": out of range; give 100ms to 1h");
+        assert_eq!(bad[3].with_flag(), "--interval 10ms: out of range; give 100ms to 1h");
+    }
+
+    #[test]
+    fn a_connection_spec_checks_url_and_ca_file_without_showing_the_password() {
+        assert!(ConnectionSpec { url: "redis://alice:pw@db:6379".into(), tls_ca: None }.check().is_empty());
+        let bad =
+            ConnectionSpec { url: "http://bob:hunter2@db".into(), tls_ca: Some("/no/such/ca.pem".into()) }.check();
+        assert_eq!(bad.len(), 2);
+        assert_eq!(bad[0].field, Field::RedisUrl);
+        let sentence = bad[0].to_string();
+        assert!(sentence.starts_with("Redis URL \"http://bob:***@db"), "{sentence}");
+        assert!(sentence.contains("use redis://"), "{sentence}");
+        assert!(!sentence.contains("hunter2") && !format!("{:?}", bad[0]).contains("hunter2"));
+        assert_eq!((bad[1].field, &bad[1].problem), (Field::TlsCa, &Problem::CaFile));
+    }
+
+    #[test]
+    fn the_password_is_split_out_wherever_the_redis_crate_reads_it() {
+        let split = |u: &str| split_password(u);
+        assert_eq!(split("redis://alice:pw@db:1"), ("redis://alice@db:1".into(), Some("pw".into())));
+        assert_eq!(split("rediss://:pw@db"), ("rediss://db".into(), Some("pw".into())));
+        assert_eq!(split("redis://db"), ("redis://db".into(), None));
+        assert_eq!(split("redis://alice@db"), ("redis://alice@db".into(), None));
+        // Escapes are decoded: the keyring holds the password itself.
+        assert_eq!(split("redis://alice:p%40ss%20w@db"), ("redis://alice@db".into(), Some("p@ss w".into())));
+        // Unix sockets take theirs from the query.
+        assert_eq!(
+            split("unix:///run/redis.sock?user=alice&pass=s3%26cret&db=2"),
+            ("unix:///run/redis.sock?user=alice&db=2".into(), Some("s3&cret".into()))
+        );
+        assert_eq!(
+            split("redis+unix:///run/redis.sock?pass=pw"),
+            ("redis+unix:///run/redis.sock".into(), Some("pw".into()))
+        );
+        assert_eq!(split("not a url"), ("not a url".into(), None));
+    }
+
+    #[test]
+    fn a_password_put_back_gives_the_redis_crate_the_same_login() {
+        use redis::IntoConnectionInfo as _;
+        for (url, password) in [
+            ("redis://alice@db:6379", "p@ss w/:?#%"),
+            ("rediss://db:6380", "pw"),
+            ("unix:///run/redis.sock?user=alice&db=2", "s3&c=ret+"),
+            ("redis+unix:///run/redis.sock", "pw"),
+        ] {
+            let merged = with_password(url, password);
+            let info = merged.as_str().into_connection_info().unwrap();
+            assert_eq!(info.redis_settings().password(), Some(password), "{merged}");
+            assert_eq!(split_password(&merged), (url.to_owned(), Some(password.to_owned())), "{merged}");
+        }
+        assert_eq!(with_password("redis://alice@db:6379", "p@ss w"), "redis://alice:p%40ss%20w@db:6379");
+    }
+}
