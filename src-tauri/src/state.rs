@@ -224,7 +224,9 @@ pub async fn flip_now(app: &AppHandle, job: &str, on: bool) -> Result<(), String
     };
     let result = async {
         let mut conn = target.manager().await?;
-        flags::set_flag(&mut conn, &keys, &user, on, &flags::this_host(), target.host()).await
+        let host = flags::this_host();
+        flags::set_flag(&mut conn, &keys, &flags::Flip { user: &user, on, host: &host, reason: None }, target.host())
+            .await
     }
     .await;
     let error = match result {
