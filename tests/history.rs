@@ -181,3 +181,31 @@ fn history_since_needs_a_duration() {
     let out = lockwatch("redis://127.0.0.1:1", &["history", "--since", "yesterday"]);
     assert_eq!(out.status.code(), Some(3));
 }
+
+#[test]
+fn a_supervisor_with_only_the_acl_rules_reads_the_history_and_flips_with_a_reason() {
+    let server = RedisServer::start();
+    let rules = Command::new(env!("CARGO_BIN_EXE_lockwatch")).args(["acl", "--user", "alice"]).output().unwrap();
+    let mut admin = server.conn();
+    for line in String::from_utf8(rules.stdout).unwrap().lines() {
+        let mut cmd = redis::Cmd::new();
+        for word in line.split_whitespace() {
+            cmd.arg(word);
+        }
+        let _: () = cmd.query(&mut admin).unwrap_or_else(|e| panic!("{line}: {e}"));
+    }
+    let _: () = redis::cmd("ACL").arg("SETUSER").arg("alice").arg(">pw").query(&mut admin).unwrap();
+    let url = format!("redis://alice:pw@127.0.0.1:{}", server.port);
+    let flip = lockwatch(&url, &["disable", "--reason", "stock count"]);
+    assert!(flip.status.success(), "{}", String::from_utf8_lossy(&flip.stderr));
+    let out = lockwatch(&url, &["history", "--json", "--since", "1h"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let items: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(
+        (&items[0]["kind"], &items[0]["user"], &items[0]["on"]),
+        (&"flag".into(), &"alice".into(), &false.into())
+    );
+    assert_eq!(items[0]["reason"], "stock count");
+}
