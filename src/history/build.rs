@@ -258,7 +258,7 @@ pub fn build(entries: &[Entry], flags: &[FlagFlip], beats: &[Beat], now_ms: u64,
 /// when its heartbeat stopped (or, when the heartbeat no longer names it,
 /// at its last sign of life).
 fn silence(run: &Run, beats: &[Beat], now_ms: u64, cfg: &Config) -> Option<(End, Option<u64>)> {
-    let Some(node) = run.node.as_deref() else { return None };
+    let node = run.node.as_deref()?;
     let Some(beat) = beats.iter().find(|b| b.node == node) else {
         // No heartbeat: without heartbeats (or before the first) nothing is known.
         return (cfg.heartbeats && now_ms.saturating_sub(run.last_sign) > cfg.heartbeat_grace_ms)
