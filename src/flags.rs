@@ -1,5 +1,5 @@
 //! A supervisor's own enable flag: who may flip it, and the flip itself
-//! (state, Redis time, host), with the server's refusal as a clear error.
+//! (state, Redis time, host, reason), with the server's refusal as a clear error.
 
 use redis::AsyncCommands;
 use redis::aio::ConnectionLike;
@@ -16,6 +16,39 @@ pub struct Flipped {
     pub at_ms: u64,
     /// Set when the flag was written but does not count yet, saying why.
     pub warning: Option<String>,
+}
+
+/// The longest reason a flip may carry, in characters: a sentence, not a report.
+pub const MAX_REASON_CHARS: usize = 200;
+
+/// One flip of a supervisor's flag, as asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flip<'a> {
+    /// Whose flag.
+    pub user: &'a str,
+    /// On or off.
+    pub on: bool,
+    /// The machine it is flipped from, so others see where it came from.
+    pub host: &'a str,
+    /// Why, in the supervisor's words, kept with the flag and in the history.
+    pub reason: Option<&'a str>,
+}
+
+/// Checks a flip's reason: one line of at most [`MAX_REASON_CHARS`] characters.
+///
+/// # Errors
+/// [`Error::Invalid`] saying what is wrong and what to do.
+pub fn check_reason(reason: &str) -> Result<&str, Error> {
+    let chars = reason.chars().count();
+    if chars > MAX_REASON_CHARS {
+        return Err(Error::Invalid(format!(
+            "the reason is {chars} characters long; give at most {MAX_REASON_CHARS}, one sentence"
+        )));
+    }
+    if reason.chars().any(char::is_control) {
+        return Err(Error::Invalid("the reason must be one line without control characters".to_owned()));
+    }
+    Ok(reason)
 }
 
 /// Checks that `user` can name a flag key and an ACL rule safely: letters,
@@ -74,21 +107,24 @@ pub fn this_host() -> String {
     gethostname::gethostname().to_string_lossy().into_owned()
 }
 
-/// Sets `user`'s flag of the job on or off, stamped with Redis time and
-/// `host`, and registers the user in `{job}:users` when the server allows.
+/// Sets the flip's user's flag of the job on or off, stamped with Redis
+/// time, its host and reason (an empty reason when none is given, so an
+/// older one does not stick), and registers the user in `{job}:users` when
+/// the server allows. `server` names Redis in messages.
 ///
 /// # Errors
+/// [`Error::Invalid`] for a user name or reason that cannot be used;
 /// [`Error::Redis`] when Redis cannot be reached or refuses the write (an ACL
 /// `NOPERM` says whose flag it was and what to ask for).
 pub async fn set_flag<C: ConnectionLike + Send + Sync>(
     conn: &mut C,
     keys: &Keys,
-    user: &str,
-    on: bool,
-    host: &str,
+    flip: &Flip<'_>,
     server: &str,
 ) -> Result<Flipped, Error> {
+    let Flip { user, on, host, reason } = *flip;
     let user = check_user(user)?;
+    let reason = check_reason(reason.unwrap_or_default())?;
     let key = keys.enabled(user);
     let (secs, micros): (u64, u64) =
         redis::cmd("TIME").query_async(conn).await.map_err(|e| describe(e, "reading the time", server))?;
@@ -101,6 +137,8 @@ pub async fn set_flag<C: ConnectionLike + Send + Sync>(
         .arg(at_ms)
         .arg("host")
         .arg(host)
+        .arg("reason")
+        .arg(reason)
         .query_async(conn)
         .await
         .map_err(|e| refused(describe(e, &format!("writing {key}"), server), user, keys))?;
@@ -148,6 +186,15 @@ mod tests {
         for bad in ["", "ali*", "a b", "x?", "[a]", "a\n", &"x".repeat(65)] {
             assert!(check_user(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_reason_is_one_line_of_bounded_length() {
+        assert_eq!(check_reason("stock count tonight").unwrap(), "stock count tonight");
+        assert!(check_reason(&"ü".repeat(MAX_REASON_CHARS)).is_ok(), "counted in characters, not bytes");
+        let long = check_reason(&"x".repeat(MAX_REASON_CHARS + 1)).unwrap_err().to_string();
+        assert_eq!(long, "the reason is 201 characters long; give at most 200, one sentence");
+        assert!(check_reason("two\nlines").is_err());
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! - [`worker`], [`job`]: run a command on exactly one server, with heartbeat and events.
 //! - [`reaper`]: the process between worker and job that takes the job's whole tree down.
 //! - [`flags`]: flipping a supervisor's own enable flag.
+//! - [`history`]: the job's shared history: typed stream entries, read back and built into runs, failovers, deaths, flips.
 //! - [`acl`]: the Redis ACL rules for a supervisor.
 //! - [`connect`]: Redis URLs, connections and their timeouts.
 //! - [`spec`]: the rules for user input (names, durations, URL and password) and what it becomes.
@@ -23,6 +24,7 @@ pub mod cli;
 pub mod connect;
 pub mod error;
 pub mod flags;
+pub mod history;
 pub mod job;
 pub mod keys;
 pub mod lock;

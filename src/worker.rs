@@ -16,11 +16,12 @@ use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::connect::Target;
 use crate::error::{Error, describe};
+use crate::history::{self, Cause, FlagFlip, Record, WaitCause};
 use crate::job::{Job, JobEnv, Killer, Work};
 use crate::keys::Keys;
 use crate::lock::{Acquire, Lock, Renew, Wait};
 use crate::probe::probe;
-use crate::snapshot::Enabled;
+use crate::snapshot::{Enabled, Flag};
 use crate::watch::follow_pubsub;
 
 static BEAT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("worker.lua")));
@@ -28,9 +29,6 @@ static BEAT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(inclu
 /// How long the supervision loop waits on one Redis call before it moves on
 /// (the lease's safety never waits on it: the watchdog kills the job itself).
 const REDIS_PATIENCE: Duration = Duration::from_secs(2);
-
-/// Events kept on the stream (approximately).
-const STREAM_CAP: u64 = 10_000;
 
 /// How a worker runs its job.
 #[derive(Debug, Clone)]
@@ -91,15 +89,11 @@ enum Renewal {
 
 impl Renewal {
     /// Why the job must stop, when it must.
-    fn stop_reason(self) -> Option<&'static str> {
+    fn stop_reason(self) -> Option<Cause> {
         match self {
-            Renewal::Lost => Some("the lock is no longer ours (expired, deleted or taken over)"),
-            Renewal::Expiring { unconfirmed: true } => {
-                Some("no replica confirmed the lease in time (a failover could hand the lock to another server)")
-            }
-            Renewal::Expiring { unconfirmed: false } => {
-                Some("the lease could not be renewed in time (Redis unreachable)")
-            }
+            Renewal::Lost => Some(Cause::Lost),
+            Renewal::Expiring { unconfirmed: true } => Some(Cause::ReplicaUnconfirmed),
+            Renewal::Expiring { unconfirmed: false } => Some(Cause::Expired),
             Renewal::Renewed(_) | Renewal::Failing => None,
         }
     }
@@ -156,7 +150,18 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let wake = Arc::new(Notify::new());
     let (stop_tx, stop_rx) = watch::channel(false);
     let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop_rx));
-    let mut w = Worker { target, keys, opts, host, lock, conn: None, seq: 0, enabled: None, last_exit: String::new() };
+    let mut w = Worker {
+        target,
+        keys,
+        opts,
+        host,
+        lock,
+        conn: None,
+        seq: 0,
+        enabled: None,
+        flags_seen: None,
+        last_exit: String::new(),
+    };
     tokio::pin!(shutdown);
     let mut holding: Option<Holding> = None;
     let result = loop {
@@ -191,7 +196,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         }
     };
     if let Some(h) = holding.take() {
-        w.let_go(h, "worker stopping").await;
+        w.let_go(h, Cause::Shutdown).await;
     }
     let _ = w.beat("idle", None, None).await;
     let _ = stop_tx.send(true);
@@ -223,6 +228,8 @@ struct Worker {
     conn: Option<ConnectionManager>,
     seq: u64,
     enabled: Option<bool>,
+    /// Each flag as last read (`None` before the first read), to record flips.
+    flags_seen: Option<Vec<Flag>>,
     last_exit: String,
 }
 
@@ -244,19 +251,19 @@ impl Worker {
                 }
                 Renewal::Failing if !h.renew_failing => {
                     h.renew_failing = true;
-                    let fence = h.fence.to_string();
-                    self.record("renew-failed", &[("fence", &fence)]).await;
+                    let fence = Some(h.fence);
+                    self.record(Record::RenewFailed { fence }).await;
                 }
                 _ => {}
             }
             if h.lock_ok_at.elapsed() >= self.opts.lease * 3 / 4 {
                 let h = holding.take();
-                self.lose(h, "the lease could not be renewed in time (Redis unreachable)").await;
+                self.lose(h, Cause::Expired).await;
                 return Ok(None);
             }
         }
 
-        let enabled = match self.read_enabled().await {
+        let enabled = match self.read_flags().await {
             Ok(Enabled::Yes) => Some(true),
             Ok(Enabled::No) => Some(false),
             Ok(Enabled::Unknown { reason }) => {
@@ -274,12 +281,6 @@ impl Worker {
                 return Ok(Some(Duration::from_millis(500)));
             }
         };
-        if let (Some(was), Some(now)) = (self.enabled, enabled)
-            && was != now
-            && holding.is_some()
-        {
-            self.record("flags-changed", &[("enabled", if now { "1" } else { "0" })]).await;
-        }
         self.enabled = enabled;
         // Flags that cannot be read neither start nor stop the job.
         let enabled = enabled.unwrap_or(holding.is_some());
@@ -312,7 +313,7 @@ impl Worker {
             },
             (true, false) => {
                 if let Some(h) = holding.take() {
-                    self.let_go(h, "nobody has the job enabled").await;
+                    self.let_go(h, Cause::Disabled).await;
                 }
             }
             _ => {}
@@ -358,8 +359,8 @@ impl Worker {
         if let Some(job) = h.job.as_mut()
             && let Some(status) = job.exited()
         {
-            self.last_exit = status;
-            self.record("job-exited", &[("status", &self.last_exit.clone()), ("fence", &h.fence.to_string())]).await;
+            self.last_exit = status.clone();
+            self.record(Record::JobExited { fence: Some(h.fence), status }).await;
             h.job = None;
             h.killer.disarm();
             h.next_start = match self.opts.every {
@@ -379,9 +380,9 @@ impl Worker {
             if self.opts.every.is_some() {
                 h.next_start = Instant::now();
             }
-            let pid = job.pid.map(|p| p.to_string()).unwrap_or_default();
+            let pid = job.pid;
             h.job = Some(job);
-            self.record("job-started", &[("pid", &pid), ("fence", &h.fence.to_string())]).await;
+            self.record(Record::JobStarted { fence: Some(h.fence), pid }).await;
         }
         Ok(())
     }
@@ -419,10 +420,10 @@ impl Worker {
 
     /// Says that the lock is ours, and why the job waits if it does.
     async fn note_acquired(&mut self, fence: i64, wait: Option<Wait>) {
-        let fence_text = fence.to_string();
+        let field = Some(self.lock.field().to_owned());
         let Some(wait) = wait else {
             tracing::info!(node = %self.opts.node, fence, "acquired the lock");
-            self.record("acquired", &[("fence", &fence_text)]).await;
+            self.record(Record::Acquired { fence: Some(fence), field, wait: None }).await;
             return;
         };
         let why = wait.reason();
@@ -432,30 +433,30 @@ impl Worker {
             "acquired the lock; {why}; waiting {} s so an earlier holder has stopped",
             wait.left.as_secs_f64()
         );
-        let wait_ms = wait.left.as_millis().to_string();
-        self.record("acquired", &[("fence", &fence_text), ("wait_ms", &wait_ms), ("reason", why)]).await;
+        let wait_ms = u64::try_from(wait.left.as_millis()).unwrap_or(u64::MAX);
+        let cause = if wait.counter_missing { WaitCause::CounterMissing } else { WaitCause::CounterRestarted };
+        self.record(Record::Acquired { fence: Some(fence), field, wait: Some((wait_ms, Some(cause))) }).await;
     }
 
     /// Lost the lock: kill the job at once, say so if Redis listens.
-    async fn lose(&mut self, h: Option<Holding>, why: &str) {
+    async fn lose(&mut self, h: Option<Holding>, cause: Cause) {
         let Some(mut h) = h else { return };
-        tracing::error!(node = %self.opts.node, fence = h.fence, "{why}; killing the job");
+        tracing::error!(node = %self.opts.node, fence = h.fence, "{}; killing the job", cause.sentence());
         if let Some(mut job) = h.job.take() {
             job.kill();
             let _ = job.wait().await;
         }
-        self.record("lost", &[("fence", &h.fence.to_string()), ("reason", why)]).await;
+        self.record(Record::Lost { fence: Some(h.fence), cause: Some(cause) }).await;
     }
 
     /// Gives the lock up cleanly: stop the job, stop claiming it, release.
-    async fn let_go(&mut self, mut h: Holding, why: &str) {
+    async fn let_go(&mut self, mut h: Holding, cause: Cause) {
         if let Some(job) = h.job.take() {
             let field = self.lock.field().to_owned();
             let _ = self.beat("stopping", Some((&field, h.fence)), job.pid).await;
             if let Some(status) = job.stop(self.opts.stop_grace).await {
-                self.last_exit = status;
-                self.record("job-exited", &[("status", &self.last_exit.clone()), ("fence", &h.fence.to_string())])
-                    .await;
+                self.last_exit = status.clone();
+                self.record(Record::JobExited { fence: Some(h.fence), status }).await;
             }
         }
         h.watchdog.abort();
@@ -466,11 +467,10 @@ impl Worker {
             Err(err) => Err(err),
         };
         match released {
-            Ok(true) => self.record("released", &[("fence", &h.fence.to_string()), ("reason", why)]).await,
+            Ok(true) => self.record(Record::Released { fence: Some(h.fence), cause: Some(cause) }).await,
             Ok(false) => {
-                let lost = "the lock was no longer ours when releasing it (expired, deleted or taken over)";
-                tracing::error!(node = %self.opts.node, fence = h.fence, "{lost}");
-                self.record("lost", &[("fence", &h.fence.to_string()), ("reason", lost)]).await;
+                tracing::error!(node = %self.opts.node, fence = h.fence, "when releasing: {}", Cause::Lost.sentence());
+                self.record(Record::Lost { fence: Some(h.fence), cause: Some(Cause::Lost) }).await;
             }
             Err(err) => tracing::warn!(error = %err, "release failed; the lease will expire"),
         }
@@ -492,14 +492,62 @@ impl Worker {
         Ok((lock.acquire(conn).await?, sent))
     }
 
-    async fn read_enabled(&mut self) -> Result<Enabled, Error> {
+    /// Whether anybody has the job enabled; records the flips seen since
+    /// the last read (every worker does: supervisors may not write the stream).
+    async fn read_flags(&mut self) -> Result<Enabled, Error> {
         let keys = self.keys.clone();
         let host = self.target.host().to_owned();
         let conn = self.conn().await?;
         let snap = tokio::time::timeout(REDIS_PATIENCE, probe(conn, &keys, &host))
             .await
             .map_err(|_| Error::Invalid(format!("Redis on {host} did not answer within {REDIS_PATIENCE:?}")))??;
+        let changed: Vec<Flag> = match &self.flags_seen {
+            Some(seen) => snap
+                .flags
+                .iter()
+                .filter(|f| {
+                    f.on.is_some() && !seen.iter().any(|s| s.user == f.user && s.on == f.on && s.at_ms == f.at_ms)
+                })
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        self.flags_seen = Some(snap.flags.clone());
+        if !changed.is_empty() {
+            self.record_flips(&changed).await;
+        }
         Ok(snap.enabled())
+    }
+
+    /// Records each flip in `changed` with its reason; failures are logged.
+    async fn record_flips(&mut self, changed: &[Flag]) {
+        let keys = self.keys.clone();
+        let host = self.target.host().to_owned();
+        let Ok(conn) = self.conn().await else { return };
+        let flips = match tokio::time::timeout(REDIS_PATIENCE, history::read::flags(conn, &keys, changed, &host)).await
+        {
+            Ok(Ok(flips)) => flips,
+            Ok(Err(err)) => {
+                tracing::warn!(error = %err, "cannot read the reasons of the flags that changed");
+                changed
+                    .iter()
+                    .map(|f| FlagFlip {
+                        user: f.user.clone(),
+                        on: f.on == Some(true),
+                        at_ms: f.at_ms,
+                        host: f.host.clone(),
+                        reason: None,
+                    })
+                    .collect()
+            }
+            Err(_) => {
+                tracing::warn!("cannot read the reasons of the flags that changed: Redis did not answer in time");
+                return;
+            }
+        };
+        for flip in flips {
+            self.record(Record::FlagsChanged(flip)).await;
+        }
     }
 
     async fn beat(&mut self, state: &str, holding: Option<(&str, i64)>, child: Option<u32>) -> Result<(), Error> {
@@ -533,19 +581,16 @@ impl Worker {
 
     /// Appends a lifecycle event to the job's stream; failures are logged,
     /// never fatal.
-    async fn record(&mut self, kind: &str, fields: &[(&str, &str)]) {
-        let stream = self.keys.events();
+    async fn record(&mut self, record: Record) {
+        let keys = self.keys.clone();
         let node = self.opts.node.clone();
+        let host = self.target.host().to_owned();
         let Ok(conn) = self.conn().await else { return };
-        let mut cmd = redis::cmd("XADD");
-        cmd.arg(&stream).arg("MAXLEN").arg("~").arg(STREAM_CAP).arg("*").arg("type").arg(kind).arg("node").arg(&node);
-        for (k, v) in fields {
-            cmd.arg(*k).arg(*v);
-        }
-        match tokio::time::timeout(REDIS_PATIENCE, cmd.query_async::<redis::Value>(conn)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(err)) => tracing::warn!(event = kind, error = %err, "cannot record the event"),
-            Err(_) => tracing::warn!(event = kind, "cannot record the event: Redis did not answer in time"),
+        let kind = record.kind().to_owned();
+        match tokio::time::timeout(REDIS_PATIENCE, history::append(conn, &keys, &node, &record, &host)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::warn!(event = %kind, error = %err, "cannot record the event"),
+            Err(_) => tracing::warn!(event = %kind, "cannot record the event: Redis did not answer in time"),
         }
     }
 }

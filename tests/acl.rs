@@ -9,7 +9,7 @@ use common::*;
 use lockwatch::Keys;
 use lockwatch::connect::Target;
 use lockwatch::error::RedisFailure;
-use lockwatch::flags::set_flag;
+use lockwatch::flags::{Flip, set_flag};
 use lockwatch::probe::probe;
 
 /// Applies the rules `lockwatch acl --user USER` prints, as an admin would.
@@ -43,12 +43,18 @@ async fn a_supervisor_flips_their_own_flag_and_is_refused_on_another() {
     let snap = probe(&mut conn, &keys, target.host()).await.expect("alice may read the job");
     assert_eq!(snap.lock.holders, vec!["uuid-a:1"]);
 
-    let flipped = set_flag(&mut conn, &keys, "alice", true, "pc-alice", target.host()).await.unwrap();
+    let flipped =
+        set_flag(&mut conn, &keys, &Flip { user: "alice", on: true, host: "pc-alice", reason: None }, target.host())
+            .await
+            .unwrap();
     assert!(flipped.warning.is_none(), "{:?}", flipped.warning);
     let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
     assert_eq!(on, "1");
 
-    let err = set_flag(&mut conn, &keys, "bob", true, "pc-alice", target.host()).await.unwrap_err();
+    let err =
+        set_flag(&mut conn, &keys, &Flip { user: "bob", on: true, host: "pc-alice", reason: None }, target.host())
+            .await
+            .unwrap_err();
     assert_eq!(err.redis_failure(), Some(RedisFailure::Permission));
     let msg = err.to_string();
     assert!(

@@ -1,9 +1,10 @@
-// The history view: a 24-hour strip of who ran the job and a log of
-// failovers and deaths, from the job's Redis event stream, so every
+// The history view: a 24-hour strip of who ran the job, a log of
+// failovers, restarts and deaths, and who switched it on and off, as the
+// library builds them from the job's Redis event stream, so every
 // supervisor sees the same history.
 
 import { clock, duration } from "./format.js";
-import { failoverLog, segments } from "./timeline.js";
+import { flips, incidents, segments } from "./timeline.js";
 
 const DAY = 24 * 3_600_000;
 const PALETTE = ["#2563eb", "#1f9d55", "#b5179e", "#e07a00", "#0f766e", "#7c3aed"];
@@ -12,21 +13,23 @@ export async function renderHistory(root, app) {
   const parts = await Promise.all(
     [...app.statuses.keys()].map(async (job) => {
       const status = app.statuses.get(job)?.status;
-      const now = status?.checked_at_ms ?? Date.now();
-      let entries = [];
+      let now = status?.checked_at_ms ?? Date.now();
+      let items = [];
       let error = "";
       try {
-        entries = await app.invoke("history", { job });
+        const history = await app.invoke("history", { job, windowMs: DAY });
+        items = history.items;
+        now = history.now_ms;
       } catch (err) {
         error = String(err);
       }
-      return { job, now, entries, error };
+      return { job, now, items, error };
     }),
   );
   root.replaceChildren(...parts.map(card));
 }
 
-function card({ job, now, entries, error }) {
+function card({ job, now, items, error }) {
   const el = document.createElement("article");
   el.className = "card";
   const h = document.createElement("h2");
@@ -39,7 +42,7 @@ function card({ job, now, entries, error }) {
     el.append(p);
     return el;
   }
-  const segs = segments(entries, now - DAY, now);
+  const segs = segments(items, now - DAY, now);
   const nodes = [...new Set(segs.map((s) => s.node).filter(Boolean))];
   const strip = document.createElement("div");
   strip.className = "strip";
@@ -65,31 +68,43 @@ function card({ job, now, entries, error }) {
     legend.append(item);
   }
   el.append(strip, legend);
-  const log = failoverLog(entries);
+  el.append(...table("Failovers, restarts and deaths", "failovers", ["When", "What", "From", "To", "Why", "Down for"],
+    incidents(items).map((f) => [clock(f.at), f.what, f.from ?? "–", f.to ?? "–", f.why, f.downMs != null ? duration(f.downMs) : "–"])));
+  el.append(...table("Who switched it on and off", "flips", ["When", "Who", "Switched", "From", "Why"],
+    flips(items).map((f) => [clock(f.at), f.user, f.on ? "on" : "off", f.host ?? "–", f.reason ?? "–"])));
+  return el;
+}
+
+/** A heading and a table of `rows` (texts), or "None recorded.". */
+function table(title, className, heads, rows) {
   const h3 = document.createElement("h3");
-  h3.textContent = "Failovers and deaths";
-  el.append(h3);
-  if (log.length === 0) {
+  h3.textContent = title;
+  if (rows.length === 0) {
     const p = document.createElement("p");
     p.className = "muted";
     p.textContent = "None recorded.";
-    el.append(p);
-    return el;
+    return [h3, p];
   }
-  const table = document.createElement("table");
-  table.className = "failovers";
-  table.innerHTML = "<thead><tr><th>When</th><th>What</th><th>From</th><th>To</th><th>Down for</th></tr></thead>";
+  const t = document.createElement("table");
+  t.className = className;
+  const head = document.createElement("thead");
+  const hr = document.createElement("tr");
+  for (const text of heads) {
+    const th = document.createElement("th");
+    th.textContent = text;
+    hr.append(th);
+  }
+  head.append(hr);
   const body = document.createElement("tbody");
-  for (const f of log.slice(0, 200)) {
+  for (const row of rows.slice(0, 200)) {
     const tr = document.createElement("tr");
-    for (const text of [clock(f.at), f.kind === "failover" ? "failover" : `died (${f.reason})`, f.from ?? "–", f.to ?? "–", f.downMs != null ? duration(f.downMs) : "lease ran out"]) {
+    for (const text of row) {
       const td = document.createElement("td");
       td.textContent = text;
       tr.append(td);
     }
     body.append(tr);
   }
-  table.append(body);
-  el.append(table);
-  return el;
+  t.append(head, body);
+  return [h3, t];
 }

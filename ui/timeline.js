@@ -1,46 +1,23 @@
-// Pure history building: from the job's Redis event stream (as the worker
-// writes it: acquired, released, lost, job-started, job-exited, …) to a
-// timeline of who ran the job and a log of failovers and deaths.
-
-import { streamMs } from "./format.js";
-
-/** Stream entries ({id, fields}) in time order, with `at` in ms. */
-export function normalize(entries) {
-  return entries
-    .map((e) => ({ ...e.fields, id: e.id, at: streamMs(e.id) }))
-    .filter((e) => e.at != null)
-    .sort((a, b) => a.at - b.at);
-}
+// Pure shaping of the job's history for the page. The history itself (runs,
+// failovers, restarts, deaths, flag flips) is built by the library
+// (`lockwatch::history`) and arrives as items {kind, at_ms, …}; nothing
+// here decides what happened, it only lays the items out.
 
 /**
- * Segments covering [from, to]: {start, end, node|null, fence}.
- * A holding runs from `acquired` to the holder's `released`/`lost`, or to the
- * next `acquired` when the holder vanished (killed: its lease ran out).
+ * Segments covering [from, to]: {start, end, node|null, fence}, from the
+ * history's runs (a run still going ends at `to`), gaps as "nobody".
  */
-export function segments(entries, from, to) {
-  const events = normalize(entries);
-  const out = [];
-  let current = null;
-  const close = (end) => {
-    if (current) out.push({ ...current, end });
-    current = null;
-  };
-  for (const e of events) {
-    if (e.type === "acquired") {
-      close(e.at);
-      current = { start: e.at, node: e.node ?? null, fence: e.fence ?? null };
-    } else if ((e.type === "released" || e.type === "lost") && current && e.node === current.node) {
-      close(e.at);
-    }
-  }
-  close(to);
-  // Fill the gaps with "nobody ran it", clip to the window.
+export function segments(items, from, to) {
+  const runs = items
+    .filter((i) => i.kind === "run")
+    .map((r) => ({ start: r.at_ms, end: r.until_ms ?? to, node: r.node ?? null, fence: r.fence ?? null }))
+    .sort((a, b) => a.start - b.start);
   const filled = [];
   let cursor = from;
-  for (const s of out) {
-    const start = Math.max(s.start, from);
+  for (const s of runs) {
+    const start = Math.max(s.start, from, cursor);
     const end = Math.min(s.end, to);
-    if (end <= from || start >= to) continue;
+    if (end <= start) continue;
     if (start > cursor) filled.push({ start: cursor, end: start, node: null, fence: null });
     filled.push({ ...s, start, end });
     cursor = end;
@@ -49,38 +26,36 @@ export function segments(entries, from, to) {
   return filled;
 }
 
+const WORDS = { failover: "failover", restart: "restart", death: "died" };
+
+/** A holder as the library names it: its server, else its lock field. */
+function holder(h) {
+  if (!h) return null;
+  return h.node ?? `lock field ${h.field}`;
+}
+
 /**
- * Failovers and deaths, newest first: {at, kind: "failover"|"death", from, to, downMs}.
- * A failover is a new holding on another server (or a new fence) after one
- * ended; `downMs` is the time nobody held it, when known.
+ * Failovers, restarts and deaths, newest first, as table rows:
+ * {at, what, from, to, why, downMs}.
  */
-export function failoverLog(entries) {
-  const events = normalize(entries);
-  const log = [];
-  let holder = null; // {node, fence, endedAt|null, released}
-  for (const e of events) {
-    if (e.type === "acquired") {
-      if (holder) {
-        const downMs = holder.endedAt != null ? e.at - holder.endedAt : null;
-        // Another server, or the same one again after losing the lock (or
-        // vanishing): a failover. The same server after a clean release
-        // (everyone disabled it, then enabled it) is a restart, not logged.
-        // A release because nobody had it enabled is a stop: whichever server
-        // starts it next, that is a restart, not a failover.
-        const cleanRestart = holder.stopped || (holder.node === e.node && holder.released);
-        if ((holder.node !== e.node || holder.fence !== e.fence) && !cleanRestart) {
-          log.push({ at: e.at, kind: "failover", from: holder.node, to: e.node, downMs });
-        }
-      }
-      holder = { node: e.node, fence: e.fence, endedAt: null, released: false };
-    } else if (e.type === "lost" && holder && e.node === holder.node) {
-      holder.endedAt = e.at;
-      log.push({ at: e.at, kind: "death", from: e.node, to: null, downMs: null, reason: e.reason ?? "lost the lock" });
-    } else if (e.type === "released" && holder && e.node === holder.node) {
-      holder.endedAt = e.at;
-      holder.released = true;
-      holder.stopped = /nobody has the job enabled/.test(e.reason ?? "");
-    }
-  }
-  return log.reverse();
+export function incidents(items) {
+  return items
+    .filter((i) => i.kind in WORDS)
+    .map((i) => ({
+      at: i.at_ms,
+      what: WORDS[i.kind],
+      from: i.kind === "death" ? (i.node ?? null) : holder(i.from),
+      to: i.kind === "death" ? null : holder(i.to),
+      why: i.reason ?? "",
+      downMs: i.down_ms ?? null,
+    }))
+    .reverse();
+}
+
+/** Flag flips, newest first: {at, user, on, host, reason}. */
+export function flips(items) {
+  return items
+    .filter((i) => i.kind === "flag")
+    .map((i) => ({ at: i.at_ms, user: i.user, on: i.on, host: i.host ?? null, reason: i.reason ?? null }))
+    .reverse();
 }

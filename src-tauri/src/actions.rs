@@ -110,7 +110,9 @@ pub async fn flip(app: &AppHandle, job: &str, on: bool) -> Result<(), String> {
     };
     let result = async {
         let mut conn = target.manager().await?;
-        flags::set_flag(&mut conn, &keys, &user, on, &flags::this_host(), target.host()).await
+        let host = flags::this_host();
+        let flip = flags::Flip { user: &user, on, host: &host, reason: None };
+        flags::set_flag(&mut conn, &keys, &flip, target.host()).await
     }
     .await;
     let error = match result {

@@ -114,36 +114,22 @@ pub async fn test_connection(form: SettingsForm) -> String {
     }
 }
 
-/// The job's last events from its Redis stream (newest first), for the history view.
+/// The job's shared history of the last `window_ms` (default 24 hours),
+/// as the library builds it: runs, failovers, restarts, deaths, flag flips.
 #[tauri::command]
-pub async fn history(state: State<'_, AppState>, job: String, count: Option<usize>) -> Result<Value, String> {
-    let (target, keys) = {
+pub async fn history(
+    state: State<'_, AppState>,
+    job: String,
+    window_ms: Option<u64>,
+) -> Result<lockwatch::history::History, String> {
+    let (target, keys, engine) = {
         let inner = state.lock();
         let e = inner.effective.as_ref().ok_or("the settings cannot take effect")?;
-        let (keys, _) = e.jobs.iter().find(|(k, _)| k.job == job).ok_or_else(|| format!("job {job} is not watched"))?;
-        (e.target.clone(), keys.clone())
+        let (keys, options) =
+            e.jobs.iter().find(|(k, _)| k.job == job).ok_or_else(|| format!("job {job} is not watched"))?;
+        (e.target.clone(), keys.clone(), options.engine.clone())
     };
+    let window = std::time::Duration::from_millis(window_ms.unwrap_or(24 * 3_600_000));
     let mut conn = target.manager().await.map_err(|e| e.to_string())?;
-    let entries: redis::streams::StreamRangeReply = redis::cmd("XREVRANGE")
-        .arg(keys.events())
-        .arg("+")
-        .arg("-")
-        .arg("COUNT")
-        .arg(count.unwrap_or(2_000))
-        .query_async(&mut conn)
-        .await
-        .map_err(|e| format!("reading {} failed: {e}", keys.events()))?;
-    let list: Vec<Value> = entries
-        .ids
-        .into_iter()
-        .map(|entry| {
-            let fields: serde_json::Map<String, Value> = entry
-                .map
-                .iter()
-                .map(|(k, v)| (k.clone(), Value::String(redis::from_redis_value_ref::<String>(v).unwrap_or_default())))
-                .collect();
-            json!({ "id": entry.id, "fields": fields })
-        })
-        .collect();
-    Ok(Value::Array(list))
+    lockwatch::history::load(&mut conn, &keys, target.host(), Some(window), &engine).await.map_err(|e| e.to_string())
 }

@@ -11,6 +11,7 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 use crate::connect::{DEFAULT_URL, Target};
 use crate::error::Error;
+use crate::flags;
 use crate::keys::{DEFAULT_JOB, Keys};
 use crate::spec::{self, ConnectionSpec, Field, JobSpec, Problem, Timing};
 pub use crate::spec::{DurationError, parse_duration};
@@ -79,12 +80,27 @@ pub enum Command {
         /// Whose flag (default: the Redis ACL user, else your login name).
         #[arg(long, value_parser = parse_user)]
         user: Option<String>,
+        /// Why, in a sentence (at most 200 characters): kept with the flag and in the history.
+        #[arg(long, value_parser = parse_reason, value_name = "TEXT")]
+        reason: Option<String>,
     },
     /// Turn your enable flag off.
     Disable {
         /// Whose flag (default: the Redis ACL user, else your login name).
         #[arg(long, value_parser = parse_user)]
         user: Option<String>,
+        /// Why, in a sentence (at most 200 characters): kept with the flag and in the history.
+        #[arg(long, value_parser = parse_reason, value_name = "TEXT")]
+        reason: Option<String>,
+    },
+    /// Print the job's shared history, oldest first: runs, failovers, restarts, deaths, stops, flag flips.
+    History {
+        /// JSON lines instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Only the last DURATION (by Redis time), e.g. 24h.
+        #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+        since: Option<Duration>,
     },
     /// Run CMD on exactly one server of the cluster, while somebody has the job enabled.
     Worker {
@@ -144,6 +160,7 @@ const SHOWN: &[(&str, &[&str])] = &[
     ("enable", &["redis", "tls_ca", "job", "lock_key"]),
     ("disable", &["redis", "tls_ca", "job", "lock_key"]),
     ("worker", &["redis", "tls_ca", "job", "lock_key"]),
+    ("history", &["redis", "tls_ca", "job", "lock_key", "heartbeat_grace", "failover_window"]),
     ("acl", &["job", "lock_key"]),
     ("demo", &["job"]),
 ];
@@ -237,6 +254,14 @@ fn parse_user(s: &str) -> Result<String, Problem> {
 
 fn parse_lease(s: &str) -> Result<Duration, Problem> {
     spec::lease(s)
+}
+
+/// A flip's reason, by [`flags::check_reason`]'s rule.
+///
+/// # Errors
+/// What is wrong with it; the caller names the flag.
+fn parse_reason(s: &str) -> Result<String, String> {
+    flags::check_reason(s).map(str::to_owned).map_err(|e| e.to_string())
 }
 
 fn parse_any_duration(s: &str) -> Result<Duration, Problem> {

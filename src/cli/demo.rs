@@ -35,7 +35,9 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
     let mut conn = wait_for_redis(&target).await?;
     let user = flags::default_user(None)?;
     let keys = g.keys();
-    flags::set_flag(&mut conn, &keys, &user, true, &flags::this_host(), target.host()).await?;
+    let host = flags::this_host();
+    let flip = flags::Flip { user: &user, on: true, host: &host, reason: Some("lockwatch demo") };
+    flags::set_flag(&mut conn, &keys, &flip, target.host()).await?;
     // This Redis was just started here and never had a holder: the first
     // start need not wait a lease for an earlier one to stop.
     crate::lock::seed_fence(&mut conn, &keys, target.host()).await?;

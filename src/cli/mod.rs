@@ -10,6 +10,7 @@
 
 mod args;
 mod demo;
+mod history;
 mod log;
 pub mod render;
 mod usage;
@@ -76,8 +77,9 @@ async fn run(cli: Cli) -> Result<u8> {
     match &cli.command {
         Command::Status { json } => status_once(g, *json).await,
         Command::Watch { json } => watch(g, *json).await,
-        Command::Enable { user } => flip(g, user.as_deref(), true).await,
-        Command::Disable { user } => flip(g, user.as_deref(), false).await,
+        Command::Enable { user, reason } => flip(g, user.as_deref(), true, reason.as_deref()).await,
+        Command::Disable { user, reason } => flip(g, user.as_deref(), false, reason.as_deref()).await,
+        Command::History { json, since } => history::run(g, *json, *since).await,
         Command::Worker { node, lease, every, stall_after, stop_grace, command } => {
             // Before anything else: a stop request from now on is a clean stop.
             let stop = crate::worker::stop_signals()?;
@@ -172,7 +174,7 @@ async fn watch(g: &Global, json: bool) -> Result<u8> {
     Ok(0)
 }
 
-async fn flip(g: &Global, user: Option<&str>, on: bool) -> Result<u8> {
+async fn flip(g: &Global, user: Option<&str>, on: bool, reason: Option<&str>) -> Result<u8> {
     let target = g.target()?;
     let user = match user {
         Some(user) => user.to_owned(),
@@ -181,7 +183,9 @@ async fn flip(g: &Global, user: Option<&str>, on: bool) -> Result<u8> {
     flags::check_user(&user)?;
     let keys = g.keys();
     let mut conn = target.manager().await?;
-    let flipped = flags::set_flag(&mut conn, &keys, &user, on, &flags::this_host(), target.host()).await?;
+    let host = flags::this_host();
+    let flip = flags::Flip { user: &user, on, host: &host, reason };
+    let flipped = flags::set_flag(&mut conn, &keys, &flip, target.host()).await?;
     let word = if on { "enabled" } else { "disabled" };
     println!("{} {word} job {} for {}", render::utc(flipped.at_ms), keys.job, flipped.user);
     if let Some(warning) = flipped.warning {

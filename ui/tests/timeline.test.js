@@ -1,64 +1,57 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { failoverLog, segments } from "../timeline.js";
+import { flips, incidents, segments } from "../timeline.js";
 
-const e = (ms, fields) => ({ id: `${ms}-0`, fields });
+// Items as `lockwatch::history` builds them (the tray's `history` command).
+const run = (at_ms, node, until_ms, fence = "1") => ({ kind: "run", at_ms, node, field: `${node}:1`, fence, until_ms, end: until_ms == null ? null : "silent" });
+const h = (node) => ({ field: `${node}:1`, node });
 
-test("a killed holder's time ends where the next one acquires: one failover, down time unknown", () => {
-  const entries = [
-    e(1000, { type: "acquired", node: "a", fence: "1" }),
-    e(1010, { type: "job-started", node: "a" }),
-    e(9000, { type: "acquired", node: "b", fence: "2" }),
-  ];
-  assert.deepEqual(segments(entries, 0, 10_000), [
+test("runs become a strip that covers the window, a run still going reaching its end", () => {
+  const items = [run(1000, "a", 9000, 1), { kind: "failover", at_ms: 9000, from: h("a"), to: h("b"), cause: "silent", reason: "x", down_ms: null }, run(9000, "b", null, 2)];
+  assert.deepEqual(segments(items, 0, 10_000), [
     { start: 0, end: 1000, node: null, fence: null },
-    { start: 1000, end: 9000, node: "a", fence: "1" },
-    { start: 9000, end: 10_000, node: "b", fence: "2" },
+    { start: 1000, end: 9000, node: "a", fence: 1 },
+    { start: 9000, end: 10_000, node: "b", fence: 2 },
   ]);
-  assert.deepEqual(failoverLog(entries), [{ at: 9000, kind: "failover", from: "a", to: "b", downMs: null }]);
 });
 
-test("a clean hand-over has a measured down time; a loss is a death", () => {
-  const entries = [
-    e(1000, { type: "acquired", node: "a", fence: "1" }),
-    e(5000, { type: "released", node: "a", fence: "1" }),
-    e(5021, { type: "acquired", node: "b", fence: "2" }),
-    e(8000, { type: "lost", node: "b", fence: "2", reason: "the lock is no longer ours" }),
+test("segments are clipped to the window, gaps are nobody", () => {
+  const items = [run(1000, "a", 2000), run(3000, "b", null)];
+  assert.deepEqual(segments(items, 1500, 6000).map((s) => [s.start, s.end, s.node]), [
+    [1500, 2000, "a"],
+    [2000, 3000, null],
+    [3000, 6000, "b"],
+  ]);
+  assert.deepEqual(segments([run(1000, "a", null)], 5000, 6000), [{ start: 5000, end: 6000, node: "a", fence: "1" }]);
+});
+
+test("failovers, restarts and deaths are shown as the library named them, newest first", () => {
+  const items = [
+    run(1000, "a", 5000),
+    { kind: "failover", at_ms: 5021, from: h("a"), to: h("b"), cause: "shutdown", reason: "worker stopping", down_ms: 21 },
+    { kind: "restart", at_ms: 7000, node: "b", from: h("b"), to: h("b"), cause: "expired", reason: "the lease could not be renewed in time (Redis unreachable)", down_ms: 500 },
+    { kind: "death", at_ms: 8000, node: "b", fence: 3, cause: "silent", reason: "the server stopped without a word (killed, crashed or cut off from Redis)" },
+    { kind: "stopped", at_ms: 9000, node: "b", fence: 3 },
   ];
-  const log = failoverLog(entries);
-  assert.equal(log.length, 2);
-  assert.deepEqual(log[1], { at: 5021, kind: "failover", from: "a", to: "b", downMs: 21 });
-  assert.equal(log[0].kind, "death");
-  const segs = segments(entries, 0, 10_000);
-  assert.deepEqual(segs.map((s) => s.node), [null, "a", null, "b", null]);
+  assert.deepEqual(incidents(items), [
+    { at: 8000, what: "died", from: "b", to: null, why: "the server stopped without a word (killed, crashed or cut off from Redis)", downMs: null },
+    { at: 7000, what: "restart", from: "b", to: "b", why: "the lease could not be renewed in time (Redis unreachable)", downMs: 500 },
+    { at: 5021, what: "failover", from: "a", to: "b", why: "worker stopping", downMs: 21 },
+  ]);
 });
 
-test("segments are clipped to the window and cover it without gaps", () => {
-  const entries = [e(1000, { type: "acquired", node: "a", fence: "1" })];
-  const segs = segments(entries, 5000, 6000);
-  assert.deepEqual(segs, [{ start: 5000, end: 6000, node: "a", fence: "1" }]);
+test("a holder no heartbeat names is shown by its lock field", () => {
+  const items = [{ kind: "failover", at_ms: 1, from: { field: "u:1", node: null }, to: h("b"), reason: "" }];
+  assert.equal(incidents(items)[0].from, "lock field u:1");
 });
 
-test("the same server again after a clean release is a restart, not a failover", () => {
-  const entries = [
-    e(1000, { type: "acquired", node: "a", fence: "1" }),
-    e(2000, { type: "released", node: "a", fence: "1" }),
-    e(3000, { type: "acquired", node: "a", fence: "2" }),
-    e(4000, { type: "lost", node: "a", fence: "2", reason: "expired" }),
-    e(4500, { type: "acquired", node: "a", fence: "3" }),
+test("flag flips carry who, on or off, from where and why", () => {
+  const items = [
+    { kind: "flag", at_ms: 100, user: "alice", on: true, host: "pc-1", reason: null },
+    { kind: "flag", at_ms: 200, user: "bob", on: false, host: "pc-2", reason: "stock count" },
   ];
-  const log = failoverLog(entries);
-  assert.deepEqual(log.map((f) => f.kind), ["failover", "death"]);
-  assert.deepEqual(log[0], { at: 4500, kind: "failover", from: "a", to: "a", downMs: 500 });
-});
-
-test("a stop by the supervisors, resumed on the other server, is not a failover", () => {
-  const entries = [
-    e(1000, { type: "acquired", node: "a", fence: "1" }),
-    e(2000, { type: "released", node: "a", fence: "1", reason: "nobody has the job enabled" }),
-    e(3000, { type: "acquired", node: "b", fence: "2" }),
-    e(4000, { type: "released", node: "b", fence: "2", reason: "worker stopping" }),
-    e(4021, { type: "acquired", node: "a", fence: "3" }),
-  ];
-  assert.deepEqual(failoverLog(entries), [{ at: 4021, kind: "failover", from: "b", to: "a", downMs: 21 }]);
+  assert.deepEqual(flips(items), [
+    { at: 200, user: "bob", on: false, host: "pc-2", reason: "stock count" },
+    { at: 100, user: "alice", on: true, host: "pc-1", reason: null },
+  ]);
 });

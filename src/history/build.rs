@@ -1,0 +1,512 @@
+//! The job's history from its stream entries, the current flags and the
+//! heartbeats: who ran the job when (runs), failovers, restarts on the same
+//! server, deaths (also those the victim could not write: a server killed
+//! with `kill -9` whose heartbeat stopped with no release after it), stops
+//! and supervisors' flag flips. Pure: no I/O, no clock; `now_ms` is Redis time.
+//!
+//! It judges by the status engine's notions: a new holding on the same
+//! server is a restart ([`Holder::same_server`]), a holder change through a
+//! gap within the failover window is one failover, a gap longer than that is
+//! a death; a heartbeat older than the grace is silent.
+
+use std::collections::HashSet;
+
+use serde::{Serialize, Serializer};
+
+use super::entry::{Cause, Entry, FlagFlip, Record};
+use crate::snapshot::Beat;
+use crate::status::{Config, Holder, HolderRef};
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The worker released the lock (`cause` when it said why).
+    Released(Option<Cause>),
+    /// The worker lost the lock and killed the job.
+    Lost(Option<Cause>),
+    /// The server wrote nothing: killed, crashed or cut off. Known from a
+    /// later holder or from its heartbeat having stopped.
+    Silent,
+}
+
+impl End {
+    /// The token JSON shows: the cause, or how it ended when no cause is known.
+    pub fn token(self) -> &'static str {
+        match self {
+            End::Released(Some(c)) | End::Lost(Some(c)) => c.token(),
+            End::Released(None) => "released",
+            End::Lost(None) => "lost",
+            End::Silent => "silent",
+        }
+    }
+
+    /// The end in a sentence, for people.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            End::Released(Some(c)) | End::Lost(Some(c)) => c.sentence(),
+            End::Released(None) => "released the lock",
+            End::Lost(None) => "lost the lock",
+            End::Silent => "the server stopped without a word (killed, crashed or cut off from Redis)",
+        }
+    }
+}
+
+impl Serialize for End {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.token())
+    }
+}
+
+/// One line of the history: when, and what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Item {
+    /// Redis time, ms.
+    pub at_ms: u64,
+    #[serde(flatten)]
+    pub what: What,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum What {
+    /// A server held the lock from `at_ms` until `until_ms` (`None`: still).
+    Run { node: Option<String>, field: Option<String>, fence: Option<i64>, until_ms: Option<u64>, end: Option<End> },
+    /// Another server took over after the holder went.
+    Failover { from: HolderRef, to: HolderRef, cause: End, reason: String, down_ms: Option<u64> },
+    /// The same server took the job again after its holding ended.
+    Restart { node: Option<String>, from: HolderRef, to: HolderRef, cause: End, reason: String, down_ms: Option<u64> },
+    /// The holder went and nobody took over within the failover window.
+    /// `at_ms` is when it went, or its last sign of life when it said nothing.
+    Death { node: Option<String>, fence: Option<i64>, cause: End, reason: String },
+    /// Released because nobody had the job enabled.
+    Stopped { node: Option<String>, fence: Option<i64> },
+    /// A supervisor switched the job on or off; `at_ms` is the flag's own time.
+    Flag { user: String, on: bool, host: Option<String>, reason: Option<String> },
+}
+
+/// The history, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct History {
+    /// Redis time it was built at, ms.
+    pub now_ms: u64,
+    pub items: Vec<Item>,
+}
+
+impl History {
+    /// Keeps what happened at or after `since_ms`, and the runs still going then.
+    pub fn since(mut self, since_ms: u64) -> History {
+        self.items.retain(|i| match &i.what {
+            What::Run { until_ms, .. } => until_ms.is_none_or(|u| u >= since_ms),
+            _ => i.at_ms >= since_ms,
+        });
+        self
+    }
+}
+
+/// One holding of the lock, as the stream tells it.
+struct Run {
+    node: Option<String>,
+    field: Option<String>,
+    fence: Option<i64>,
+    start: u64,
+    /// How and when (when known) it ended; `None` while it may still run.
+    end: Option<(End, Option<u64>)>,
+    /// The last entry its server wrote about it: the latest it surely lived.
+    last_sign: u64,
+}
+
+impl Run {
+    fn holder(&self) -> Holder {
+        Holder {
+            field: self.field.clone().unwrap_or_default(),
+            node: self.node.clone(),
+            heartbeat_age_ms: None,
+            fence: self.fence,
+        }
+    }
+
+    fn is(&self, node: Option<&str>, fence: Option<i64>) -> bool {
+        self.node.as_deref() == node && (self.fence.is_none() || fence.is_none() || self.fence == fence)
+    }
+}
+
+/// Builds the history from the stream's `entries` (any order), the current
+/// flags' latest flips (`flags`, to show flips no worker saw) and the
+/// heartbeats, at Redis time `now_ms`, judged with the engine's `cfg`.
+pub fn build(entries: &[Entry], flags: &[FlagFlip], beats: &[Beat], now_ms: u64, cfg: &Config) -> History {
+    let mut entries: Vec<&Entry> = entries.iter().collect();
+    entries.sort_by_key(|e| e.id);
+    let mut runs: Vec<Run> = Vec::new();
+    let mut flips: Vec<(u64, FlagFlip)> = Vec::new();
+    for e in entries {
+        let at = e.id.ms;
+        let node = e.node.as_deref();
+        match &e.record {
+            Record::Acquired { fence, field, .. } => {
+                if let Some(cur) = runs.last_mut()
+                    && cur.end.is_none()
+                {
+                    cur.end = Some((End::Silent, None));
+                }
+                let (node, field, fence) = (e.node.clone(), field.clone(), *fence);
+                runs.push(Run { node, field, fence, start: at, end: None, last_sign: at });
+            }
+            Record::Released { fence, cause } | Record::Lost { fence, cause } => {
+                let end =
+                    if matches!(e.record, Record::Released { .. }) { End::Released(*cause) } else { End::Lost(*cause) };
+                // Its own word outranks a later holder's evidence (a late `lost`).
+                if let Some(run) = runs
+                    .iter_mut()
+                    .rev()
+                    .take(4)
+                    .find(|r| r.is(node, *fence) && matches!(r.end, None | Some((End::Silent, _))))
+                {
+                    run.end = Some((end, Some(at)));
+                    run.last_sign = run.last_sign.max(at);
+                }
+            }
+            Record::RenewFailed { fence } | Record::JobStarted { fence, .. } | Record::JobExited { fence, .. } => {
+                if let Some(run) = runs.iter_mut().rev().take(4).find(|r| r.is(node, *fence)) {
+                    run.last_sign = run.last_sign.max(at);
+                }
+            }
+            Record::FlagsChanged(flip) => flips.push((flip.at_ms.unwrap_or(at), flip.clone())),
+            Record::Other { .. } => {}
+        }
+    }
+    if let Some(last) = runs.last_mut()
+        && last.end.is_none()
+    {
+        last.end = silence(last, beats, now_ms, cfg);
+    }
+
+    let mut items = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let next = runs.get(i + 1);
+        let until = match run.end {
+            None => None,
+            Some((_, Some(at))) => Some(at),
+            Some((_, None)) => Some(next.map_or(run.last_sign, |n| n.start)),
+        };
+        items.push(Item {
+            at_ms: run.start,
+            what: What::Run {
+                node: run.node.clone(),
+                field: run.field.clone(),
+                fence: run.fence,
+                until_ms: until,
+                end: run.end.map(|(end, _)| end),
+            },
+        });
+        let Some((end, ended_at)) = run.end else { continue };
+        if end == End::Released(Some(Cause::Disabled)) {
+            let what = What::Stopped { node: run.node.clone(), fence: run.fence };
+            items.push(Item { at_ms: ended_at.unwrap_or(run.last_sign), what });
+            continue;
+        }
+        let within_window = |later: u64| ended_at.is_none_or(|t| later.saturating_sub(t) <= cfg.failover_window_ms);
+        match next {
+            Some(n) if within_window(n.start) => {
+                let (from, to) = (run.holder(), n.holder());
+                let down_ms = ended_at.map(|t| n.start.saturating_sub(t));
+                let reason = end.sentence().to_owned();
+                let what = if from.same_server(&to) {
+                    What::Restart {
+                        node: n.node.clone(),
+                        from: from.as_ref(),
+                        to: to.as_ref(),
+                        cause: end,
+                        reason,
+                        down_ms,
+                    }
+                } else {
+                    What::Failover { from: from.as_ref(), to: to.as_ref(), cause: end, reason, down_ms }
+                };
+                items.push(Item { at_ms: n.start, what });
+            }
+            // The holder just went: a takeover may still come.
+            None if now_ms.saturating_sub(ended_at.unwrap_or(run.last_sign)) <= cfg.failover_window_ms => {}
+            _ => {
+                let what = What::Death {
+                    node: run.node.clone(),
+                    fence: run.fence,
+                    cause: end,
+                    reason: end.sentence().to_owned(),
+                };
+                items.push(Item { at_ms: ended_at.unwrap_or(run.last_sign), what });
+            }
+        }
+    }
+
+    let mut seen = HashSet::new();
+    let latest = flags.iter().map(|f| (f.at_ms.unwrap_or(0), f.clone()));
+    for (at, flip) in flips.into_iter().chain(latest) {
+        // Every worker records the flips it sees, and the current flags repeat the last ones.
+        if !seen.insert((flip.user.clone(), at, flip.on)) || at == 0 {
+            continue;
+        }
+        let FlagFlip { user, on, host, reason, .. } = flip;
+        items.push(Item { at_ms: at, what: What::Flag { user, on, host, reason } });
+    }
+    items.sort_by_key(|i| i.at_ms);
+    History { now_ms, items }
+}
+
+/// Whether the last run, with no end written, still goes on: its server's
+/// heartbeat names it, is fresh and says it holds. Else it ended silently,
+/// when its heartbeat stopped (or, when the heartbeat no longer names it,
+/// at its last sign of life).
+fn silence(run: &Run, beats: &[Beat], now_ms: u64, cfg: &Config) -> Option<(End, Option<u64>)> {
+    let node = run.node.as_deref()?;
+    let Some(beat) = beats.iter().find(|b| b.node == node) else {
+        // No heartbeat: without heartbeats (or before the first) nothing is known.
+        return (cfg.heartbeats && now_ms.saturating_sub(run.last_sign) > cfg.heartbeat_grace_ms)
+            .then_some((End::Silent, None));
+    };
+    let names_run = match (beat.fence, run.fence) {
+        (Some(a), Some(b)) => a == b,
+        _ => beat.lock_field.is_some() && beat.lock_field == run.field,
+    };
+    if !names_run {
+        return Some((End::Silent, None));
+    }
+    let holds = !matches!(beat.state.as_deref(), Some("idle") | None);
+    let beat_ms = beat.beat_ms.unwrap_or(run.last_sign);
+    if holds && now_ms.saturating_sub(beat_ms) <= cfg.heartbeat_grace_ms {
+        None
+    } else {
+        Some((End::Silent, Some(beat_ms.max(run.start))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::entry::WaitCause;
+    use crate::snapshot::StreamId;
+
+    fn at(ms: u64, node: &str, record: Record) -> Entry {
+        Entry { id: StreamId { ms, seq: 0 }, node: Some(node.to_owned()), record }
+    }
+
+    fn acquired(ms: u64, node: &str, fence: i64) -> Entry {
+        at(ms, node, Record::Acquired { fence: Some(fence), field: Some(format!("{node}-uuid:1")), wait: None })
+    }
+
+    fn released(ms: u64, node: &str, fence: i64, cause: Cause) -> Entry {
+        at(ms, node, Record::Released { fence: Some(fence), cause: Some(cause) })
+    }
+
+    fn lost(ms: u64, node: &str, fence: i64, cause: Cause) -> Entry {
+        at(ms, node, Record::Lost { fence: Some(fence), cause: Some(cause) })
+    }
+
+    fn beat(node: &str, fence: Option<i64>, state: &str, beat_ms: u64) -> Beat {
+        Beat {
+            node: node.into(),
+            fence,
+            state: Some(state.into()),
+            beat_ms: Some(beat_ms),
+            lock_field: fence.map(|_| format!("{node}-uuid:1")),
+            ..Default::default()
+        }
+    }
+
+    fn kinds(h: &History) -> Vec<&'static str> {
+        h.items
+            .iter()
+            .map(|i| match i.what {
+                What::Run { .. } => "run",
+                What::Failover { .. } => "failover",
+                What::Restart { .. } => "restart",
+                What::Death { .. } => "death",
+                What::Stopped { .. } => "stopped",
+                What::Flag { .. } => "flag",
+            })
+            .collect()
+    }
+
+    fn cfg() -> Config {
+        Config::default()
+    }
+
+    #[test]
+    fn a_kill_9_holder_taken_over_is_one_failover_and_its_run_ends_at_the_takeover() {
+        let h = build(
+            &[acquired(1_000, "a", 1), acquired(9_000, "b", 2)],
+            &[],
+            &[beat("b", Some(2), "running", 59_500)],
+            60_000,
+            &cfg(),
+        );
+        assert_eq!(kinds(&h), ["run", "failover", "run"]);
+        let What::Failover { from, to, cause, down_ms, .. } = &h.items[1].what else { panic!() };
+        assert_eq!((from.node.as_deref(), to.node.as_deref()), (Some("a"), Some("b")));
+        assert_eq!((*cause, *down_ms), (End::Silent, None));
+        assert_eq!(h.items[1].at_ms, 9_000);
+        let What::Run { until_ms, .. } = &h.items[0].what else { panic!() };
+        assert_eq!(*until_ms, Some(9_000));
+        let What::Run { until_ms, end, .. } = &h.items[2].what else { panic!() };
+        assert_eq!((*until_ms, *end), (None, None), "b still runs: its heartbeat is fresh");
+    }
+
+    #[test]
+    fn the_same_server_again_is_a_restart_whatever_its_fence() {
+        let h = build(
+            &[acquired(1_000, "a", 1), lost(4_000, "a", 1, Cause::Expired), acquired(4_500, "a", 2)],
+            &[],
+            &[beat("a", Some(2), "running", 9_900)],
+            10_000,
+            &cfg(),
+        );
+        assert_eq!(kinds(&h), ["run", "restart", "run"]);
+        let What::Restart { node, cause, down_ms, reason, .. } = &h.items[1].what else { panic!() };
+        assert_eq!((node.as_deref(), *cause, *down_ms), (Some("a"), End::Lost(Some(Cause::Expired)), Some(500)));
+        assert_eq!(reason, Cause::Expired.sentence());
+    }
+
+    #[test]
+    fn a_stop_by_the_supervisors_is_a_stop_and_the_next_start_no_failover() {
+        let h = build(
+            &[
+                acquired(1_000, "a", 1),
+                released(2_000, "a", 1, Cause::Disabled),
+                acquired(3_000, "b", 2),
+                released(4_000, "b", 2, Cause::Shutdown),
+                acquired(4_021, "a", 3),
+            ],
+            &[],
+            &[beat("a", Some(3), "running", 4_900)],
+            5_000,
+            &cfg(),
+        );
+        assert_eq!(kinds(&h), ["run", "stopped", "run", "failover", "run"]);
+        let What::Failover { cause, down_ms, .. } = &h.items[3].what else { panic!() };
+        assert_eq!((*cause, *down_ms), (End::Released(Some(Cause::Shutdown)), Some(21)));
+    }
+
+    #[test]
+    fn kill_9_of_the_last_server_is_a_death_at_its_last_heartbeat() {
+        let entries = [acquired(1_000, "a", 1), at(1_010, "a", Record::JobStarted { fence: Some(1), pid: Some(9) })];
+        // The heartbeat still names the holding, but stopped at 20 s.
+        let beats = [beat("a", Some(1), "running", 20_000)];
+        let fresh = build(&entries, &[], &beats, 25_000, &cfg());
+        assert_eq!(kinds(&fresh), ["run"], "within the grace it still runs");
+        let h = build(&entries, &[], &beats, 40_000, &cfg());
+        assert_eq!(kinds(&h), ["run", "death"]);
+        assert_eq!(h.items[1].at_ms, 20_000);
+        let What::Death { node, cause, .. } = &h.items[1].what else { panic!() };
+        assert_eq!((node.as_deref(), *cause), (Some("a"), End::Silent));
+        let What::Run { until_ms, end, .. } = &h.items[0].what else { panic!() };
+        assert_eq!((*until_ms, *end), (Some(20_000), Some(End::Silent)));
+    }
+
+    #[test]
+    fn a_holder_gone_longer_than_the_failover_window_died_and_the_next_one_started() {
+        let h = build(
+            &[acquired(1_000, "a", 1), lost(2_000, "a", 1, Cause::Lost), acquired(60_000, "b", 2)],
+            &[],
+            &[],
+            61_000,
+            &cfg(),
+        );
+        assert_eq!(kinds(&h), ["run", "death", "run"]);
+        assert_eq!(h.items[1].at_ms, 2_000);
+        let just_lost = build(&[acquired(1_000, "a", 1), lost(2_000, "a", 1, Cause::Lost)], &[], &[], 3_000, &cfg());
+        assert_eq!(kinds(&just_lost), ["run"], "within the window a takeover may still come");
+    }
+
+    #[test]
+    fn a_server_that_came_back_idle_no_longer_runs_its_old_holding() {
+        let h = build(&[acquired(1_000, "a", 1)], &[], &[beat("a", None, "idle", 29_900)], 30_000, &cfg());
+        assert_eq!(kinds(&h), ["run", "death"]);
+        assert_eq!(h.items[1].at_ms, 1_000, "its last sign of life");
+    }
+
+    #[test]
+    fn a_late_loss_report_names_the_cause_of_an_already_superseded_run() {
+        let h = build(
+            &[acquired(1_000, "a", 1), acquired(3_000, "b", 2), lost(3_100, "a", 1, Cause::Expired)],
+            &[],
+            &[beat("b", Some(2), "running", 3_900)],
+            4_000,
+            &cfg(),
+        );
+        assert_eq!(kinds(&h), ["run", "failover", "run"]);
+        let What::Failover { cause, .. } = &h.items[1].what else { panic!() };
+        assert_eq!(*cause, End::Lost(Some(Cause::Expired)));
+    }
+
+    #[test]
+    fn flips_seen_by_several_workers_and_the_current_flags_are_one_flip_each() {
+        let flip = |on, at| FlagFlip {
+            user: "alice".into(),
+            on,
+            at_ms: Some(at),
+            host: Some("pc-7".into()),
+            reason: Some("stock count".into()),
+        };
+        let entries = [
+            at(5_010, "a", Record::FlagsChanged(flip(false, 5_000))),
+            at(5_020, "b", Record::FlagsChanged(flip(false, 5_000))),
+        ];
+        let h = build(&entries, &[flip(false, 5_000), flip(true, 1_000)], &[], 6_000, &cfg());
+        assert_eq!(kinds(&h), ["flag", "flag"]);
+        assert_eq!(h.items[0].at_ms, 1_000);
+        let What::Flag { user, on, host, reason } = &h.items[1].what else { panic!() };
+        assert_eq!(
+            (user.as_str(), *on, host.as_deref(), reason.as_deref()),
+            ("alice", false, Some("pc-7"), Some("stock count"))
+        );
+    }
+
+    #[test]
+    fn json_lines_have_kind_at_ms_and_their_fields() {
+        let h = build(
+            &[
+                at(
+                    1_000,
+                    "a",
+                    Record::Acquired {
+                        fence: Some(1),
+                        field: Some("u:1".into()),
+                        wait: Some((2_000, Some(WaitCause::CounterMissing))),
+                    },
+                ),
+                acquired(9_000, "b", 2),
+            ],
+            &[],
+            &[beat("b", Some(2), "running", 9_900)],
+            10_000,
+            &cfg(),
+        );
+        let failover = serde_json::to_value(&h.items[1]).unwrap();
+        assert_eq!(failover["kind"], "failover");
+        assert_eq!(failover["at_ms"], 9_000);
+        assert_eq!(failover["from"]["node"], "a");
+        assert_eq!(failover["to"]["node"], "b");
+        assert_eq!(failover["cause"], "silent");
+        let run = serde_json::to_value(&h.items[0]).unwrap();
+        assert_eq!(
+            (run["kind"].as_str(), run["node"].as_str(), run["until_ms"].as_u64()),
+            (Some("run"), Some("a"), Some(9_000))
+        );
+    }
+
+    #[test]
+    fn since_keeps_later_items_and_the_runs_going_on_then() {
+        let h = build(
+            &[acquired(1_000, "a", 1), released(2_000, "a", 1, Cause::Disabled), acquired(3_000, "b", 2)],
+            &[],
+            &[beat("b", Some(2), "running", 9_900)],
+            10_000,
+            &cfg(),
+        )
+        .since(2_500);
+        assert_eq!(kinds(&h), ["run"]);
+        let h2 = build(&[acquired(1_000, "a", 1)], &[], &[beat("a", Some(1), "running", 9_900)], 10_000, &cfg())
+            .since(5_000);
+        assert_eq!(kinds(&h2), ["run"], "a run that started before is still shown");
+    }
+}

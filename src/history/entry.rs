@@ -1,0 +1,346 @@
+//! The job's event stream entries, typed: what a worker writes (acquired,
+//! released, lost, renew-failed, job-started, job-exited, flags-changed)
+//! with structured causes, and their encoding to and decoding from stream
+//! fields. Pure: no I/O.
+//!
+//! Each entry also carries the cause as a sentence (`reason`), so the raw
+//! stream stays readable with `redis-cli`; readers decide by the `cause`
+//! token. Entries written before causes had tokens are read by their exact
+//! sentence.
+
+use serde::Serialize;
+
+use crate::snapshot::StreamId;
+
+/// Why a holding ended: the worker's own words, as a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
+    /// Every supervisor switched the job off: released on purpose.
+    Disabled,
+    /// The worker was asked to stop (SIGTERM, SIGINT): released, hand-over.
+    Shutdown,
+    /// The lock was no longer ours (expired, deleted or taken over).
+    Lost,
+    /// No renewal succeeded in time (Redis unreachable).
+    Expired,
+    /// Redis answered, but no replica confirmed the lease in time.
+    ReplicaUnconfirmed,
+}
+
+impl Cause {
+    const ALL: [Cause; 5] = [Cause::Disabled, Cause::Shutdown, Cause::Lost, Cause::Expired, Cause::ReplicaUnconfirmed];
+
+    /// The token written to the stream's `cause` field.
+    pub fn token(self) -> &'static str {
+        match self {
+            Cause::Disabled => "disabled",
+            Cause::Shutdown => "shutdown",
+            Cause::Lost => "lost",
+            Cause::Expired => "expired",
+            Cause::ReplicaUnconfirmed => "replica-unconfirmed",
+        }
+    }
+
+    /// The cause in a sentence, for logs, the stream's `reason` and people.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Cause::Disabled => "nobody has the job enabled",
+            Cause::Shutdown => "worker stopping",
+            Cause::Lost => "the lock is no longer ours (expired, deleted or taken over)",
+            Cause::Expired => "the lease could not be renewed in time (Redis unreachable)",
+            Cause::ReplicaUnconfirmed => {
+                "no replica confirmed the lease in time (a failover could hand the lock to another server)"
+            }
+        }
+    }
+
+    /// The cause of a token, or of an entry written with a sentence only
+    /// (by workers before causes had tokens).
+    fn decode(token: Option<&str>, sentence: Option<&str>) -> Option<Cause> {
+        const OLD_RELEASE_LOSS: &str = "the lock was no longer ours when releasing it (expired, deleted or taken over)";
+        if let Some(token) = token {
+            return Cause::ALL.into_iter().find(|c| c.token() == token);
+        }
+        let sentence = sentence?;
+        if sentence == OLD_RELEASE_LOSS {
+            return Some(Cause::Lost);
+        }
+        Cause::ALL.into_iter().find(|c| c.sentence() == sentence)
+    }
+}
+
+/// Why a new holder waited before starting the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitCause {
+    /// The fence counter was missing: Redis is new or lost its data.
+    CounterMissing,
+    /// The fence counter restarted less than a lease ago.
+    CounterRestarted,
+}
+
+impl WaitCause {
+    fn token(self) -> &'static str {
+        match self {
+            WaitCause::CounterMissing => "counter-missing",
+            WaitCause::CounterRestarted => "counter-restarted",
+        }
+    }
+
+    fn decode(token: &str) -> Option<WaitCause> {
+        [WaitCause::CounterMissing, WaitCause::CounterRestarted].into_iter().find(|w| w.token() == token)
+    }
+}
+
+/// A supervisor's flag as a worker saw it change: whose, on or off, and the
+/// flag's own time, host and reason (the flag hash's `time`, `host`, `reason`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlagFlip {
+    pub user: String,
+    pub on: bool,
+    /// Redis time the supervisor flipped it, ms.
+    pub at_ms: Option<u64>,
+    /// The machine it was flipped from.
+    pub host: Option<String>,
+    /// Why, in the supervisor's words (`--reason`).
+    pub reason: Option<String>,
+}
+
+/// What happened, as a worker records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// The lock is ours under `field` with this fence; `wait` when the job
+    /// must not start yet.
+    Acquired {
+        fence: Option<i64>,
+        field: Option<String>,
+        wait: Option<(u64, Option<WaitCause>)>,
+    },
+    /// Given up on purpose.
+    Released {
+        fence: Option<i64>,
+        cause: Option<Cause>,
+    },
+    /// Taken away: the job was killed.
+    Lost {
+        fence: Option<i64>,
+        cause: Option<Cause>,
+    },
+    /// A renewal failed; the watchdog retries.
+    RenewFailed {
+        fence: Option<i64>,
+    },
+    JobStarted {
+        fence: Option<i64>,
+        pid: Option<u32>,
+    },
+    JobExited {
+        fence: Option<i64>,
+        status: String,
+    },
+    /// A supervisor's flag changed.
+    FlagsChanged(FlagFlip),
+    /// A type this version does not know (a newer writer, a test).
+    Other {
+        kind: String,
+    },
+}
+
+/// The stream's `type` values, one per [`Record`] variant.
+pub mod kind {
+    pub const ACQUIRED: &str = "acquired";
+    pub const RELEASED: &str = "released";
+    pub const LOST: &str = "lost";
+    pub const RENEW_FAILED: &str = "renew-failed";
+    pub const JOB_STARTED: &str = "job-started";
+    pub const JOB_EXITED: &str = "job-exited";
+    pub const FLAGS_CHANGED: &str = "flags-changed";
+}
+
+impl Record {
+    /// The stream's `type` of this record.
+    pub fn kind(&self) -> &str {
+        match self {
+            Record::Acquired { .. } => kind::ACQUIRED,
+            Record::Released { .. } => kind::RELEASED,
+            Record::Lost { .. } => kind::LOST,
+            Record::RenewFailed { .. } => kind::RENEW_FAILED,
+            Record::JobStarted { .. } => kind::JOB_STARTED,
+            Record::JobExited { .. } => kind::JOB_EXITED,
+            Record::FlagsChanged(_) => kind::FLAGS_CHANGED,
+            Record::Other { kind } => kind,
+        }
+    }
+
+    /// The stream fields of this record written by `node`, `type` and
+    /// `node` first (what the status engine and older readers look at).
+    pub fn encode(&self, node: &str) -> Vec<(&'static str, String)> {
+        let mut out = vec![("type", self.kind().to_owned()), ("node", node.to_owned())];
+        let mut put = |name: &'static str, value: Option<String>| {
+            if let Some(v) = value {
+                out.push((name, v));
+            }
+        };
+        let num = |n: Option<i64>| n.map(|n| n.to_string());
+        match self {
+            Record::Acquired { fence, field, wait } => {
+                put("fence", num(*fence));
+                put("field", field.clone());
+                if let Some((ms, cause)) = wait {
+                    put("wait_ms", Some(ms.to_string()));
+                    put("wait_cause", cause.map(|c| c.token().to_owned()));
+                }
+            }
+            Record::Released { fence, cause } | Record::Lost { fence, cause } => {
+                put("fence", num(*fence));
+                put("cause", cause.map(|c| c.token().to_owned()));
+                put("reason", cause.map(|c| c.sentence().to_owned()));
+            }
+            Record::RenewFailed { fence } => put("fence", num(*fence)),
+            Record::JobStarted { fence, pid } => {
+                put("pid", pid.map(|p| p.to_string()));
+                put("fence", num(*fence));
+            }
+            Record::JobExited { fence, status } => {
+                put("status", Some(status.clone()));
+                put("fence", num(*fence));
+            }
+            Record::FlagsChanged(flip) => {
+                put("user", Some(flip.user.clone()));
+                put("on", Some(if flip.on { "1" } else { "0" }.to_owned()));
+                put("flag_ms", flip.at_ms.map(|t| t.to_string()));
+                put("host", flip.host.clone());
+                put("reason", flip.reason.clone());
+            }
+            Record::Other { .. } => {}
+        }
+        out
+    }
+
+    /// The record of an entry's fields; `None` without a `type`.
+    pub fn decode(fields: &[(String, String)]) -> Option<Record> {
+        let get = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        let text = |name: &str| get(name).filter(|v| !v.is_empty()).map(str::to_owned);
+        let fence = get("fence").and_then(|f| f.parse().ok());
+        let cause = || Cause::decode(get("cause"), get("reason"));
+        Some(match get("type")? {
+            kind::ACQUIRED => Record::Acquired {
+                fence,
+                field: text("field"),
+                wait: get("wait_ms")
+                    .and_then(|w| w.parse().ok())
+                    .map(|ms| (ms, get("wait_cause").and_then(WaitCause::decode))),
+            },
+            kind::RELEASED => Record::Released { fence, cause: cause() },
+            kind::LOST => Record::Lost { fence, cause: cause() },
+            kind::RENEW_FAILED => Record::RenewFailed { fence },
+            kind::JOB_STARTED => Record::JobStarted { fence, pid: get("pid").and_then(|p| p.parse().ok()) },
+            kind::JOB_EXITED => Record::JobExited { fence, status: text("status").unwrap_or_default() },
+            // Older workers wrote only `enabled` (the sum of all flags): no flip to show.
+            kind::FLAGS_CHANGED => match (text("user"), get("on")) {
+                (Some(user), Some(on)) => Record::FlagsChanged(FlagFlip {
+                    user,
+                    on: on == "1",
+                    at_ms: get("flag_ms").and_then(|t| t.parse().ok()),
+                    host: text("host"),
+                    reason: text("reason"),
+                }),
+                _ => Record::Other { kind: kind::FLAGS_CHANGED.to_owned() },
+            },
+            other => Record::Other { kind: other.to_owned() },
+        })
+    }
+}
+
+/// One entry of the stream: when (its id), which server wrote it, what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub id: StreamId,
+    pub node: Option<String>,
+    pub record: Record,
+}
+
+impl Entry {
+    /// An entry from its id and fields; `None` when the id is not a stream
+    /// id or there is no `type`.
+    pub fn decode(id: &str, fields: &[(String, String)]) -> Option<Entry> {
+        let node = fields.iter().find(|(k, _)| k == "node").map(|(_, v)| v.clone()).filter(|n| !n.is_empty());
+        Some(Entry { id: StreamId::parse(id)?, node, record: Record::decode(fields)? })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owned(fields: Vec<(&'static str, String)>) -> Vec<(String, String)> {
+        fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+    }
+
+    fn round_trip(record: Record) {
+        let fields = owned(record.encode("srv-a"));
+        let entry = Entry::decode("1700000000000-1", &fields).unwrap();
+        assert_eq!(entry.record, record, "{fields:?}");
+        assert_eq!(entry.node.as_deref(), Some("srv-a"));
+    }
+
+    #[test]
+    fn every_record_survives_the_stream() {
+        round_trip(Record::Acquired { fence: Some(7), field: Some("uuid:1".into()), wait: None });
+        round_trip(Record::Acquired {
+            fence: Some(8),
+            field: Some("uuid:1".into()),
+            wait: Some((30_000, Some(WaitCause::CounterMissing))),
+        });
+        for cause in Cause::ALL {
+            round_trip(Record::Released { fence: Some(7), cause: Some(cause) });
+            round_trip(Record::Lost { fence: Some(7), cause: Some(cause) });
+        }
+        round_trip(Record::RenewFailed { fence: Some(7) });
+        round_trip(Record::JobStarted { fence: Some(7), pid: Some(4321) });
+        round_trip(Record::JobExited { fence: Some(7), status: "exit 1".into() });
+        round_trip(Record::FlagsChanged(FlagFlip {
+            user: "alice".into(),
+            on: false,
+            at_ms: Some(1_700_000_000_000),
+            host: Some("pc-7".into()),
+            reason: Some("inventory count tonight".into()),
+        }));
+    }
+
+    #[test]
+    fn the_type_and_node_come_first_and_causes_are_tokens_with_a_sentence() {
+        let fields = Record::Released { fence: Some(3), cause: Some(Cause::Disabled) }.encode("srv-b");
+        assert_eq!(fields[0], ("type", "released".to_owned()));
+        assert_eq!(fields[1], ("node", "srv-b".to_owned()));
+        assert!(fields.contains(&("cause", "disabled".to_owned())));
+        assert!(fields.contains(&("reason", "nobody has the job enabled".to_owned())));
+    }
+
+    #[test]
+    fn entries_of_older_workers_are_read_by_their_sentence() {
+        let old = |kind: &str, reason: &str| {
+            Record::decode(&owned(vec![("type", kind.into()), ("fence", "4".into()), ("reason", reason.into())]))
+        };
+        assert_eq!(
+            old("released", "nobody has the job enabled"),
+            Some(Record::Released { fence: Some(4), cause: Some(Cause::Disabled) })
+        );
+        assert_eq!(
+            old("lost", "the lock was no longer ours when releasing it (expired, deleted or taken over)"),
+            Some(Record::Lost { fence: Some(4), cause: Some(Cause::Lost) })
+        );
+        assert_eq!(old("lost", "something else"), Some(Record::Lost { fence: Some(4), cause: None }));
+        let aggregate = owned(vec![("type", "flags-changed".into()), ("enabled", "0".into())]);
+        assert_eq!(Record::decode(&aggregate), Some(Record::Other { kind: "flags-changed".into() }));
+    }
+
+    #[test]
+    fn unknown_types_are_kept_and_entries_without_a_type_or_id_are_not_entries() {
+        let fields = owned(vec![("type", "test".into())]);
+        assert_eq!(Entry::decode("5-0", &fields).unwrap().record, Record::Other { kind: "test".into() });
+        assert_eq!(Entry::decode("5-0", &owned(vec![("node", "a".into())])), None);
+        assert_eq!(Entry::decode("nonsense", &fields), None);
+    }
+}

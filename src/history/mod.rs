@@ -1,0 +1,69 @@
+//! The job's shared history, kept in its Redis event stream: what workers
+//! write there, how it is read back, and what it means, once, for the CLI
+//! and the tray alike.
+//!
+//! - [`entry`]: typed stream entries with structured causes; encoding and
+//!   decoding (pure).
+//! - [`read`]: the reads (stream by pages and bounds, flags, heartbeats).
+//! - [`build`]: entries, flags and heartbeats → runs, failovers, restarts,
+//!   deaths, stops and flag flips (pure).
+
+pub mod build;
+pub mod entry;
+pub mod read;
+
+use std::time::Duration;
+
+use redis::aio::ConnectionLike;
+
+pub use build::{End, History, Item, What, build};
+pub use entry::{Cause, Entry, FlagFlip, Record, WaitCause};
+
+use crate::error::{Error, describe};
+use crate::keys::Keys;
+use crate::status::Config;
+
+/// Entries kept on the stream (approximately).
+pub const STREAM_CAP: u64 = 10_000;
+
+/// Appends `record`, written by `node`, to the job's stream.
+///
+/// # Errors
+/// [`Error::Redis`] when Redis cannot be reached or refuses the write.
+pub async fn append<C: ConnectionLike + Send>(
+    conn: &mut C,
+    keys: &Keys,
+    node: &str,
+    record: &Record,
+    server: &str,
+) -> Result<(), Error> {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(keys.events()).arg("MAXLEN").arg("~").arg(STREAM_CAP).arg("*");
+    for (name, value) in record.encode(node) {
+        cmd.arg(name).arg(value);
+    }
+    let _: redis::Value =
+        cmd.query_async(conn).await.map_err(|e| describe(e, &format!("recording {}", record.kind()), server))?;
+    Ok(())
+}
+
+/// Reads and builds the job's history, of the last `since` (Redis time)
+/// when given, judged with the engine's `cfg` (heartbeat grace, failover
+/// window).
+///
+/// # Errors
+/// As [`read::read`].
+pub async fn load<C: ConnectionLike + Send>(
+    conn: &mut C,
+    keys: &Keys,
+    server: &str,
+    since: Option<Duration>,
+    cfg: &Config,
+) -> Result<History, Error> {
+    let r = read::read(conn, keys, server, since).await?;
+    let history = build(&r.entries, &r.flags, &r.beats, r.now_ms, cfg);
+    Ok(match r.since_ms {
+        Some(since) => history.since(since),
+        None => history,
+    })
+}

@@ -1,0 +1,211 @@
+//! The shared history with real workers against a real Redis: a failover
+//! after `kill -9`, a restart on the same server, a supervisor's flip with
+//! a reason, and the death of the last server by `kill -9` (which it could
+//! not write itself), as `lockwatch history` prints them.
+
+mod common;
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+/// A worker process, killed when the test ends however it ends.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn worker(url: &str, node: &str) -> Proc {
+    let child = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+        .env_remove("LOCKWATCH_REDIS_URL")
+        .args(["--redis", url, "worker", "--node", node, "--lease", "2s", "--stop-grace", "1s", "--", "sleep", "600"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Proc(child)
+}
+
+fn lockwatch(url: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+        .env_remove("LOCKWATCH_REDIS_URL")
+        .arg("--redis")
+        .arg(url)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `lockwatch history --json` with a short grace and window, as JSON values.
+fn history(url: &str) -> Vec<Value> {
+    let out = lockwatch(url, &["history", "--json", "--heartbeat-grace", "1s", "--failover-window", "3s"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The node whose heartbeat names the lock's holder field and says it runs.
+fn running_on(c: &mut redis::Connection) -> Option<String> {
+    let fields: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(c).ok()?;
+    let field = fields.first()?;
+    ["srv-a", "srv-b"].into_iter().map(str::to_owned).find(|n| {
+        let (f, state): (Option<String>, Option<String>) =
+            redis::cmd("HMGET").arg(format!("{{outbound}}:node:{n}")).arg("lock_field").arg("state").query(c).unwrap();
+        f.as_deref() == Some(field.as_str()) && state.as_deref() == Some("running")
+    })
+}
+
+fn kill9(p: &mut Proc) {
+    p.0.kill().unwrap();
+    p.0.wait().unwrap();
+}
+
+/// The index of the first item after `after` that matches.
+fn find(items: &[Value], after: usize, what: &str, check: impl Fn(&Value) -> bool) -> usize {
+    items
+        .iter()
+        .enumerate()
+        .skip(after)
+        .find(|(_, i)| check(i))
+        .map(|(n, _)| n)
+        .unwrap_or_else(|| panic!("no {what} after item {after} in {items:#?}"))
+}
+
+#[tokio::test]
+async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut c = server.conn();
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    let enable = lockwatch(&url, &["enable", "--user", "alice", "--reason", "morning shift"]);
+    assert!(enable.status.success(), "{}", String::from_utf8_lossy(&enable.stderr));
+
+    // A failover: the holder is killed, the other server takes over.
+    let mut a = worker(&url, "srv-a");
+    eventually("srv-a to run the job", Duration::from_secs(10), || running_on(&mut c).filter(|n| n == "srv-a")).await;
+    let mut b = worker(&url, "srv-b");
+    eventually("srv-b to beat", Duration::from_secs(10), || {
+        let s: Option<String> = redis::cmd("HGET").arg("{outbound}:node:srv-b").arg("state").query(&mut c).unwrap();
+        s
+    })
+    .await;
+    kill9(&mut a);
+    eventually("srv-b to take over", Duration::from_secs(10), || running_on(&mut c).filter(|n| n == "srv-b")).await;
+
+    // A restart on the same server: srv-b stops (SIGTERM) and starts again.
+    unsafe { libc::kill(b.0.id() as i32, libc::SIGTERM) };
+    assert!(b.0.wait().unwrap().success());
+    let mut b = worker(&url, "srv-b");
+    eventually("srv-b to run the job again", Duration::from_secs(10), || running_on(&mut c)).await;
+
+    // A supervisor's flip with a reason, seen and recorded by the worker.
+    let flip = lockwatch(&url, &["enable", "--user", "bob", "--reason", "night shift covers the inventory"]);
+    assert!(flip.status.success(), "{}", String::from_utf8_lossy(&flip.stderr));
+    eventually("the worker to record bob's flip", Duration::from_secs(5), || {
+        let entries: redis::streams::StreamRangeReply =
+            redis::cmd("XRANGE").arg("{outbound}:events").arg("-").arg("+").query(&mut c).unwrap();
+        entries
+            .ids
+            .iter()
+            .any(|e| {
+                e.get::<String>("type").as_deref() == Some("flags-changed")
+                    && e.get::<String>("user").as_deref() == Some("bob")
+                    && e.get::<String>("reason").as_deref() == Some("night shift covers the inventory")
+            })
+            .then_some(())
+    })
+    .await;
+
+    // The last server dies without a word.
+    kill9(&mut b);
+    let items = eventually("the death of srv-b", Duration::from_secs(20), || {
+        let items = history(&url);
+        items.iter().any(|i| i["kind"] == "death").then_some(items)
+    })
+    .await;
+
+    let at: Vec<u64> = items.iter().map(|i| i["at_ms"].as_u64().unwrap()).collect();
+    assert!(at.windows(2).all(|w| w[0] <= w[1]), "oldest first: {at:?}");
+    let first = find(&items, 0, "alice's flip", |i| {
+        i["kind"] == "flag" && i["user"] == "alice" && i["on"] == true && i["reason"] == "morning shift"
+    });
+    let failover = find(&items, 0, "the failover", |i| {
+        i["kind"] == "failover" && i["from"]["node"] == "srv-a" && i["to"]["node"] == "srv-b" && i["cause"] == "silent"
+    });
+    assert!(first < failover);
+    let restart = find(&items, failover, "the restart", |i| {
+        i["kind"] == "restart" && i["to"]["node"] == "srv-b" && i["cause"] == "shutdown" && i["down_ms"].is_u64()
+    });
+    let flip = find(&items, restart, "bob's flip", |i| {
+        i["kind"] == "flag"
+            && i["user"] == "bob"
+            && i["on"] == true
+            && i["reason"] == "night shift covers the inventory"
+            && i["host"].is_string()
+    });
+    let death =
+        find(&items, flip, "the death", |i| i["kind"] == "death" && i["node"] == "srv-b" && i["cause"] == "silent");
+    assert_eq!(items.iter().filter(|i| i["kind"] == "death").count(), 1, "{items:#?}");
+    assert_eq!(
+        items.iter().filter(|i| i["kind"] == "flag" && i["user"] == "bob").count(),
+        1,
+        "one flip, however many saw it"
+    );
+    let last_run = items.iter().rfind(|i| i["kind"] == "run").unwrap();
+    assert_eq!(last_run["until_ms"], items[death]["at_ms"], "the run ends at the last heartbeat");
+
+    let text = lockwatch(&url, &["history", "--heartbeat-grace", "1s", "--failover-window", "3s"]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains(" UTC failover srv-a → srv-b: "), "{text}");
+    assert!(text.contains(" UTC flag     bob switched it on from "), "{text}");
+    assert!(text.contains(": night shift covers the inventory"), "{text}");
+    assert!(text.contains(" UTC death    srv-b"), "{text}");
+}
+
+#[test]
+fn a_reason_too_long_is_refused_in_one_sentence_before_redis_is_asked() {
+    let long = "x".repeat(201);
+    let out = lockwatch("redis://127.0.0.1:1", &["disable", "--user", "alice", "--reason", &long]);
+    assert_eq!(out.status.code(), Some(3), "a command line it cannot use");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("the reason is 201 characters long; give at most 200, one sentence"), "{err}");
+}
+
+#[test]
+fn history_since_needs_a_duration() {
+    let out = lockwatch("redis://127.0.0.1:1", &["history", "--since", "yesterday"]);
+    assert_eq!(out.status.code(), Some(3));
+}
+
+#[test]
+fn a_supervisor_with_only_the_acl_rules_reads_the_history_and_flips_with_a_reason() {
+    let server = RedisServer::start();
+    let rules = Command::new(env!("CARGO_BIN_EXE_lockwatch")).args(["acl", "--user", "alice"]).output().unwrap();
+    let mut admin = server.conn();
+    for line in String::from_utf8(rules.stdout).unwrap().lines() {
+        let mut cmd = redis::Cmd::new();
+        for word in line.split_whitespace() {
+            cmd.arg(word);
+        }
+        let _: () = cmd.query(&mut admin).unwrap_or_else(|e| panic!("{line}: {e}"));
+    }
+    let _: () = redis::cmd("ACL").arg("SETUSER").arg("alice").arg(">pw").query(&mut admin).unwrap();
+    let url = format!("redis://alice:pw@127.0.0.1:{}", server.port);
+    let flip = lockwatch(&url, &["disable", "--reason", "stock count"]);
+    assert!(flip.status.success(), "{}", String::from_utf8_lossy(&flip.stderr));
+    let out = lockwatch(&url, &["history", "--json", "--since", "1h"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let items: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(
+        (&items[0]["kind"], &items[0]["user"], &items[0]["on"]),
+        (&"flag".into(), &"alice".into(), &false.into())
+    );
+    assert_eq!(items[0]["reason"], "stock count");
+}
