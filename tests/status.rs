@@ -8,14 +8,14 @@ use common::*;
 use lockwatch::connect::Target;
 use lockwatch::probe::probe;
 use lockwatch::snapshot::LockKind;
-use lockwatch::status::{self, Config, Observation, Tracker};
+use lockwatch::status::{Config, Engine};
 use lockwatch::{Keys, State, Status};
 
 async fn look(server: &RedisServer, keys: &Keys, cfg: &Config) -> Status {
     let target = Target::new(&server.url(), None).unwrap();
     let mut conn = target.manager().await.unwrap();
     let snap = probe(&mut conn, keys, target.host()).await.unwrap();
-    status::step(&mut Tracker::default(), &keys.job, &keys.lock, Observation::Read(snap), cfg).status
+    Engine::new(&keys.job, &keys.lock, cfg.clone()).handle_read(&snap).status
 }
 
 #[tokio::test]
@@ -253,8 +253,7 @@ async fn a_huge_or_sprawling_flag_makes_only_that_flag_unreadable_and_the_probe_
     for key in ["{outbound}:enabled:mallory", "{outbound}:enabled:eve"] {
         assert!(snap.problems.iter().any(|p| p.contains(key)), "{key}: {:?}", snap.problems);
     }
-    let s = status::step(&mut Tracker::default(), &keys.job, &keys.lock, Observation::Read(snap), &Config::default())
-        .status;
+    let s = Engine::new(&keys.job, &keys.lock, Config::default()).handle_read(&snap).status;
     assert_eq!(s.state, State::Running, "{}", s.reason);
     assert_eq!(s.enabled_users, vec!["alice"]);
 
