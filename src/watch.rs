@@ -196,7 +196,7 @@ async fn read(target: &Target, keys: &Keys, conn: &mut Option<ConnectionManager>
         Some(manager) => manager,
         None => conn.insert(target.manager().await?),
     };
-    let result = probe(manager, keys, target.host()).await;
+    let result = probe(manager, keys, target.endpoint()).await;
     if result.as_ref().err().and_then(Error::redis_failure) == Some(RedisFailure::Unreachable) {
         // A fresh connection next time, rather than trusting a dead one.
         *conn = None;

@@ -250,7 +250,7 @@ async fn a_silent_job_is_stale_while_the_lock_is_still_renewed() {
     let mut engine = Engine::new("outbound", &keys.lock, Config::default());
     let mut last = None;
     for _ in 0..3 {
-        let snap = probe(&mut conn, &keys, target.host()).await.unwrap();
+        let snap = probe(&mut conn, &keys, target.endpoint()).await.unwrap();
         last = Some(engine.handle_read(&snap).status);
         tokio::time::sleep(Duration::from_millis(700)).await;
     }

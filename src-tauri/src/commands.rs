@@ -92,7 +92,7 @@ pub async fn test_connection(
         Err(e) => return e.to_string(),
     };
     let keys = lockwatch::Keys::new(job.as_deref().unwrap_or(lockwatch::keys::DEFAULT_JOB));
-    match probe(&mut conn, &keys, target.host()).await {
+    match probe(&mut conn, &keys, target.endpoint()).await {
         Ok(snap) => format!(
             "Connected to {} and read job {}: {} registered users, {} workers.",
             target.host(),

@@ -113,7 +113,7 @@ async fn status_once(g: &Global, json: bool) -> Result<u8> {
     let keys = g.keys();
     let mut engine = Engine::new(&keys.job, &keys.lock, g.engine());
     let read = match target.manager().await {
-        Ok(mut conn) => probe(&mut conn, &keys, target.host()).await,
+        Ok(mut conn) => probe(&mut conn, &keys, target.endpoint()).await,
         Err(err) => Err(err),
     };
     let step = match read {
