@@ -1,13 +1,15 @@
 //! Where Redis is and how to talk to it: the URL (TLS and ACL user included),
 //! connections with timeouts, and a printable host that never shows a password.
 
+use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection, PubSub};
 use redis::{AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo};
 
-use crate::error::{Error, describe};
+use crate::error::{Action, Error, describe};
 
 /// Default when neither `--redis` nor `LOCKWATCH_REDIS_URL` is given.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
@@ -15,11 +17,49 @@ pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 /// How long to wait for a connection or an answer before calling Redis unreachable.
 const TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Where a Redis server is, as messages name it: never with a password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// `host:port`, or a socket path.
+    addr: Arc<str>,
+    /// Whether the connection is TLS (`rediss://`): a timeout while
+    /// connecting may then be a handshake that never came.
+    tls: bool,
+}
+
+impl Endpoint {
+    /// An endpoint at `addr` (`host:port` or a socket path).
+    pub fn new(addr: impl Into<Arc<str>>, tls: bool) -> Endpoint {
+        Endpoint { addr: addr.into(), tls }
+    }
+
+    /// `host:port`, or a socket path.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Whether the connection is TLS.
+    pub fn tls(&self) -> bool {
+        self.tls
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.addr)?;
+        if self.tls {
+            f.write_str(" (TLS)")?;
+        }
+        Ok(())
+    }
+}
+
 /// A Redis server to connect to.
 #[derive(Clone)]
 pub struct Target {
     client: Client,
-    /// `host:port` for messages: never the password.
+    endpoint: Endpoint,
+    /// The endpoint as messages show it.
     host: String,
     /// The ACL user of the URL, if any: the default supervisor name.
     user: Option<String>,
@@ -27,7 +67,7 @@ pub struct Target {
 
 impl std::fmt::Debug for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Target").field("host", &self.host).field("user", &self.user).finish_non_exhaustive()
+        f.debug_struct("Target").field("endpoint", &self.endpoint).field("user", &self.user).finish_non_exhaustive()
     }
 }
 
@@ -36,7 +76,8 @@ impl Target {
     /// that signed the server's certificate, for servers with a private CA.
     ///
     /// # Errors
-    /// [`Error::BadUrl`] when the URL cannot be used, [`Error::Invalid`] when the CA file cannot be read.
+    /// [`Error::BadUrl`] when the URL cannot be used, [`Error::TlsCa`] when the
+    /// CA file cannot be read or holds no certificate.
     pub fn new(url: &str, tls_ca: Option<&Path>) -> Result<Self, Error> {
         let bad = |reason: String| crate::error::bad_url(url, &reason);
         let info = url.into_connection_info().map_err(|e| bad(e.to_string()))?;
@@ -44,29 +85,35 @@ impl Target {
         // a supervisor's ACL user (`lockwatch acl`) is not granted it.
         let settings = info.redis_settings().clone().set_skip_set_lib_name();
         let info = info.set_redis_settings(settings);
-        let host = match info.addr() {
-            ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
-            ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port} (TLS)"),
-            ConnectionAddr::Unix(path) => path.display().to_string(),
-            _ => "redis".to_owned(),
+        let endpoint = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => Endpoint::new(format!("{host}:{port}"), false),
+            ConnectionAddr::TcpTls { host, port, .. } => Endpoint::new(format!("{host}:{port}"), true),
+            ConnectionAddr::Unix(path) => Endpoint::new(path.display().to_string(), false),
+            _ => Endpoint::new("redis", false),
         };
         let user = info.redis_settings().username().map(str::to_owned);
         let client = match tls_ca {
             Some(path) => {
-                let pem = std::fs::read(path).map_err(|e| {
-                    Error::Invalid(format!("cannot read the TLS CA file {}: {e}; give a PEM file", path.display()))
-                })?;
+                let ca = |cause: String| Error::TlsCa { path: path.to_owned(), cause: crate::error::one_line(&cause) };
+                let pem = std::fs::read(path).map_err(|e| ca(e.to_string()))?;
                 let certs = redis::TlsCertificates { client_tls: None, root_cert: Some(pem) };
-                Client::build_with_tls(info, certs).map_err(|e| bad(e.to_string()))?
+                // The URL was understood above: what fails here is the certificate.
+                Client::build_with_tls(info, certs).map_err(|e| ca(e.to_string()))?
             }
             None => Client::open(info).map_err(|e| bad(e.to_string()))?,
         };
-        Ok(Target { client, host, user })
+        let host = endpoint.to_string();
+        Ok(Target { client, endpoint, host, user })
     }
 
-    /// `host:port` of the server, for messages.
+    /// The server as messages show it: `host:port`, with ` (TLS)` for `rediss://`.
     pub fn host(&self) -> &str {
         &self.host
+    }
+
+    /// Where the server is, for errors.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
     /// The ACL user named in the URL.
@@ -87,7 +134,7 @@ impl Target {
             .set_max_delay(Duration::from_secs(2));
         ConnectionManager::new_with_config(self.client.clone(), config)
             .await
-            .map_err(|e| describe(e, "connecting", &self.host))
+            .map_err(|e| describe(e, Action::Connecting, &self.endpoint))
     }
 
     /// A connection of its own, for blocking reads (`XREAD BLOCK`), which
@@ -103,7 +150,7 @@ impl Target {
         self.client
             .get_multiplexed_async_connection_with_config(&config)
             .await
-            .map_err(|e| describe(e, "connecting", &self.host))
+            .map_err(|e| describe(e, Action::Connecting, &self.endpoint))
     }
 
     /// A pub/sub connection.
@@ -112,12 +159,8 @@ impl Target {
     /// [`Error::Redis`] when no connection can be made.
     pub async fn pubsub(&self) -> Result<PubSub, Error> {
         match tokio::time::timeout(TIMEOUT, self.client.get_async_pubsub()).await {
-            Ok(result) => result.map_err(|e| describe(e, "subscribing", &self.host)),
-            Err(_) => Err(describe(
-                redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
-                "subscribing",
-                &self.host,
-            )),
+            Ok(result) => result.map_err(|e| describe(e, Action::Subscribing, &self.endpoint)),
+            Err(_) => Err(Error::Timeout { action: Action::Subscribing, host: self.endpoint.clone(), after: TIMEOUT }),
         }
     }
 }
@@ -302,9 +345,26 @@ mod tests {
     }
 
     #[test]
+    fn a_ca_file_without_certificates_is_blamed_on_the_file_not_the_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, "not a certificate\n").unwrap();
+        let err = Target::new("rediss://alice:s3cret@db:6380", Some(&ca)).unwrap_err().to_string();
+        assert!(err.contains(&format!("TLS CA file {}", ca.display())), "{err}");
+        assert!(!err.contains("URL") && !err.contains("s3cret"), "{err}");
+        let missing = dir.path().join("gone.pem");
+        let err = Target::new("rediss://db:6380", Some(&missing)).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("cannot read the TLS CA file {}", missing.display())), "{err}");
+    }
+
+    #[test]
     fn target_knows_host_and_acl_user() {
         let t = Target::new("redis://alice:pw@db.example:6380", None).unwrap();
         assert_eq!(t.host(), "db.example:6380");
+        assert!(!t.endpoint().tls());
+        let tls = Target::new("rediss://db.example:6380", None).unwrap();
+        assert_eq!((tls.endpoint().addr(), tls.endpoint().tls()), ("db.example:6380", true));
+        assert_eq!(tls.host(), "db.example:6380 (TLS)");
         assert_eq!(t.user(), Some("alice"));
     }
 }

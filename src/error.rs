@@ -1,6 +1,16 @@
 //! The library's errors: each says what failed, where, and what to do.
+//!
+//! What was being done is an [`Action`] and where is an [`Endpoint`], so a
+//! message's wording and hint follow from types, never from the wording of
+//! another message.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use redis::RedisError;
+
+use crate::connect::Endpoint;
 
 /// Everything the library reports to its callers.
 #[derive(Debug, thiserror::Error)]
@@ -11,13 +21,35 @@ pub enum Error {
     #[error("the Redis URL {url} is not valid ({reason}); use redis://[user:password@]host:port or rediss:// for TLS")]
     BadUrl { url: String, reason: String },
 
+    /// The CA file given for TLS cannot be read or holds no usable certificate.
+    #[error("cannot read the TLS CA file {}: {cause}; give a PEM file of the CA that signed the server's certificate", path.display())]
+    TlsCa { path: PathBuf, cause: String },
+
     /// Redis could not be reached, or it failed or refused a command.
-    #[error("{action} {prep} {host} failed: {cause}; {hint}")]
-    Redis { action: String, prep: &'static str, host: String, cause: String, hint: &'static str, kind: RedisFailure },
+    #[error("{action} {} {host} failed: {cause}; {hint}", action.preposition())]
+    Redis { action: Action, host: Endpoint, cause: String, hint: &'static str, kind: RedisFailure },
+
+    /// Redis did not answer within the time lockwatch gives it: unreachable
+    /// for now.
+    #[error(
+        "{action} {} {host} failed: no answer within {}; {}",
+        action.preposition(),
+        crate::status::human_duration(u64::try_from(after.as_millis()).unwrap_or(u64::MAX)),
+        timeout_hint(action, host)
+    )]
+    Timeout { action: Action, host: Endpoint, after: Duration },
 
     /// Something was read that has not the expected shape.
     #[error("the data of {key} cannot be read: {what}; check what else writes to these keys")]
     Unreadable { key: String, what: String },
+
+    /// The job's command could not be started.
+    #[error("cannot start the job {command}: {cause}; check the command after --")]
+    JobStart { command: String, cause: String },
+
+    /// The worker cannot listen for a stop signal, so it could not stop its job cleanly.
+    #[error("cannot listen for {signal}: {cause}; the worker cannot stop its job cleanly without it")]
+    Signal { signal: &'static str, cause: String },
 
     /// A user name or other input that cannot be used as given.
     #[error("{0}")]
@@ -38,11 +70,84 @@ pub enum RedisFailure {
     Server,
 }
 
+/// What lockwatch was doing with Redis when something failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Action {
+    /// Opening a connection.
+    Connecting,
+    /// Opening a pub/sub connection.
+    Subscribing,
+    /// The one-round-trip read of the job's keys.
+    ReadingJob,
+    /// Reading a lock that lives in another cluster slot than the job.
+    ReadingLock,
+    /// Redis `TIME`, to date a flag flip.
+    ReadingTime,
+    /// The registry of supervisors.
+    ReadingUsers,
+    /// Writing a supervisor's flag key.
+    WritingFlag { key: String },
+    /// A supervisor's flag, when the ACL refused it: said in their words.
+    SettingFlag { user: String, job: String },
+    /// A worker's heartbeat.
+    WritingHeartbeat,
+    /// One operation of the lock script (`acquire`, `renew`, `release`…).
+    Lock { op: String, key: String },
+    /// Creating the fence counter of a Redis known to be new.
+    SeedingFence { key: String },
+    /// Appending an entry of this type to the job's event stream.
+    Recording { kind: String },
+    /// Reading the job's event stream.
+    ReadingStream { key: String },
+    /// Reading the reasons kept with the supervisors' flags.
+    ReadingReasons,
+}
+
+impl Action {
+    /// "connecting *to* a host", "reading the job *on* a host".
+    pub fn preposition(&self) -> &'static str {
+        match self {
+            Action::Connecting | Action::Subscribing => "to",
+            _ => "on",
+        }
+    }
+
+    /// Whether a connection is being made, when a timeout may be a TLS
+    /// handshake that never came.
+    fn connects(&self) -> bool {
+        matches!(self, Action::Connecting | Action::Subscribing)
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::Connecting => f.write_str("connecting"),
+            Action::Subscribing => f.write_str("subscribing"),
+            Action::ReadingJob => f.write_str("reading the job"),
+            Action::ReadingLock => f.write_str("reading the lock"),
+            Action::ReadingTime => f.write_str("reading the time"),
+            Action::ReadingUsers => f.write_str("reading the users"),
+            Action::WritingFlag { key } => write!(f, "writing {key}"),
+            Action::SettingFlag { user, job } => write!(f, "setting {user}'s flag of job {job}"),
+            Action::WritingHeartbeat => f.write_str("writing the heartbeat"),
+            Action::Lock { op, key } => write!(f, "{op} of lock {key}"),
+            Action::SeedingFence { key } => write!(f, "starting the fence counter {key}"),
+            Action::Recording { kind } => write!(f, "recording {kind}"),
+            Action::ReadingStream { key } => write!(f, "reading {key}"),
+            Action::ReadingReasons => f.write_str("reading the flags' reasons"),
+        }
+    }
+}
+
 impl Error {
-    /// The class of a Redis failure, `None` for other errors.
+    /// The class of a Redis failure, `None` for other errors. A timeout is
+    /// [`RedisFailure::Unreachable`].
     pub fn redis_failure(&self) -> Option<RedisFailure> {
         match self {
             Error::Redis { kind, .. } => Some(*kind),
+            Error::Timeout { .. } => Some(RedisFailure::Unreachable),
             _ => None,
         }
     }
@@ -53,10 +158,19 @@ pub(crate) fn bad_url(url: &str, reason: &str) -> Error {
     Error::BadUrl { url: crate::connect::redact(url), reason: one_line(reason) }
 }
 
+/// What to do about a server that did not answer in time: over TLS, a
+/// connection that timed out may be a handshake the server never began.
+fn timeout_hint(action: &Action, host: &Endpoint) -> &'static str {
+    if host.tls() && action.connects() {
+        "no TLS handshake in time; if the server does not use TLS, use redis:// instead of rediss://"
+    } else {
+        "check the network and the server's load"
+    }
+}
+
 /// Wraps a Redis error into one sentence with a hint fitting its cause.
-pub fn describe(err: RedisError, action: &str, host: &str) -> Error {
+pub fn describe(err: RedisError, action: Action, host: &Endpoint) -> Error {
     let code = err.code().unwrap_or_default().to_owned();
-    let tls = host.ends_with("(TLS)");
     let (kind, hint) = if code == "NOPERM" {
         (RedisFailure::Permission, "ask the Redis admin to grant the rules printed by `lockwatch acl --user <you>`")
     } else if code == "WRONGPASS" || code == "NOAUTH" || err.kind() == redis::ErrorKind::AuthenticationFailed {
@@ -68,11 +182,8 @@ pub fn describe(err: RedisError, action: &str, host: &str) -> Error {
         )
     } else if err.is_connection_refusal() {
         (RedisFailure::Unreachable, "check that redis-server runs there and that host and port are right")
-    } else if err.is_timeout() && tls {
-        (
-            RedisFailure::Unreachable,
-            "no TLS handshake in time; if the server does not use TLS, use redis:// instead of rediss://",
-        )
+    } else if err.is_timeout() && host.tls() && action.connects() {
+        (RedisFailure::Unreachable, timeout_hint(&action, host))
     } else if err.is_timeout() {
         (RedisFailure::Unreachable, "the server did not answer in time; check the network and the server's load")
     } else if err.is_io_error() || err.is_connection_dropped() || err.is_unrecoverable_error() {
@@ -80,15 +191,7 @@ pub fn describe(err: RedisError, action: &str, host: &str) -> Error {
     } else {
         (RedisFailure::Server, "check the server's log and that these keys are used only by lockwatch or Redisson")
     };
-    let prep = if action.starts_with("connecting") || action.starts_with("subscribing") { "to" } else { "on" };
-    Error::Redis {
-        action: action.to_owned(),
-        prep,
-        host: host.to_owned(),
-        cause: one_line(&err.to_string()),
-        hint,
-        kind,
-    }
+    Error::Redis { action, host: host.clone(), cause: one_line(&err.to_string()), hint, kind }
 }
 
 /// The first line of a driver message, without its trailing error-kind tag
@@ -110,6 +213,43 @@ pub(crate) fn one_line(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn plain() -> Endpoint {
+        Endpoint::new("db:6379", false)
+    }
+
+    #[test]
+    fn a_timeout_is_unreachable_and_says_what_waited_where() {
+        let err = Error::Timeout { action: Action::ReadingJob, host: plain(), after: Duration::from_secs(2) };
+        assert_eq!(err.redis_failure(), Some(RedisFailure::Unreachable));
+        assert_eq!(
+            err.to_string(),
+            "reading the job on db:6379 failed: no answer within 2 s; check the network and the server's load"
+        );
+    }
+
+    #[test]
+    fn the_preposition_follows_the_action() {
+        let refused = || RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        let connecting = describe(refused(), Action::Connecting, &plain()).to_string();
+        assert!(connecting.starts_with("connecting to db:6379 failed: "), "{connecting}");
+        let writing = describe(refused(), Action::WritingFlag { key: "{j}:enabled:alice".into() }, &plain());
+        assert!(writing.to_string().starts_with("writing {j}:enabled:alice on db:6379 failed: "), "{writing}");
+    }
+
+    #[test]
+    fn a_tls_hint_only_for_a_tls_connection_that_timed_out() {
+        let timeout = || RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
+        let tls = Endpoint::new("db:6380", true);
+        let handshake = describe(timeout(), Action::Connecting, &tls).to_string();
+        assert!(handshake.starts_with("connecting to db:6380 (TLS) failed: "), "{handshake}");
+        assert!(handshake.contains("no TLS handshake in time"), "{handshake}");
+        let command = describe(timeout(), Action::ReadingJob, &tls).to_string();
+        assert!(command.contains("did not answer in time") && !command.contains("handshake"), "{command}");
+        // A socket path that happens to end in "(TLS)" is no TLS connection.
+        let socket = Endpoint::new("/run/redis(TLS)", false);
+        assert!(!describe(timeout(), Action::Connecting, &socket).to_string().contains("handshake"));
+    }
 
     #[test]
     fn driver_messages_become_one_line_without_kind_tags() {

@@ -4,7 +4,8 @@
 use redis::AsyncCommands;
 use redis::aio::ConnectionLike;
 
-use crate::error::{Error, RedisFailure, describe};
+use crate::connect::Endpoint;
+use crate::error::{Action, Error, RedisFailure, describe};
 use crate::keys::Keys;
 
 /// What a flip did.
@@ -126,8 +127,11 @@ pub async fn set_flag<C: ConnectionLike + Send + Sync>(
     let user = check_user(user)?;
     let reason = check_reason(reason.unwrap_or_default())?;
     let key = keys.enabled(user);
+    // `server` is the endpoint as shown; whether it is TLS matters only to a
+    // connection being made, and this one is made.
+    let server = &Endpoint::new(server, false);
     let (secs, micros): (u64, u64) =
-        redis::cmd("TIME").query_async(conn).await.map_err(|e| describe(e, "reading the time", server))?;
+        redis::cmd("TIME").query_async(conn).await.map_err(|e| describe(e, Action::ReadingTime, server))?;
     let at_ms = secs * 1000 + micros / 1000;
     let () = redis::cmd("HSET")
         .arg(&key)
@@ -141,10 +145,10 @@ pub async fn set_flag<C: ConnectionLike + Send + Sync>(
         .arg(reason)
         .query_async(conn)
         .await
-        .map_err(|e| refused(describe(e, &format!("writing {key}"), server), user, keys))?;
+        .map_err(|e| refused(describe(e, Action::WritingFlag { key: key.clone() }, server), user, keys))?;
     let mut warning = None;
     let registered: bool =
-        conn.sismember(keys.users(), user).await.map_err(|e| describe(e, "reading the users", server))?;
+        conn.sismember(keys.users(), user).await.map_err(|e| describe(e, Action::ReadingUsers, server))?;
     if !registered {
         let added: Result<i64, _> = conn.sadd(keys.users(), user).await;
         if let Err(e) = added {
@@ -164,8 +168,7 @@ pub async fn set_flag<C: ConnectionLike + Send + Sync>(
 fn refused(err: Error, user: &str, keys: &Keys) -> Error {
     match err {
         Error::Redis { host, cause, kind: RedisFailure::Permission, .. } => Error::Redis {
-            action: format!("setting {user}'s flag of job {}", keys.job),
-            prep: "on",
+            action: Action::SettingFlag { user: user.to_owned(), job: keys.job.clone() },
             host,
             cause,
             hint: "a Redis user may only flip its own flag; connect as that user, or ask the admin for the rules printed by `lockwatch acl --user <name>`",

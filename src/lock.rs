@@ -20,7 +20,8 @@ use std::time::Duration;
 use redis::Value;
 use redis::aio::ConnectionLike;
 
-use crate::error::{Error, describe};
+use crate::connect::Endpoint;
+use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
 
 static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("lock.lua")));
@@ -85,7 +86,7 @@ pub struct Lock {
     /// `<client-uuid>:<thread-id>`, as Redisson names its holders.
     field: String,
     lease: Duration,
-    host: String,
+    host: Endpoint,
     /// The highest fence seen by any attempt: the floor of the next fence,
     /// should Redis have lost its counter.
     seen: Arc<AtomicI64>,
@@ -106,14 +107,14 @@ struct Reply {
 
 impl Lock {
     /// A lock client for `node`, with a fresh client id, as Redisson makes one per client.
-    pub fn new(keys: Keys, node: &str, lease: Duration, host: &str) -> Lock {
+    pub fn new(keys: Keys, node: &str, lease: Duration, host: &Endpoint) -> Lock {
         let field = format!("{}:1", uuid::Uuid::new_v4());
         Lock {
             keys,
             node: node.to_owned(),
             field,
             lease,
-            host: host.to_owned(),
+            host: host.clone(),
             seen: Arc::default(),
             replicas: Arc::default(),
         }
@@ -177,7 +178,7 @@ impl Lock {
     /// and, when replicas were online at the last look, `WAIT 1`: sent
     /// together on one connection, so the WAIT covers the script's writes.
     async fn call<C: ConnectionLike>(&self, conn: &mut C, op: &str, confirm: bool) -> Result<Reply, Error> {
-        let what = || format!("{op} of lock {}", self.keys.lock);
+        let what = || Action::Lock { op: op.to_owned(), key: self.keys.lock.clone() };
         let mut invocation = SCRIPT.prepare_invoke();
         invocation
             .key(&self.keys.lock)
@@ -192,7 +193,7 @@ impl Lock {
             .arg(self.seen.load(Ordering::SeqCst));
         if !confirm {
             let (ok, value): (i64, i64) =
-                invocation.invoke_async(conn).await.map_err(|e| describe(e, &what(), &self.host))?;
+                invocation.invoke_async(conn).await.map_err(|e| describe(e, what(), &self.host))?;
             return Ok(Reply { ok: ok == 1, value, fence: None, wait: None, confirmed: true });
         }
         // A replica first seen by this call's INFO was not waited for: once
@@ -205,7 +206,7 @@ impl Lock {
             if waited {
                 pipe.cmd("WAIT").arg(1).arg(u64::try_from(self.confirm_within().as_millis()).unwrap_or(u64::MAX));
             }
-            let values: Vec<Value> = pipe.query_async(conn).await.map_err(|e| describe(e, &what(), &self.host))?;
+            let values: Vec<Value> = pipe.query_async(conn).await.map_err(|e| describe(e, what(), &self.host))?;
             let mut values = values.into_iter();
             let info: String = self.decode(values.next(), "INFO replication")?;
             let script: Vec<i64> = self.decode(values.next(), "the lock script's answer")?;
@@ -249,7 +250,7 @@ impl Lock {
 ///
 /// # Errors
 /// [`Error::Redis`] when Redis cannot be reached or refuses.
-pub async fn seed_fence<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &str) -> Result<(), Error> {
+pub async fn seed_fence<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &Endpoint) -> Result<(), Error> {
     let fence = keys.fence();
     let _: Option<String> = redis::cmd("SET")
         .arg(&fence)
@@ -257,7 +258,7 @@ pub async fn seed_fence<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &str
         .arg("NX")
         .query_async(conn)
         .await
-        .map_err(|e| describe(e, &format!("starting the fence counter {fence}"), host))?;
+        .map_err(|e| describe(e, Action::SeedingFence { key: fence.clone() }, host))?;
     Ok(())
 }
 
@@ -288,7 +289,7 @@ mod tests {
 
     #[test]
     fn confirmations_wait_a_tenth_of_the_lease_at_most_two_seconds() {
-        let lock = |ms| Lock::new(Keys::new("j"), "n", Duration::from_millis(ms), "h");
+        let lock = |ms| Lock::new(Keys::new("j"), "n", Duration::from_millis(ms), &Endpoint::new("h", false));
         assert_eq!(lock(2_000).confirm_within(), Duration::from_millis(200));
         assert_eq!(lock(30_000).confirm_within(), Duration::from_secs(2));
     }

@@ -7,7 +7,8 @@ use std::sync::LazyLock;
 use redis::Value;
 use redis::aio::ConnectionLike;
 
-use crate::error::{Error, describe};
+use crate::connect::Endpoint;
+use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
 use crate::snapshot::{Beat, Flag, Lock, LockKind, Snapshot, StreamEntry, StreamId, escape_bytes};
 
@@ -24,12 +25,12 @@ const TIMESTAMP_MS_FLOOR: i64 = 100_000_000_000;
 /// # Errors
 /// [`Error::Redis`] when Redis cannot be reached or refuses the read,
 /// [`Error::Unreadable`] when its reply is not what the script returns.
-pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &str) -> Result<Snapshot, Error> {
+pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &Endpoint) -> Result<Snapshot, Error> {
     let together = keys.lock_shares_slot();
     let lock_arg = if together { keys.lock.as_str() } else { "" };
     let job_keys = [lock_arg, &keys.fence(), &keys.users(), &keys.nodes(), &keys.events()].map(str::to_owned);
     let args = [keys.enabled_prefix(), keys.node_prefix()];
-    let reply = run_read_only(conn, &job_keys, &args).await.map_err(|e| describe(e, "reading the job", host))?;
+    let reply = run_read_only(conn, &job_keys, &args).await.map_err(|e| describe(e, Action::ReadingJob, host))?;
     let lock_reply = if together {
         None
     } else {
@@ -38,7 +39,7 @@ pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &str) -> 
         let lock_keys: [String; 5] = std::array::from_fn(|_| keys.lock.clone());
         let reply = run_read_only(conn, &lock_keys, &[String::new(), String::new()])
             .await
-            .map_err(|e| describe(e, "reading the lock", host))?;
+            .map_err(|e| describe(e, Action::ReadingLock, host))?;
         Some(reply)
     };
     decode(keys, &reply, lock_reply.as_ref())

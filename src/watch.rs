@@ -24,7 +24,7 @@ use crate::error::{Error, RedisFailure};
 use crate::keys::Keys;
 use crate::probe::probe;
 use crate::snapshot::Snapshot;
-use crate::status::{self, Event, Observation, Status, Tracker};
+use crate::status::{self, Engine, Event, Status, Step};
 
 /// How a watcher looks.
 #[derive(Debug, Clone)]
@@ -127,13 +127,10 @@ impl Shell {
             tokio::spawn(follow_stream(target.clone(), keys.clone(), wake.clone(), stop.clone())),
             tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop.clone())),
         ];
-        let mut tracker = Tracker::default();
+        let mut engine = Engine::new(&keys.job, &keys.lock, options.engine.clone());
         let mut conn: Option<ConnectionManager> = None;
         let mut last = Instant::now();
-        let mut failures: u32 = 0;
-        let look = |tracker: &mut Tracker, observation: Observation, last: &mut Instant| {
-            *last = Instant::now();
-            let step = status::step(tracker, &keys.job, &keys.lock, observation, &options.engine);
+        let publish = |step: Step| {
             status.send_if_modified(|shown| {
                 let changed = shown.as_ref() != Some(&step.status);
                 *shown = Some(step.status.clone());
@@ -160,27 +157,24 @@ impl Shell {
                                 "Redis on {} has not answered for {waited:.1} s; check the server's load and the network",
                                 target.host()
                             );
-                            let silence = Observation::Failed { reason, elapsed_ms: millis(last.elapsed()) };
-                            let _ = look(&mut tracker, silence, &mut last);
+                            let elapsed_ms = millis(std::mem::replace(&mut last, Instant::now()).elapsed());
+                            let _ = publish(engine.handle_failure(reason, elapsed_ms));
                         }
                         _ = stop.changed() => break None,
                     }
                 }
             };
             let Some(answer) = answer else { break };
-            let observation = match answer {
-                Ok(snapshot) => {
-                    failures = 0;
-                    Observation::Read(snapshot)
-                }
+            let elapsed_ms = millis(std::mem::replace(&mut last, Instant::now()).elapsed());
+            let step = match answer {
+                Ok(snapshot) => engine.handle_read(&snapshot),
                 Err(err) => {
-                    failures += 1;
                     tracing::debug!(job = %keys.job, error = %err, "probe failed");
-                    Observation::Failed { reason: err.to_string(), elapsed_ms: millis(last.elapsed()) }
+                    engine.handle_failure(err.to_string(), elapsed_ms)
                 }
             };
-            let next_check_ms = look(&mut tracker, observation, &mut last);
-            let wait = next_wait(&options, next_check_ms, failures);
+            let next_check_ms = publish(step);
+            let wait = next_wait(&options, next_check_ms, engine.failures());
             tokio::select! {
                 _ = sleep(wait) => {}
                 _ = wake.notified() => {
@@ -202,7 +196,7 @@ async fn read(target: &Target, keys: &Keys, conn: &mut Option<ConnectionManager>
         Some(manager) => manager,
         None => conn.insert(target.manager().await?),
     };
-    let result = probe(manager, keys, target.host()).await;
+    let result = probe(manager, keys, target.endpoint()).await;
     if result.as_ref().err().and_then(Error::redis_failure) == Some(RedisFailure::Unreachable) {
         // A fresh connection next time, rather than trusting a dead one.
         *conn = None;
@@ -210,6 +204,8 @@ async fn read(target: &Target, keys: &Keys, conn: &mut Option<ConnectionManager>
     result
 }
 
+/// The regular poll, backed off while looks keep failing, and no later than
+/// the moment the engine says the state may change.
 fn next_wait(options: &Options, next_check_ms: Option<u64>, failures: u32) -> Duration {
     let regular = if failures > options.engine.confirmations {
         let factor = 1u32 << (failures - options.engine.confirmations).min(6);

@@ -15,7 +15,7 @@ use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::connect::Target;
-use crate::error::{Error, describe};
+use crate::error::{Action, Error, describe};
 use crate::history::{self, Cause, FlagFlip, Record, WaitCause};
 use crate::job::{Job, JobEnv, Killer, Work};
 use crate::keys::Keys;
@@ -106,13 +106,13 @@ impl Renewal {
 /// The future completes on the first of them.
 ///
 /// # Errors
-/// When the signal handlers cannot be installed.
+/// [`Error::Signal`] when the signal handlers cannot be installed.
 pub fn stop_signals() -> Result<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>, Error> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let install = |kind: SignalKind, name: &str| {
-            signal(kind).map_err(|e| Error::Invalid(format!("cannot listen for {name}: {e}")))
+        let install = |kind: SignalKind, name: &'static str| {
+            signal(kind).map_err(|e| Error::Signal { signal: name, cause: e.to_string() })
         };
         let mut term = install(SignalKind::terminate(), "SIGTERM")?;
         let mut int = install(SignalKind::interrupt(), "SIGINT")?;
@@ -140,13 +140,14 @@ pub fn stop_signals() -> Result<std::pin::Pin<Box<dyn Future<Output = ()> + Send
 /// password may be; it also writes no core dumps.
 ///
 /// # Errors
-/// Only for what cannot be retried: the command cannot be started at all.
+/// Only for what cannot be retried: [`Error::JobStart`] when the command
+/// cannot be started at all.
 pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
     if matches!(opts.work, Work::Command(_)) {
         hide_from_jobs();
     }
     let host = crate::flags::this_host();
-    let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.host());
+    let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.endpoint());
     let wake = Arc::new(Notify::new());
     let (stop_tx, stop_rx) = watch::channel(false);
     let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop_rx));
@@ -202,6 +203,22 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let _ = stop_tx.send(true);
     let _ = waker.await;
     result
+}
+
+/// The job as an error names it: the command line, arguments with spaces quoted.
+fn shown_work(work: &Work) -> String {
+    match work {
+        Work::Command(command) => command
+            .iter()
+            .map(
+                |arg| {
+                    if arg.is_empty() || arg.contains(char::is_whitespace) { format!("{arg:?}") } else { arg.clone() }
+                },
+            )
+            .collect::<Vec<_>>()
+            .join(" "),
+        Work::Task(_) => "(the embedded task)".to_owned(),
+    }
 }
 
 /// Makes this process non-dumpable, so that only root (with
@@ -374,9 +391,9 @@ impl Worker {
         if h.job.is_none() && Instant::now() >= h.next_start && self.lease_vouched_for(h) {
             let env = JobEnv { fence: h.fence, node: &self.opts.node, job: &self.keys.job };
             // The killer is pointed at the job as it starts, before any wait.
-            let job = Job::start(&self.opts.work, &env, &h.killer).await.map_err(|e| {
-                Error::Invalid(format!("cannot start the job {:?}: {e}; check the command after --", self.opts.work))
-            })?;
+            let job = Job::start(&self.opts.work, &env, &h.killer)
+                .await
+                .map_err(|e| Error::JobStart { command: shown_work(&self.opts.work), cause: e.to_string() })?;
             if self.opts.every.is_some() {
                 h.next_start = Instant::now();
             }
@@ -477,10 +494,11 @@ impl Worker {
     }
 
     async fn conn(&mut self) -> Result<&mut ConnectionManager, Error> {
-        if self.conn.is_none() {
-            self.conn = Some(self.target.manager().await?);
-        }
-        self.conn.as_mut().ok_or_else(|| Error::Invalid("no connection".to_owned()))
+        let conn = match self.conn.take() {
+            Some(conn) => conn,
+            None => self.target.manager().await?,
+        };
+        Ok(self.conn.insert(conn))
     }
 
     /// One acquisition attempt, and when it was sent: the earliest the
@@ -496,11 +514,11 @@ impl Worker {
     /// the last read (every worker does: supervisors may not write the stream).
     async fn read_flags(&mut self) -> Result<Enabled, Error> {
         let keys = self.keys.clone();
-        let host = self.target.host().to_owned();
+        let host = self.target.endpoint().clone();
         let conn = self.conn().await?;
         let snap = tokio::time::timeout(REDIS_PATIENCE, probe(conn, &keys, &host))
             .await
-            .map_err(|_| Error::Invalid(format!("Redis on {host} did not answer within {REDIS_PATIENCE:?}")))??;
+            .map_err(|_| Error::Timeout { action: Action::ReadingJob, host: host.clone(), after: REDIS_PATIENCE })??;
         let changed: Vec<Flag> = match &self.flags_seen {
             Some(seen) => snap
                 .flags
@@ -522,7 +540,7 @@ impl Worker {
     /// Records each flip in `changed` with its reason; failures are logged.
     async fn record_flips(&mut self, changed: &[Flag]) {
         let keys = self.keys.clone();
-        let host = self.target.host().to_owned();
+        let host = self.target.endpoint().clone();
         let Ok(conn) = self.conn().await else { return };
         let flips = match tokio::time::timeout(REDIS_PATIENCE, history::read::flags(conn, &keys, changed, &host)).await
         {
@@ -567,7 +585,7 @@ impl Worker {
         let keys = (self.keys.node(&self.opts.node), self.keys.nodes());
         let node = self.opts.node.clone();
         let last_exit = self.last_exit.clone();
-        let host = self.target.host().to_owned();
+        let host = self.target.endpoint().clone();
         let mut call = BEAT.key(keys.0);
         call.key(keys.1).arg(node);
         for (k, v) in pairs {
@@ -575,7 +593,7 @@ impl Worker {
         }
         call.arg("last_exit").arg(last_exit);
         let _: u64 =
-            call.invoke_async(self.conn().await?).await.map_err(|e| describe(e, "writing the heartbeat", &host))?;
+            call.invoke_async(self.conn().await?).await.map_err(|e| describe(e, Action::WritingHeartbeat, &host))?;
         Ok(())
     }
 
@@ -584,7 +602,7 @@ impl Worker {
     async fn record(&mut self, record: Record) {
         let keys = self.keys.clone();
         let node = self.opts.node.clone();
-        let host = self.target.host().to_owned();
+        let host = self.target.endpoint().clone();
         let Ok(conn) = self.conn().await else { return };
         let kind = record.kind().to_owned();
         match tokio::time::timeout(REDIS_PATIENCE, history::append(conn, &keys, &node, &record, &host)).await {

@@ -40,7 +40,7 @@ async fn a_supervisor_flips_their_own_flag_and_is_refused_on_another() {
     let mut conn = target.manager().await.unwrap();
     let keys = Keys::new("outbound");
 
-    let snap = probe(&mut conn, &keys, target.host()).await.expect("alice may read the job");
+    let snap = probe(&mut conn, &keys, target.endpoint()).await.expect("alice may read the job");
     assert_eq!(snap.lock.holders, vec!["uuid-a:1"]);
 
     let flipped =

@@ -131,6 +131,42 @@ fn an_unreachable_redis_is_unknown_with_exit_3_and_one_sentence() {
 }
 
 #[test]
+fn a_job_that_cannot_start_is_one_sentence_naming_the_command_line() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+        .env_remove("LOCKWATCH_REDIS_URL")
+        .args(["--redis", &server.url(), "worker", "--node", "srv-a", "--lease", "3s", "--"])
+        .args(["/nonexistent/sync-job", "--since", "last week"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = worker.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            worker.kill().unwrap();
+            panic!("the worker kept running with a job that cannot start");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut worker.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let said = stderr.lines().find(|l| l.starts_with("lockwatch: ")).unwrap_or_default();
+    assert!(
+        said.starts_with("lockwatch: cannot start the job /nonexistent/sync-job --since \"last week\": "),
+        "{stderr}"
+    );
+    assert!(said.ends_with("; check the command after --"), "{stderr}");
+}
+
+#[test]
 fn bad_input_gets_one_sentence() {
     let out = lockwatch("http://x:secret@host", &["status"]);
     assert_eq!(out.status.code(), Some(3));

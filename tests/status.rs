@@ -5,17 +5,17 @@
 mod common;
 
 use common::*;
-use lockwatch::connect::Target;
+use lockwatch::connect::{Endpoint, Target};
 use lockwatch::probe::probe;
 use lockwatch::snapshot::LockKind;
-use lockwatch::status::{self, Config, Observation, Tracker};
+use lockwatch::status::{Config, Engine};
 use lockwatch::{Keys, State, Status};
 
 async fn look(server: &RedisServer, keys: &Keys, cfg: &Config) -> Status {
     let target = Target::new(&server.url(), None).unwrap();
     let mut conn = target.manager().await.unwrap();
-    let snap = probe(&mut conn, keys, target.host()).await.unwrap();
-    status::step(&mut Tracker::default(), &keys.job, &keys.lock, Observation::Read(snap), cfg).status
+    let snap = probe(&mut conn, keys, target.endpoint()).await.unwrap();
+    Engine::new(&keys.job, &keys.lock, cfg.clone()).handle_read(&snap).status
 }
 
 #[tokio::test]
@@ -198,7 +198,7 @@ async fn measured_probe(
 ) -> (u64, u64, std::time::Duration, lockwatch::snapshot::Snapshot) {
     let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(admin).unwrap();
     let started = std::time::Instant::now();
-    let snap = probe(conn, keys, "test").await.unwrap();
+    let snap = probe(conn, keys, &Endpoint::new("test", false)).await.unwrap();
     let took = started.elapsed();
     let info: String = redis::cmd("INFO").arg("all").query(admin).unwrap();
     let line = |prefix: &str| info.lines().find_map(|l| l.strip_prefix(prefix)).unwrap_or_default().to_owned();
@@ -234,7 +234,7 @@ async fn a_huge_or_sprawling_flag_makes_only_that_flag_unreadable_and_the_probe_
 
     let target = Target::new(&server.url(), None).unwrap();
     let mut conn = target.manager().await.unwrap();
-    let _ = probe(&mut conn, &keys, target.host()).await.unwrap();
+    let _ = probe(&mut conn, &keys, target.endpoint()).await.unwrap();
     let mut runs = Vec::new();
     for _ in 0..5 {
         runs.push(measured_probe(&mut c, &mut conn, &keys).await);
@@ -253,8 +253,7 @@ async fn a_huge_or_sprawling_flag_makes_only_that_flag_unreadable_and_the_probe_
     for key in ["{outbound}:enabled:mallory", "{outbound}:enabled:eve"] {
         assert!(snap.problems.iter().any(|p| p.contains(key)), "{key}: {:?}", snap.problems);
     }
-    let s = status::step(&mut Tracker::default(), &keys.job, &keys.lock, Observation::Read(snap), &Config::default())
-        .status;
+    let s = Engine::new(&keys.job, &keys.lock, Config::default()).handle_read(&snap).status;
     assert_eq!(s.state, State::Running, "{}", s.reason);
     assert_eq!(s.enabled_users, vec!["alice"]);
 
@@ -303,7 +302,7 @@ async fn every_registered_user_counts_however_many_there_are() {
 
     let target = Target::new(&server.url(), None).unwrap();
     let mut conn = target.manager().await.unwrap();
-    let _ = probe(&mut conn, &keys, target.host()).await.unwrap();
+    let _ = probe(&mut conn, &keys, target.endpoint()).await.unwrap();
     let (bytes, redis_us, took, _) = measured_probe(&mut c, &mut conn, &keys).await;
     println!("probe of 3,000 users and 2,000 nodes: ~{bytes} bytes sent, {redis_us} µs in Redis, {took:?} in all");
 

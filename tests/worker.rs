@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::*;
 use lockwatch::connect::Target;
 use lockwatch::probe::probe;
-use lockwatch::status::{self, Config, Observation, Tracker};
+use lockwatch::status::{Config, Engine};
 use lockwatch::{Keys, State};
 
 /// Appends `<fence> <node> <unix ns>` to the journal every 50 ms.
@@ -247,11 +247,11 @@ async fn a_silent_job_is_stale_while_the_lock_is_still_renewed() {
     let target = Target::new(&server.url(), None).unwrap();
     let mut conn = target.manager().await.unwrap();
     let keys = Keys::new("outbound");
-    let mut t = Tracker::default();
+    let mut engine = Engine::new("outbound", &keys.lock, Config::default());
     let mut last = None;
     for _ in 0..3 {
-        let snap = probe(&mut conn, &keys, target.host()).await.unwrap();
-        last = Some(status::step(&mut t, "outbound", &keys.lock, Observation::Read(snap), &Config::default()).status);
+        let snap = probe(&mut conn, &keys, target.endpoint()).await.unwrap();
+        last = Some(engine.handle_read(&snap).status);
         tokio::time::sleep(Duration::from_millis(700)).await;
     }
     let s = last.unwrap();

@@ -102,7 +102,7 @@ pub async fn test_connection(form: SettingsForm) -> String {
         Err(e) => return e.to_string(),
     };
     let keys = lockwatch::Keys::new(&job);
-    match probe(&mut conn, &keys, target.host()).await {
+    match probe(&mut conn, &keys, target.endpoint()).await {
         Ok(snap) => format!(
             "Connected to {} and read job {}: {} registered users, {} workers.",
             target.host(),
@@ -131,5 +131,7 @@ pub async fn history(
     };
     let window = std::time::Duration::from_millis(window_ms.unwrap_or(24 * 3_600_000));
     let mut conn = target.manager().await.map_err(|e| e.to_string())?;
-    lockwatch::history::load(&mut conn, &keys, target.host(), Some(window), &engine).await.map_err(|e| e.to_string())
+    lockwatch::history::load(&mut conn, &keys, target.endpoint(), Some(window), &engine)
+        .await
+        .map_err(|e| e.to_string())
 }

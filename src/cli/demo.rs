@@ -40,7 +40,7 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
     flags::set_flag(&mut conn, &keys, &flip, target.host()).await?;
     // This Redis was just started here and never had a holder: the first
     // start need not wait a lease for an earlier one to stop.
-    crate::lock::seed_fence(&mut conn, &keys, target.host()).await?;
+    crate::lock::seed_fence(&mut conn, &keys, target.endpoint()).await?;
 
     let exe = std::env::current_exe().context("cannot find the lockwatch binary")?;
     let mut workers: Vec<Worker> = Vec::new();

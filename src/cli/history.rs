@@ -15,7 +15,7 @@ use crate::status::human_duration;
 pub async fn run(g: &Global, json: bool, since: Option<Duration>) -> Result<u8> {
     let target = g.target()?;
     let mut conn = target.manager().await?;
-    let history = history::load(&mut conn, &g.keys(), target.host(), since, &g.engine()).await?;
+    let history = history::load(&mut conn, &g.keys(), target.endpoint(), since, &g.engine()).await?;
     let mut out = io::stdout().lock();
     for item in &history.items {
         if json {

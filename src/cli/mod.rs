@@ -23,7 +23,7 @@ use serde_json::json;
 
 use crate::flags;
 use crate::probe::probe;
-use crate::status::{self, Observation, State, Tracker};
+use crate::status::{Engine, State};
 use crate::watch::Watcher;
 
 pub use args::{Cli, Command, DurationError, Global, command, parse_duration};
@@ -113,14 +113,15 @@ async fn run(cli: Cli) -> Result<u8> {
 async fn status_once(g: &Global, json: bool) -> Result<u8> {
     let target = g.target()?;
     let keys = g.keys();
-    let observation = match target.manager().await {
-        Ok(mut conn) => match probe(&mut conn, &keys, target.host()).await {
-            Ok(snapshot) => Observation::Read(snapshot),
-            Err(err) => Observation::Failed { reason: err.to_string(), elapsed_ms: 0 },
-        },
-        Err(err) => Observation::Failed { reason: err.to_string(), elapsed_ms: 0 },
+    let mut engine = Engine::new(&keys.job, &keys.lock, g.engine());
+    let read = match target.manager().await {
+        Ok(mut conn) => probe(&mut conn, &keys, target.endpoint()).await,
+        Err(err) => Err(err),
     };
-    let step = status::step(&mut Tracker::default(), &keys.job, &keys.lock, observation, &g.engine());
+    let step = match read {
+        Ok(snapshot) => engine.handle_read(&snapshot),
+        Err(err) => engine.handle_failure(err.to_string(), 0),
+    };
     let mut out = io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string(&step.status)?)?;

@@ -118,7 +118,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 mod tests {
     use super::*;
     use crate::snapshot::{Flag, Lock, LockKind, Snapshot};
-    use crate::status::{Config, Observation, State, Tracker, step};
+    use crate::status::{Config, Engine, State};
 
     #[test]
     fn utc_formats_known_instants() {
@@ -141,11 +141,15 @@ mod tests {
         assert_eq!(event(&e), "1970-01-01 00:00:00 UTC failover outbound: srv-a → srv-b");
     }
 
-    fn judged(obs: Vec<Observation>) -> Status {
-        let mut t = Tracker::default();
+    /// What an engine shows after these reads (`None`: a failed read).
+    fn judged(looks: Vec<Option<Snapshot>>) -> Status {
+        let mut engine = Engine::new("outbound", "{outbound}:lock", Config::default());
         let mut last = None;
-        for o in obs {
-            last = Some(step(&mut t, "outbound", "{outbound}:lock", o, &Config::default()).status);
+        for look in looks {
+            last = Some(match look {
+                Some(snap) => engine.handle_read(&snap).status,
+                None => engine.handle_failure("refused", 0).status,
+            });
         }
         last.unwrap()
     }
@@ -158,8 +162,7 @@ mod tests {
 
     #[test]
     fn unknown_shows_the_lease_and_the_flags_as_not_known_never_free() {
-        let failed = || Observation::Failed { reason: "refused".into(), elapsed_ms: 0 };
-        let blank = judged(vec![Observation::Read(enabled_job()), failed(), failed()]);
+        let blank = judged(vec![Some(enabled_job()), None, None]);
         assert_eq!(blank.state, State::Unknown);
         let text = status(&blank);
         assert!(!text.contains("free"), "{text}");
@@ -169,7 +172,7 @@ mod tests {
         let mut snap = enabled_job();
         snap.lock = Lock { kind: LockKind::Unreadable, redis_type: "list".into(), ..Default::default() };
         snap.problems.push("the lock key {outbound}:lock is a list".into());
-        let unreadable = judged(vec![Observation::Read(snap)]);
+        let unreadable = judged(vec![Some(snap)]);
         let text = status(&unreadable);
         assert_eq!(unreadable.state, State::Unknown);
         assert!(!text.contains("free"), "{text}");
@@ -182,7 +185,7 @@ mod tests {
         let mut snap = enabled_job();
         snap.flags[0].on = Some(false);
         snap.flags.push(Flag { user: "bob".into(), on: None, at_ms: None, host: None });
-        let text = status(&judged(vec![Observation::Read(snap)]));
+        let text = status(&judged(vec![Some(snap)]));
         assert!(text.contains("enabled  nobody (off: alice; unreadable: bob)"), "{text}");
     }
 
@@ -190,7 +193,7 @@ mod tests {
     fn pending_says_until_when() {
         let mut snap = enabled_job();
         snap.flags[0].at_ms = Some(snap.time_ms - 2_000);
-        let text = status(&judged(vec![Observation::Read(snap)]));
+        let text = status(&judged(vec![Some(snap)]));
         assert!(
             text.starts_with(
                 "outbound: PENDING — enabled by alice; waiting for a server to start it until 22:13:28 UTC"

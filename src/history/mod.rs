@@ -19,7 +19,8 @@ use redis::aio::ConnectionLike;
 pub use build::{End, History, Item, What, build};
 pub use entry::{Cause, Entry, FlagFlip, Record, WaitCause};
 
-use crate::error::{Error, describe};
+use crate::connect::Endpoint;
+use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
 use crate::status::Config;
 
@@ -35,15 +36,17 @@ pub async fn append<C: ConnectionLike + Send>(
     keys: &Keys,
     node: &str,
     record: &Record,
-    server: &str,
+    server: &Endpoint,
 ) -> Result<(), Error> {
     let mut cmd = redis::cmd("XADD");
     cmd.arg(keys.events()).arg("MAXLEN").arg("~").arg(STREAM_CAP).arg("*");
     for (name, value) in record.encode(node) {
         cmd.arg(name).arg(value);
     }
-    let _: redis::Value =
-        cmd.query_async(conn).await.map_err(|e| describe(e, &format!("recording {}", record.kind()), server))?;
+    let _: redis::Value = cmd
+        .query_async(conn)
+        .await
+        .map_err(|e| describe(e, Action::Recording { kind: record.kind().to_owned() }, server))?;
     Ok(())
 }
 
@@ -56,7 +59,7 @@ pub async fn append<C: ConnectionLike + Send>(
 pub async fn load<C: ConnectionLike + Send>(
     conn: &mut C,
     keys: &Keys,
-    server: &str,
+    server: &Endpoint,
     since: Option<Duration>,
     cfg: &Config,
 ) -> Result<History, Error> {

@@ -9,7 +9,8 @@ use redis::Value;
 use redis::aio::ConnectionLike;
 
 use super::entry::{Entry, FlagFlip};
-use crate::error::{Error, describe};
+use crate::connect::Endpoint;
+use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
 use crate::probe::probe;
 use crate::snapshot::{Beat, Flag, escape_bytes};
@@ -46,7 +47,7 @@ pub struct Read {
 pub async fn read<C: ConnectionLike + Send>(
     conn: &mut C,
     keys: &Keys,
-    server: &str,
+    server: &Endpoint,
     since: Option<Duration>,
 ) -> Result<Read, Error> {
     let snap = probe(conn, keys, server).await?;
@@ -65,7 +66,7 @@ pub async fn flags<C: ConnectionLike + Send>(
     conn: &mut C,
     keys: &Keys,
     read: &[Flag],
-    server: &str,
+    server: &Endpoint,
 ) -> Result<Vec<FlagFlip>, Error> {
     let readable: Vec<&Flag> = read.iter().filter(|f| f.on.is_some()).collect();
     if readable.is_empty() {
@@ -75,8 +76,7 @@ pub async fn flags<C: ConnectionLike + Send>(
     for f in &readable {
         pipe.cmd("HMGET").arg(keys.enabled(&f.user)).arg("reason");
     }
-    let reasons: Vec<Value> =
-        pipe.query_async(conn).await.map_err(|e| describe(e, "reading the flags' reasons", server))?;
+    let reasons: Vec<Value> = pipe.query_async(conn).await.map_err(|e| describe(e, Action::ReadingReasons, server))?;
     Ok(readable
         .iter()
         .zip(reasons.iter().map(|r| array(r).and_then(|a| a.first()).and_then(text).filter(|r| !r.is_empty())))
@@ -98,11 +98,11 @@ pub async fn flags<C: ConnectionLike + Send>(
 pub async fn entries<C: ConnectionLike + Send>(
     conn: &mut C,
     keys: &Keys,
-    server: &str,
+    server: &Endpoint,
     since_ms: Option<u64>,
 ) -> Result<Vec<Entry>, Error> {
     let stream = keys.events();
-    let failed = |e| describe(e, &format!("reading {stream}"), server);
+    let failed = |e| describe(e, Action::ReadingStream { key: stream.clone() }, server);
     let mut out = Vec::new();
     let mut start = "-".to_owned();
     if let Some(since) = since_ms {

@@ -16,7 +16,7 @@ use crate::snapshot::{Snapshot, StreamId};
 
 /// What Redis has been seen to remember.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Memory {
+struct Memory {
     /// The highest fence counter seen.
     fence: Option<i64>,
     /// The newest stream entry seen.
@@ -86,9 +86,55 @@ impl Memory {
     }
 }
 
+/// Whether Redis lost the job's data, judged read by read.
+#[derive(Debug, Clone, Default)]
+pub(super) struct LossWatch {
+    memory: Memory,
+    /// Redis lost the job's data, and nothing has been written since; and
+    /// the Redis time the loss was noticed.
+    loss: Option<(Loss, u64)>,
+}
+
+/// A loss of the job's data that lasts.
+#[derive(Debug, Clone)]
+pub(super) struct Lost {
+    /// The status's reason while it lasts.
+    pub reason: String,
+    /// Redis time the loss was noticed.
+    pub since_ms: u64,
+    /// Whether this read is the one that found it.
+    pub new: bool,
+}
+
+impl LossWatch {
+    /// Judges one read: `None` when what it shows is the job's truth (then
+    /// it is remembered), else the loss it shows or that still lasts.
+    pub fn judge(&mut self, snap: &Snapshot) -> Option<Lost> {
+        match &self.loss {
+            Some((loss, _)) if loss.cleared_by(snap) => {
+                // Start afresh: what Redis holds now is the job's truth again.
+                self.loss = None;
+                self.memory = Memory::default();
+            }
+            Some((loss, at)) => return Some(Lost { reason: loss.reason(), since_ms: *at, new: false }),
+            None => {
+                let forgotten = self.memory.forgotten(snap);
+                if !forgotten.is_empty() {
+                    let loss = self.memory.loss(forgotten);
+                    let lost = Lost { reason: loss.reason(), since_ms: snap.time_ms, new: true };
+                    self.loss = Some((loss, snap.time_ms));
+                    return Some(lost);
+                }
+            }
+        }
+        self.memory.learn(snap);
+        None
+    }
+}
+
 /// Redis lost the job's data: what, and what was known before.
 #[derive(Debug, Clone)]
-pub(super) struct Loss {
+struct Loss {
     forgotten: Vec<String>,
     fence: Option<i64>,
     last_event: Option<StreamId>,

@@ -1,17 +1,32 @@
-//! The status engine: from one [`Snapshot`] and the previous [`Tracker`], the
-//! job's state, the events that state change means, and when to look again.
+//! The status engine: an [`Engine`] per job takes each [`Snapshot`](crate::snapshot::Snapshot) (or a
+//! failed read) and answers with the job's state, the events that state
+//! change means, and when to look again.
 //!
 //! Pure and deterministic: no I/O, no clock. Every age is measured against the
 //! snapshot's Redis `TIME`, so a desktop with a wrong clock sees the same
 //! truth as the server. The watcher is the shell that reads, feeds and waits.
+//!
+//! # Layout
+//!
+//! - `engine`: the [`Engine`] object, its `handle_*` inputs and its [`Step`].
+//! - `evaluate`: one snapshot judged on its own: the raw verdict and its deadline.
+//! - `recall`: what a verdict needs from earlier reads (gaps, renewals).
+//! - `debounce`: unhealthy verdicts wait for their confirmations.
+//! - `edges`: events from the last settled state, and since when a state holds.
+//! - `memory`: noticing Redis forgetting the job's data.
+//! - `view`: the [`Status`] and [`Event`]s shown.
 
+mod debounce;
+mod edges;
 mod engine;
 mod evaluate;
 mod memory;
 #[cfg(test)]
 mod props;
+mod recall;
 #[cfg(test)]
 mod scenarios;
+mod view;
 #[cfg(test)]
 mod world;
 
@@ -21,7 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::snapshot::{Flag, LockKind};
 
-pub use engine::{Observation, Step, Tracker, step};
+pub use engine::{Engine, Step};
 pub use evaluate::{clock_utc, human_duration};
 
 /// What a supervisor needs to know about the job, in one word.

@@ -44,14 +44,14 @@ struct Look {
 
 /// Runs a script; returns every look.
 fn run(changes: &[Change], offset: u64, elapsed_scale: u64) -> Vec<Look> {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::running("srv-a", "uuid-a:1");
     w.time_ms += offset;
     w.flag_at_ms += offset;
     w.stream.clear();
     w.record("acquired");
     let mut out = Vec::new();
-    let mut look = |t: &mut Tracker, w: &World, obs: Observation| {
+    let mut look = |t: &mut Engine, w: &World, obs: Observation| {
         let step = feed(t, obs.clone());
         out.push(Look { world: w.clone(), obs, step });
     };
@@ -260,7 +260,7 @@ proptest! {
     /// Looking again at an unchanged world changes nothing.
     #[test]
     fn the_same_look_twice_is_quiet(changes in prop::collection::vec(change(), 0..30)) {
-        let mut t = Tracker::default();
+        let mut t = engine();
         let looks = run(&changes, 0, 1);
         for look in &looks {
             let _ = feed(&mut t, look.obs.clone());

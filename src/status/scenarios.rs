@@ -8,7 +8,7 @@ use crate::snapshot::{Beat, Lock, LockKind};
 
 #[test]
 fn first_look_reports_the_state_without_events() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let s = read(&mut t, &World::running("srv-a", "uuid-a:1"));
     assert_eq!(s.status.state, State::Running);
     assert_eq!(s.status.holder.as_ref().and_then(|h| h.node.as_deref()), Some("srv-a"));
@@ -17,7 +17,7 @@ fn first_look_reports_the_state_without_events() {
 
 #[test]
 fn the_holder_gone_is_pending_and_a_quick_takeover_is_one_failover() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::running("srv-a", "uuid-a:1");
     let _ = read(&mut t, &w);
     w.hand_to(None);
@@ -41,7 +41,7 @@ fn the_holder_gone_is_pending_and_a_quick_takeover_is_one_failover() {
 
 #[test]
 fn a_long_gap_is_a_death_dated_from_the_gap_then_a_recovery() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::running("srv-a", "uuid-a:1");
     let _ = read(&mut t, &w);
     w.hand_to(None);
@@ -61,7 +61,7 @@ fn a_long_gap_is_a_death_dated_from_the_gap_then_a_recovery() {
 
 #[test]
 fn the_first_look_right_after_enabling_is_pending_then_started() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::free(1_000_000 - 2_000);
     let s = read(&mut t, &w);
     assert_eq!(s.status.state, State::Pending, "{}", s.status.reason);
@@ -76,7 +76,7 @@ fn the_first_look_right_after_enabling_is_pending_then_started() {
 
 #[test]
 fn enabled_and_never_started_within_the_grace_is_a_death() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::free(1_000_000 - 2_000);
     let _ = read(&mut t, &w);
     w.wait(8_000);
@@ -93,12 +93,12 @@ fn a_first_look_dates_a_down_job_from_the_last_holder_and_is_the_same_later() {
     w.time_ms -= 50_000;
     w.record("lost");
     w.time_ms += 50_000;
-    let first = read(&mut Tracker::default(), &w);
+    let first = read(&mut engine(), &w);
     assert_eq!(first.status.state, State::Down);
     assert_eq!(first.status.since_ms, Some(1_000_000 - 50_000));
     assert!(first.status.reason.ends_with("(for 50 s)"), "{}", first.status.reason);
     w.wait(7_000);
-    let later = read(&mut Tracker::default(), &w);
+    let later = read(&mut engine(), &w);
     assert_eq!(later.status.since_ms, first.status.since_ms);
     assert!(later.status.reason.ends_with("(for 57 s)"), "{}", later.status.reason);
 
@@ -111,7 +111,7 @@ fn a_first_look_dates_a_down_job_from_the_last_holder_and_is_the_same_later() {
         state: Some("running".into()),
         ..Default::default()
     });
-    let s = feed(&mut Tracker::default(), Observation::Read(snap));
+    let s = feed(&mut engine(), Observation::Read(snap));
     assert_eq!(s.status.since_ms, Some(w.time_ms - 20_000));
 }
 
@@ -120,7 +120,7 @@ fn a_first_look_just_after_the_holder_let_go_is_pending_then_dies_at_the_window(
     let mut w = World::free(0);
     w.record("released");
     w.wait(2_000);
-    let mut t = Tracker::default();
+    let mut t = engine();
     let s = read(&mut t, &w);
     assert_eq!(s.status.state, State::Pending);
     assert!(s.status.reason.contains("take over"), "{}", s.status.reason);
@@ -130,7 +130,7 @@ fn a_first_look_just_after_the_holder_let_go_is_pending_then_dies_at_the_window(
 
 #[test]
 fn a_down_job_says_nothing_new_after_an_outage() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::free(1_000_000 - 600_000);
     let down = read(&mut t, &w);
     assert_eq!(down.status.state, State::Down);
@@ -148,7 +148,7 @@ fn a_down_job_says_nothing_new_after_an_outage() {
 
 #[test]
 fn a_state_seen_again_after_an_outage_keeps_its_since() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::running("srv-a", "uuid-a:1");
     let first = read(&mut t, &w);
     let _ = fail(&mut t, 1_000);
@@ -161,7 +161,7 @@ fn a_state_seen_again_after_an_outage_keeps_its_since() {
 
 #[test]
 fn an_outage_in_the_middle_of_a_gap_is_still_one_failover() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::running("srv-a", "uuid-a:1");
     let _ = read(&mut t, &w);
     w.hand_to(None);
@@ -176,7 +176,7 @@ fn an_outage_in_the_middle_of_a_gap_is_still_one_failover() {
 
 #[test]
 fn the_same_server_taking_the_lock_again_is_a_restart() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::running("wh-east-1", "uuid-a:1");
     let _ = read(&mut t, &w);
     // Lost the lock and took it again through a short gap: new fence, same server.
@@ -196,7 +196,7 @@ fn the_same_server_taking_the_lock_again_is_a_restart() {
 
 #[test]
 fn a_silent_holder_is_stale_and_says_whether_the_lock_is_renewed() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::running("srv-a", "uuid-a:1");
     let _ = read(&mut t, &w);
     w.beating = false;
@@ -217,7 +217,7 @@ fn a_silent_holder_is_stale_and_says_whether_the_lock_is_renewed() {
 
 #[test]
 fn disabling_stops_without_a_death() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::running("srv-a", "uuid-a:1");
     let _ = read(&mut t, &w);
     w.enabled = false;
@@ -230,7 +230,7 @@ fn disabling_stops_without_a_death() {
 
 #[test]
 fn losing_redis_is_one_unreachable_then_one_reachable() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let w = World::running("srv-a", "uuid-a:1");
     let _ = read(&mut t, &w);
     let mut seen = Vec::new();
@@ -248,7 +248,7 @@ fn losing_redis_is_one_unreachable_then_one_reachable() {
 
 #[test]
 fn one_failed_or_slow_read_changes_nothing() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let w = World::running("srv-a", "uuid-a:1");
     let _ = read(&mut t, &w);
     let slow = fail(&mut t, 800);
@@ -259,7 +259,7 @@ fn one_failed_or_slow_read_changes_nothing() {
 
 #[test]
 fn redis_losing_the_data_is_unknown_with_one_data_lost_until_a_new_holding() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::running("srv-a", "uuid-a:1");
     w.fence = Some(57);
     let _ = read(&mut t, &w);
@@ -295,7 +295,7 @@ fn redis_losing_the_data_is_unknown_with_one_data_lost_until_a_new_holding() {
 
 #[test]
 fn redis_restarted_empty_is_unreachable_then_reachable_and_data_lost() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::running("srv-a", "uuid-a:1");
     let _ = read(&mut t, &w);
     let _ = fail(&mut t, 1_000);
@@ -314,7 +314,7 @@ fn redis_restarted_empty_is_unreachable_then_reachable_and_data_lost() {
 
 #[test]
 fn two_fresh_claims_are_a_conflict() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let w = World::running("srv-a", "uuid-a:1");
     let mut snap = w.snapshot();
     snap.beats.push(Beat {
@@ -330,7 +330,7 @@ fn two_fresh_claims_are_a_conflict() {
 
 #[test]
 fn a_predecessor_that_stopped_beating_before_the_takeover_is_no_conflict() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let w = World::running("srv-b", "uuid-b:1");
     let mut snap = w.snapshot();
     // srv-a died a moment before srv-b took over; its last beat is still young.
@@ -347,7 +347,7 @@ fn a_predecessor_that_stopped_beating_before_the_takeover_is_no_conflict() {
 
 #[test]
 fn an_unreadable_lock_is_unknown_and_its_lease_unknown() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut snap = World::running("srv-a", "uuid-a:1").snapshot();
     snap.lock = Lock { kind: LockKind::Unreadable, redis_type: "list".into(), ..Default::default() };
     snap.problems.push("the lock key {outbound}:lock is a list, not a hash or string lock".into());
@@ -358,11 +358,10 @@ fn an_unreadable_lock_is_unknown_and_its_lease_unknown() {
 
 #[test]
 fn lock_only_mode_counts_a_held_lock_as_running() {
-    let mut t = Tracker::default();
     let mut w = World::running("srv-a", "uuid-a:1");
     w.beating = false;
     let cfg = Config { heartbeats: false, ..Config::default() };
-    let s = step(&mut t, JOB, LOCK, Observation::Read(w.snapshot()), &cfg);
+    let s = Engine::new(JOB, LOCK, cfg).handle_read(&w.snapshot());
     assert_eq!(s.status.state, State::Running);
 }
 
@@ -379,7 +378,7 @@ fn pending_is_amber_between_running_and_stale() {
 
 #[test]
 fn a_holder_that_waits_before_starting_is_pending_then_the_takeover_is_one_failover() {
-    let mut t = Tracker::default();
+    let mut t = engine();
     let mut w = World::running("srv-a", "uuid-a:1");
     let _ = read(&mut t, &w);
     // srv-b took the lock on a Redis that lost its data and waits out a lease.

@@ -1,6 +1,6 @@
 //! A world the engine's tests script by hand: who holds the lock, who beats,
 //! who enabled it, what the event stream remembers; and the helpers that
-//! show it to a tracker.
+//! show it to an engine.
 
 use super::*;
 use crate::snapshot::{Beat, Flag, Lock, LockKind, Snapshot, StreamEntry, StreamId};
@@ -122,16 +122,31 @@ impl World {
     }
 }
 
-pub(super) fn feed(t: &mut Tracker, obs: Observation) -> Step {
-    step(t, JOB, LOCK, obs, &Config::default())
+/// What the shell observed, as scripts replay it.
+#[derive(Debug, Clone)]
+pub(super) enum Observation {
+    Read(Snapshot),
+    Failed { reason: String, elapsed_ms: u64 },
 }
 
-pub(super) fn read(t: &mut Tracker, w: &World) -> Step {
-    feed(t, Observation::Read(w.snapshot()))
+/// An engine for the test job with the default config.
+pub(super) fn engine() -> Engine {
+    Engine::new(JOB, LOCK, Config::default())
 }
 
-pub(super) fn fail(t: &mut Tracker, elapsed_ms: u64) -> Step {
-    feed(t, Observation::Failed { reason: "refused".into(), elapsed_ms })
+pub(super) fn feed(e: &mut Engine, obs: Observation) -> Step {
+    match obs {
+        Observation::Read(snap) => e.handle_read(&snap),
+        Observation::Failed { reason, elapsed_ms } => e.handle_failure(reason, elapsed_ms),
+    }
+}
+
+pub(super) fn read(e: &mut Engine, w: &World) -> Step {
+    e.handle_read(&w.snapshot())
+}
+
+pub(super) fn fail(e: &mut Engine, elapsed_ms: u64) -> Step {
+    e.handle_failure("refused", elapsed_ms)
 }
 
 pub(super) fn kinds(s: &Step) -> Vec<EventKind> {

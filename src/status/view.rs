@@ -1,0 +1,88 @@
+//! What the engine shows: a [`Status`] built from a read and its verdict,
+//! a blank one when nothing could be read, and the events it emits.
+
+use crate::snapshot::Snapshot;
+
+use super::evaluate::Raw;
+use super::{Config, Event, EventKind, LockView, NodeView, State, Status};
+
+/// The job the engine watches, as every status and event names it.
+#[derive(Debug, Clone)]
+pub(super) struct Job {
+    pub name: String,
+    pub lock_key: String,
+}
+
+impl Job {
+    /// An event about this job, with no holders named.
+    pub fn event(&self, kind: EventKind, at_ms: u64, reason: &str) -> Event {
+        Event { event: kind, job: self.name.clone(), at_ms, from: None, to: None, reason: reason.to_owned() }
+    }
+
+    /// A status with nothing read: every fact blank.
+    pub fn blank(&self, state: State, reason: String, since_ms: Option<u64>) -> Status {
+        let lock = LockView {
+            key: self.lock_key.clone(),
+            kind: None,
+            holders: Vec::new(),
+            ttl_ms: None,
+            fence: None,
+            next_run_ms: None,
+        };
+        Status {
+            job: self.name.clone(),
+            state,
+            reason,
+            holder: None,
+            lock,
+            enabled_users: Vec::new(),
+            flags: Vec::new(),
+            nodes: Vec::new(),
+            checked_at_ms: None,
+            since_ms,
+            pending_until_ms: None,
+            problems: Vec::new(),
+        }
+    }
+
+    /// The status of a read, with the verdict `raw` dated `since_ms`.
+    pub fn status(&self, snap: &Snapshot, raw: &Raw, since_ms: Option<u64>, cfg: &Config) -> Status {
+        let now = snap.time_ms;
+        let lock = LockView {
+            key: self.lock_key.clone(),
+            kind: Some(snap.lock.kind),
+            holders: snap.lock.holders.clone(),
+            ttl_ms: snap.lock.ttl_ms,
+            fence: snap.fence,
+            next_run_ms: snap.lock.next_run_ms,
+        };
+        let nodes = snap
+            .beats
+            .iter()
+            .map(|b| NodeView {
+                node: b.node.clone(),
+                state: b.state.clone(),
+                host: b.host.clone(),
+                heartbeat_age_ms: b.beat_ms.map(|t| now.saturating_sub(t)),
+                fence: b.fence,
+                fresh: b.beat_ms.is_some_and(|t| now.saturating_sub(t) <= cfg.heartbeat_grace_ms),
+            })
+            .collect();
+        let pending_until_ms =
+            (raw.state == State::Pending).then(|| raw.starts_at_ms.or(raw.gap.map(|g| g.until_ms(cfg)))).flatten();
+        Status {
+            job: self.name.clone(),
+            state: raw.state,
+            reason: raw.reason.clone(),
+            holder: raw.holder.clone(),
+            lock,
+            enabled_users: snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.clone()).collect(),
+            flags: snap.flags.clone(),
+            nodes,
+            checked_at_ms: Some(now),
+            since_ms,
+            pending_until_ms,
+            problems: snap.problems.clone(),
+        }
+    }
+}
