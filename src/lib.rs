@@ -17,10 +17,8 @@
 //! - [`connect`]: Redis URLs, connections and their timeouts.
 //! - [`spec`]: the rules for user input (names, durations, URL and password) and what it becomes.
 //! - [`error`]: the library's errors, one sentence each.
-//! - [`cli`]: the `lockwatch` command line.
 
 pub mod acl;
-pub mod cli;
 pub mod connect;
 pub mod error;
 pub mod flags;

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::status::human_duration as secs;
-use crate::status::{Event, EventKind, Status};
+use lockwatch::status::human_duration as secs;
+use lockwatch::status::{Event, EventKind, Status};
 
 /// A multi-line summary of a status.
 pub fn status(s: &Status) -> String {
@@ -21,7 +21,7 @@ pub fn status(s: &Status) -> String {
     match s.lock.kind {
         Some(kind) => {
             let ttl = match (s.lock.ttl_ms, s.lock.holders.is_empty()) {
-                _ if kind == crate::snapshot::LockKind::Unreadable => "lease not known".to_owned(),
+                _ if kind == lockwatch::snapshot::LockKind::Unreadable => "lease not known".to_owned(),
                 (_, true) => "free".to_owned(),
                 (Some(t), false) => format!("expires in {}", secs(t)),
                 (None, false) => "no expiry".to_owned(),
@@ -81,8 +81,8 @@ pub fn event(e: &Event) -> String {
     format!("{} {} {}: {what}", utc(e.at_ms), e.event.as_str(), e.job)
 }
 
-fn kind_name(kind: crate::snapshot::LockKind) -> &'static str {
-    use crate::snapshot::LockKind::*;
+fn kind_name(kind: lockwatch::snapshot::LockKind) -> &'static str {
+    use lockwatch::snapshot::LockKind::*;
     match kind {
         None => "no lock",
         Redisson => "Redisson lock",
@@ -117,8 +117,8 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{Flag, Lock, LockKind, Snapshot};
-    use crate::status::{Config, Engine, State};
+    use lockwatch::snapshot::{Flag, Lock, LockKind, Snapshot};
+    use lockwatch::status::{Config, Engine, State};
 
     #[test]
     fn utc_formats_known_instants() {
@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn failover_line_names_both_servers() {
-        use crate::status::HolderRef;
+        use lockwatch::status::HolderRef;
         let e = Event {
             event: EventKind::Failover,
             job: "outbound".into(),

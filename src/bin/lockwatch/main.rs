@@ -1,5 +1,5 @@
-//! The `lockwatch` command line: arguments, then one function per command.
-//! Errors end here, printed once as a sentence on stderr.
+//! The `lockwatch` command: arguments, then one function per command, each
+//! calling the library. Errors end here, printed once as a sentence on stderr.
 //!
 //! Exit codes, Nagios style for `status`: 0 running or stopped, 1 stale or
 //! pending, 2 down or conflict, 3 unknown. Every other command: 0 on success,
@@ -12,7 +12,7 @@ mod args;
 mod demo;
 mod history;
 mod log;
-pub mod render;
+mod render;
 mod usage;
 
 use std::io::{self, Write};
@@ -21,16 +21,16 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use serde_json::json;
 
-use crate::flags;
-use crate::probe::probe;
-use crate::status::{Engine, State};
-use crate::watch::Watcher;
+use lockwatch::flags;
+use lockwatch::probe::probe;
+use lockwatch::status::{Engine, State};
+use lockwatch::watch::Watcher;
 
-pub use args::{Cli, Command, DurationError, Global, command, parse_duration};
-pub use usage::EXIT_USAGE;
+use args::{Cli, Command, Global};
 
-/// Runs the command line and returns the process exit code.
-pub fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Started by a worker as its job's reaper, this never returns.
+    lockwatch::reaper::enter_if_asked();
     let cli = match usage::parse(std::env::args_os()) {
         Ok(cli) => cli,
         Err(code) => return code,
@@ -82,24 +82,24 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::History { json, since } => history::run(g, *json, *since).await,
         Command::Worker { node, lease, every, stall_after, stop_grace, command } => {
             // Before anything else: a stop request from now on is a clean stop.
-            let stop = crate::worker::stop_signals()?;
-            let opts = crate::worker::Options {
+            let stop = lockwatch::worker::stop_signals()?;
+            let opts = lockwatch::worker::Options {
                 node: node.clone(),
                 lease: *lease,
                 every: *every,
                 stall_after: *stall_after,
                 tick: std::time::Duration::from_secs(1).min(*lease / 3),
                 stop_grace: *stop_grace,
-                work: crate::job::Work::Command(command.clone()),
+                work: lockwatch::job::Work::Command(command.clone()),
             };
-            crate::worker::run(g.target()?, g.keys(), opts, stop).await?;
+            lockwatch::worker::run(g.target()?, g.keys(), opts, stop).await?;
             Ok(0)
         }
         Command::Demo => demo::run(g).await,
         Command::Acl { user } => {
             let user = flags::check_user(user)?;
             let mut out = io::stdout().lock();
-            for line in crate::acl::rules(&g.keys(), user) {
+            for line in lockwatch::acl::rules(&g.keys(), user) {
                 writeln!(out, "{line}")?;
             }
             eprintln!(
@@ -196,7 +196,7 @@ async fn flip(g: &Global, user: Option<&str>, on: bool, reason: Option<&str>) ->
 }
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C).
-pub(crate) async fn terminated() {
+async fn terminated() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -9,14 +9,13 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
-use crate::connect::{DEFAULT_URL, Target};
-use crate::error::Error;
-use crate::flags;
-use crate::keys::{DEFAULT_JOB, Keys};
-use crate::spec::{self, ConnectionSpec, Field, JobSpec, Problem, Timing};
-pub use crate::spec::{DurationError, parse_duration};
-use crate::status;
-use crate::watch;
+use lockwatch::connect::{DEFAULT_URL, Target};
+use lockwatch::flags;
+use lockwatch::keys::{DEFAULT_JOB, Keys};
+use lockwatch::spec::parse_duration;
+use lockwatch::spec::{self, ConnectionSpec, Field, JobSpec, Problem, Timing};
+use lockwatch::status;
+use lockwatch::watch;
 
 /// See whether a job guarded by a Redis lock runs, where, and whether it hung.
 #[derive(Debug, Parser)]
@@ -201,9 +200,9 @@ impl Global {
     /// The Redis server to talk to.
     ///
     /// # Errors
-    /// [`Error::BadUrl`] or [`Error::Invalid`] for a URL or CA file that cannot be used.
-    pub fn target(&self) -> Result<Target, Error> {
-        self.connection().target()
+    /// The library's sentence for a URL or CA file that cannot be used.
+    pub fn target(&self) -> anyhow::Result<Target> {
+        Ok(self.connection().target()?)
     }
 
     /// The job as the options describe it; each option passed its rule in [`spec`] already.

@@ -8,8 +8,8 @@ use anyhow::Result;
 
 use super::args::Global;
 use super::render::utc;
-use crate::history::{self, Item, What};
-use crate::status::human_duration;
+use lockwatch::history::{self, Item, What};
+use lockwatch::status::human_duration;
 
 /// Prints the history of the last `since` (or all the stream holds).
 pub async fn run(g: &Global, json: bool, since: Option<Duration>) -> Result<u8> {
@@ -59,8 +59,8 @@ pub fn line(item: &Item) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::End;
-    use crate::status::HolderRef;
+    use lockwatch::history::End;
+    use lockwatch::status::HolderRef;
 
     #[test]
     fn lines_say_what_happened_in_utc() {
