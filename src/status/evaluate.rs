@@ -3,6 +3,7 @@
 //! before debouncing, its reason, since when it holds, and the moment the
 //! verdict could change.
 
+use crate::history::entry::kind;
 use crate::snapshot::{Beat, LockKind, Snapshot};
 
 use super::{Config, Holder, State};
@@ -241,7 +242,7 @@ fn remembered_gap(snap: &Snapshot) -> Gap {
         .recent_events
         .iter()
         .flatten()
-        .filter(|e| matches!(e.kind.as_str(), "released" | "lost"))
+        .filter(|e| [kind::RELEASED, kind::LOST].contains(&e.kind.as_str()))
         .map(|e| e.id.ms)
         .max();
     match last_beat_holding.max(last_let_go) {

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 
+use crate::history::entry::kind;
 use crate::snapshot::{Snapshot, StreamId};
 
 /// What Redis has been seen to remember.
@@ -157,7 +158,7 @@ impl Loss {
     pub fn cleared_by(&self, snap: &Snapshot) -> bool {
         let new_holding = snap.lock.is_held() && snap.fence.is_some() && snap.fence > self.fence;
         let after = self.last_event.unwrap_or(StreamId { ms: self.seen_at_ms, seq: u64::MAX });
-        let acquired = snap.recent_events.iter().flatten().any(|e| e.kind == "acquired" && e.id > after);
+        let acquired = snap.recent_events.iter().flatten().any(|e| e.kind == kind::ACQUIRED && e.id > after);
         let flipped = snap.flags.iter().any(|f| f.at_ms.is_some_and(|t| t > self.seen_at_ms));
         new_holding || acquired || flipped
     }
