@@ -187,9 +187,12 @@ impl Tr {
     }
 }
 
+/// The prefixes of the messages the page shows.
+const PAGE_PREFIXES: [&str; 3] = ["page-", "duration-", "list-"];
+
 /// The messages the page fills in itself, as templates with `{name}` for
-/// each variable. Messages with selectors are the app's own (it formats
-/// them); a test keeps the page's messages free of them.
+/// each variable. They take plain variables only (a test checks); messages
+/// with selectors are formatted by the app.
 pub fn page_messages(lang: Lang) -> BTreeMap<String, String> {
     let resource = match fluent_syntax::parser::parse(lang.source()) {
         Ok(r) => r,
@@ -199,7 +202,9 @@ pub fn page_messages(lang: Lang) -> BTreeMap<String, String> {
         .body
         .iter()
         .filter_map(|entry| match entry {
-            ast::Entry::Message(m) => Some((m.id.name.to_owned(), template(m.value.as_ref()?)?)),
+            ast::Entry::Message(m) if PAGE_PREFIXES.iter().any(|p| m.id.name.starts_with(p)) => {
+                Some((m.id.name.to_owned(), template(m.value.as_ref()?)?))
+            }
             _ => None,
         })
         .collect()
@@ -258,7 +263,7 @@ mod tests {
     fn the_pages_messages_are_plain_templates_in_both_languages() {
         for lang in Lang::ALL {
             let page = page_messages(lang);
-            for id in ids(lang).iter().filter(|id| ["page-", "state-", "duration-", "list-"].iter().any(|p| id.starts_with(p))) {
+            for id in ids(lang).iter().filter(|id| PAGE_PREFIXES.iter().any(|p| id.starts_with(p))) {
                 assert!(page.contains_key(id), "{lang:?} {id} has more than text and variables");
             }
         }
@@ -269,26 +274,54 @@ mod tests {
 
     #[test]
     fn every_message_the_page_asks_for_is_in_the_catalog() {
-        // The page names its messages as t("page-…"); each must exist in both languages.
+        // The page names its messages literally ("page-…", "duration-…"), in
+        // its scripts and in index.html's data-t attributes.
         let ui = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui");
         let mut asked = Vec::new();
         for entry in std::fs::read_dir(&ui).unwrap() {
             let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "js") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                for (i, _) in text.match_indices("t(\"") {
-                    let rest = &text[i + 3..];
+            if !path.extension().is_some_and(|e| e == "js" || e == "html") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for prefix in ["\"page-", "\"duration-", "\"list-"] {
+                for (i, _) in text.match_indices(prefix) {
+                    let rest = &text[i + 1..];
                     let id = &rest[..rest.find('"').unwrap()];
                     asked.push((path.file_name().unwrap().to_string_lossy().into_owned(), id.to_owned()));
                 }
             }
         }
-        assert!(asked.len() > 30, "{asked:?}");
+        assert!(asked.len() > 60, "{asked:?}");
         for lang in Lang::ALL {
             let page = page_messages(lang);
             for (file, id) in &asked {
                 assert!(page.contains_key(id), "{file} asks for {id}, which {lang:?} lacks");
             }
+        }
+    }
+
+    #[test]
+    fn the_page_tests_read_the_catalog_as_it_is() {
+        // ui/tests/texts.*.json give the node tests the real messages; they
+        // are written from the catalog with LOCKWATCH_UPDATE_TEXTS=1.
+        for lang in Lang::ALL {
+            let path =
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../ui/tests/texts.{}.json", lang.tag()));
+            let want = serde_json::to_string_pretty(
+                &serde_json::json!({ "lang": lang.tag(), "messages": page_messages(lang) }),
+            )
+            .unwrap()
+                + "\n";
+            if std::env::var_os("LOCKWATCH_UPDATE_TEXTS").is_some() {
+                std::fs::write(&path, &want).unwrap();
+            }
+            let have = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                have == want,
+                "{} is stale: run LOCKWATCH_UPDATE_TEXTS=1 cargo test -p lockwatch-tray --lib i18n::",
+                path.display()
+            );
         }
     }
 

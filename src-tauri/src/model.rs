@@ -82,7 +82,13 @@ pub struct Words<'a> {
 
 /// Builds the tray's view of all jobs for `user`. Ages come from each
 /// status's Redis time; `desktop_now_ms` only times the mute.
-pub fn tray_view(jobs: &[JobView], user: &str, mute_until_ms: Option<u64>, desktop_now_ms: u64, words: &Words) -> TrayView {
+pub fn tray_view(
+    jobs: &[JobView],
+    user: &str,
+    mute_until_ms: Option<u64>,
+    desktop_now_ms: u64,
+    words: &Words,
+) -> TrayView {
     let icon = jobs
         .iter()
         .map(|j| j.status.as_ref().map_or(State::Unknown, |s| s.state))
@@ -170,7 +176,9 @@ pub fn status_line(s: &Status, words: &Words) -> String {
         (State::Running | State::Stale | State::Conflict, Some(node)) => {
             tr.ta("menu-head-server", &[("job", job), ("state", state), ("server", node.as_str().into())])
         }
-        (State::Unknown, _) if s.checked_at_ms.is_none() => tr.ta("menu-head-unreadable", &[("job", job), ("state", state)]),
+        (State::Unknown, _) if s.checked_at_ms.is_none() => {
+            tr.ta("menu-head-unreadable", &[("job", job), ("state", state)])
+        }
         (State::Unknown, _) => {
             tr.ta("menu-head-reason", &[("job", job), ("state", state), ("reason", headline(&s.reason).into())])
         }
@@ -383,7 +391,8 @@ mod tests {
 
     #[test]
     fn the_menu_says_state_server_age_and_since() {
-        let v = tray_view(&[view(State::Running, Some("wh-east-1"), &["alice", "bob"])], "alice", None, 1_000_000, &en());
+        let v =
+            tray_view(&[view(State::Running, Some("wh-east-1"), &["alice", "bob"])], "alice", None, 1_000_000, &en());
         let m = &v.jobs[0];
         assert_eq!(m.status_line, "outbound: running on wh-east-1 · for 12 min 0 s (since 00:04) · heartbeat 1 s ago");
         assert_eq!(m.enabled_for_me, Some(true));
@@ -437,7 +446,10 @@ mod tests {
         }
         let v = tray_view(&[pending, view(State::Running, Some("a"), &[])], "alice", None, 0, &en());
         assert_eq!(v.icon, State::Pending, "amber beats green");
-        assert_eq!(v.jobs[0].status_line, "outbound: pending · a server should take it within 3 s · for 2 s (since 00:16)");
+        assert_eq!(
+            v.jobs[0].status_line,
+            "outbound: pending · a server should take it within 3 s · for 2 s (since 00:16)"
+        );
     }
 
     #[test]
@@ -457,8 +469,8 @@ mod tests {
         let mut n = Notifier::new(60_000);
         let kinds = default_notify_kinds();
         let t = |_| String::new();
-        assert!(n.decide(&event(EventKind::DataLost, "outbound"), &kinds, None, 0  , &en().tr, t).is_some());
-        assert!(n.decide(&event(EventKind::DataLost, "outbound"), &kinds, None, 5_000  , &en().tr, t).is_none());
+        assert!(n.decide(&event(EventKind::DataLost, "outbound"), &kinds, None, 0, &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::DataLost, "outbound"), &kinds, None, 5_000, &en().tr, t).is_none());
     }
 
     #[test]
@@ -485,10 +497,10 @@ mod tests {
         let mut n = Notifier::new(60_000);
         let kinds = default_notify_kinds();
         let t = |_| String::new();
-        assert!(n.decide(&event(EventKind::Died, "outbound"), &kinds, None, 0  , &en().tr, t).is_some());
-        assert!(n.decide(&event(EventKind::Died, "outbound"), &kinds, None, 30_000  , &en().tr, t).is_none());
-        assert!(n.decide(&event(EventKind::Died, "inbound"), &kinds, None, 30_000  , &en().tr, t).is_some());
-        assert!(n.decide(&event(EventKind::Died, "outbound"), &kinds, None, 61_000  , &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::Died, "outbound"), &kinds, None, 0, &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::Died, "outbound"), &kinds, None, 30_000, &en().tr, t).is_none());
+        assert!(n.decide(&event(EventKind::Died, "inbound"), &kinds, None, 30_000, &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::Died, "outbound"), &kinds, None, 61_000, &en().tr, t).is_some());
     }
 
     #[test]
@@ -496,25 +508,29 @@ mod tests {
         let mut n = Notifier::new(60_000);
         let kinds = default_notify_kinds();
         let t = |_| String::new();
-        assert!(n.decide(&event(EventKind::Reachable, "outbound"), &kinds, None, 0  , &en().tr, t).is_none(), "nothing to answer");
-        assert!(n.decide(&event(EventKind::Unreachable, "outbound"), &kinds, None, 0  , &en().tr, t).is_some());
-        assert!(n.decide(&event(EventKind::Unreachable, "inbound"), &kinds, None, 10  , &en().tr, t).is_none());
-        assert!(n.decide(&event(EventKind::Reachable, "outbound"), &kinds, None, 20  , &en().tr, t).is_some());
-        assert!(n.decide(&event(EventKind::Reachable, "inbound"), &kinds, None, 30  , &en().tr, t).is_none());
+        assert!(
+            n.decide(&event(EventKind::Reachable, "outbound"), &kinds, None, 0, &en().tr, t).is_none(),
+            "nothing to answer"
+        );
+        assert!(n.decide(&event(EventKind::Unreachable, "outbound"), &kinds, None, 0, &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::Unreachable, "inbound"), &kinds, None, 10, &en().tr, t).is_none());
+        assert!(n.decide(&event(EventKind::Reachable, "outbound"), &kinds, None, 20, &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::Reachable, "inbound"), &kinds, None, 30, &en().tr, t).is_none());
     }
 
     #[test]
     fn mute_and_choices_silence_notifications() {
         let mut n = Notifier::new(0);
         let t = |_| String::new();
-        assert!(n.decide(&event(EventKind::Died, "o"), &default_notify_kinds(), Some(100), 50  , &en().tr, t).is_none());
-        assert!(n.decide(&event(EventKind::Died, "o"), &default_notify_kinds(), Some(100), 150  , &en().tr, t).is_some());
-        assert!(n.decide(&event(EventKind::Started, "o"), &[EventKind::Died], None, 0  , &en().tr, t).is_none());
+        assert!(n.decide(&event(EventKind::Died, "o"), &default_notify_kinds(), Some(100), 50, &en().tr, t).is_none());
+        assert!(n.decide(&event(EventKind::Died, "o"), &default_notify_kinds(), Some(100), 150, &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::Started, "o"), &[EventKind::Died], None, 0, &en().tr, t).is_none());
     }
 
     #[test]
     fn the_menu_speaks_chinese_from_the_statuses_fields() {
-        let v = tray_view(&[view(State::Running, Some("wh-east-1"), &["alice", "bob", "carol"])], "alice", None, 0, &zh());
+        let v =
+            tray_view(&[view(State::Running, Some("wh-east-1"), &["alice", "bob", "carol"])], "alice", None, 0, &zh());
         let m = &v.jobs[0];
         assert_eq!(m.status_line, "outbound：运行中 · wh-east-1 · 已持续 12 分 0 秒（00:04 起） · 心跳 1 秒前");
         assert_eq!(m.flip_label, "由我启用");
@@ -563,7 +579,10 @@ mod tests {
         let died = note(&event(EventKind::Died, "outbound"), "10:02:03", &zh().tr);
         assert_eq!(died.summary, "outbound 已宕机");
         assert!(died.critical);
-        assert_eq!(note(&event(EventKind::Unreachable, "o"), "10:02:03", &zh().tr).summary, "无法连接 Redis：任务状态未知");
+        assert_eq!(
+            note(&event(EventKind::Unreachable, "o"), "10:02:03", &zh().tr).summary,
+            "无法连接 Redis：任务状态未知"
+        );
         let mut unnamed = event(EventKind::Failover, "outbound");
         unnamed.to = Some(HolderRef { field: "b:1".into(), node: None });
         let n = note(&unnamed, "10:02:03", &zh().tr);
