@@ -25,8 +25,12 @@ pub struct TrayView {
     /// The worst state of all jobs.
     pub icon: State,
     pub jobs: Vec<JobMenu>,
-    /// "Mute notifications" submenu title, with the time left when muted.
+    /// The mute submenu's title: "Mute notifications", or until when they
+    /// are muted. It changes only when the mute does (the menu is rebuilt
+    /// then: a submenu's title does not follow a change in place).
     pub mute_label: String,
+    /// The submenu's "Unmute", with the time left while muted (updated in place).
+    pub unmute_label: String,
     /// The fixed items' labels, in the language shown.
     pub labels: Labels,
 }
@@ -35,8 +39,8 @@ pub struct TrayView {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Labels {
     pub open: String,
-    /// For 1 hour, for 4 hours, until tomorrow, unmute.
-    pub mute: [String; 4],
+    /// For 1 hour, for 4 hours, until tomorrow.
+    pub mute: [String; 3],
     pub settings: String,
     pub autostart: String,
     pub quit: String,
@@ -46,7 +50,7 @@ impl Labels {
     pub fn new(tr: &Tr) -> Labels {
         Labels {
             open: tr.t("menu-open"),
-            mute: ["menu-mute-1h", "menu-mute-4h", "menu-mute-tomorrow", "menu-unmute"].map(|id| tr.t(id)),
+            mute: ["menu-mute-1h", "menu-mute-4h", "menu-mute-tomorrow"].map(|id| tr.t(id)),
             settings: tr.t("menu-settings"),
             autostart: tr.t("menu-autostart"),
             quit: tr.t("menu-quit"),
@@ -97,7 +101,8 @@ pub fn tray_view(
     TrayView {
         icon,
         jobs: jobs.iter().map(|j| job_menu(j, user, words)).collect(),
-        mute_label: mute_label(mute_until_ms, desktop_now_ms, &words.tr),
+        mute_label: mute_label(mute_until_ms, desktop_now_ms, words),
+        unmute_label: unmute_label(mute_until_ms, desktop_now_ms, &words.tr),
         labels: Labels::new(&words.tr),
     }
 }
@@ -208,10 +213,17 @@ fn headline(reason: &str) -> String {
     }
 }
 
-fn mute_label(mute_until_ms: Option<u64>, now_ms: u64, tr: &Tr) -> String {
+fn mute_label(mute_until_ms: Option<u64>, now_ms: u64, words: &Words) -> String {
     match mute_until_ms {
-        Some(until) if until > now_ms => tr.ta("menu-muted", &[("left", tr.duration(until - now_ms).into())]),
-        _ => tr.t("menu-mute"),
+        Some(until) if until > now_ms => words.tr.ta("menu-muted", &[("until", (words.time_of_day)(until).into())]),
+        _ => words.tr.t("menu-mute"),
+    }
+}
+
+fn unmute_label(mute_until_ms: Option<u64>, now_ms: u64, tr: &Tr) -> String {
+    match mute_until_ms {
+        Some(until) if until > now_ms => tr.ta("menu-unmute-left", &[("left", tr.duration(until - now_ms).into())]),
+        _ => tr.t("menu-unmute"),
     }
 }
 
@@ -474,9 +486,11 @@ mod tests {
     }
 
     #[test]
-    fn mute_label_shows_the_time_left() {
-        assert_eq!(mute_label(Some(3_600_000), 0, &en().tr), "Notifications muted: 1 h 0 min left");
-        assert_eq!(mute_label(Some(10), 20, &en().tr), "Mute notifications");
+    fn mute_label_shows_until_when_and_the_time_left() {
+        assert_eq!(mute_label(Some(3_600_000), 0, &en()), "Notifications muted until 01:00");
+        assert_eq!(unmute_label(Some(3_600_000), 0, &en().tr), "Unmute (1 h 0 min left)");
+        assert_eq!(mute_label(Some(10), 20, &en()), "Mute notifications");
+        assert_eq!(unmute_label(Some(10), 20, &en().tr), "Unmute");
     }
 
     #[test]
@@ -607,9 +621,16 @@ mod tests {
     fn the_mute_title_shows_the_time_left_in_both_languages() {
         let jobs = [view(State::Running, Some("a"), &[])];
         let v = tray_view(&jobs, "alice", Some(3_000_000), 0, &zh());
-        assert_eq!(v.mute_label, "通知已静音：还剩 50 分 0 秒");
+        assert_eq!(
+            (v.mute_label.as_str(), v.unmute_label.as_str()),
+            ("通知已静音，至 00:50", "恢复通知（还剩 50 分 0 秒）")
+        );
         let v = tray_view(&jobs, "alice", Some(3_000_000), 2_999_000, &en());
-        assert_eq!(v.mute_label, "Notifications muted: 1 s left");
-        assert_eq!(tray_view(&jobs, "alice", Some(3_000_000), 3_000_000, &zh()).mute_label, "通知静音");
+        assert_eq!(
+            (v.mute_label.as_str(), v.unmute_label.as_str()),
+            ("Notifications muted until 00:50", "Unmute (1 s left)")
+        );
+        let v = tray_view(&jobs, "alice", Some(3_000_000), 3_000_000, &zh());
+        assert_eq!((v.mute_label.as_str(), v.unmute_label.as_str()), ("通知静音", "恢复通知"));
     }
 }

@@ -52,9 +52,9 @@ pub fn redraw(app: &AppHandle) {
 
 /// The menu as built, to update it in place.
 pub struct TrayMenu {
-    shape: (Vec<(String, bool)>, Labels),
+    shape: (Vec<(String, bool)>, Labels, String),
     jobs: Vec<JobItems>,
-    mute: Submenu<Wry>,
+    unmute: MenuItem<Wry>,
     autostart: CheckMenuItem<Wry>,
     icon: State,
 }
@@ -77,8 +77,13 @@ pub fn render(
     view: &TrayView,
     autostart: bool,
 ) -> tauri::Result<()> {
-    // A new language changes every fixed label: rebuilt too.
-    let shape = (view.jobs.iter().map(|j| (j.job.clone(), j.error_line.is_some())).collect(), view.labels.clone());
+    // A new language changes every fixed label, and a submenu's title does
+    // not follow set_text over the tray host's D-Bus menu: both rebuild.
+    let shape = (
+        view.jobs.iter().map(|j| (j.job.clone(), j.error_line.is_some())).collect(),
+        view.labels.clone(),
+        view.mute_label.clone(),
+    );
     let rebuild = current.as_ref().is_none_or(|m| m.shape != shape);
     if rebuild {
         let menu = Menu::new(app)?;
@@ -110,6 +115,7 @@ pub fn render(
             jobs.push(JobItems { status, flip, others, error });
         }
         let labels = &view.labels;
+        let unmute = MenuItem::with_id(app, MenuId::Mute(Mute::Off), &view.unmute_label, true, None::<&str>)?;
         let mute = Submenu::with_id_and_items(
             app,
             MenuId::MuteMenu,
@@ -119,7 +125,7 @@ pub fn render(
                 &MenuItem::with_id(app, MenuId::Mute(Mute::OneHour), &labels.mute[0], true, None::<&str>)?,
                 &MenuItem::with_id(app, MenuId::Mute(Mute::FourHours), &labels.mute[1], true, None::<&str>)?,
                 &MenuItem::with_id(app, MenuId::Mute(Mute::UntilTomorrow), &labels.mute[2], true, None::<&str>)?,
-                &MenuItem::with_id(app, MenuId::Mute(Mute::Off), &labels.mute[3], true, None::<&str>)?,
+                &unmute,
             ],
         )?;
         let autostart_item =
@@ -132,7 +138,7 @@ pub fn render(
         menu.append(&MenuItem::with_id(app, MenuId::Quit, &labels.quit, true, None::<&str>)?)?;
         tray.set_menu(Some(menu))?;
         tray.set_icon(Some(Image::from_bytes(icon(view.icon))?))?;
-        *current = Some(TrayMenu { shape, jobs, mute, autostart: autostart_item, icon: view.icon });
+        *current = Some(TrayMenu { shape, jobs, unmute, autostart: autostart_item, icon: view.icon });
         return Ok(());
     }
     let Some(m) = current.as_mut() else { return Ok(()) };
@@ -147,7 +153,7 @@ pub fn render(
             item.set_text(text)?;
         }
     }
-    m.mute.set_text(&view.mute_label)?;
+    m.unmute.set_text(&view.unmute_label)?;
     m.autostart.set_checked(autostart)?;
     if m.icon != view.icon {
         tray.set_icon(Some(Image::from_bytes(icon(view.icon))?))?;
