@@ -1,6 +1,8 @@
 // The dashboard's entry: loads the app state once, then lives on the
 // `status` and `event` events the app pushes; switches views by the URL hash.
+// The page's words come with the state, from the app's catalog.
 
+import { setTexts, t, translate } from "./i18n.js";
 import { renderLive } from "./live.js";
 import { renderHistory } from "./history.js";
 import { renderSettings } from "./settings.js";
@@ -41,9 +43,14 @@ function render(name = currentView().name) {
 }
 
 async function reload() {
-  app.state = await app.invoke("get_state");
+  const [state, texts] = await Promise.all([app.invoke("get_state"), app.invoke("page_texts")]);
+  setTexts(texts);
+  document.documentElement.lang = texts.lang;
+  translate(document);
+  window.lockwatchFailed = t("page-failed");
+  app.state = state;
   app.statuses = new Map(app.state.jobs.map((j) => [j.job, j]));
-  document.getElementById("connection").textContent = app.state.redis ? `${app.state.redis} · as ${app.state.user}` : app.state.settings_error ?? "";
+  document.getElementById("connection").textContent = app.state.redis ? t("page-connection", { redis: app.state.redis, user: app.state.user }) : app.state.settings_error ?? "";
   render();
 }
 

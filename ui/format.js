@@ -1,35 +1,69 @@
-// Pure formatting for the dashboard: durations, times, state words.
+// Pure formatting for the dashboard: durations, times, state words and
+// sentences, in the language the app chose (see i18n.js).
 
-/** A duration for people: "850 ms", "12 s", "4 min 5 s", "2 h 3 min". */
+import { language, t } from "./i18n.js";
+
+/** A duration for people: "850 ms", "12 s", "4 min 5 s", "2 h 3 min" (or "4 分 5 秒"). */
 export function duration(ms) {
   if (ms == null || !Number.isFinite(ms)) return "–";
   ms = Math.max(0, Math.round(ms));
-  if (ms < 1000) return `${ms} ms`;
-  if (ms < 60_000) return `${Math.floor(ms / 1000)} s`;
-  if (ms < 3_600_000) return `${Math.floor(ms / 60_000)} min ${Math.floor(ms / 1000) % 60} s`;
-  return `${Math.floor(ms / 3_600_000)} h ${Math.floor(ms / 60_000) % 60} min`;
+  if (ms < 1000) return t("duration-ms", { ms });
+  if (ms < 60_000) return t("duration-s", { s: Math.floor(ms / 1000) });
+  if (ms < 3_600_000) return t("duration-min", { min: Math.floor(ms / 60_000), s: Math.floor(ms / 1000) % 60 });
+  return t("duration-h", { h: Math.floor(ms / 3_600_000), min: Math.floor(ms / 60_000) % 60 });
 }
 
-/** Local clock time of an epoch-ms instant: "14:03:07". */
+/** Local clock time of an epoch-ms instant, 24 h: "14:03:07". */
 export function clock(ms) {
   if (ms == null) return "–";
-  return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+  return new Date(ms).toLocaleTimeString(language(), { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
 }
 
-/** Words and a glyph for each state: never colour alone. */
+/** The message ids and glyph of each state: never colour alone. */
 export const STATES = {
-  running: { word: "Running", glyph: "✔", hint: "held, heartbeat fresh" },
-  stale: { word: "Stale", glyph: "⚠", hint: "held, heartbeat old: hung or dying" },
-  down: { word: "Down", glyph: "✖", hint: "enabled, but no server runs it" },
-  pending: { word: "Pending", glyph: "◔", hint: "nobody runs it yet; a server should take it soon" },
-  stopped: { word: "Stopped", glyph: "❚❚", hint: "nobody has it enabled" },
-  conflict: { word: "Conflict", glyph: "◆", hint: "two servers claim it" },
-  unknown: { word: "Unknown", glyph: "?", hint: "Redis cannot be read" },
+  running: { word: "page-state-running", hint: "page-hint-running", glyph: "✔" },
+  stale: { word: "page-state-stale", hint: "page-hint-stale", glyph: "⚠" },
+  down: { word: "page-state-down", hint: "page-hint-down", glyph: "✖" },
+  pending: { word: "page-state-pending", hint: "page-hint-pending", glyph: "◔" },
+  stopped: { word: "page-state-stopped", hint: "page-hint-stopped", glyph: "❚❚" },
+  conflict: { word: "page-state-conflict", hint: "page-hint-conflict", glyph: "◆" },
+  unknown: { word: "page-state-unknown", hint: "page-hint-unknown", glyph: "?" },
 };
 
-/** The state's display record, falling back to unknown. */
+/** The state's word, hint and glyph, falling back to unknown. */
 export function stateInfo(state) {
-  return STATES[state] ?? STATES.unknown;
+  const ids = STATES[state] ?? STATES.unknown;
+  return { word: t(ids.word), hint: t(ids.hint), glyph: ids.glyph };
+}
+
+/**
+ * What the status means, in a sentence built from its fields (the catalog
+ * may also choose the library's own English sentence, `reason`). Where only
+ * that sentence knows (an unknown state Redis did answer), it is shown as is.
+ */
+export function reasonText(status) {
+  if (!status) return t("page-connecting");
+  const reason = status.reason ?? "";
+  const args = { reason, server: holderName(status.holder) };
+  if (status.checked_at_ms == null) return t("page-reason-unreadable", args);
+  switch (status.state) {
+    case "running":
+      return t("page-reason-running", args);
+    case "stale":
+      if (!status.holder?.node || status.holder.heartbeat_age_ms == null) return t("page-reason-stale-unnamed", args);
+      return t("page-reason-stale", { ...args, age: duration(status.holder.heartbeat_age_ms) });
+    case "down":
+      return t("page-reason-down", args);
+    case "pending":
+      if (status.pending_until_ms == null) return t("page-reason-pending-open", args);
+      return t("page-reason-pending", { ...args, until: clock(status.pending_until_ms) });
+    case "stopped":
+      return t("page-reason-stopped", args);
+    case "conflict":
+      return t("page-reason-conflict", args);
+    default:
+      return reason;
+  }
 }
 
 /**
@@ -40,9 +74,9 @@ export function stateInfo(state) {
 export function leaseText(status) {
   if (!status) return "–";
   const lock = status.lock ?? {};
-  if (status.checked_at_ms == null || lock.kind == null || lock.kind === "unreadable") return "not known";
-  if (!lock.holders?.length) return "free";
-  return lock.ttl_ms != null ? duration(lock.ttl_ms) : "no expiry";
+  if (status.checked_at_ms == null || lock.kind == null || lock.kind === "unreadable") return t("page-not-known");
+  if (!lock.holders?.length) return t("page-free");
+  return lock.ttl_ms != null ? duration(lock.ttl_ms) : t("page-no-expiry");
 }
 
 /**
@@ -60,7 +94,7 @@ export function ownFlag(status, user) {
 /** "wh-east-1" or the lock field when no heartbeat names it. */
 export function holderName(holder) {
   if (!holder) return "–";
-  return holder.node ?? `lock field ${holder.field}`;
+  return holder.node ?? t("page-lock-field", { field: holder.field });
 }
 
 /** Milliseconds from a Redis stream id ("1700000000000-0"). */

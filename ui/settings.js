@@ -1,11 +1,36 @@
 // The settings view: the form the app filled in (durations as "10s"), its
 // fields judged by the app as they change and on saving; the password goes
 // to the OS keyring; "Test connection" says in one sentence what worked or
-// failed.
+// failed. Its words are the app's (i18n.js).
 
+import { t } from "./i18n.js";
 import { INPUTS, formOf, placeVerdict } from "./validate.js";
 
-const EVENTS = ["died", "data_lost", "failover", "restarted", "conflict", "stalled", "recovered", "started", "stopped", "unreachable", "reachable"];
+/** Each event the settings can choose, with the message that names it. */
+const EVENTS = [
+  ["died", "page-event-died"],
+  ["data_lost", "page-event-data_lost"],
+  ["failover", "page-event-failover"],
+  ["restarted", "page-event-restarted"],
+  ["conflict", "page-event-conflict"],
+  ["stalled", "page-event-stalled"],
+  ["recovered", "page-event-recovered"],
+  ["started", "page-event-started"],
+  ["stopped", "page-event-stopped"],
+  ["unreachable", "page-event-unreachable"],
+  ["reachable", "page-event-reachable"],
+];
+
+/**
+ * The "Language" choices. A language is named in itself (a user who cannot
+ * read the current one still finds their own), so these two are no
+ * message of the catalog.
+ */
+const LANGUAGES = [
+  ["auto", null],
+  ["en", "English"],
+  ["zh-CN", "简体中文"],
+].map(([value, label]) => [value, label ?? t("page-language-auto")]);
 
 export function renderSettings(root, app, reload) {
   const s = app.state.settings;
@@ -13,31 +38,33 @@ export function renderSettings(root, app, reload) {
   const over = app.state.overridden ?? {};
   root.innerHTML = `
     <article class="card">
-      <h2>Settings</h2>
+      <h2>${t("page-settings")}</h2>
       <form class="settings" novalidate>
-        <label for="redis_url">Redis URL</label><input type="url" id="redis_url" name="redis_url" autocomplete="off" spellcheck="false">
-        <label for="password">Password</label><input type="password" id="password" name="password" autocomplete="off" placeholder="kept in the OS keyring; leave empty to keep">
-        <label for="tls_ca">TLS CA file (PEM)</label><input type="text" id="tls_ca" name="tls_ca" placeholder="only for a private CA">
-        <label for="user">Your name</label><input type="text" id="user" name="user" placeholder="default: the Redis user, else your login">
-        <label for="jobs">Jobs</label><input type="text" id="jobs" name="jobs" placeholder="outbound, inbound">
-        <label for="poll">Poll interval</label><input type="text" id="poll" name="poll">
-        <label for="heartbeat_grace">Heartbeat grace</label><input type="text" id="heartbeat_grace" name="heartbeat_grace">
-        <label for="failover_window">Failover window</label><input type="text" id="failover_window" name="failover_window">
-        <label for="start_grace">Start grace</label><input type="text" id="start_grace" name="start_grace">
-        <fieldset><legend>Notify me when the job…</legend>${EVENTS.map((e) => `<label><input type="checkbox" name="notify" value="${e}"> ${e}</label>`).join(" ")}</fieldset>
-        <div class="buttons"><button type="submit" class="primary">Save</button><button type="button" class="test">Test connection</button><span class="result" aria-live="polite"></span></div>
+        <label for="language">${t("page-language")}</label><select id="language" name="language">${LANGUAGES.map(([value, label]) => `<option value="${value}">${label}</option>`).join("")}</select>
+        <label for="redis_url">${t("page-redis-url")}</label><input type="url" id="redis_url" name="redis_url" autocomplete="off" spellcheck="false">
+        <label for="password">${t("page-password")}</label><input type="password" id="password" name="password" autocomplete="off" placeholder="${t("page-password-hint")}">
+        <label for="tls_ca">${t("page-tls-ca")}</label><input type="text" id="tls_ca" name="tls_ca" placeholder="${t("page-tls-ca-hint")}">
+        <label for="user">${t("page-user")}</label><input type="text" id="user" name="user" placeholder="${t("page-user-hint")}">
+        <label for="jobs">${t("page-jobs")}</label><input type="text" id="jobs" name="jobs" placeholder="outbound, inbound">
+        <label for="poll">${t("page-poll")}</label><input type="text" id="poll" name="poll">
+        <label for="heartbeat_grace">${t("page-heartbeat-grace")}</label><input type="text" id="heartbeat_grace" name="heartbeat_grace">
+        <label for="failover_window">${t("page-failover-window")}</label><input type="text" id="failover_window" name="failover_window">
+        <label for="start_grace">${t("page-start-grace")}</label><input type="text" id="start_grace" name="start_grace">
+        <fieldset><legend>${t("page-notify")}</legend>${EVENTS.map(([e, id]) => `<label><input type="checkbox" name="notify" value="${e}"> ${t(id)}</label>`).join(" ")}</fieldset>
+        <div class="buttons"><button type="submit" class="primary">${t("page-save")}</button><button type="button" class="test">${t("page-test")}</button><span class="result" aria-live="polite"></span></div>
       </form>
     </article>`;
   const form = root.querySelector("form");
   for (const name of INPUTS) form.elements[name].value = filled[name] ?? "";
   for (const box of form.querySelectorAll('input[name="notify"]')) box.checked = s.notify.includes(box.value);
+  form.elements.language.value = filled.language ?? "auto";
   for (const [field, env] of [["redis_url", "LOCKWATCH_REDIS_URL"], ["user", "LOCKWATCH_USER"], ["jobs", "LOCKWATCH_JOB"]]) {
-    if (over[field === "jobs" ? "job" : field]) note(form, field, `Overridden by ${env} while it is set.`);
+    if (over[field === "jobs" ? "job" : field]) note(form, field, t("page-overridden", { variable: env }));
   }
   const result = root.querySelector(".result");
   result.textContent = app.settingsNote ?? "";
   app.settingsNote = null;
-  const current = () => formOf(Object.fromEntries(INPUTS.map((n) => [n, form.elements[n].value])), [...form.querySelectorAll('input[name="notify"]:checked')].map((b) => b.value));
+  const current = () => formOf(Object.fromEntries(INPUTS.map((n) => [n, form.elements[n].value])), [...form.querySelectorAll('input[name="notify"]:checked')].map((b) => b.value), form.elements.language.value);
   const show = (errors, only) => {
     clearErrors(form);
     const { byField, elsewhere } = placeVerdict(errors);
@@ -53,7 +80,7 @@ export function renderSettings(root, app, reload) {
     show(await app.invoke("validate_settings", { form: current() }), touched);
   });
   root.querySelector(".test").addEventListener("click", async () => {
-    result.textContent = "Testing…";
+    result.textContent = t("page-testing");
     result.textContent = await app.invoke("test_connection", { form: current() });
   });
   form.addEventListener("submit", async (ev) => {
@@ -61,17 +88,17 @@ export function renderSettings(root, app, reload) {
     try {
       const warning = await app.invoke("save_settings", { form: current() });
       // The view is drawn anew from the saved state: carry the message over.
-      app.settingsNote = warning ? `Saved. ${warning}` : "Saved; watching with the new settings.";
+      app.settingsNote = warning ? t("page-saved-note", { note: warning }) : t("page-saved");
       await reload();
     } catch (err) {
       if (!err?.fields) {
         clearErrors(form);
-        result.textContent = `Not saved: ${err}`;
+        result.textContent = t("page-not-saved", { error: err });
         return;
       }
       const { elsewhere } = show(err.fields);
       form.querySelector("[aria-invalid=true]")?.focus();
-      result.textContent = ["Not saved: see the marked fields.", ...elsewhere].join(" ");
+      result.textContent = [t("page-not-saved-fields"), ...elsewhere].join(" ");
     }
   });
 }

@@ -6,9 +6,10 @@
 /** The form's text inputs, top to bottom; the app's field names are the same. */
 export const INPUTS = ["redis_url", "password", "tls_ca", "user", "jobs", "poll", "heartbeat_grace", "failover_window", "start_grace"];
 
-/** What the app's settings commands take, from the inputs' values and the checked events. */
-export function formOf(values, notify) {
+/** What the app's settings commands take, from the inputs' values, the checked events and the chosen language. */
+export function formOf(values, notify, language) {
   const form = { notify: [...notify] };
+  if (language != null) form.language = language;
   for (const name of INPUTS) form[name] = String(values[name] ?? "");
   return form;
 }

@@ -101,12 +101,12 @@ fn wish(app: &AppHandle, job: &str) -> Option<bool> {
 /// # Errors
 /// The refusal, as one sentence.
 pub async fn flip(app: &AppHandle, job: &str, on: bool) -> Result<(), String> {
-    let (target, keys, user, index) = {
+    let (target, keys, user, index, tr) = {
         let state = app.state::<AppState>();
         let inner = state.lock();
         let e = inner.effective.as_ref().ok_or("the settings cannot take effect; open Settings")?;
         let i = e.jobs.iter().position(|(k, _)| k.job == job).ok_or_else(|| format!("job {job} is not watched"))?;
-        (e.target.clone(), e.jobs[i].0.clone(), e.user.clone(), i)
+        (e.target.clone(), e.jobs[i].0.clone(), e.user.clone(), i, inner.tr())
     };
     let result = async {
         let mut conn = target.manager().await?;
@@ -131,7 +131,7 @@ pub async fn flip(app: &AppHandle, job: &str, on: bool) -> Result<(), String> {
         Some(err) => {
             tracing::warn!(job = %keys.job, "flag flip refused: {err}");
             notify::show(&Note {
-                summary: format!("Your flag for {} was not changed", keys.job),
+                summary: tr.ta("note-flip-refused", &[("job", keys.job.as_str().into())]),
                 body: err.clone(),
                 critical: false,
             });

@@ -18,6 +18,14 @@ pub fn local_time(ms: u64) -> String {
     }
 }
 
+/// A Redis ms time in the desktop's time zone, `HH:MM`: the tray's time of day.
+pub fn time_of_day(ms: u64) -> String {
+    match Local.timestamp_millis_opt(i64::try_from(ms).unwrap_or(i64::MAX)) {
+        chrono::LocalResult::Single(t) => t.format("%H:%M").to_string(),
+        _ => String::new(),
+    }
+}
+
 /// The next local midnight, in desktop ms; `None` where the time zone skips it.
 pub fn next_midnight_ms() -> Option<u64> {
     let midnight = (Local::now().date_naive() + chrono::Duration::days(1)).and_hms_opt(0, 0, 0)?;

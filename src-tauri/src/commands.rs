@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use tauri::{AppHandle, State};
 
 use crate::actions::{self, Effect};
+use crate::i18n;
 use crate::passwords::{KEYRING, PasswordStore, account};
 use crate::settings::{FieldError, SettingsForm};
 use crate::state::AppState;
@@ -75,10 +76,23 @@ pub async fn save_settings(
     Ok(note)
 }
 
-/// Tries the form's URL (and password) on its first job and says in one
-/// sentence what worked or failed.
+/// The page's messages in the language in effect (templates with `{name}`
+/// for each argument), and that language's tag.
 #[tauri::command]
-pub async fn test_connection(form: SettingsForm) -> String {
+pub async fn page_texts(state: State<'_, AppState>) -> Result<Value, String> {
+    let lang = state.lock().lang();
+    Ok(json!({ "lang": lang.tag(), "messages": i18n::page_messages(lang) }))
+}
+
+/// Tries the form's URL (and password) on its first job and says in one
+/// sentence what worked or failed (a failure in the library's English words).
+#[tauri::command]
+pub async fn test_connection(state: State<'_, AppState>, form: SettingsForm) -> Result<String, String> {
+    let tr = state.lock().tr();
+    Ok(test_form(form, &tr).await)
+}
+
+async fn test_form(form: SettingsForm, tr: &i18n::Tr) -> String {
     let (url, typed) = spec::split_password(form.redis_url.trim());
     let url = match Some(form.password).filter(|p| !p.is_empty()).or(typed) {
         Some(p) => spec::with_password(&url, &p),
@@ -103,12 +117,14 @@ pub async fn test_connection(form: SettingsForm) -> String {
     };
     let keys = lockwatch::Keys::new(&job);
     match probe(&mut conn, &keys, target.endpoint()).await {
-        Ok(snap) => format!(
-            "Connected to {} and read job {}: {} registered users, {} workers.",
-            target.host(),
-            keys.job,
-            snap.flags.len(),
-            snap.beats.len()
+        Ok(snap) => tr.ta(
+            "test-connected",
+            &[
+                ("host", target.host().into()),
+                ("job", keys.job.as_str().into()),
+                ("users", snap.flags.len().into()),
+                ("workers", snap.beats.len().into()),
+            ],
         ),
         Err(e) => e.to_string(),
     }

@@ -5,6 +5,7 @@
 //!
 //! # Layout
 //! - [`model`]: the tray as pure data (icon, menu lines, notification policy).
+//! - [`i18n`]: the words in English and Simplified Chinese (one Fluent catalog).
 //! - [`tray`]: draws the model into the tray icon and menu.
 //! - [`tray_host`]: whether the desktop has a tray to show it.
 //! - [`menu_id`]: the menu items' ids, built and parsed by one enum.
@@ -22,6 +23,7 @@
 pub mod actions;
 pub mod clock;
 pub mod commands;
+pub mod i18n;
 pub mod menu_id;
 pub mod model;
 pub mod notify;
@@ -56,12 +58,15 @@ pub fn run() {
             commands::save_settings,
             commands::validate_settings,
             commands::test_connection,
-            commands::history
+            commands::history,
+            commands::page_texts
         ])
         .setup(|app| {
             init_logging(app.handle());
             let (settings, problem) = store::load(app.handle());
-            app.manage(AppState::new(settings, Overrides::from_env()));
+            let desktop_lang = i18n::Lang::of_desktop(|name| std::env::var(name).ok());
+            let lang = settings.language.resolve(desktop_lang);
+            app.manage(AppState::new(settings, Overrides::from_env(), desktop_lang));
             TrayIconBuilder::with_id(tray::TRAY_ID)
                 .icon(Image::from_bytes(tray::icon(lockwatch::State::Unknown))?)
                 .menu(&Menu::new(app)?)
@@ -72,7 +77,7 @@ pub fn run() {
             tauri::async_runtime::spawn(async move { supervisor::restart(&handle) });
             if let Some(problem) = problem {
                 notify::show(&model::Note {
-                    summary: "lockwatch settings reset".into(),
+                    summary: i18n::tr(lang).t("note-settings-reset"),
                     body: problem,
                     critical: false,
                 });
@@ -119,7 +124,9 @@ fn on_menu(app: &AppHandle, event: MenuEvent) {
         MenuId::Autostart => off_main(app, actions::toggle_autostart),
         MenuId::Mute(how) => off_main(app, move |app| actions::mute(app, how)),
         MenuId::Flip(job) => off_main(app, move |app| actions::toggle_flag(app, &job)),
-        MenuId::Status(_) | MenuId::Others(_) | MenuId::Error(_) | MenuId::MuteMenu => {}
+        // The status and a refused flip's short line lead to the details.
+        MenuId::Status(_) | MenuId::Error(_) => window::open(app, "live"),
+        MenuId::Others(_) | MenuId::MuteMenu => {}
     }
 }
 

@@ -5,8 +5,9 @@
 
 use std::collections::HashMap;
 
-use lockwatch::status::human_duration;
 use lockwatch::{Event, EventKind, State, Status};
+
+use crate::i18n::Tr;
 
 /// One watched job as the tray knows it.
 #[derive(Debug, Clone, Default)]
@@ -24,15 +25,44 @@ pub struct TrayView {
     /// The worst state of all jobs.
     pub icon: State,
     pub jobs: Vec<JobMenu>,
-    /// "Mute notifications" submenu title, with the time left when muted.
+    /// The mute submenu's title: "Mute notifications", or until when they
+    /// are muted. It changes only when the mute does (the menu is rebuilt
+    /// then: a submenu's title does not follow a change in place).
     pub mute_label: String,
+    /// The submenu's "Unmute", with the time left while muted (updated in place).
+    pub unmute_label: String,
+    /// The fixed items' labels, in the language shown.
+    pub labels: Labels,
+}
+
+/// The labels of the menu's fixed items.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Labels {
+    pub open: String,
+    /// For 1 hour, for 4 hours, until tomorrow.
+    pub mute: [String; 3],
+    pub settings: String,
+    pub autostart: String,
+    pub quit: String,
+}
+
+impl Labels {
+    pub fn new(tr: &Tr) -> Labels {
+        Labels {
+            open: tr.t("menu-open"),
+            mute: ["menu-mute-1h", "menu-mute-4h", "menu-mute-tomorrow"].map(|id| tr.t(id)),
+            settings: tr.t("menu-settings"),
+            autostart: tr.t("menu-autostart"),
+            quit: tr.t("menu-quit"),
+        }
+    }
 }
 
 /// The menu lines of one job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobMenu {
     pub job: String,
-    /// `outbound: running on wh-east-1 · heartbeat 1 s ago · for 12 min`
+    /// `outbound: running on wh-east-1 · for 12 min 0 s (since 10:02) · heartbeat 1 s ago`
     pub status_line: String,
     /// The user's own flag as Redis has it; `None` while it cannot be known.
     pub enabled_for_me: Option<bool>,
@@ -42,13 +72,27 @@ pub struct JobMenu {
     pub can_flip: bool,
     /// `Also enabled by: bob, carol` or `Nobody else has it enabled`.
     pub others_line: String,
-    /// A refused flip, said in one line.
+    /// A refused flip, said short enough for a menu; the dashboard has the details.
     pub error_line: Option<String>,
+}
+
+/// What the tray's words depend on besides the statuses: the language and
+/// how a Redis ms time reads as the desktop's time of day.
+pub struct Words<'a> {
+    pub tr: Tr,
+    /// `HH:MM` in the desktop's time zone.
+    pub time_of_day: &'a dyn Fn(u64) -> String,
 }
 
 /// Builds the tray's view of all jobs for `user`. Ages come from each
 /// status's Redis time; `desktop_now_ms` only times the mute.
-pub fn tray_view(jobs: &[JobView], user: &str, mute_until_ms: Option<u64>, desktop_now_ms: u64) -> TrayView {
+pub fn tray_view(
+    jobs: &[JobView],
+    user: &str,
+    mute_until_ms: Option<u64>,
+    desktop_now_ms: u64,
+    words: &Words,
+) -> TrayView {
     let icon = jobs
         .iter()
         .map(|j| j.status.as_ref().map_or(State::Unknown, |s| s.state))
@@ -56,42 +100,42 @@ pub fn tray_view(jobs: &[JobView], user: &str, mute_until_ms: Option<u64>, deskt
         .unwrap_or(State::Unknown);
     TrayView {
         icon,
-        jobs: jobs.iter().map(|j| job_menu(j, user)).collect(),
-        mute_label: mute_label(mute_until_ms, desktop_now_ms),
+        jobs: jobs.iter().map(|j| job_menu(j, user, words)).collect(),
+        mute_label: mute_label(mute_until_ms, desktop_now_ms, words),
+        unmute_label: unmute_label(mute_until_ms, desktop_now_ms, &words.tr),
+        labels: Labels::new(&words.tr),
     }
 }
 
-/// The checkbox's label while the own flag is known.
-pub const FLIP_LABEL: &str = "Enabled for me";
-
-fn job_menu(j: &JobView, user: &str) -> JobMenu {
-    let unknown_flag = format!("{FLIP_LABEL}: not known (Redis unreadable)");
+fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
+    let tr = &words.tr;
+    let error_line = j.flip_error.as_ref().map(|_| tr.t("menu-flip-refused"));
     let Some(s) = &j.status else {
         return JobMenu {
             job: j.job.clone(),
-            status_line: format!("{}: connecting…", j.job),
+            status_line: tr.ta("menu-connecting", &[("job", j.job.as_str().into())]),
             enabled_for_me: None,
-            flip_label: unknown_flag,
+            flip_label: tr.t("menu-flip-unknown"),
             can_flip: false,
-            others_line: "Who has it enabled: not known yet".to_owned(),
-            error_line: j.flip_error.clone(),
+            others_line: tr.t("menu-others-not-yet"),
+            error_line,
         };
     };
     let enabled_for_me = own_flag(s, user);
     let others: Vec<&str> = s.enabled_users.iter().map(String::as_str).filter(|u| *u != user).collect();
     let others_line = match (s.checked_at_ms.is_some(), others.is_empty()) {
-        (false, _) => "Who has it enabled: not known (Redis unreadable)".to_owned(),
-        (true, true) => "Nobody else has it enabled".to_owned(),
-        (true, false) => format!("Also enabled by: {}", others.join(", ")),
+        (false, _) => tr.t("menu-others-unreadable"),
+        (true, true) => tr.t("menu-others-none"),
+        (true, false) => tr.ta("menu-others", &[("users", tr.list(&others).into())]),
     };
     JobMenu {
         job: j.job.clone(),
-        status_line: status_line(s),
+        status_line: status_line(s, words),
         enabled_for_me,
-        flip_label: if enabled_for_me.is_some() { FLIP_LABEL.to_owned() } else { unknown_flag },
+        flip_label: tr.t(if enabled_for_me.is_some() { "menu-flip" } else { "menu-flip-unknown" }),
         can_flip: enabled_for_me.is_some(),
         others_line,
-        error_line: j.flip_error.clone(),
+        error_line,
     }
 }
 
@@ -111,30 +155,51 @@ pub fn own_flag(s: &Status, user: &str) -> Option<bool> {
     }
 }
 
-/// One line saying the state, the server, the heartbeat's age and since when
-/// (measured to the status's own Redis time).
-pub fn status_line(s: &Status) -> String {
-    let mut line = format!("{}: {}", s.job, s.state);
+/// A state as a word inside a sentence.
+pub fn state_word(tr: &Tr, state: State) -> String {
+    tr.t(match state {
+        State::Running => "state-running",
+        State::Stale => "state-stale",
+        State::Down => "state-down",
+        State::Pending => "state-pending",
+        State::Stopped => "state-stopped",
+        State::Conflict => "state-conflict",
+        State::Unknown => "state-unknown",
+    })
+}
+
+/// One line saying the state, the server, for how long (and since what
+/// time of day), and the heartbeat's age, measured to the status's own
+/// Redis time. Built from the status's fields, not its English reason,
+/// except where only the reason knows (an unknown state Redis did answer).
+pub fn status_line(s: &Status, words: &Words) -> String {
+    let tr = &words.tr;
+    let job = s.job.as_str().into();
+    let state = state_word(tr, s.state).into();
     let server = s.holder.as_ref().and_then(|h| h.node.clone());
-    match (s.state, &server) {
-        (State::Running | State::Stale | State::Conflict, Some(node)) => line.push_str(&format!(" on {node}")),
-        (State::Unknown, _) if s.checked_at_ms.is_none() => line.push_str(" (Redis unreadable)"),
-        (State::Unknown, _) => line.push_str(&format!(" ({})", headline(&s.reason))),
-        (State::Pending, _) => {
-            if let (Some(until), Some(now)) = (s.pending_until_ms, s.checked_at_ms) {
-                let left = human_duration(until.saturating_sub(now));
-                line.push_str(&format!(" · a server should take it within {left}"));
-            }
+    let mut parts = vec![match (s.state, &server) {
+        (State::Running | State::Stale | State::Conflict, Some(node)) => {
+            tr.ta("menu-head-server", &[("job", job), ("state", state), ("server", node.as_str().into())])
         }
-        _ => {}
-    }
-    if let Some(age) = s.holder.as_ref().and_then(|h| h.heartbeat_age_ms) {
-        line.push_str(&format!(" · heartbeat {} ago", human_duration(age)));
+        (State::Unknown, _) if s.checked_at_ms.is_none() => {
+            tr.ta("menu-head-unreadable", &[("job", job), ("state", state)])
+        }
+        (State::Unknown, _) => {
+            tr.ta("menu-head-reason", &[("job", job), ("state", state), ("reason", headline(&s.reason).into())])
+        }
+        _ => tr.ta("menu-head", &[("job", job), ("state", state)]),
+    }];
+    if let (State::Pending, Some(until), Some(now)) = (s.state, s.pending_until_ms, s.checked_at_ms) {
+        parts.push(tr.ta("menu-pending", &[("left", tr.duration(until.saturating_sub(now)).into())]));
     }
     if let (Some(since), Some(now)) = (s.since_ms, s.checked_at_ms) {
-        line.push_str(&format!(" · for {}", human_duration(now.saturating_sub(since))));
+        let duration = tr.duration(now.saturating_sub(since));
+        parts.push(tr.ta("menu-for", &[("duration", duration.into()), ("since", (words.time_of_day)(since).into())]));
     }
-    line
+    if let Some(age) = s.holder.as_ref().and_then(|h| h.heartbeat_age_ms) {
+        parts.push(tr.ta("menu-heartbeat", &[("age", tr.duration(age).into())]));
+    }
+    parts.join(" · ")
 }
 
 /// The first clause of a reason, short enough for a menu line.
@@ -148,10 +213,17 @@ fn headline(reason: &str) -> String {
     }
 }
 
-fn mute_label(mute_until_ms: Option<u64>, now_ms: u64) -> String {
+fn mute_label(mute_until_ms: Option<u64>, now_ms: u64, words: &Words) -> String {
     match mute_until_ms {
-        Some(until) if until > now_ms => format!("Notifications muted ({} left)", human_duration(until - now_ms)),
-        _ => "Mute notifications".to_owned(),
+        Some(until) if until > now_ms => words.tr.ta("menu-muted", &[("until", (words.time_of_day)(until).into())]),
+        _ => words.tr.t("menu-mute"),
+    }
+}
+
+fn unmute_label(mute_until_ms: Option<u64>, now_ms: u64, tr: &Tr) -> String {
+    match mute_until_ms {
+        Some(until) if until > now_ms => tr.ta("menu-unmute-left", &[("left", tr.duration(until - now_ms).into())]),
+        _ => tr.t("menu-unmute"),
     }
 }
 
@@ -193,6 +265,7 @@ impl Notifier {
         kinds: &[EventKind],
         mute_until_ms: Option<u64>,
         now_ms: u64,
+        tr: &Tr,
         local_time: impl Fn(u64) -> String,
     ) -> Option<Note> {
         if !kinds.contains(&event.event) || mute_until_ms.is_some_and(|until| until > now_ms) {
@@ -214,39 +287,72 @@ impl Notifier {
         if event.event == EventKind::Reachable {
             self.last.remove(&(String::new(), EventKind::Unreachable));
         }
-        Some(note(event, &local_time(event.at_ms)))
+        Some(note(event, &local_time(event.at_ms), tr))
     }
 }
 
-/// Title and body of an event's notification.
-pub fn note(event: &Event, at: &str) -> Note {
-    let job = &event.job;
-    let (summary, critical) = match event.event {
-        EventKind::Died => (format!("{job} died"), true),
-        EventKind::DataLost => (format!("Redis lost the data of {job}"), true),
-        EventKind::Conflict => (format!("{job}: two servers run it"), true),
-        EventKind::Failover => match (&event.from, &event.to) {
-            (Some(from), Some(to)) => (format!("{job} moved from {from} to {to}"), false),
-            _ => (format!("{job} moved to another server"), false),
-        },
-        EventKind::Restarted => match &event.to {
-            Some(on) => (format!("{job} restarted on {on}"), false),
-            None => (format!("{job} restarted"), false),
-        },
-        EventKind::Stalled => (format!("{job} is stuck"), false),
-        EventKind::Recovered => (format!("{job} runs again"), false),
-        EventKind::Started => (format!("{job} started"), false),
-        EventKind::Stopped => (format!("{job} stopped"), false),
-        EventKind::Unreachable => ("Redis unreachable: job states unknown".to_owned(), false),
-        EventKind::Reachable => ("Redis reachable again".to_owned(), false),
+/// Title and body of an event's notification. The body is the catalog's:
+/// the library's English sentence in English, the catalog's own sentence
+/// for the event's kind in Chinese.
+pub fn note(event: &Event, at: &str, tr: &Tr) -> Note {
+    let node = |r: &Option<lockwatch::status::HolderRef>| r.as_ref().and_then(|h| h.node.clone());
+    let (from, to) = (node(&event.from), node(&event.to));
+    let (id, critical) = match event.event {
+        EventKind::Died => ("note-died", true),
+        EventKind::DataLost => ("note-data-lost", true),
+        EventKind::Conflict => ("note-conflict", true),
+        EventKind::Failover if from.is_some() && to.is_some() => ("note-failover", false),
+        EventKind::Failover => ("note-failover-unnamed", false),
+        EventKind::Restarted if to.is_some() => ("note-restarted-on", false),
+        EventKind::Restarted => ("note-restarted", false),
+        EventKind::Stalled => ("note-stalled", false),
+        EventKind::Recovered => ("note-recovered", false),
+        EventKind::Started => ("note-started", false),
+        EventKind::Stopped => ("note-stopped", false),
+        EventKind::Unreachable => ("note-unreachable", false),
+        EventKind::Reachable => ("note-reachable", false),
     };
-    Note { summary, body: format!("{at}: {}", event.reason), critical }
+    // A failover whose servers are not named is said the general way.
+    let kind = match (event.event, &to) {
+        (EventKind::Failover, None) => "other".to_owned(),
+        (kind, _) => serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+    };
+    let from = from.unwrap_or_default();
+    let to = to.unwrap_or_default();
+    let args = [
+        ("job", event.job.as_str().into()),
+        ("from", from.as_str().into()),
+        ("to", to.as_str().into()),
+        ("server", to.as_str().into()),
+        ("at", at.into()),
+        ("kind", kind.as_str().into()),
+        ("reason", event.reason.as_str().into()),
+    ];
+    Note { summary: tr.ta(id, &args), body: tr.ta("note-body", &args), critical }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::i18n::{Lang, tr};
     use lockwatch::status::{Holder, HolderRef, LockView};
+
+    /// The time of day in UTC, so the tests read the same everywhere.
+    fn utc(ms: u64) -> String {
+        lockwatch::status::clock_utc(ms)[..5].to_owned()
+    }
+
+    fn words(lang: Lang) -> Words<'static> {
+        Words { tr: tr(lang), time_of_day: &utc }
+    }
+
+    fn en() -> Words<'static> {
+        words(Lang::En)
+    }
+
+    fn zh() -> Words<'static> {
+        words(Lang::ZhHans)
+    }
 
     fn status(state: State, node: Option<&str>, enabled: &[&str]) -> Status {
         Status {
@@ -288,18 +394,19 @@ mod tests {
     #[test]
     fn the_icon_is_the_worst_state_and_unknown_before_any_read() {
         let jobs = [view(State::Running, Some("a"), &[]), view(State::Stale, Some("b"), &[])];
-        assert_eq!(tray_view(&jobs, "alice", None, 0).icon, State::Stale);
+        assert_eq!(tray_view(&jobs, "alice", None, 0, &en()).icon, State::Stale);
         let jobs = [view(State::Running, Some("a"), &[]), view(State::Conflict, Some("b"), &[])];
-        assert_eq!(tray_view(&jobs, "alice", None, 0).icon, State::Conflict);
+        assert_eq!(tray_view(&jobs, "alice", None, 0, &en()).icon, State::Conflict);
         let jobs = [view(State::Running, Some("a"), &[]), JobView { job: "x".into(), ..Default::default() }];
-        assert_eq!(tray_view(&jobs, "alice", None, 0).icon, State::Unknown);
+        assert_eq!(tray_view(&jobs, "alice", None, 0, &en()).icon, State::Unknown);
     }
 
     #[test]
     fn the_menu_says_state_server_age_and_since() {
-        let v = tray_view(&[view(State::Running, Some("wh-east-1"), &["alice", "bob"])], "alice", None, 1_000_000);
+        let v =
+            tray_view(&[view(State::Running, Some("wh-east-1"), &["alice", "bob"])], "alice", None, 1_000_000, &en());
         let m = &v.jobs[0];
-        assert_eq!(m.status_line, "outbound: running on wh-east-1 · heartbeat 1 s ago · for 12 min 0 s");
+        assert_eq!(m.status_line, "outbound: running on wh-east-1 · for 12 min 0 s (since 00:04) · heartbeat 1 s ago");
         assert_eq!(m.enabled_for_me, Some(true));
         assert!(m.can_flip);
         assert_eq!(m.flip_label, "Enabled for me");
@@ -312,7 +419,7 @@ mod tests {
         if let Some(s) = unreadable.status.as_mut() {
             s.checked_at_ms = None;
         }
-        let v = tray_view(&[unreadable], "alice", None, 0);
+        let v = tray_view(&[unreadable], "alice", None, 0, &en());
         let m = &v.jobs[0];
         assert!(!m.can_flip);
         assert_eq!(m.enabled_for_me, None, "not known, not unchecked");
@@ -327,11 +434,11 @@ mod tests {
         if let Some(s) = lost.status.as_mut() {
             s.reason = "Redis lost the job's data (the fence counter was at 57 and is gone); flags …".into();
         }
-        let v = tray_view(&[lost], "alice", None, 0);
+        let v = tray_view(&[lost], "alice", None, 0, &en());
         let m = &v.jobs[0];
         assert!(m.can_flip, "a supervisor must be able to enable it again");
         assert_eq!(m.enabled_for_me, Some(false));
-        assert_eq!(m.status_line, "outbound: unknown (Redis lost the job's data) · for 12 min 0 s");
+        assert_eq!(m.status_line, "outbound: unknown (Redis lost the job's data) · for 12 min 0 s (since 00:04)");
     }
 
     #[test]
@@ -349,17 +456,20 @@ mod tests {
             s.since_ms = Some(1_000_000 - 2_000);
             s.pending_until_ms = Some(1_000_000 + 3_000);
         }
-        let v = tray_view(&[pending, view(State::Running, Some("a"), &[])], "alice", None, 0);
+        let v = tray_view(&[pending, view(State::Running, Some("a"), &[])], "alice", None, 0, &en());
         assert_eq!(v.icon, State::Pending, "amber beats green");
-        assert_eq!(v.jobs[0].status_line, "outbound: pending · a server should take it within 3 s · for 2 s");
+        assert_eq!(
+            v.jobs[0].status_line,
+            "outbound: pending · a server should take it within 3 s · for 2 s (since 00:16)"
+        );
     }
 
     #[test]
     fn a_restart_names_the_server_and_data_lost_is_critical() {
         let mut e = event(EventKind::Restarted, "outbound");
         e.to = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
-        assert_eq!(note(&e, "10:02").summary, "outbound restarted on wh-east-1");
-        let lost = note(&event(EventKind::DataLost, "outbound"), "10:02");
+        assert_eq!(note(&e, "10:02", &en().tr).summary, "outbound restarted on wh-east-1");
+        let lost = note(&event(EventKind::DataLost, "outbound"), "10:02", &en().tr);
         assert_eq!(lost.summary, "Redis lost the data of outbound");
         assert!(lost.critical);
         assert!(default_notify_kinds().contains(&EventKind::Restarted));
@@ -371,24 +481,26 @@ mod tests {
         let mut n = Notifier::new(60_000);
         let kinds = default_notify_kinds();
         let t = |_| String::new();
-        assert!(n.decide(&event(EventKind::DataLost, "outbound"), &kinds, None, 0, t).is_some());
-        assert!(n.decide(&event(EventKind::DataLost, "outbound"), &kinds, None, 5_000, t).is_none());
+        assert!(n.decide(&event(EventKind::DataLost, "outbound"), &kinds, None, 0, &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::DataLost, "outbound"), &kinds, None, 5_000, &en().tr, t).is_none());
     }
 
     #[test]
-    fn mute_label_shows_the_time_left() {
-        assert_eq!(mute_label(Some(3_600_000), 0), "Notifications muted (1 h 0 min left)");
-        assert_eq!(mute_label(Some(10), 20), "Mute notifications");
+    fn mute_label_shows_until_when_and_the_time_left() {
+        assert_eq!(mute_label(Some(3_600_000), 0, &en()), "Notifications muted until 01:00");
+        assert_eq!(unmute_label(Some(3_600_000), 0, &en().tr), "Unmute (1 h 0 min left)");
+        assert_eq!(mute_label(Some(10), 20, &en()), "Mute notifications");
+        assert_eq!(unmute_label(Some(10), 20, &en().tr), "Unmute");
     }
 
     #[test]
     fn died_and_conflict_are_critical_failover_names_both_servers() {
-        assert!(note(&event(EventKind::Died, "outbound"), "10:02").critical);
-        assert!(note(&event(EventKind::Conflict, "outbound"), "10:02").critical);
+        assert!(note(&event(EventKind::Died, "outbound"), "10:02", &en().tr).critical);
+        assert!(note(&event(EventKind::Conflict, "outbound"), "10:02", &en().tr).critical);
         let mut e = event(EventKind::Failover, "outbound");
         e.from = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
         e.to = Some(HolderRef { field: "b:1".into(), node: Some("wh-west-1".into()) });
-        let n = note(&e, "10:02:03");
+        let n = note(&e, "10:02:03", &en().tr);
         assert_eq!(n.summary, "outbound moved from wh-east-1 to wh-west-1");
         assert_eq!(n.body, "10:02:03: why");
         assert!(!n.critical);
@@ -399,10 +511,10 @@ mod tests {
         let mut n = Notifier::new(60_000);
         let kinds = default_notify_kinds();
         let t = |_| String::new();
-        assert!(n.decide(&event(EventKind::Died, "outbound"), &kinds, None, 0, t).is_some());
-        assert!(n.decide(&event(EventKind::Died, "outbound"), &kinds, None, 30_000, t).is_none());
-        assert!(n.decide(&event(EventKind::Died, "inbound"), &kinds, None, 30_000, t).is_some());
-        assert!(n.decide(&event(EventKind::Died, "outbound"), &kinds, None, 61_000, t).is_some());
+        assert!(n.decide(&event(EventKind::Died, "outbound"), &kinds, None, 0, &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::Died, "outbound"), &kinds, None, 30_000, &en().tr, t).is_none());
+        assert!(n.decide(&event(EventKind::Died, "inbound"), &kinds, None, 30_000, &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::Died, "outbound"), &kinds, None, 61_000, &en().tr, t).is_some());
     }
 
     #[test]
@@ -410,19 +522,115 @@ mod tests {
         let mut n = Notifier::new(60_000);
         let kinds = default_notify_kinds();
         let t = |_| String::new();
-        assert!(n.decide(&event(EventKind::Reachable, "outbound"), &kinds, None, 0, t).is_none(), "nothing to answer");
-        assert!(n.decide(&event(EventKind::Unreachable, "outbound"), &kinds, None, 0, t).is_some());
-        assert!(n.decide(&event(EventKind::Unreachable, "inbound"), &kinds, None, 10, t).is_none());
-        assert!(n.decide(&event(EventKind::Reachable, "outbound"), &kinds, None, 20, t).is_some());
-        assert!(n.decide(&event(EventKind::Reachable, "inbound"), &kinds, None, 30, t).is_none());
+        assert!(
+            n.decide(&event(EventKind::Reachable, "outbound"), &kinds, None, 0, &en().tr, t).is_none(),
+            "nothing to answer"
+        );
+        assert!(n.decide(&event(EventKind::Unreachable, "outbound"), &kinds, None, 0, &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::Unreachable, "inbound"), &kinds, None, 10, &en().tr, t).is_none());
+        assert!(n.decide(&event(EventKind::Reachable, "outbound"), &kinds, None, 20, &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::Reachable, "inbound"), &kinds, None, 30, &en().tr, t).is_none());
     }
 
     #[test]
     fn mute_and_choices_silence_notifications() {
         let mut n = Notifier::new(0);
         let t = |_| String::new();
-        assert!(n.decide(&event(EventKind::Died, "o"), &default_notify_kinds(), Some(100), 50, t).is_none());
-        assert!(n.decide(&event(EventKind::Died, "o"), &default_notify_kinds(), Some(100), 150, t).is_some());
-        assert!(n.decide(&event(EventKind::Started, "o"), &[EventKind::Died], None, 0, t).is_none());
+        assert!(n.decide(&event(EventKind::Died, "o"), &default_notify_kinds(), Some(100), 50, &en().tr, t).is_none());
+        assert!(n.decide(&event(EventKind::Died, "o"), &default_notify_kinds(), Some(100), 150, &en().tr, t).is_some());
+        assert!(n.decide(&event(EventKind::Started, "o"), &[EventKind::Died], None, 0, &en().tr, t).is_none());
+    }
+
+    #[test]
+    fn the_menu_speaks_chinese_from_the_statuses_fields() {
+        let v =
+            tray_view(&[view(State::Running, Some("wh-east-1"), &["alice", "bob", "carol"])], "alice", None, 0, &zh());
+        let m = &v.jobs[0];
+        assert_eq!(m.status_line, "outbound：运行中 · wh-east-1 · 已持续 12 分 0 秒（00:04 起） · 心跳 1 秒前");
+        assert_eq!(m.flip_label, "由我启用");
+        assert_eq!(m.others_line, "其他启用人：bob、carol");
+        assert_eq!(v.labels.open, "打开监控面板");
+        assert_eq!(v.labels.quit, "退出 lockwatch");
+        let mut pending = view(State::Pending, None, &["alice"]);
+        if let Some(s) = pending.status.as_mut() {
+            s.since_ms = Some(1_000_000 - 2_000);
+            s.pending_until_ms = Some(1_000_000 + 3_000);
+        }
+        let v = tray_view(&[pending], "alice", None, 0, &zh());
+        assert_eq!(v.jobs[0].status_line, "outbound：等待启动 · 应在 3 秒内由服务器启动 · 已持续 2 秒（00:16 起）");
+        let v = tray_view(&[view(State::Stopped, None, &[])], "alice", None, 0, &zh());
+        assert_eq!(v.jobs[0].status_line, "outbound：已停止 · 已持续 12 分 0 秒（00:04 起）");
+        assert_eq!(v.jobs[0].others_line, "没有其他人启用");
+        let connecting = JobView { job: "outbound".into(), ..Default::default() };
+        let v = tray_view(&[connecting], "alice", None, 0, &zh());
+        assert_eq!(v.jobs[0].status_line, "outbound：正在连接…");
+        assert_eq!(v.jobs[0].flip_label, "由我启用：未知（无法读取 Redis）");
+    }
+
+    #[test]
+    fn every_state_has_its_own_word_in_both_languages() {
+        use State::*;
+        let all = [Running, Stale, Down, Pending, Stopped, Conflict, Unknown];
+        for lang in Lang::ALL {
+            let t = tr(lang);
+            let mut said: Vec<String> = all.iter().map(|s| state_word(&t, *s)).collect();
+            said.sort();
+            said.dedup();
+            assert_eq!(said.len(), all.len(), "{lang:?}: {said:?}");
+        }
+        let zh_words: Vec<String> = all.iter().map(|s| state_word(&tr(Lang::ZhHans), *s)).collect();
+        assert_eq!(zh_words, ["运行中", "停滞", "宕机", "等待启动", "已停止", "冲突", "未知"]);
+    }
+
+    #[test]
+    fn a_chinese_failover_notification_names_both_servers_and_says_who_runs_it_now() {
+        let mut e = event(EventKind::Failover, "outbound");
+        e.from = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
+        e.to = Some(HolderRef { field: "b:1".into(), node: Some("wh-west-1".into()) });
+        let n = note(&e, "10:02:03", &zh().tr);
+        assert_eq!(n.summary, "outbound 已从 wh-east-1 切换到 wh-west-1");
+        assert_eq!(n.body, "10:02:03：现在由 wh-west-1 运行。");
+        let died = note(&event(EventKind::Died, "outbound"), "10:02:03", &zh().tr);
+        assert_eq!(died.summary, "outbound 已宕机");
+        assert!(died.critical);
+        assert_eq!(
+            note(&event(EventKind::Unreachable, "o"), "10:02:03", &zh().tr).summary,
+            "无法连接 Redis：任务状态未知"
+        );
+        let mut unnamed = event(EventKind::Failover, "outbound");
+        unnamed.to = Some(HolderRef { field: "b:1".into(), node: None });
+        let n = note(&unnamed, "10:02:03", &zh().tr);
+        assert_eq!((n.summary.as_str(), n.body.as_str()), ("outbound 已切换到另一台服务器", "10:02:03：why"));
+    }
+
+    #[test]
+    fn a_refused_flip_is_one_short_line_with_the_details_left_to_the_dashboard() {
+        // The library's refusal names the ACL rule, the key and what to do: ~300 characters.
+        let refusal = "Redis refused to write {outbound}:enabled:bob as user bob (NOPERM: this user has no permissions to access one of the keys used as arguments): the ACL user may write only its own flag; ask the Redis admin to run the rules `lockwatch acl --user bob` prints, or sign in as the user whose flag this is";
+        assert!(refusal.chars().count() > 280);
+        for lang in Lang::ALL {
+            let mut refused = view(State::Running, Some("a"), &["bob"]);
+            refused.flip_error = Some(refusal.into());
+            let line = tray_view(&[refused], "bob", None, 0, &words(lang)).jobs[0].error_line.clone().unwrap();
+            assert!(line.chars().count() <= 60, "{lang:?}: {line}");
+            assert!(line.starts_with('⚠'), "{line}");
+        }
+    }
+
+    #[test]
+    fn the_mute_title_shows_the_time_left_in_both_languages() {
+        let jobs = [view(State::Running, Some("a"), &[])];
+        let v = tray_view(&jobs, "alice", Some(3_000_000), 0, &zh());
+        assert_eq!(
+            (v.mute_label.as_str(), v.unmute_label.as_str()),
+            ("通知已静音，至 00:50", "恢复通知（还剩 50 分 0 秒）")
+        );
+        let v = tray_view(&jobs, "alice", Some(3_000_000), 2_999_000, &en());
+        assert_eq!(
+            (v.mute_label.as_str(), v.unmute_label.as_str()),
+            ("Notifications muted until 00:50", "Unmute (1 s left)")
+        );
+        let v = tray_view(&jobs, "alice", Some(3_000_000), 3_000_000, &zh());
+        assert_eq!((v.mute_label.as_str(), v.unmute_label.as_str()), ("通知静音", "恢复通知"));
     }
 }

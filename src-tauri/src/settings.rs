@@ -13,6 +13,7 @@ use lockwatch::spec::{self, ConnectionSpec, Field, Invalid, JobSpec, Timing};
 use lockwatch::{EventKind, flags, status, watch};
 use serde::{Deserialize, Serialize};
 
+use crate::i18n::Language;
 use crate::model::default_notify_kinds;
 use crate::passwords::{PasswordStore, account};
 
@@ -42,6 +43,8 @@ pub struct Settings {
     /// Desktop time (ms) until which notifications are muted.
     pub mute_until_ms: Option<u64>,
     pub autostart: bool,
+    /// The tray's and dashboard's language; files from before it load as automatic.
+    pub language: Language,
 }
 
 /// One watched job.
@@ -76,6 +79,7 @@ impl Default for Settings {
             notify: default_notify_kinds(),
             mute_until_ms: None,
             autostart: false,
+            language: Language::Auto,
         }
     }
 }
@@ -275,6 +279,7 @@ pub struct SettingsForm {
     pub failover_window: String,
     pub start_grace: String,
     pub notify: Vec<EventKind>,
+    pub language: Language,
 }
 
 /// A form that passed every rule: the settings to store, and the password
@@ -300,6 +305,7 @@ impl SettingsForm {
             failover_window: text(s.failover_window_ms),
             start_grace: text(s.start_grace_ms),
             notify: s.notify.clone(),
+            language: s.language,
         }
     }
 
@@ -349,6 +355,7 @@ impl SettingsForm {
             failover_window_ms,
             start_grace_ms,
             notify: self.notify.clone(),
+            language: self.language,
             ..base.clone()
         };
         // Each field once: the durations and jobs were said above already.
@@ -571,9 +578,21 @@ mod tests {
         assert_eq!(e.jobs[0].1.engine.heartbeat_grace_ms, 7_000);
         assert_eq!(e.notify, [EventKind::Died, EventKind::Failover]);
         assert!(s.autostart);
+        assert_eq!(s.language, Language::Auto, "a file from before the language setting speaks the desktop's");
         let sparse: Settings = serde_json::from_str(r#"{"user":"alice","jobs":[{"name":"outbound"}]}"#).unwrap();
         assert_eq!(sparse.user, "alice");
         assert!(sparse.jobs[0].heartbeats);
         assert_eq!(sparse.poll_ms, 1_000);
+    }
+
+    #[test]
+    fn the_language_is_chosen_in_the_form_and_stored() {
+        let chosen = SettingsForm { language: Language::ZhHans, ..form() }.accept(&Settings::default()).unwrap();
+        assert_eq!(chosen.settings.language, Language::ZhHans);
+        assert_eq!(SettingsForm::of(&chosen.settings).language, Language::ZhHans);
+        let stored = serde_json::to_value(&chosen.settings).unwrap();
+        assert_eq!(stored["language"], "zh-CN");
+        let page: SettingsForm = serde_json::from_str(r#"{"redis_url":"redis://db","jobs":"outbound"}"#).unwrap();
+        assert_eq!(page.language, Language::Auto, "a form without the field keeps the default");
     }
 }

@@ -5,6 +5,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use lockwatch::watch::Watcher;
 
+use crate::i18n::{Lang, Tr, tr};
 use crate::model::{JobView, Notifier};
 use crate::settings::{Effective, Overrides, Settings};
 use crate::tray::TrayMenu;
@@ -24,6 +25,8 @@ pub struct AppState {
 pub struct Inner {
     pub settings: Settings,
     pub overrides: Overrides,
+    /// The desktop locale's language, read once at start.
+    pub desktop_lang: Lang,
     pub effective: Option<Effective>,
     /// Why the settings cannot take effect, if they cannot.
     pub settings_error: Option<String>,
@@ -36,11 +39,24 @@ pub struct Inner {
     pub(crate) generation: u64,
 }
 
+impl Inner {
+    /// The language to speak: the setting's, else the desktop's.
+    pub fn lang(&self) -> Lang {
+        self.settings.language.resolve(self.desktop_lang)
+    }
+
+    /// The words of [`Inner::lang`].
+    pub fn tr(&self) -> Tr {
+        tr(self.lang())
+    }
+}
+
 impl AppState {
-    pub fn new(settings: Settings, overrides: Overrides) -> AppState {
+    pub fn new(settings: Settings, overrides: Overrides, desktop_lang: Lang) -> AppState {
         let inner = Mutex::new(Inner {
             settings,
             overrides,
+            desktop_lang,
             effective: None,
             settings_error: None,
             jobs: Vec::new(),

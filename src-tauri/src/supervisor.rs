@@ -105,7 +105,8 @@ fn on_event(app: &AppHandle, event: &Event) {
         let mut inner = state.lock();
         let kinds = inner.effective.as_ref().map(|e| e.notify.clone()).unwrap_or_default();
         let mute = inner.settings.mute_until_ms;
-        inner.notifier.decide(event, &kinds, mute, desktop_now_ms(), local_time)
+        let tr = inner.tr();
+        inner.notifier.decide(event, &kinds, mute, desktop_now_ms(), &tr, local_time)
     };
     if let Some(note) = note {
         notify::show(&note);

@@ -9,9 +9,9 @@ use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::TrayIcon;
 use tauri::{AppHandle, Manager, Wry};
 
-use crate::clock::desktop_now_ms;
+use crate::clock::{desktop_now_ms, time_of_day};
 use crate::menu_id::{MenuId, Mute};
-use crate::model::{TrayView, tray_view};
+use crate::model::{Labels, TrayView, Words, tray_view};
 use crate::state::AppState;
 
 pub const TRAY_ID: &str = "lockwatch";
@@ -36,10 +36,11 @@ pub fn redraw(app: &AppHandle) {
     let (view, autostart) = {
         let inner = state.lock();
         let user = inner.effective.as_ref().map(|e| e.user.clone()).unwrap_or_default();
-        let mut view = tray_view(&inner.jobs, &user, inner.settings.mute_until_ms, desktop_now_ms());
+        let words = Words { tr: inner.tr(), time_of_day: &time_of_day };
+        let mut view = tray_view(&inner.jobs, &user, inner.settings.mute_until_ms, desktop_now_ms(), &words);
         if let Some(err) = &inner.settings_error {
             view.jobs.clear();
-            view.mute_label = format!("Settings problem: {err}");
+            view.mute_label = words.tr.ta("menu-settings-problem", &[("error", err.as_str().into())]);
         }
         (view, inner.settings.autostart)
     };
@@ -51,9 +52,9 @@ pub fn redraw(app: &AppHandle) {
 
 /// The menu as built, to update it in place.
 pub struct TrayMenu {
-    shape: Vec<(String, bool)>,
+    shape: (Vec<(String, bool)>, Labels, String),
     jobs: Vec<JobItems>,
-    mute: Submenu<Wry>,
+    unmute: MenuItem<Wry>,
     autostart: CheckMenuItem<Wry>,
     icon: State,
 }
@@ -76,13 +77,20 @@ pub fn render(
     view: &TrayView,
     autostart: bool,
 ) -> tauri::Result<()> {
-    let shape: Vec<(String, bool)> = view.jobs.iter().map(|j| (j.job.clone(), j.error_line.is_some())).collect();
+    // A new language changes every fixed label, and a submenu's title does
+    // not follow set_text over the tray host's D-Bus menu: both rebuild.
+    let shape = (
+        view.jobs.iter().map(|j| (j.job.clone(), j.error_line.is_some())).collect(),
+        view.labels.clone(),
+        view.mute_label.clone(),
+    );
     let rebuild = current.as_ref().is_none_or(|m| m.shape != shape);
     if rebuild {
         let menu = Menu::new(app)?;
         let mut jobs = Vec::new();
         for j in &view.jobs {
-            let status = MenuItem::with_id(app, MenuId::Status(j.job.clone()), &j.status_line, false, None::<&str>)?;
+            // Enabled (a disabled item is drawn grey, and this is the line that matters); it opens the dashboard.
+            let status = MenuItem::with_id(app, MenuId::Status(j.job.clone()), &j.status_line, true, None::<&str>)?;
             let flip = CheckMenuItem::with_id(
                 app,
                 MenuId::Flip(j.job.clone()),
@@ -97,8 +105,7 @@ pub fn render(
             menu.append(&others)?;
             let error = match &j.error_line {
                 Some(text) => {
-                    let item =
-                        MenuItem::with_id(app, MenuId::Error(j.job.clone()), format!("⚠ {text}"), false, None::<&str>)?;
+                    let item = MenuItem::with_id(app, MenuId::Error(j.job.clone()), text, true, None::<&str>)?;
                     menu.append(&item)?;
                     Some(item)
                 }
@@ -107,29 +114,31 @@ pub fn render(
             menu.append(&PredefinedMenuItem::separator(app)?)?;
             jobs.push(JobItems { status, flip, others, error });
         }
+        let labels = &view.labels;
+        let unmute = MenuItem::with_id(app, MenuId::Mute(Mute::Off), &view.unmute_label, true, None::<&str>)?;
         let mute = Submenu::with_id_and_items(
             app,
             MenuId::MuteMenu,
             &view.mute_label,
             true,
             &[
-                &MenuItem::with_id(app, MenuId::Mute(Mute::OneHour), "For 1 hour", true, None::<&str>)?,
-                &MenuItem::with_id(app, MenuId::Mute(Mute::FourHours), "For 4 hours", true, None::<&str>)?,
-                &MenuItem::with_id(app, MenuId::Mute(Mute::UntilTomorrow), "Until tomorrow", true, None::<&str>)?,
-                &MenuItem::with_id(app, MenuId::Mute(Mute::Off), "Unmute", true, None::<&str>)?,
+                &MenuItem::with_id(app, MenuId::Mute(Mute::OneHour), &labels.mute[0], true, None::<&str>)?,
+                &MenuItem::with_id(app, MenuId::Mute(Mute::FourHours), &labels.mute[1], true, None::<&str>)?,
+                &MenuItem::with_id(app, MenuId::Mute(Mute::UntilTomorrow), &labels.mute[2], true, None::<&str>)?,
+                &unmute,
             ],
         )?;
         let autostart_item =
-            CheckMenuItem::with_id(app, MenuId::Autostart, "Start at login", true, autostart, None::<&str>)?;
-        menu.append(&MenuItem::with_id(app, MenuId::Open, "Open dashboard", true, None::<&str>)?)?;
+            CheckMenuItem::with_id(app, MenuId::Autostart, &labels.autostart, true, autostart, None::<&str>)?;
+        menu.append(&MenuItem::with_id(app, MenuId::Open, &labels.open, true, None::<&str>)?)?;
         menu.append(&mute)?;
-        menu.append(&MenuItem::with_id(app, MenuId::Settings, "Settings…", true, None::<&str>)?)?;
+        menu.append(&MenuItem::with_id(app, MenuId::Settings, &labels.settings, true, None::<&str>)?)?;
         menu.append(&autostart_item)?;
         menu.append(&PredefinedMenuItem::separator(app)?)?;
-        menu.append(&MenuItem::with_id(app, MenuId::Quit, "Quit lockwatch", true, None::<&str>)?)?;
+        menu.append(&MenuItem::with_id(app, MenuId::Quit, &labels.quit, true, None::<&str>)?)?;
         tray.set_menu(Some(menu))?;
         tray.set_icon(Some(Image::from_bytes(icon(view.icon))?))?;
-        *current = Some(TrayMenu { shape, jobs, mute, autostart: autostart_item, icon: view.icon });
+        *current = Some(TrayMenu { shape, jobs, unmute, autostart: autostart_item, icon: view.icon });
         return Ok(());
     }
     let Some(m) = current.as_mut() else { return Ok(()) };
@@ -141,10 +150,10 @@ pub fn render(
         items.flip.set_enabled(j.can_flip)?;
         items.others.set_text(&j.others_line)?;
         if let (Some(item), Some(text)) = (&items.error, &j.error_line) {
-            item.set_text(format!("⚠ {text}"))?;
+            item.set_text(text)?;
         }
     }
-    m.mute.set_text(&view.mute_label)?;
+    m.unmute.set_text(&view.unmute_label)?;
     m.autostart.set_checked(autostart)?;
     if m.icon != view.icon {
         tray.set_icon(Some(Image::from_bytes(icon(view.icon))?))?;

@@ -1,6 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { duration, holderName, leaseText, ownFlag, stateInfo, streamMs } from "../format.js";
+import { readFileSync } from "node:fs";
+import { duration, holderName, leaseText, ownFlag, reasonText, stateInfo, streamMs } from "../format.js";
+import { setTexts } from "../i18n.js";
+
+// The app's own catalog, as the page gets it (written from it by a Rust test).
+export const texts = (tag) => JSON.parse(readFileSync(new URL(`./texts.${tag}.json`, import.meta.url), "utf8"));
+setTexts(texts("en"));
 
 test("durations read like the CLI's", () => {
   assert.equal(duration(850), "850 ms");

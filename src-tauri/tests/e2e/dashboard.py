@@ -169,6 +169,10 @@ def main():
         env = dict(os.environ, HOME=f"{tmp}/home", XDG_RUNTIME_DIR=f"{tmp}/run", XDG_CONFIG_HOME=f"{tmp}/home/.config",
                    XDG_DATA_HOME=f"{tmp}/home/.local/share", XDG_CACHE_HOME=f"{tmp}/home/.cache", LOCKWATCH_OPEN_DASHBOARD="1", LOCKWATCH_USER="alice")
         env.pop("LOCKWATCH_REDIS_URL", None)
+        # The page's words follow the desktop's language; these checks read English.
+        for var in ("LC_ALL", "LC_MESSAGES", "LANGUAGE"):
+            env.pop(var, None)
+        env["LANG"] = "en_US.UTF-8"
         env.update(extra)
         s = Session(env, f"{tmp}/app-{len(sessions) + 1}.log")
         sessions.append(s)

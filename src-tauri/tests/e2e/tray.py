@@ -5,8 +5,10 @@ Run by tests/tray.rs inside dbus-run-session with an Xvfb DISPLAY. This script
 owns a fake StatusNotifierWatcher (the tray host) and a fake notification
 daemon, starts its own redis-server and two workers, then the real app, and
 checks what a supervisor would see: the tray item, its icon, the menu,
-notifications, the own flag, an ACL refusal and a Redis outage.
-Env: LOCKWATCH_BIN, LOCKWATCH_TRAY_BIN, ICONS (the repo's icons/ dir).
+notifications, the own flag, an ACL refusal, the mute and a Redis outage,
+in the language of the desktop's locale.
+Env: LOCKWATCH_BIN, LOCKWATCH_TRAY_BIN, ICONS (the repo's icons/ dir),
+LOCALE (the app's LANG, e.g. zh_CN.UTF-8; default en_US.UTF-8).
 """
 import hashlib
 import os
@@ -32,6 +34,40 @@ LOCKWATCH = os.environ["LOCKWATCH_BIN"]
 TRAY = os.environ["LOCKWATCH_TRAY_BIN"]
 ICONS = os.environ["ICONS"]
 LEASE = "3s"
+LOCALE = os.environ.get("LOCALE", "en_US.UTF-8")
+
+# What a supervisor reads, per language (the app's catalog says it; these are the expectations).
+WORDS = {
+    "en": {
+        "running_on": "outbound: running on ",
+        "failover": "outbound moved from {a} to {b}",
+        "failover_body": ": ",
+        "flip": "Enabled for me",
+        "refused": "Your flag for outbound was not changed",
+        "refused_line": "⚠ Your change was not saved: details in the dashboard",
+        "mute_1h": "For 1 hour",
+        "mute": "Mute notifications",
+        "unmute": "Unmute",
+        "muted": "Notifications muted until ",
+        "unmute_left": "Unmute (",
+        "unreachable": "Redis unreachable: job states unknown",
+    },
+    "zh": {
+        "running_on": "outbound：运行中 · ",
+        "failover": "outbound 已从 {a} 切换到 {b}",
+        "failover_body": "：现在由 {b} 运行。",
+        "flip": "由我启用",
+        "refused": "您对 outbound 的启用设置未更改",
+        "refused_line": "⚠ 您的更改未保存，详情见监控面板",
+        "mute_1h": "1 小时",
+        "mute": "通知静音",
+        "unmute": "恢复通知",
+        "muted": "通知已静音，至 ",
+        "unmute_left": "恢复通知（还剩 ",
+        "unreachable": "无法连接 Redis：任务状态未知",
+    },
+}
+W = WORDS["zh" if LOCALE.startswith(("zh_CN", "zh_SG", "zh_Hans")) else "en"]
 
 dbus.mainloop.glib.threads_init()
 dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
@@ -97,6 +133,10 @@ class Notifications(dbus.service.Object):
     def summaries(self):
         with self.lock:
             return [s for s, _, _ in self.seen]
+
+    def body(self, summary):
+        with self.lock:
+            return next((b for s, b, _ in self.seen if s == summary), None)
 
 
 
@@ -180,7 +220,8 @@ def main():
         os.makedirs(runtime, mode=0o700)
 
         def start_app(user):
-            env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=runtime, XDG_CONFIG_HOME=f"{home}/.config", XDG_DATA_HOME=f"{home}/.local/share", XDG_CACHE_HOME=f"{home}/.cache",
+            env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES", "LANGUAGE")}
+            env = dict(env, LANG=LOCALE, HOME=home, XDG_RUNTIME_DIR=runtime, XDG_CONFIG_HOME=f"{home}/.config", XDG_DATA_HOME=f"{home}/.local/share", XDG_CACHE_HOME=f"{home}/.cache",
                        LOCKWATCH_REDIS_URL=f"redis://alice:alice-pw@127.0.0.1:{run.port}", LOCKWATCH_USER=user, LOCKWATCH_LOG="info")
             watcher.items.clear()
             log = open(os.path.join(run.tmp, f"app-{user}.log"), "w")
@@ -236,57 +277,70 @@ def main():
         # b. the icon shows running, the menu says where
         until("the running icon", lambda: shown_state() == "running", 15)
         holder = until("a holder", lambda: run.lockwatch("status", "--json").stdout and __import__("json").loads(run.lockwatch("status", "--json").stdout)["holder"], 10)
-        until("the status line naming the server", lambda: (entry("outbound: running on") or (0, ""))[1].find(holder["node"]) > 0, 10)
-        run.ok(f"icon running, menu says running on {holder['node']}")
+        until("the status line naming the server", lambda: (entry(W["running_on"]) or (0, ""))[1].find(holder["node"]) > 0, 10)
+        line = entry(W["running_on"])
+        assert line[3], f"the status line is drawn greyed out: {line}"
+        run.ok(f"icon running, menu says {line[1]!r}, not greyed out")
 
         # c. kill -9 of the holding worker: one failover notification naming both
         other = "srv-b" if holder["node"] == "srv-a" else "srv-a"
         workers[holder["node"]].kill()
-        want = f"outbound moved from {holder['node']} to {other}"
+        want = W["failover"].format(a=holder["node"], b=other)
         until(f"notification '{want}'", lambda: want in notes.summaries(), 3 + 8)
-        until("the menu naming the new server", lambda: other in (entry("outbound: running on") or (0, ""))[1], 10)
-        run.ok(f"failover notified: {want}")
+        body = notes.body(want)
+        assert W["failover_body"].format(b=other) in body, body
+        until("the menu naming the new server", lambda: other in (entry(W["running_on"]) or (0, ""))[1], 10)
+        run.ok(f"failover notified: {want} / {body}")
 
         # d. the checkbox flips alice's own flag, both ways
-        assert entry("Enabled for me")[2] == 1, entries()
-        click("Enabled for me")
+        assert entry(W["flip"])[2] == 1, entries()
+        click(W["flip"])
         until("alice's flag off in Redis", lambda: run.redis("HGET", "{outbound}:enabled:alice", "on") == "0", 10)
-        until("the box unchecked", lambda: entry("Enabled for me")[2] == 0, 10)
-        click("Enabled for me")
+        until("the box unchecked", lambda: entry(W["flip"])[2] == 0, 10)
+        click(W["flip"])
         until("alice's flag on in Redis", lambda: run.redis("HGET", "{outbound}:enabled:alice", "on") == "1", 10)
-        run.ok("Enabled for me writes the own flag, off and on")
+        run.ok(f"{W['flip']} writes the own flag, off and on")
 
         # e. an ACL refusal reverts the box and notifies
         run.stop(app)
         app = start_app("bob")
         until("bob's tray item", item, 15)
-        until("bob's box checked", lambda: (entry("Enabled for me") or (0, "", 0))[2] == 1, 15)
+        until("bob's box checked", lambda: (entry(W["flip"]) or (0, "", 0))[2] == 1, 15)
         before = len(notes.summaries())
-        click("Enabled for me")
-        until("the refusal notification", lambda: "Your flag for outbound was not changed" in notes.summaries()[before:], 10)
+        click(W["flip"])
+        until("the refusal notification", lambda: W["refused"] in notes.summaries()[before:], 10)
         until("a warning line in the menu", lambda: any(e[1].startswith("⚠") for e in entries()), 10)
-        until("the box back to the server's truth", lambda: entry("Enabled for me")[2] == 1, 10)
+        warning = next(e for e in entries() if e[1].startswith("⚠"))
+        assert warning[1] == W["refused_line"] and warning[3], f"a short, readable line: {warning}"
+        until("the box back to the server's truth", lambda: entry(W["flip"])[2] == 1, 10)
         assert run.redis("HGET", "{outbound}:enabled:bob", "on") == "1"
-        run.ok("a refused flip springs back, says why in the menu and notifies")
+        run.ok(f"a refused flip springs back, says {warning[1]!r} in the menu and notifies")
+
+        # e2. muting shows until when in the submenu's title, and the time left
+        click(W["mute_1h"])
+        until("the mute title with the time left", lambda: entry(W["muted"]) is not None and entry(W["unmute_left"]) is not None, 10)
+        run.ok(f"muted: the menu says {entry(W['muted'])[1]!r} and {entry(W['unmute_left'])[1]!r}")
+        click(W["unmute_left"])
+        until("the plain mute title again", lambda: entry(W["muted"]) is None and entry(W["mute"]) is not None, 10)
 
         # f. Redis killed: one "unreachable", the icon unknown, never stopped
         before = len(notes.summaries())
         redis.kill()
         redis.wait()
-        until("the unreachable notification", lambda: "Redis unreachable: job states unknown" in notes.summaries()[before:], 15)
+        until("the unreachable notification", lambda: W["unreachable"] in notes.summaries()[before:], 15)
         until("the unknown icon", lambda: shown_state() == "unknown", 10)
         end = time.monotonic() + 5
         while time.monotonic() < end:
             assert shown_state() != "stopped", "the icon showed stopped while Redis was down"
             time.sleep(0.1)
-        count = notes.summaries()[before:].count("Redis unreachable: job states unknown")
+        count = notes.summaries()[before:].count(W["unreachable"])
         assert count == 1, notes.summaries()[before:]
         run.ok("Redis down: exactly one unreachable notification, icon unknown, never stopped")
         print(f"{run.passed} passed, 0 failed", flush=True)
         return 0
     except Exception as e:  # report, with what was seen and the app's log, then fail
         print(f"FAILED after {run.passed} checks: {e}", flush=True)
-        for what, get in [("status", lambda: run.lockwatch("status").stdout), ("icon", lambda: (str(prop("IconName")), shown_state())), ("menu", lambda: entries())]:
+        for what, get in [("status", lambda: run.lockwatch("status").stdout), ("icon", lambda: (str(prop("IconName")), shown_state())), ("menu", lambda: entries()), ("notifications", lambda: notes.seen)]:
             try:
                 print(f"--- {what}: {get()}", flush=True)
             except Exception as err:  # noqa: BLE001 - diagnostics only

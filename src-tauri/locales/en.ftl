@@ -1,0 +1,180 @@
+# lockwatch's words in English. The same ids live in zh-CN.ftl; a test
+# checks that both files have every message and that each one formats.
+# Messages the page uses (page-*, state-*, duration-*) take plain
+# variables only, no selectors: the page fills them in itself.
+
+## The states, as words inside a sentence (tray, notifications)
+
+state-running = running
+state-stale = stale
+state-down = down
+state-pending = pending
+state-stopped = stopped
+state-conflict = conflict
+state-unknown = unknown
+
+## Durations
+
+duration-ms = { $ms } ms
+duration-s = { $s } s
+duration-min = { $min } min { $s } s
+duration-h = { $h } h { $min } min
+list-separator = { ", " }
+
+## The tray menu
+
+menu-connecting = { $job }: connecting…
+menu-head = { $job }: { $state }
+menu-head-server = { $job }: { $state } on { $server }
+menu-head-unreadable = { $job }: { $state } (Redis unreadable)
+menu-head-reason = { $job }: { $state } ({ $reason })
+menu-pending = a server should take it within { $left }
+menu-for = for { $duration } (since { $since })
+menu-heartbeat = heartbeat { $age } ago
+menu-flip = Enabled for me
+menu-flip-unknown = Enabled for me: not known (Redis unreadable)
+menu-others-not-yet = Who has it enabled: not known yet
+menu-others-unreadable = Who has it enabled: not known (Redis unreadable)
+menu-others-none = Nobody else has it enabled
+menu-others = Also enabled by: { $users }
+menu-flip-refused = ⚠ Your change was not saved: details in the dashboard
+menu-open = Open dashboard
+menu-mute = Mute notifications
+menu-muted = Notifications muted until { $until }
+menu-mute-1h = For 1 hour
+menu-mute-4h = For 4 hours
+menu-mute-tomorrow = Until tomorrow
+menu-unmute = Unmute
+menu-unmute-left = Unmute ({ $left } left)
+menu-settings = Settings…
+menu-autostart = Start at login
+menu-quit = Quit lockwatch
+menu-settings-problem = Settings problem: { $error }
+
+## Notifications
+
+note-died = { $job } died
+note-data-lost = Redis lost the data of { $job }
+note-conflict = { $job }: two servers run it
+note-failover = { $job } moved from { $from } to { $to }
+note-failover-unnamed = { $job } moved to another server
+note-restarted-on = { $job } restarted on { $server }
+note-restarted = { $job } restarted
+note-stalled = { $job } is stuck
+note-recovered = { $job } runs again
+note-started = { $job } started
+note-stopped = { $job } stopped
+note-unreachable = Redis unreachable: job states unknown
+note-reachable = Redis reachable again
+# The library's own sentence says it best in English.
+note-body = { $at }: { $reason }
+note-flip-refused = Your flag for { $job } was not changed
+note-settings-reset = lockwatch settings reset
+
+## Test connection (answered by the app in one sentence)
+
+test-connected = Connected to { $host } and read job { $job }: { $users ->
+        [one] one registered user
+       *[other] { $users } registered users
+    }, { $workers ->
+        [one] one worker
+       *[other] { $workers } workers
+    }.
+
+## The dashboard page
+
+page-nav-live = Live
+page-nav-history = History
+page-nav-settings = Settings
+page-notray = No tray on this desktop (no StatusNotifierWatcher, no XEmbed system tray): lockwatch shows this window instead. On GNOME, install the AppIndicator extension to get the tray icon.
+page-dismiss = Dismiss this hint
+page-failed = The dashboard failed: { $message }
+page-connection = { $redis } · as { $user }
+page-connecting = Connecting…
+
+page-state-running = Running
+page-state-stale = Stale
+page-state-down = Down
+page-state-pending = Pending
+page-state-stopped = Stopped
+page-state-conflict = Conflict
+page-state-unknown = Unknown
+page-hint-running = held, heartbeat fresh
+page-hint-stale = held, heartbeat old: hung or dying
+page-hint-down = enabled, but no server runs it
+page-hint-pending = nobody runs it yet; a server should take it soon
+page-hint-stopped = nobody has it enabled
+page-hint-conflict = two servers claim it
+page-hint-unknown = Redis cannot be read
+
+# The library's sentence is English already and says the most.
+page-reason-running = { $reason }
+page-reason-stale = { $reason }
+page-reason-stale-unnamed = { $reason }
+page-reason-down = { $reason }
+page-reason-pending = { $reason }
+page-reason-pending-open = { $reason }
+page-reason-stopped = { $reason }
+page-reason-conflict = { $reason }
+page-reason-unreadable = { $reason }
+
+page-server = Server
+page-heartbeat = Heartbeat
+page-lease = Lock lease left
+page-fence = Fence token
+page-since = Since
+page-checked = Checked
+page-ago = { $duration } ago
+page-since-value = { $time } ({ $duration })
+page-lock-field = lock field { $field }
+page-not-known = not known
+page-free = free
+page-no-expiry = no expiry
+page-who = Who has it enabled
+page-col-user = User
+page-col-enabled = Enabled
+page-col-since = Since
+page-col-host = From host
+page-you = { $user } (you)
+page-unreadable = unreadable
+page-yes = yes
+page-no = no
+page-mine = Enabled for me
+page-mine-unknown = Enabled for me: not known
+page-not-changed = Not changed: { $error }
+
+page-settings = Settings
+page-redis-url = Redis URL
+page-password = Password
+page-password-hint = kept in the OS keyring; leave empty to keep
+page-tls-ca = TLS CA file (PEM)
+page-tls-ca-hint = only for a private CA
+page-user = Your name
+page-user-hint = default: the Redis user, else your login
+page-jobs = Jobs
+page-poll = Poll interval
+page-heartbeat-grace = Heartbeat grace
+page-failover-window = Failover window
+page-start-grace = Start grace
+page-language = Language
+page-language-auto = Automatic (from the desktop)
+page-notify = Notify me when the job…
+page-event-died = died
+page-event-data_lost = lost its data in Redis
+page-event-failover = moved to another server
+page-event-restarted = restarted
+page-event-conflict = ran on two servers
+page-event-stalled = got stuck
+page-event-recovered = runs again
+page-event-started = started
+page-event-stopped = stopped
+page-event-unreachable = Redis unreachable
+page-event-reachable = Redis reachable again
+page-save = Save
+page-test = Test connection
+page-testing = Testing…
+page-overridden = Overridden by { $variable } while it is set.
+page-saved = Saved; watching with the new settings.
+page-saved-note = Saved. { $note }
+page-not-saved = Not saved: { $error }
+page-not-saved-fields = Not saved: see the marked fields.

@@ -1,0 +1,185 @@
+# lockwatch 的简体中文用语。与 en.ftl 的消息一一对应。
+# 用词（全文统一）：running 运行中 · stale 停滞 · down 宕机 · pending 等待启动 ·
+# stopped 已停止 · conflict 冲突 · unknown 未知 · job 任务 · server 服务器 ·
+# heartbeat 心跳 · flag/enabled 启用 · lock lease 锁租期 · fence token 防护令牌
+
+## 状态（句中用）
+
+state-running = 运行中
+state-stale = 停滞
+state-down = 宕机
+state-pending = 等待启动
+state-stopped = 已停止
+state-conflict = 冲突
+state-unknown = 未知
+
+## 时长
+
+duration-ms = { $ms } 毫秒
+duration-s = { $s } 秒
+duration-min = { $min } 分 { $s } 秒
+duration-h = { $h } 小时 { $min } 分
+list-separator = { "、" }
+
+## 托盘菜单
+
+menu-connecting = { $job }：正在连接…
+menu-head = { $job }：{ $state }
+menu-head-server = { $job }：{ $state } · { $server }
+menu-head-unreadable = { $job }：{ $state }（无法读取 Redis）
+menu-head-reason = { $job }：{ $state }（{ $reason }）
+menu-pending = 应在 { $left }内由服务器启动
+menu-for = 已持续 { $duration }（{ $since } 起）
+menu-heartbeat = 心跳 { $age }前
+menu-flip = 由我启用
+menu-flip-unknown = 由我启用：未知（无法读取 Redis）
+menu-others-not-yet = 启用人：尚未读取
+menu-others-unreadable = 启用人：未知（无法读取 Redis）
+menu-others-none = 没有其他人启用
+menu-others = 其他启用人：{ $users }
+menu-flip-refused = ⚠ 您的更改未保存，详情见监控面板
+menu-open = 打开监控面板
+menu-mute = 通知静音
+menu-muted = 通知已静音，至 { $until }
+menu-mute-1h = 1 小时
+menu-mute-4h = 4 小时
+menu-mute-tomorrow = 直到明天
+menu-unmute = 恢复通知
+menu-unmute-left = 恢复通知（还剩 { $left }）
+menu-settings = 设置…
+menu-autostart = 登录时自动启动
+menu-quit = 退出 lockwatch
+menu-settings-problem = 设置有误：{ $error }
+
+## 通知
+
+note-died = { $job } 已宕机
+note-data-lost = Redis 丢失了 { $job } 的数据
+note-conflict = { $job }：两台服务器同时在运行
+note-failover = { $job } 已从 { $from } 切换到 { $to }
+note-failover-unnamed = { $job } 已切换到另一台服务器
+note-restarted-on = { $job } 已在 { $server } 上重新启动
+note-restarted = { $job } 已重新启动
+note-stalled = { $job } 停滞了
+note-recovered = { $job } 已恢复运行
+note-started = { $job } 已开始运行
+note-stopped = { $job } 已停止
+note-unreachable = 无法连接 Redis：任务状态未知
+note-reachable = Redis 已恢复连接
+note-body = { $kind ->
+        [died] { $at }：任务已启用，但没有服务器在运行。
+        [data_lost] { $at }：Redis 丢失了此任务的数据（可能是重启后未持久化）。请重新启用。
+        [conflict] { $at }：两台服务器都声称在运行此任务，请立即检查。
+        [failover] { $at }：现在由 { $to } 运行。
+        [restarted] { $at }：同一台服务器重新接管了任务。
+        [stalled] { $at }：锁仍被占用，但心跳已超时：任务可能卡住或正在退出。
+        [recovered] { $at }：心跳恢复正常。
+        [started] { $at }：任务已开始运行。
+        [stopped] { $at }：所有人都已停用，任务已停止。
+        [unreachable] { $at }：无法读取 Redis，任务的实际状态未知（并不代表已停止）。
+        [reachable] { $at }：已重新连接到 Redis。
+       *[other] { $at }：{ $reason }
+    }
+note-flip-refused = 您对 { $job } 的启用设置未更改
+note-settings-reset = lockwatch 设置已重置
+
+## 测试连接
+
+test-connected = 已连接 { $host } 并读取任务 { $job }：{ $users } 个已登记用户，{ $workers } 个工作进程。
+
+## 监控面板
+
+page-nav-live = 实时
+page-nav-history = 历史
+page-nav-settings = 设置
+page-notray = 此桌面没有系统托盘（没有 StatusNotifierWatcher，也没有 XEmbed 托盘），lockwatch 改为显示此窗口。在 GNOME 上安装 AppIndicator 扩展即可显示托盘图标。
+page-dismiss = 关闭此提示
+page-failed = 监控面板出错：{ $message }
+page-connection = { $redis } · 用户 { $user }
+page-connecting = 正在连接…
+
+page-state-running = 运行中
+page-state-stale = 停滞
+page-state-down = 宕机
+page-state-pending = 等待启动
+page-state-stopped = 已停止
+page-state-conflict = 冲突
+page-state-unknown = 未知
+page-hint-running = 已持有锁，心跳正常
+page-hint-stale = 已持有锁，但心跳过旧：可能卡住或正在退出
+page-hint-down = 已启用，但没有服务器在运行
+page-hint-pending = 暂无服务器运行，稍后应有服务器启动它
+page-hint-stopped = 没有人启用
+page-hint-conflict = 两台服务器同时声称在运行
+page-hint-unknown = 无法读取 Redis
+
+page-reason-running = 正在 { $server } 上运行。
+page-reason-stale = { $server } 持有锁，但心跳已停 { $age }：可能卡住或正在退出。
+page-reason-stale-unnamed = 锁被占用，但没有最新心跳能说明是哪台服务器：可能卡住或正在退出。
+page-reason-down = 已启用，但没有服务器在运行。
+page-reason-pending = 暂无服务器运行，应在 { $until } 前由服务器启动。
+page-reason-pending-open = 暂无服务器运行，稍后应有服务器启动它。
+page-reason-stopped = 已停止：没有人启用。
+page-reason-conflict = 两台服务器同时声称在运行此任务，请立即检查。
+page-reason-unreadable = 无法读取 Redis，状态未知（并不代表已停止）。
+
+page-server = 服务器
+page-heartbeat = 心跳
+page-lease = 锁租期剩余
+page-fence = 防护令牌
+page-since = 开始于
+page-checked = 检查时间
+page-ago = { $duration }前
+page-since-value = { $time }（{ $duration }）
+page-lock-field = 锁字段 { $field }
+page-not-known = 未知
+page-free = 空闲
+page-no-expiry = 不过期
+page-who = 启用人
+page-col-user = 用户
+page-col-enabled = 已启用
+page-col-since = 时间
+page-col-host = 来源主机
+page-you = { $user }（您）
+page-unreadable = 无法读取
+page-yes = 是
+page-no = 否
+page-mine = 由我启用
+page-mine-unknown = 由我启用：未知
+page-not-changed = 未更改：{ $error }
+
+page-settings = 设置
+page-redis-url = Redis 地址
+page-password = 密码
+page-password-hint = 保存在系统密钥环中；留空则不修改
+page-tls-ca = TLS CA 证书文件（PEM）
+page-tls-ca-hint = 仅私有 CA 需要
+page-user = 您的名字
+page-user-hint = 默认：Redis 用户名，否则为登录名
+page-jobs = 任务
+page-poll = 轮询间隔
+page-heartbeat-grace = 心跳宽限
+page-failover-window = 切换时限
+page-start-grace = 启动宽限
+page-language = 语言
+page-language-auto = 自动（跟随桌面）
+page-notify = 任务出现以下情况时通知我…
+page-event-died = 宕机
+page-event-data_lost = Redis 丢失数据
+page-event-failover = 切换到另一台服务器
+page-event-restarted = 重新启动
+page-event-conflict = 两台服务器同时运行
+page-event-stalled = 停滞
+page-event-recovered = 恢复运行
+page-event-started = 开始运行
+page-event-stopped = 已停止
+page-event-unreachable = 无法连接 Redis
+page-event-reachable = Redis 恢复连接
+page-save = 保存
+page-test = 测试连接
+page-testing = 正在测试…
+page-overridden = 设置了 { $variable } 时以其为准。
+page-saved = 已保存，正在按新设置监控。
+page-saved-note = 已保存。{ $note }
+page-not-saved = 未保存：{ $error }
+page-not-saved-fields = 未保存：请查看标出的字段。
