@@ -10,16 +10,6 @@ use std::time::Duration;
 use common::*;
 use serde_json::Value;
 
-fn lockwatch(url: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lockwatch"))
-        .env_remove("LOCKWATCH_REDIS_URL")
-        .arg("--redis")
-        .arg(url)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 /// The binary in a clean environment: no LOCKWATCH_* variables, only PATH.
 fn lockwatch_clean(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lockwatch"))

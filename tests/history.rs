@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::*;
@@ -30,16 +30,6 @@ fn worker(url: &str, node: &str) -> Proc {
         .spawn()
         .unwrap();
     Proc(child)
-}
-
-fn lockwatch(url: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lockwatch"))
-        .env_remove("LOCKWATCH_REDIS_URL")
-        .arg("--redis")
-        .arg(url)
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 /// `lockwatch history --json` with a short grace and window, as JSON values.

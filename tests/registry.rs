@@ -56,24 +56,7 @@ fn event_types(c: &mut redis::Connection) -> Vec<String> {
 async fn a_worker_starts_the_job_for_the_one_enabled_user_among_thousands() {
     let server = RedisServer::start();
     let mut c = server.conn();
-    let mut pipe = redis::pipe();
-    for i in 0..3000 {
-        pipe.sadd("{outbound}:users", format!("user{i}")).ignore();
-        pipe.hset_multiple(format!("{{outbound}}:enabled:user{i}"), &[("on", "0"), ("time", "1"), ("host", "pc")])
-            .ignore();
-    }
-    for i in 0..2000 {
-        pipe.sadd("{outbound}:nodes", format!("old{i}")).ignore();
-        if i % 2 == 0 {
-            pipe.hset_multiple(format!("{{outbound}}:node:old{i}"), &[("state", "idle"), ("beat_ms", "1")]).ignore();
-        }
-    }
-    let _: () = pipe.query(&mut c).unwrap();
-    let (_, first_page): (u64, Vec<String>) =
-        redis::cmd("SSCAN").arg("{outbound}:users").arg(0).arg("COUNT").arg(1000).query(&mut c).unwrap();
-    let enabled = (0..3000).map(|i| format!("user{i}")).find(|u| !first_page.contains(u)).unwrap();
-    let _: () =
-        redis::cmd("HSET").arg(format!("{{outbound}}:enabled:{enabled}")).arg("on").arg("1").query(&mut c).unwrap();
+    crowd(&mut c);
 
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal");

@@ -281,24 +281,8 @@ async fn every_registered_user_counts_however_many_there_are() {
     let server = RedisServer::start();
     let mut c = server.conn();
     let keys = Keys::new("outbound");
-    let mut pipe = redis::pipe();
-    for i in 0..3000 {
-        pipe.sadd("{outbound}:users", format!("user{i}")).ignore();
-        pipe.hset_multiple(format!("{{outbound}}:enabled:user{i}"), &[("on", "0"), ("time", "1"), ("host", "pc")])
-            .ignore();
-    }
-    for i in 0..2000 {
-        pipe.sadd("{outbound}:nodes", format!("old{i}")).ignore();
-        if i % 2 == 0 {
-            pipe.hset_multiple(format!("{{outbound}}:node:old{i}"), &[("state", "idle"), ("beat_ms", "1")]).ignore();
-        }
-    }
-    let _: () = pipe.query(&mut c).unwrap();
     // The one enabled user is one a single SSCAN page from cursor 0 misses.
-    let (_, first_page): (u64, Vec<String>) =
-        redis::cmd("SSCAN").arg("{outbound}:users").arg(0).arg("COUNT").arg(1000).query(&mut c).unwrap();
-    let enabled = (0..3000).map(|i| format!("user{i}")).find(|u| !first_page.contains(u)).unwrap();
-    let _: () = redis::cmd("HSET").arg(keys.enabled(&enabled)).arg("on").arg("1").query(&mut c).unwrap();
+    let enabled = crowd(&mut c);
 
     let target = Target::new(&server.url(), None).unwrap();
     let mut conn = target.manager().await.unwrap();

@@ -896,10 +896,7 @@ async fn the_first_start_on_a_fresh_redis_waits_one_lease_and_says_starting() {
     let mut a = worker(&server, "srv-a", "2s", &j, &[], JOURNAL_LOOP);
     wait_holder(&mut c, None).await;
     // Supervisors see it waiting, not running.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockwatch"))
-        .args(["--redis", &server.url(), "status", "--json"])
-        .output()
-        .unwrap();
+    let out = lockwatch(&server.url(), &["status", "--json"]);
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(status["state"], "pending", "{status}");
     assert!(status["reason"].as_str().unwrap().contains("srv-a holds the lock and waits"), "{status}");

@@ -195,3 +195,38 @@ pub async fn eventually<T>(what: &str, timeout: Duration, mut check: impl FnMut(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Runs the `lockwatch` binary against `url`, with no URL from the environment.
+pub fn lockwatch(url: &str, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+        .env_remove("LOCKWATCH_REDIS_URL")
+        .arg("--redis")
+        .arg(url)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Registers 3,000 supervisors (all off) and 2,000 servers long gone (half
+/// without a heartbeat left), then enables the one supervisor that a single
+/// `SSCAN` page from cursor 0 misses; returns that supervisor's name.
+pub fn crowd(c: &mut redis::Connection) -> String {
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.sadd("{outbound}:users", format!("user{i}")).ignore();
+        pipe.hset_multiple(format!("{{outbound}}:enabled:user{i}"), &[("on", "0"), ("time", "1"), ("host", "pc")])
+            .ignore();
+    }
+    for i in 0..2000 {
+        pipe.sadd("{outbound}:nodes", format!("old{i}")).ignore();
+        if i % 2 == 0 {
+            pipe.hset_multiple(format!("{{outbound}}:node:old{i}"), &[("state", "idle"), ("beat_ms", "1")]).ignore();
+        }
+    }
+    let _: () = pipe.query(c).unwrap();
+    let (_, first_page): (u64, Vec<String>) =
+        redis::cmd("SSCAN").arg("{outbound}:users").arg(0).arg("COUNT").arg(1000).query(c).unwrap();
+    let enabled = (0..3000).map(|i| format!("user{i}")).find(|u| !first_page.contains(u)).unwrap();
+    let _: () = redis::cmd("HSET").arg(format!("{{outbound}}:enabled:{enabled}")).arg("on").arg("1").query(c).unwrap();
+    enabled
+}
