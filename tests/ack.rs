@@ -184,3 +184,19 @@ fn a_hostile_ack_is_a_problem_named_not_a_stalled_read() {
     // The 10 MB never left Redis.
     assert!(json.to_string().len() < 10_000, "{} bytes", json.to_string().len());
 }
+
+#[test]
+fn the_history_says_who_is_on_it() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", false);
+    let out = lockwatch(&server.url(), &["ack", "--user", "alice", "--note", "looking at wh-a"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = lockwatch(&server.url(), &["history", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ack = lines.iter().find(|l| l["kind"] == "ack").unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!((ack["user"].as_str(), ack["note"].as_str()), (Some("alice"), Some("looking at wh-a")));
+    let shown = text(&lockwatch(&server.url(), &["history"]).stdout);
+    assert!(shown.contains(" ack      alice is on it until ") && shown.ends_with(": looking at wh-a\n"), "{shown}");
+}
