@@ -1,5 +1,5 @@
 //! The Redis ACL rules for one supervisor: read everything of the job, write
-//! only their own enable flag. The server enforces them; the app hides nothing.
+//! only their own enable flag and their own "I'm on it". The server enforces them; the app hides nothing.
 
 use crate::keys::Keys;
 
@@ -32,6 +32,13 @@ const COMMANDS: &[&str] = &[
     // The flag flip (`flags::set_flag`): Redis time, the own flag, the registration check.
     "+sismember",
     "+hset",
+    // "I'm on it" (`ack::set_ack`, `ack::clear_ack`): the hash and its end in
+    // one transaction, withdrawn field by field.
+    "+multi",
+    "+exec",
+    "+discard",
+    "+pexpireat",
+    "+hdel",
     // The event stream: wake-ups and the history.
     "+xread",
     "+xrange",
@@ -44,7 +51,8 @@ const COMMANDS: &[&str] = &[
 ];
 
 /// Redis commands (one per line) that give `user` read access to the job
-/// and write access to `{job}:enabled:<user>` only, and register the user.
+/// and write access to `{job}:enabled:<user>` and `{job}:ack:<user>` only,
+/// and register the user.
 /// The password is left out: set it with `ACL SETUSER <user> ><password>`.
 pub fn rules(keys: &Keys, user: &str) -> Vec<String> {
     let mut setuser = vec![format!("ACL SETUSER {user} on resetkeys resetchannels -@all")];
@@ -54,6 +62,7 @@ pub fn rules(keys: &Keys, user: &str) -> Vec<String> {
         setuser.push(format!("%R~{}", glob_escape(&keys.lock)));
     }
     setuser.push(format!("%RW~{}", glob_escape(&keys.enabled(user))));
+    setuser.push(format!("%RW~{}", glob_escape(&keys.ack(user))));
     setuser.push(format!("&{}", glob_escape(&keys.unlock_channel())));
     // Patterns are granted as the exact pattern the watcher subscribes to.
     setuser.push(format!("&{}", keyspace_pattern(&keys.prefix, true)));
@@ -92,6 +101,7 @@ mod tests {
         assert!(lines[0].starts_with("ACL SETUSER alice on resetkeys resetchannels -@all "));
         assert!(lines[0].contains(" %R~{outbound}:* "));
         assert!(lines[0].contains(" %RW~{outbound}:enabled:alice "));
+        assert!(lines[0].contains(" %RW~{outbound}:ack:alice "));
         assert!(!lines[0].contains("~*"), "no key pattern may match everything");
         assert_eq!(lines[1], "SADD {outbound}:users alice");
     }

@@ -102,6 +102,8 @@ pub enum Action {
     ReadingStream { key: String },
     /// Reading the reasons kept with the supervisors' flags.
     ReadingReasons,
+    /// Writing or withdrawing a supervisor's "I'm on it" for a job.
+    Acknowledging { user: String, job: String },
 }
 
 impl Action {
@@ -137,6 +139,7 @@ impl fmt::Display for Action {
             Action::Recording { kind } => write!(f, "recording {kind}"),
             Action::ReadingStream { key } => write!(f, "reading {key}"),
             Action::ReadingReasons => f.write_str("reading the flags' reasons"),
+            Action::Acknowledging { user, job } => write!(f, "setting {user}'s \"on it\" for job {job}"),
         }
     }
 }

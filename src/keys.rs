@@ -72,6 +72,16 @@ impl Keys {
         format!("{}{user}", self.enabled_prefix())
     }
 
+    /// Prefix of the acknowledgements ("I'm on it"); the user name follows.
+    pub fn ack_prefix(&self) -> String {
+        format!("{}:ack:", self.prefix)
+    }
+
+    /// One supervisor's acknowledgement hash, expiring when it ends.
+    pub fn ack(&self, user: &str) -> String {
+        format!("{}{user}", self.ack_prefix())
+    }
+
     /// Redisson's unlock channel: the lock key wrapped in `{}` unless it
     /// already contains a `{`.
     pub fn unlock_channel(&self) -> String {
@@ -131,6 +141,7 @@ mod tests {
         assert_eq!(k.events(), "{outbound}:events");
         assert_eq!(k.node("srv-a"), "{outbound}:node:srv-a");
         assert_eq!(k.enabled("alice"), "{outbound}:enabled:alice");
+        assert_eq!(k.ack("alice"), "{outbound}:ack:alice");
         assert!(k.lock_shares_slot());
     }
 

@@ -12,12 +12,14 @@
 //! - [`worker`], [`job`]: run a command on exactly one server, with heartbeat and events.
 //! - [`reaper`]: the process between worker and job that takes the job's whole tree down.
 //! - [`flags`]: flipping a supervisor's own enable flag.
+//! - [`ack`]: "I'm on it": a supervisor's own acknowledgement, with a note and an end.
 //! - [`history`]: the job's shared history: typed stream entries, read back and built into runs, failovers, deaths, flips.
 //! - [`acl`]: the Redis ACL rules for a supervisor.
 //! - [`connect`]: Redis URLs, connections and their timeouts.
 //! - [`spec`]: the rules for user input (names, durations, URL and password) and what it becomes.
 //! - [`error`]: the library's errors, one sentence each.
 
+pub mod ack;
 pub mod acl;
 pub mod connect;
 pub mod error;

@@ -1,7 +1,8 @@
 -- Reads the whole state of one job at one Redis TIME.
 -- KEYS[1] lock key ('' when it lives in another slot and is read apart)
 -- KEYS[2] fence, KEYS[3] users set, KEYS[4] nodes set, KEYS[5] event stream (optional)
--- ARGV[1] prefix of the enable flags, ARGV[2] prefix of the heartbeats
+-- ARGV[1] prefix of the enable flags, ARGV[2] prefix of the heartbeats,
+-- ARGV[3] prefix of the acknowledgements (optional)
 -- Every read checks the key's type first, so a key of the wrong type is reported, not an
 -- error; big values are capped so a stray huge key cannot stall the server or the desktop.
 -- Of a flag or heartbeat only the fields lockwatch uses are read; a registry is read
@@ -20,6 +21,9 @@ local READ = {
                                           'state', 'version', 'started_ms', 'child_pid', 'last_exit',
                                           'wait_until_ms'}},
 }
+
+-- Acknowledgements, like flags, are written by the supervisors: measured first.
+local ACK_READ = {measure = true, fields = {'at_ms', 'until_ms', 'note'}}
 
 local function key_type(key)
   return redis.call('TYPE', key)['ok']
@@ -146,6 +150,18 @@ local function read_tail(key)
   return {'events', t, out}
 end
 
+-- Each registered user's acknowledgement, tagged like the tail.
+local function read_acks(members, prefix)
+  if prefix == nil or prefix == '' then
+    return {'acks', 'unread', {}}
+  end
+  local out = {}
+  for i, name in ipairs(members) do
+    out[i] = read_fields(prefix .. name, ACK_READ)
+  end
+  return {'acks', 'read', out}
+end
+
 local users = read_set(KEYS[3])
 local nodes = read_set(KEYS[4])
 return {
@@ -157,4 +173,5 @@ return {
   nodes,
   read_each(nodes[3], ARGV[2]),
   read_tail(KEYS[5]),
+  read_acks(users[3], ARGV[3]),
 }

@@ -10,7 +10,7 @@ use redis::aio::ConnectionLike;
 use crate::connect::Endpoint;
 use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
-use crate::snapshot::{Beat, Flag, Lock, LockKind, Snapshot, StreamEntry, StreamId, escape_bytes};
+use crate::snapshot::{Ack, Beat, Flag, Lock, LockKind, Snapshot, StreamEntry, StreamId, escape_bytes};
 
 const PROBE_SOURCE: &str = include_str!("probe.lua");
 static PROBE: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(PROBE_SOURCE));
@@ -29,7 +29,7 @@ pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &Endpoint
     let together = keys.lock_shares_slot();
     let lock_arg = if together { keys.lock.as_str() } else { "" };
     let job_keys = [lock_arg, &keys.fence(), &keys.users(), &keys.nodes(), &keys.events()].map(str::to_owned);
-    let args = [keys.enabled_prefix(), keys.node_prefix()];
+    let args = [keys.enabled_prefix(), keys.node_prefix(), keys.ack_prefix()];
     let reply = run_read_only(conn, &job_keys, &args).await.map_err(|e| describe(e, Action::ReadingJob, host))?;
     let lock_reply = if together {
         None
@@ -37,7 +37,7 @@ pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &Endpoint
         // Only the lock part of this reply is used; naming the lock key in every
         // KEYS slot keeps the call within the lock's cluster slot.
         let lock_keys: [String; 5] = std::array::from_fn(|_| keys.lock.clone());
-        let reply = run_read_only(conn, &lock_keys, &[String::new(), String::new()])
+        let reply = run_read_only(conn, &lock_keys, &[String::new(), String::new(), String::new()])
             .await
             .map_err(|e| describe(e, Action::ReadingLock, host))?;
         Some(reply)
@@ -115,6 +115,14 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         .iter()
         .find(|part| tagged(part, "events"))
         .and_then(|part| decode_tail(&keys.events(), part, &mut snap.problems));
+    if let Some(part) = later.iter().find(|part| tagged(part, "acks")) {
+        let replies = array(part).and_then(|p| p.get(2)).cloned().unwrap_or(Value::Nil);
+        let names = user_names.as_deref().unwrap_or_default();
+        snap.acks = pair_up(names, &replies)
+            .filter_map(|(user, reply)| decode_ack(&keys.ack(user), user, reply, snap.time_ms, &mut snap.problems))
+            .collect();
+        snap.acks.sort_by(|a, b| a.user.cmp(&b.user));
+    }
     Ok(snap)
 }
 
@@ -278,6 +286,23 @@ fn decode_flag(key: &str, user: &str, v: &Value, problems: &mut Vec<String>) -> 
         flag.host = field(&fields, "host").map(str::to_owned);
     }
     flag
+}
+
+/// A user's acknowledgement in force at `now_ms`; `None` when there is none,
+/// it has ended (Redis may not have dropped it yet), or it cannot be read
+/// (then with a problem noted).
+fn decode_ack(key: &str, user: &str, v: &Value, now_ms: u64, problems: &mut Vec<String>) -> Option<Ack> {
+    let fields = decode_hash(key, v, problems)?;
+    if fields.is_empty() {
+        return None;
+    }
+    let time = |name: &str| field(&fields, name).and_then(parse_int).and_then(|t| u64::try_from(t).ok());
+    let (Some(at_ms), Some(until_ms)) = (time("at_ms"), time("until_ms")) else {
+        problems.push(format!("{key} has no readable at_ms and until_ms; lockwatch ack writes both"));
+        return None;
+    };
+    let note = field(&fields, "note").unwrap_or_default().to_owned();
+    (until_ms > now_ms).then(|| Ack { user: user.to_owned(), at_ms, until_ms, note })
 }
 
 fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<String>) -> Beat {
@@ -543,5 +568,36 @@ mod tests {
         assert_eq!(snap.beats[0].beat_ms, Some(99));
         assert!(snap.beats[0].claims_job());
         assert_eq!(snap.lock.kind, LockKind::None);
+    }
+
+    #[test]
+    fn acks_pair_with_the_registry_and_only_those_in_force_count() {
+        let users = arr(vec![s(b"set"), Value::Int(3), arr(vec![s(b"alice"), s(b"bob"), s(b"mallory")])]);
+        let flags = arr(vec![arr(vec![s(b"none")]), arr(vec![s(b"none")]), arr(vec![s(b"none")])]);
+        let mut r = with_users(users, flags);
+        let ack = |at: &[u8], until: &[u8]| {
+            arr(vec![
+                s(b"hash"),
+                Value::Int(3),
+                arr(vec![s(b"at_ms"), s(at), s(b"until_ms"), s(until), s(b"note"), s(b"wh-a")]),
+            ])
+        };
+        let Value::Array(items) = &mut r else { unreachable!() };
+        items.push(arr(vec![
+            s(b"acks"),
+            s(b"read"),
+            arr(vec![
+                ack(b"500", b"2000"),
+                ack(b"100", b"900"),
+                arr(vec![s(b"hash"), Value::Int(3), arr(vec![]), s(b"has a note of 10485760 bytes")]),
+            ]),
+        ]));
+        // Redis time 1 s: bob's ended at 0.9 s.
+        let snap = decode(&Keys::new("outbound"), &r, None).unwrap();
+        assert_eq!(snap.acks, vec![Ack { user: "alice".into(), at_ms: 500, until_ms: 2000, note: "wh-a".into() }]);
+        assert_eq!(
+            snap.problems,
+            vec!["{outbound}:ack:mallory has a note of 10485760 bytes, more than lockwatch ever writes there"]
+        );
     }
 }

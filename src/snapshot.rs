@@ -1,5 +1,5 @@
-//! What one probe read from Redis: the job's lock, fence, flags and heartbeats
-//! at one Redis `TIME`. Plain data, decoded by `probe`, judged by `status`.
+//! What one probe read from Redis: the job's lock, fence, flags, heartbeats
+//! and acknowledgements at one Redis `TIME`. Plain data, decoded by `probe`, judged by `status`.
 
 use serde::Serialize;
 
@@ -22,6 +22,9 @@ pub struct Snapshot {
     /// The newest entries of the job's event stream, newest first: empty when
     /// the stream is missing or empty, `None` when it was not read.
     pub recent_events: Option<Vec<StreamEntry>>,
+    /// The registered users' acknowledgements ("I'm on it") still in force
+    /// at `time_ms`, by user name.
+    pub acks: Vec<Ack>,
     /// Things found that could not be read (wrong types, bad numbers), one
     /// sentence each, so the status can say why it is unsure.
     pub problems: Vec<String>,
@@ -113,6 +116,17 @@ pub struct Flag {
     pub at_ms: Option<u64>,
     /// Host the flag was flipped from.
     pub host: Option<String>,
+}
+
+/// A supervisor's "I'm on it": since when, until when (Redis time, ms),
+/// and what they are doing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Ack {
+    pub user: String,
+    pub at_ms: u64,
+    pub until_ms: u64,
+    /// Empty when none was given.
+    pub note: String,
 }
 
 /// One worker's heartbeat hash.

@@ -36,6 +36,10 @@ pub enum Field {
     Poll,
     Lease,
     Node,
+    /// How long an acknowledgement ("I'm on it") lasts.
+    AckFor,
+    /// The note kept with an acknowledgement.
+    AckNote,
 }
 
 impl Field {
@@ -53,6 +57,8 @@ impl Field {
             Field::Poll => "--interval",
             Field::Lease => "--lease",
             Field::Node => "--node",
+            Field::AckFor => "--for",
+            Field::AckNote => "--note",
         }
     }
 
@@ -70,6 +76,8 @@ impl Field {
             Field::Poll => "Poll interval",
             Field::Lease => "Lease",
             Field::Node => "Server name",
+            Field::AckFor => "On it for",
+            Field::AckNote => "Note",
         }
     }
 }
@@ -102,6 +110,11 @@ pub enum Problem {
     Url(String),
     #[error("no such file; give the path of the PEM file of the CA that signed the server's certificate")]
     CaFile,
+    /// An acknowledgement's note longer than [`MAX_ACK_NOTE_CHARS`].
+    #[error("{0} characters long; give at most {MAX_ACK_NOTE_CHARS}, one line")]
+    NoteTooLong(usize),
+    #[error("a note is one line without control characters")]
+    NoteLines,
 }
 
 /// Why a duration was refused.
@@ -186,6 +199,7 @@ pub fn range(field: Field) -> Option<(Duration, Duration)> {
         Field::Poll => Some((Duration::from_millis(100), HOUR)),
         Field::HeartbeatGrace => Some((Duration::from_millis(500), HOUR)),
         Field::FailoverWindow | Field::StartGrace => Some((Duration::ZERO, HOUR)),
+        Field::AckFor => Some(ACK_RANGE),
         _ => None,
     }
 }
@@ -205,6 +219,49 @@ fn check_range(field: Field, d: Duration) -> Result<(), Problem> {
         Some((min, max)) if d < min || d > max => Err(Problem::OutOfRange { min, max }),
         _ => Ok(()),
     }
+}
+
+/// How long "I'm on it" lasts when no duration is given.
+pub const DEFAULT_ACK_FOR: Duration = HOUR;
+/// The durations an acknowledgement may have: long enough to look, short
+/// enough that a forgotten one ends within the day.
+pub const ACK_RANGE: (Duration, Duration) = (Duration::from_secs(60), Duration::from_secs(12 * 3600));
+/// The longest note an acknowledgement carries, in characters: what one is
+/// doing, not a report. The probe reads at most 1024 bytes of it, which
+/// this many characters of any script fit in.
+pub const MAX_ACK_NOTE_CHARS: usize = 200;
+
+/// How long an acknowledgement lasts: `30m`, `2h`, within [`ACK_RANGE`].
+///
+/// # Errors
+/// The [`Problem`] with it.
+pub fn ack_for(s: &str) -> Result<Duration, Problem> {
+    duration_for(Field::AckFor, s)
+}
+
+/// An acknowledgement's duration given as a value (the tray's menu item),
+/// by the same rule as [`ack_for`].
+///
+/// # Errors
+/// [`Problem::OutOfRange`].
+pub fn ack_lasts(d: Duration) -> Result<Duration, Problem> {
+    check_range(Field::AckFor, d)?;
+    Ok(d)
+}
+
+/// An acknowledgement's note: one line of at most [`MAX_ACK_NOTE_CHARS`] characters.
+///
+/// # Errors
+/// [`Problem::NoteTooLong`] or [`Problem::NoteLines`].
+pub fn ack_note(s: &str) -> Result<String, Problem> {
+    let chars = s.chars().count();
+    if chars > MAX_ACK_NOTE_CHARS {
+        return Err(Problem::NoteTooLong(chars));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(Problem::NoteLines);
+    }
+    Ok(s.trim().to_owned())
 }
 
 /// A lock lease: long enough for three renewals to fit in it.
@@ -477,6 +534,21 @@ fn percent_decode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ack_lasts_a_minute_to_half_a_day_and_its_note_is_a_line() {
+        assert_eq!(ack_for("90m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(ack_for("1h"), Ok(DEFAULT_ACK_FOR));
+        assert!(matches!(ack_for("30s"), Err(Problem::OutOfRange { .. })));
+        assert!(matches!(ack_for("13h"), Err(Problem::OutOfRange { .. })));
+        assert!(matches!(ack_for("90"), Err(Problem::Duration(DurationError::NoUnit))));
+        assert!(ack_lasts(Duration::from_secs(3600)).is_ok());
+        assert_eq!(ack_note(" looking at wh-a "), Ok("looking at wh-a".to_owned()));
+        assert!(ack_note(&"好".repeat(MAX_ACK_NOTE_CHARS)).is_ok(), "counted in characters");
+        const { assert!(MAX_ACK_NOTE_CHARS * 4 <= 1024, "the probe reads every note the rule lets through") };
+        assert_eq!(ack_note(&"x".repeat(201)), Err(Problem::NoteTooLong(201)));
+        assert_eq!(ack_note("two\nlines"), Err(Problem::NoteLines));
+    }
 
     #[test]
     fn durations_parse_with_units() {

@@ -69,6 +69,43 @@ async fn a_supervisor_flips_their_own_flag_and_is_refused_on_another() {
     assert_eq!(del.unwrap_err().code(), Some("NOPERM"));
 }
 
+#[tokio::test]
+async fn a_supervisor_says_they_are_on_it_and_is_refused_for_another() {
+    use lockwatch::ack::{Ack, clear_ack, set_ack};
+    use std::time::Duration;
+
+    let server = RedisServer::start();
+    provision(&server, "alice", "alice-pw");
+    provision(&server, "bob", "bob-pw");
+    let mut admin = server.conn();
+    let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
+    let target = Target::new(&url, None).unwrap();
+    let mut conn = target.manager().await.unwrap();
+    let keys = Keys::new("outbound");
+
+    let mine = Ack { user: "alice", lasts: Duration::from_secs(600), note: "looking at wh-a" };
+    let acked = set_ack(&mut conn, &keys, &mine, target.host()).await.expect("alice may say she is on it");
+    assert!(acked.warning.is_none(), "{:?}", acked.warning);
+    let snap = probe(&mut conn, &keys, target.endpoint()).await.unwrap();
+    assert_eq!(snap.acks.len(), 1, "{snap:?}");
+    assert_eq!((snap.acks[0].user.as_str(), snap.acks[0].note.as_str()), ("alice", "looking at wh-a"));
+
+    let theirs = Ack { user: "bob", ..mine };
+    let err = set_ack(&mut conn, &keys, &theirs, target.host()).await.unwrap_err();
+    assert_eq!(err.redis_failure(), Some(RedisFailure::Permission));
+    let msg = err.to_string();
+    assert!(msg.starts_with("setting bob's \"on it\" for job outbound on 127.0.0.1"), "{msg}");
+    assert!(msg.contains("only say they are on it for themselves"), "{msg}");
+    let err = clear_ack(&mut conn, &keys, "bob", target.host()).await.unwrap_err();
+    assert_eq!(err.redis_failure(), Some(RedisFailure::Permission));
+    let bobs: bool = redis::cmd("EXISTS").arg("{outbound}:ack:bob").query(&mut admin).unwrap();
+    assert!(!bobs, "bob's ack is untouched");
+
+    assert!(clear_ack(&mut conn, &keys, "alice", target.host()).await.unwrap());
+    let refused: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut admin).unwrap();
+    assert_eq!(refused.len(), 2, "only the two writes for bob were refused: {refused:?}");
+}
+
 #[test]
 fn the_cli_says_in_one_sentence_when_the_server_refuses_a_flip() {
     let server = RedisServer::start();
@@ -172,6 +209,11 @@ const HARMFUL: &[(&[&str], &str)] = &[
     (&["XADD", "{outbound}:events", "*", "type", "released"], "NOPERM"),
     (&["XTRIM", "{outbound}:events", "MAXLEN", "0"], "NOPERM"),
     (&["HSET", "{outbound}:enabled:bob", "on", "0"], "NOPERM"),
+    (&["HSET", "{outbound}:ack:bob", "note", "not me"], "NOPERM"),
+    (&["HDEL", "{outbound}:ack:bob", "note"], "NOPERM"),
+    (&["PEXPIREAT", "{outbound}:ack:bob", "1"], "NOPERM"),
+    (&["PEXPIREAT", "{outbound}:lock", "1"], "NOPERM"),
+    (&["HDEL", "{outbound}:lock", "uuid-a:1"], "NOPERM"),
     (&["PUBLISH", "redisson_lock__channel:{outbound}:lock", "0"], "NOPERM"),
     (&["EVAL", "redis.call('HSET', KEYS[1], 'on', '1') return 1", "1", "{outbound}:enabled:alice"], "NOPERM"),
     (&["EVALSHA", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "0"], "NOPERM"),
@@ -202,6 +244,7 @@ fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_w
     let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(7).query(&mut admin).unwrap();
     beat(&mut admin, "outbound", "srv-a", "uuid-a:1", 7, "running", 0);
     flag(&mut admin, "outbound", "bob", true);
+    let _: () = redis::cmd("HSET").arg("{outbound}:ack:bob").arg("note").arg("bob's own").query(&mut admin).unwrap();
     let _: () = redis::cmd("SET").arg("other").arg("admin's").query(&mut admin).unwrap();
     let _: () = redis::cmd("ACL").arg("LOG").arg("RESET").query(&mut admin).unwrap();
 
@@ -226,6 +269,10 @@ fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_w
     }
     let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
     assert_eq!(on, "1");
+    for args in [&["ack", "--note", "looking"][..], &["unack"], &["ack"]] {
+        let out = cli(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
     let mut watch = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
         .env_remove("LOCKWATCH_REDIS_URL")
         .args(["--redis", &url, "watch", "--json"])
@@ -267,6 +314,8 @@ fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_w
     assert_eq!(fence, 7);
     let bobs: String = redis::cmd("HGET").arg("{outbound}:enabled:bob").arg("on").query(&mut admin).unwrap();
     assert_eq!(bobs, "1");
+    let bobs_ack: String = redis::cmd("HGET").arg("{outbound}:ack:bob").arg("note").query(&mut admin).unwrap();
+    assert_eq!(bobs_ack, "bob's own");
     let other: String = redis::cmd("GET").arg("other").query(&mut admin).unwrap();
     assert_eq!(other, "admin's");
 }

@@ -1,6 +1,6 @@
 // The live view: per job a big state with words and a glyph, the reason,
-// the server, heartbeat, lease, fence and who keeps it enabled; the user's
-// own toggle. Updated in place so nothing jumps. The words are the app's
+// the server, heartbeat, lease, fence, who is on it ("I'm on it") and who
+// keeps it enabled; the user's own toggle. Updated in place so nothing jumps. The words are the app's
 // (i18n.js); the card is drawn anew when the language changes.
 
 import { clock, duration, holderName, leaseText, ownFlag, reasonText, stateInfo } from "./format.js";
@@ -33,6 +33,8 @@ export function renderLive(root, app) {
           <div><dt>${t("page-since")}</dt><dd class="since"></dd></div>
           <div><dt>${t("page-checked")}</dt><dd class="checked"></dd></div>
         </dl>
+        <h3 class="on-it-head">${t("page-on-it")}</h3>
+        <ul class="on-it"></ul>
         <h3>${t("page-who")}</h3>
         <table><thead><tr><th>${t("page-col-user")}</th><th>${t("page-col-enabled")}</th><th>${t("page-col-since")}</th><th>${t("page-col-host")}</th></tr></thead><tbody class="flags"></tbody></table>
         <p class="error" aria-live="assertive"></p>`;
@@ -80,6 +82,16 @@ function fill(card, entry, user) {
   mine.disabled = own == null;
   card.querySelector(".mine-label").textContent = t(own == null ? "page-mine-unknown" : "page-mine");
   if (entry.flip_error) card.querySelector(".error").textContent = t("page-not-changed", { error: entry.flip_error });
+  const acks = s?.acks ?? [];
+  card.querySelector(".on-it-head").hidden = acks.length === 0;
+  const onIt = acks.map((a) => {
+    const li = document.createElement("li");
+    const who = a.user === user ? t("page-you", { user: a.user }) : a.user;
+    const args = { user: who, since: clock(a.at_ms), until: clock(a.until_ms), note: a.note };
+    li.textContent = t(a.note ? "page-on-it-note" : "page-on-it-line", args);
+    return li;
+  });
+  card.querySelector(".on-it").replaceChildren(...onIt);
   const rows = (s?.flags ?? []).map((f) => {
     const tr = document.createElement("tr");
     const since = f.at_ms ? t("page-since-value", { time: clock(f.at_ms), duration: t("page-ago", { duration: duration(now - f.at_ms) }) }) : "–";

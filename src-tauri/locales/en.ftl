@@ -37,6 +37,10 @@ menu-others-not-yet = Who has it enabled: not known yet
 menu-others-unreadable = Who has it enabled: not known (Redis unreadable)
 menu-others-none = Nobody else has it enabled
 menu-others = Also enabled by: { $users }
+menu-on-it = { $user } is on it since { $since }: { $note }
+menu-on-it-plain = { $user } is on it since { $since }
+menu-ack = I'm on it
+menu-unack = I'm no longer on it
 menu-flip-refused = ⚠ Your change was not saved: details in the dashboard
 menu-open = Open dashboard
 menu-mute = Mute notifications
@@ -69,6 +73,7 @@ note-reachable = Redis reachable again
 # The library's own sentence says it best in English.
 note-body = { $at }: { $reason }
 note-flip-refused = Your flag for { $job } was not changed
+note-ack-refused = Your "on it" for { $job } was not saved
 note-settings-reset = lockwatch settings reset
 
 ## Test connection (answered by the app in one sentence)
@@ -130,6 +135,9 @@ page-lock-field = lock field { $field }
 page-not-known = not known
 page-free = free
 page-no-expiry = no expiry
+page-on-it = On it
+page-on-it-line = { $user } since { $since }, until { $until }
+page-on-it-note = { $user } since { $since }, until { $until }: { $note }
 page-who = Who has it enabled
 page-col-user = User
 page-col-enabled = Enabled

@@ -37,6 +37,10 @@ menu-others-not-yet = 启用人：尚未读取
 menu-others-unreadable = 启用人：未知（无法读取 Redis）
 menu-others-none = 没有其他人启用
 menu-others = 其他启用人：{ $users }
+menu-on-it = { $user } 自 { $since } 起正在处理：{ $note }
+menu-on-it-plain = { $user } 自 { $since } 起正在处理
+menu-ack = 我来处理
+menu-unack = 我不再处理
 menu-flip-refused = ⚠ 您的更改未保存，详情见监控面板
 menu-open = 打开监控面板
 menu-mute = 通知静音
@@ -81,6 +85,7 @@ note-body = { $kind ->
        *[other] { $at }：{ $reason }
     }
 note-flip-refused = 您对 { $job } 的启用设置未更改
+note-ack-refused = 您对 { $job } 的“我来处理”未保存
 note-settings-reset = lockwatch 设置已重置
 
 ## 测试连接
@@ -135,6 +140,9 @@ page-lock-field = 锁字段 { $field }
 page-not-known = 未知
 page-free = 空闲
 page-no-expiry = 不过期
+page-on-it = 正在处理
+page-on-it-line = { $user }，{ $since } 起，至 { $until }
+page-on-it-note = { $user }，{ $since } 起，至 { $until }：{ $note }
 page-who = 启用人
 page-col-user = 用户
 page-col-enabled = 已启用

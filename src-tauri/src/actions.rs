@@ -3,7 +3,7 @@
 //! change goes through [`update_settings`], which saves once and then
 //! redraws or restarts the watchers once.
 
-use lockwatch::flags;
+use lockwatch::{ack, flags};
 use tauri::{AppHandle, Manager};
 
 use crate::clock::{desktop_now_ms, next_midnight_ms};
@@ -92,6 +92,79 @@ fn wish(app: &AppHandle, job: &str) -> Option<bool> {
     let user = &inner.effective.as_ref()?.user;
     let status = inner.jobs.iter().find(|j| j.job == job)?.status.as_ref()?;
     crate::model::own_flag(status, user).map(|on| !on)
+}
+
+/// A click on a job's "I'm on it" / "I'm no longer on it": asks for the
+/// opposite of the user's acknowledgement as last read (for an hour, no
+/// note, from the menu). While it is not known, the click only redraws.
+pub fn toggle_ack(app: &AppHandle, job: &str) {
+    let own = {
+        let state = app.state::<AppState>();
+        let inner = state.lock();
+        let user = inner.effective.as_ref().map(|e| e.user.clone()).unwrap_or_default();
+        let menu = inner.jobs.iter().find(|j| j.job == job).and_then(|j| j.status.as_ref());
+        menu.filter(|s| s.checked_at_ms.is_some()).map(|s| s.acks.iter().any(|a| a.user == user))
+    };
+    match own {
+        Some(acked) => {
+            let app = app.clone();
+            let job = job.to_owned();
+            tauri::async_runtime::spawn(async move {
+                let _ = set_on_it(&app, &job, !acked).await;
+            });
+        }
+        None => tray::redraw(app),
+    }
+}
+
+/// Says (or withdraws) that the user is on `job`'s trouble, for
+/// [`spec::DEFAULT_ACK_FOR`](lockwatch::spec::DEFAULT_ACK_FOR). A refusal is
+/// kept for the menu like a refused flip, notified, and returned.
+///
+/// # Errors
+/// The refusal, as one sentence.
+pub async fn set_on_it(app: &AppHandle, job: &str, on: bool) -> Result<(), String> {
+    let (target, keys, user, index, tr) = {
+        let state = app.state::<AppState>();
+        let inner = state.lock();
+        let e = inner.effective.as_ref().ok_or("the settings cannot take effect; open Settings")?;
+        let i = e.jobs.iter().position(|(k, _)| k.job == job).ok_or_else(|| format!("job {job} is not watched"))?;
+        (e.target.clone(), e.jobs[i].0.clone(), e.user.clone(), i, inner.tr())
+    };
+    let result = async {
+        let mut conn = target.manager().await?;
+        if on {
+            let asked = ack::Ack { user: &user, lasts: lockwatch::spec::DEFAULT_ACK_FOR, note: "" };
+            ack::set_ack(&mut conn, &keys, &asked, target.host()).await.map(|acked| acked.warning)
+        } else {
+            ack::clear_ack(&mut conn, &keys, &user, target.host()).await.map(|_| None)
+        }
+    }
+    .await;
+    let error = match result {
+        Ok(warning) => warning,
+        Err(err) => Some(err.to_string()),
+    };
+    {
+        let state = app.state::<AppState>();
+        if let Some(view) = state.lock().jobs.get_mut(index) {
+            view.flip_error = error.clone();
+        }
+    }
+    supervisor::refresh(app, index);
+    tray::redraw(app);
+    match error {
+        Some(err) => {
+            tracing::warn!(job = %keys.job, "\"on it\" refused: {err}");
+            notify::show(&Note {
+                summary: tr.ta("note-ack-refused", &[("job", keys.job.as_str().into())]),
+                body: err.clone(),
+                critical: false,
+            });
+            Err(err)
+        }
+        None => Ok(()),
+    }
 }
 
 /// Flips the user's own flag of `job` to `on`. A refusal (ACL, Redis down)

@@ -124,9 +124,10 @@ fn on_menu(app: &AppHandle, event: MenuEvent) {
         MenuId::Autostart => off_main(app, actions::toggle_autostart),
         MenuId::Mute(how) => off_main(app, move |app| actions::mute(app, how)),
         MenuId::Flip(job) => off_main(app, move |app| actions::toggle_flag(app, &job)),
+        MenuId::Ack(job) => off_main(app, move |app| actions::toggle_ack(app, &job)),
         // The status and a refused flip's short line lead to the details.
         MenuId::Status(_) | MenuId::Error(_) => window::open(app, "live"),
-        MenuId::Others(_) | MenuId::MuteMenu => {}
+        MenuId::Others(_) | MenuId::OnIt { .. } | MenuId::MuteMenu => {}
     }
 }
 

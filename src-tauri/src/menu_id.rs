@@ -38,6 +38,13 @@ pub enum MenuId {
     Others(String),
     /// Why a job's last flip was refused (not clickable).
     Error(String),
+    /// One supervisor's "on it" line of a job (not clickable).
+    OnIt {
+        job: String,
+        user: String,
+    },
+    /// A job's "I'm on it" / "I'm no longer on it".
+    Ack(String),
     /// The "Mute notifications" submenu.
     MuteMenu,
     Mute(Mute),
@@ -54,6 +61,9 @@ impl fmt::Display for MenuId {
             MenuId::Flip(job) => write!(f, "flip:{job}"),
             MenuId::Others(job) => write!(f, "others:{job}"),
             MenuId::Error(job) => write!(f, "error:{job}"),
+            // User names hold no ':' (spec::name), job names may.
+            MenuId::OnIt { job, user } => write!(f, "onit:{user}:{job}"),
+            MenuId::Ack(job) => write!(f, "ack:{job}"),
             MenuId::MuteMenu => f.write_str("mute"),
             MenuId::Mute(m) => write!(f, "mute:{}", m.id()),
             MenuId::Open => f.write_str("open"),
@@ -77,6 +87,11 @@ impl MenuId {
             "flip" => Some(MenuId::Flip(rest.to_owned())),
             "others" => Some(MenuId::Others(rest.to_owned())),
             "error" => Some(MenuId::Error(rest.to_owned())),
+            "onit" => {
+                let (user, job) = rest.split_once(':')?;
+                Some(MenuId::OnIt { job: job.to_owned(), user: user.to_owned() })
+            }
+            "ack" => Some(MenuId::Ack(rest.to_owned())),
             "mute" => Mute::ALL.into_iter().find(|m| m.id() == rest).map(MenuId::Mute),
             _ => None,
         }
@@ -98,6 +113,8 @@ mod tests {
                 MenuId::Status(job.clone()),
                 MenuId::Flip(job.clone()),
                 MenuId::Others(job.clone()),
+                MenuId::OnIt { job: job.clone(), user: "a.b@site".into() },
+                MenuId::Ack(job.clone()),
                 MenuId::Error(job),
             ]);
         }
@@ -108,7 +125,7 @@ mod tests {
 
     #[test]
     fn ids_the_menu_never_builds_mean_nothing() {
-        for id in ["", "flip", "mute:2h", "unknown:x", "Quit"] {
+        for id in ["", "flip", "mute:2h", "unknown:x", "Quit", "onit:alice"] {
             assert_eq!(MenuId::parse(id), None, "{id}");
         }
     }

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use lockwatch::snapshot::Ack;
 use lockwatch::{Event, EventKind, State, Status};
 
 use crate::i18n::Tr;
@@ -74,6 +75,14 @@ pub struct JobMenu {
     pub others_line: String,
     /// A refused flip, said short enough for a menu; the dashboard has the details.
     pub error_line: Option<String>,
+    /// Who is on it: `alice is on it since 10:02: looking at wh-a`, one per ack in force.
+    pub on_it_lines: Vec<String>,
+    /// Whose each line is, in the same order.
+    pub on_it_users: Vec<String>,
+    /// Whether the user's own "I'm on it" is in force (`None` while not known).
+    pub own_ack: Option<bool>,
+    /// The ack item's label: "I'm on it" or "I'm no longer on it".
+    pub ack_label: String,
 }
 
 /// What the tray's words depend on besides the statuses: the language and
@@ -119,8 +128,13 @@ fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
             can_flip: false,
             others_line: tr.t("menu-others-not-yet"),
             error_line,
+            on_it_lines: Vec::new(),
+            on_it_users: Vec::new(),
+            own_ack: None,
+            ack_label: tr.t("menu-ack"),
         };
     };
+    let own_ack = s.checked_at_ms.is_some().then(|| s.acks.iter().any(|a| a.user == user));
     let enabled_for_me = own_flag(s, user);
     let others: Vec<&str> = s.enabled_users.iter().map(String::as_str).filter(|u| *u != user).collect();
     let others_line = match (s.checked_at_ms.is_some(), others.is_empty()) {
@@ -136,7 +150,18 @@ fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
         can_flip: enabled_for_me.is_some(),
         others_line,
         error_line,
+        on_it_lines: s.acks.iter().map(|a| on_it_line(a, words)).collect(),
+        on_it_users: s.acks.iter().map(|a| a.user.clone()).collect(),
+        own_ack,
+        ack_label: tr.t(if own_ack == Some(true) { "menu-unack" } else { "menu-ack" }),
     }
+}
+
+/// `alice is on it since 10:02: looking at wh-a`, in the desktop's time of day.
+pub fn on_it_line(a: &Ack, words: &Words) -> String {
+    let since = (words.time_of_day)(a.at_ms);
+    let args = [("user", a.user.as_str().into()), ("since", since.into()), ("note", a.note.as_str().into())];
+    words.tr.ta(if a.note.is_empty() { "menu-on-it-plain" } else { "menu-on-it" }, &args)
 }
 
 /// The user's own flag as Redis has it, `None` while it cannot be known.
@@ -244,17 +269,64 @@ pub fn default_notify_kinds() -> Vec<EventKind> {
 /// Decides which events become notifications: respects the choices and the
 /// mute, and lets through at most one of a kind per job within `quiet_ms`,
 /// so a flapping job or a desktop's own network drop gives one, not a storm.
+/// While someone else is on an incident ("I'm on it"), its repeats stay
+/// quiet; a new incident is not quiet.
 #[derive(Debug, Clone)]
 pub struct Notifier {
     quiet_ms: u64,
     /// Last notified time per (job, kind); Redis unreachability is keyed
     /// without the job: one Redis down is one notification for all jobs.
     last: HashMap<(String, EventKind), u64>,
+    /// Per job, the Redis time its open incident began: set by the first
+    /// trouble event, ended by the job running or stopping again.
+    incidents: HashMap<String, u64>,
+    /// Per job, the acknowledgements of the other supervisors, as last read.
+    others_acks: HashMap<String, Vec<Ack>>,
+}
+
+/// Events that open an incident, or belong to the one open.
+fn is_trouble(kind: EventKind) -> bool {
+    matches!(kind, EventKind::Died | EventKind::DataLost | EventKind::Conflict | EventKind::Stalled)
+}
+
+/// Events after which the job runs (or stands still on purpose) again: the incident is over.
+fn ends_incident(kind: EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::Recovered | EventKind::Started | EventKind::Stopped | EventKind::Failover | EventKind::Restarted
+    )
 }
 
 impl Notifier {
     pub fn new(quiet_ms: u64) -> Notifier {
-        Notifier { quiet_ms, last: HashMap::new() }
+        Notifier { quiet_ms, last: HashMap::new(), incidents: HashMap::new(), others_acks: HashMap::new() }
+    }
+
+    /// Takes the acknowledgements of `job` as read, keeping those of
+    /// supervisors other than `user` (one's own "on it" silences nothing).
+    pub fn set_acks(&mut self, job: &str, acks: &[Ack], user: &str) {
+        let others = acks.iter().filter(|a| a.user != user).cloned().collect();
+        self.others_acks.insert(job.to_owned(), others);
+    }
+
+    /// Whether `event` repeats an incident someone else acknowledged after
+    /// it began, with that acknowledgement still in force. Keeps the
+    /// incidents up to date, whether or not the event is shown.
+    fn acknowledged_repeat(&mut self, event: &Event) -> bool {
+        if ends_incident(event.event) {
+            self.incidents.remove(&event.job);
+            return false;
+        }
+        if !is_trouble(event.event) {
+            return false;
+        }
+        let Some(&began) = self.incidents.get(&event.job) else {
+            self.incidents.insert(event.job.clone(), event.at_ms);
+            return false;
+        };
+        self.others_acks
+            .get(&event.job)
+            .is_some_and(|acks| acks.iter().any(|a| a.at_ms >= began && a.until_ms > event.at_ms))
     }
 
     /// The notification for `event`, if one is due. `local_time` formats a
@@ -268,7 +340,8 @@ impl Notifier {
         tr: &Tr,
         local_time: impl Fn(u64) -> String,
     ) -> Option<Note> {
-        if !kinds.contains(&event.event) || mute_until_ms.is_some_and(|until| until > now_ms) {
+        let acknowledged = self.acknowledged_repeat(event);
+        if acknowledged || !kinds.contains(&event.event) || mute_until_ms.is_some_and(|until| until > now_ms) {
             return None;
         }
         let job_key = match event.event {
@@ -375,6 +448,7 @@ mod tests {
             },
             enabled_users: enabled.iter().map(|s| s.to_string()).collect(),
             flags: vec![],
+            acks: vec![],
             nodes: vec![],
             checked_at_ms: Some(1_000_000),
             since_ms: Some(1_000_000 - 720_000),
@@ -632,5 +706,62 @@ mod tests {
         );
         let v = tray_view(&jobs, "alice", Some(3_000_000), 3_000_000, &zh());
         assert_eq!((v.mute_label.as_str(), v.unmute_label.as_str()), ("通知静音", "恢复通知"));
+    }
+
+    fn ack(user: &str, at_ms: u64, note: &str) -> Ack {
+        Ack { user: user.into(), at_ms, until_ms: at_ms + 3_600_000, note: note.into() }
+    }
+
+    #[test]
+    fn the_menu_says_who_is_on_it_and_offers_the_own_ack_in_both_languages() {
+        let mut v = view(State::Down, None, &["alice"]);
+        if let Some(s) = v.status.as_mut() {
+            s.acks = vec![ack("alice", 36_120_000, "looking at wh-a"), ack("bob", 36_180_000, "")];
+        }
+        let m = &tray_view(std::slice::from_ref(&v), "carol", None, 0, &en()).jobs[0];
+        assert_eq!(m.on_it_lines, ["alice is on it since 10:02: looking at wh-a", "bob is on it since 10:03"]);
+        assert_eq!((m.own_ack, m.ack_label.as_str()), (Some(false), "I'm on it"));
+        let m = &tray_view(std::slice::from_ref(&v), "alice", None, 0, &en()).jobs[0];
+        assert_eq!((m.own_ack, m.ack_label.as_str()), (Some(true), "I'm no longer on it"));
+        let m = &tray_view(std::slice::from_ref(&v), "alice", None, 0, &zh()).jobs[0];
+        assert_eq!(m.on_it_lines[0], "alice 自 10:02 起正在处理：looking at wh-a");
+        assert_eq!(m.ack_label, "我不再处理");
+        let mut unreadable = v.clone();
+        if let Some(s) = unreadable.status.as_mut() {
+            s.checked_at_ms = None;
+        }
+        let m = &tray_view(&[unreadable], "alice", None, 0, &en()).jobs[0];
+        assert_eq!(m.own_ack, None, "not offered while not known");
+    }
+
+    #[test]
+    fn repeats_of_an_incident_someone_else_is_on_stay_quiet_a_new_incident_does_not() {
+        let kinds = default_notify_kinds();
+        let t = |_: u64| String::new();
+        let at = |kind: EventKind, at_ms: u64| Event { at_ms, ..event(kind, "outbound") };
+        let mut n = Notifier::new(0);
+        assert!(n.decide(&at(EventKind::Died, 1_000), &kinds, None, 0, &en().tr, t).is_some());
+        // bob is on it after it began: alice's repeats of it stay quiet.
+        n.set_acks("outbound", &[ack("bob", 2_000, "")], "alice");
+        assert!(n.decide(&at(EventKind::Stalled, 3_000), &kinds, None, 0, &en().tr, t).is_none());
+        assert!(n.decide(&at(EventKind::Conflict, 3_500), &kinds, None, 0, &en().tr, t).is_none());
+        // Another job's trouble is not covered.
+        assert!(
+            n.decide(&Event { at_ms: 3_600, ..event(EventKind::Died, "inbound") }, &kinds, None, 0, &en().tr, t)
+                .is_some()
+        );
+        // The job runs again (said), then a new incident: not quiet, though bob's ack still lasts.
+        assert!(n.decide(&at(EventKind::Started, 4_000), &kinds, None, 0, &en().tr, t).is_some());
+        assert!(n.decide(&at(EventKind::Died, 5_000), &kinds, None, 0, &en().tr, t).is_some());
+        assert!(
+            n.decide(&at(EventKind::Stalled, 6_000), &kinds, None, 0, &en().tr, t).is_some(),
+            "bob's ack predates it"
+        );
+        // One's own ack silences nothing; an ended one neither.
+        n.set_acks("outbound", &[ack("alice", 7_000, "")], "alice");
+        assert!(n.decide(&at(EventKind::Conflict, 8_000), &kinds, None, 0, &en().tr, t).is_some());
+        n.set_acks("outbound", &[Ack { until_ms: 9_000, ..ack("bob", 7_000, "") }], "alice");
+        assert!(n.decide(&at(EventKind::DataLost, 8_500), &kinds, None, 0, &en().tr, t).is_none());
+        assert!(n.decide(&at(EventKind::Stalled, 9_500), &kinds, None, 0, &en().tr, t).is_some(), "the ack ended");
     }
 }

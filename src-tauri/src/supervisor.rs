@@ -89,6 +89,10 @@ fn set_status(app: &AppHandle, generation: u64, index: usize, status: Option<Sta
         if inner.generation != generation {
             return false;
         }
+        let user = inner.effective.as_ref().map(|e| e.user.clone()).unwrap_or_default();
+        if let Some(s) = &status {
+            inner.notifier.set_acks(&s.job, &s.acks, &user);
+        }
         if let (Some(job), Some(s)) = (inner.jobs.get_mut(index), &status) {
             let _ = app.emit("status", s);
             job.status = status;

@@ -1,6 +1,7 @@
 //! The tray icon and its menu, drawn from a [`TrayView`]. Texts and
 //! checkboxes are updated in place; the menu is rebuilt only when its shape
-//! changes (jobs added or removed, an error line appearing), because a
+//! changes (jobs added or removed, an error line appearing, someone saying
+//! they are on it or no longer), because a
 //! rebuild renumbers every item for the desktop's tray host.
 
 use lockwatch::State;
@@ -52,7 +53,7 @@ pub fn redraw(app: &AppHandle) {
 
 /// The menu as built, to update it in place.
 pub struct TrayMenu {
-    shape: (Vec<(String, bool)>, Labels, String),
+    shape: (Vec<(String, bool, usize)>, Labels, String),
     jobs: Vec<JobItems>,
     unmute: MenuItem<Wry>,
     autostart: CheckMenuItem<Wry>,
@@ -63,6 +64,8 @@ struct JobItems {
     status: MenuItem<Wry>,
     flip: CheckMenuItem<Wry>,
     others: MenuItem<Wry>,
+    on_it: Vec<MenuItem<Wry>>,
+    ack: MenuItem<Wry>,
     error: Option<MenuItem<Wry>>,
 }
 
@@ -80,7 +83,7 @@ pub fn render(
     // A new language changes every fixed label, and a submenu's title does
     // not follow set_text over the tray host's D-Bus menu: both rebuild.
     let shape = (
-        view.jobs.iter().map(|j| (j.job.clone(), j.error_line.is_some())).collect(),
+        view.jobs.iter().map(|j| (j.job.clone(), j.error_line.is_some(), j.on_it_lines.len())).collect(),
         view.labels.clone(),
         view.mute_label.clone(),
     );
@@ -103,6 +106,16 @@ pub fn render(
             menu.append(&status)?;
             menu.append(&flip)?;
             menu.append(&others)?;
+            let mut on_it = Vec::new();
+            for (line, user) in j.on_it_lines.iter().zip(&j.on_it_users) {
+                let id = MenuId::OnIt { job: j.job.clone(), user: user.clone() };
+                let item = MenuItem::with_id(app, id, line, false, None::<&str>)?;
+                menu.append(&item)?;
+                on_it.push(item);
+            }
+            let ack =
+                MenuItem::with_id(app, MenuId::Ack(j.job.clone()), &j.ack_label, j.own_ack.is_some(), None::<&str>)?;
+            menu.append(&ack)?;
             let error = match &j.error_line {
                 Some(text) => {
                     let item = MenuItem::with_id(app, MenuId::Error(j.job.clone()), text, true, None::<&str>)?;
@@ -112,7 +125,7 @@ pub fn render(
                 None => None,
             };
             menu.append(&PredefinedMenuItem::separator(app)?)?;
-            jobs.push(JobItems { status, flip, others, error });
+            jobs.push(JobItems { status, flip, others, on_it, ack, error });
         }
         let labels = &view.labels;
         let unmute = MenuItem::with_id(app, MenuId::Mute(Mute::Off), &view.unmute_label, true, None::<&str>)?;
@@ -149,6 +162,11 @@ pub fn render(
         items.flip.set_checked(j.enabled_for_me.unwrap_or(false))?;
         items.flip.set_enabled(j.can_flip)?;
         items.others.set_text(&j.others_line)?;
+        for (item, line) in items.on_it.iter().zip(&j.on_it_lines) {
+            item.set_text(line)?;
+        }
+        items.ack.set_text(&j.ack_label)?;
+        items.ack.set_enabled(j.own_ack.is_some())?;
         if let (Some(item), Some(text)) = (&items.error, &j.error_line) {
             item.set_text(text)?;
         }

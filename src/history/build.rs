@@ -83,6 +83,10 @@ pub enum What {
     Stopped { node: Option<String>, fence: Option<i64> },
     /// A supervisor switched the job on or off; `at_ms` is the flag's own time.
     Flag { user: String, on: bool, host: Option<String>, reason: Option<String> },
+    /// A supervisor said they are on it ("I'm on it") until `until_ms`;
+    /// `at_ms` is when they said so. Only acknowledgements still in force
+    /// are known: Redis drops them at their end.
+    Ack { user: String, until_ms: u64, note: String },
 }
 
 /// The history, oldest first.
@@ -323,6 +327,7 @@ mod tests {
                 What::Death { .. } => "death",
                 What::Stopped { .. } => "stopped",
                 What::Flag { .. } => "flag",
+                What::Ack { .. } => "ack",
             })
             .collect()
     }

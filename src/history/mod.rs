@@ -64,7 +64,16 @@ pub async fn load<C: ConnectionLike + Send>(
     cfg: &Config,
 ) -> Result<History, Error> {
     let r = read::read(conn, keys, server, since).await?;
-    let history = build(&r.entries, &r.flags, &r.beats, r.now_ms, cfg);
+    let mut history = build(&r.entries, &r.flags, &r.beats, r.now_ms, cfg);
+    // Acknowledgements are read as they are now, not from the stream: a
+    // supervisor may not write there, and one in force is what others need
+    // (who is on it, since when); an ended one is gone with its key.
+    // Each goes in by its time without reordering what the stream built.
+    for a in &r.acks {
+        let at = history.items.iter().position(|i| i.at_ms > a.at_ms).unwrap_or(history.items.len());
+        let what = What::Ack { user: a.user.clone(), until_ms: a.until_ms, note: a.note.clone() };
+        history.items.insert(at, Item { at_ms: a.at_ms, what });
+    }
     Ok(match r.since_ms {
         Some(since) => history.since(since),
         None => history,

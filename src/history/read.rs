@@ -34,6 +34,8 @@ pub struct Read {
     /// Every readable flag's latest flip.
     pub flags: Vec<FlagFlip>,
     pub beats: Vec<Beat>,
+    /// The acknowledgements in force ("I'm on it").
+    pub acks: Vec<crate::snapshot::Ack>,
     /// The Redis time the read went back to, when it was bounded.
     pub since_ms: Option<u64>,
 }
@@ -54,7 +56,7 @@ pub async fn read<C: ConnectionLike + Send>(
     let since_ms = since.map(|d| snap.time_ms.saturating_sub(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)));
     let flags = flags(conn, keys, &snap.flags, server).await?;
     let entries = entries(conn, keys, server, since_ms).await?;
-    Ok(Read { now_ms: snap.time_ms, entries, flags, beats: snap.beats, since_ms })
+    Ok(Read { now_ms: snap.time_ms, entries, flags, beats: snap.beats, acks: snap.acks, since_ms })
 }
 
 /// The latest flip of each readable flag in `read` (as the probe found

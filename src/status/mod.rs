@@ -34,7 +34,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::snapshot::{Flag, LockKind};
+use crate::snapshot::{Ack, Flag, LockKind};
 
 pub use engine::{Engine, Step};
 pub use evaluate::{clock_utc, human_duration};
@@ -217,6 +217,8 @@ pub struct Status {
     pub enabled_users: Vec<String>,
     /// Every registered user's flag, on or off.
     pub flags: Vec<Flag>,
+    /// Who is on it ("I'm on it"), by Redis time still in force.
+    pub acks: Vec<Ack>,
     pub nodes: Vec<NodeView>,
     /// Redis time of the read this status comes from; `None` when Redis
     /// could not be read, and then `lock`, `flags` and `nodes` are blank and

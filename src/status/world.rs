@@ -124,6 +124,7 @@ impl World {
 
 /// What the shell observed, as scripts replay it.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // a few per scenario; boxing would only add noise
 pub(super) enum Observation {
     Read(Snapshot),
     Failed { reason: String, elapsed_ms: u64 },

@@ -122,6 +122,24 @@ pub enum Command {
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<String>,
     },
+    /// Tell every supervisor you are on it (the job's trouble), for a while, with a note.
+    Ack {
+        /// Whose (default: the Redis ACL user, else your login name).
+        #[arg(long, value_parser = parse_user)]
+        user: Option<String>,
+        /// How long, 1m to 12h (Redis drops it then).
+        #[arg(long = "for", default_value = "1h", value_parser = parse_ack_for, value_name = "DURATION")]
+        lasts: Duration,
+        /// What you are doing, in a line (at most 200 characters).
+        #[arg(long, value_parser = parse_ack_note, value_name = "TEXT")]
+        note: Option<String>,
+    },
+    /// Withdraw your "I'm on it".
+    Unack {
+        /// Whose (default: the Redis ACL user, else your login name).
+        #[arg(long, value_parser = parse_user)]
+        user: Option<String>,
+    },
     /// Start a private Redis and two demo workers on this machine, and enable the job for you.
     Demo,
     /// Print the Redis ACL rules that let USER read the job and write only USER's flag.
@@ -159,6 +177,8 @@ const SHOWN: &[(&str, &[&str])] = &[
     ("enable", &["redis", "tls_ca", "job", "lock_key"]),
     ("disable", &["redis", "tls_ca", "job", "lock_key"]),
     ("worker", &["redis", "tls_ca", "job", "lock_key"]),
+    ("ack", &["redis", "tls_ca", "job", "lock_key"]),
+    ("unack", &["redis", "tls_ca", "job", "lock_key"]),
     ("history", &["redis", "tls_ca", "job", "lock_key", "heartbeat_grace", "failover_window"]),
     ("acl", &["job", "lock_key"]),
     ("demo", &["job"]),
@@ -261,6 +281,14 @@ fn parse_lease(s: &str) -> Result<Duration, Problem> {
 /// What is wrong with it; the caller names the flag.
 fn parse_reason(s: &str) -> Result<String, String> {
     flags::check_reason(s).map(str::to_owned).map_err(|e| e.to_string())
+}
+
+fn parse_ack_for(s: &str) -> Result<Duration, Problem> {
+    spec::ack_for(s)
+}
+
+fn parse_ack_note(s: &str) -> Result<String, Problem> {
+    spec::ack_note(s)
 }
 
 fn parse_any_duration(s: &str) -> Result<Duration, Problem> {

@@ -52,6 +52,10 @@ pub fn line(item: &Item) -> String {
             let why = reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default();
             format!("flag     {user} switched it {}{from}{why}", if *on { "on" } else { "off" })
         }
+        What::Ack { user, until_ms, note } => {
+            let why = if note.is_empty() { String::new() } else { format!(": {note}") };
+            format!("ack      {user} is on it until {}{why}", utc(*until_ms))
+        }
     };
     format!("{} {what}", utc(item.at_ms))
 }

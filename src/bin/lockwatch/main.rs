@@ -79,6 +79,8 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Watch { json } => watch(g, *json).await,
         Command::Enable { user, reason } => flip(g, user.as_deref(), true, reason.as_deref()).await,
         Command::Disable { user, reason } => flip(g, user.as_deref(), false, reason.as_deref()).await,
+        Command::Ack { user, lasts, note } => ack(g, user.as_deref(), *lasts, note.as_deref()).await,
+        Command::Unack { user } => unack(g, user.as_deref()).await,
         Command::History { json, since } => history::run(g, *json, *since).await,
         Command::Worker { node, lease, every, stall_after, stop_grace, command } => {
             // Before anything else: a stop request from now on is a clean stop.
@@ -191,6 +193,46 @@ async fn flip(g: &Global, user: Option<&str>, on: bool, reason: Option<&str>) ->
     println!("{} {word} job {} for {}", render::utc(flipped.at_ms), keys.job, flipped.user);
     if let Some(warning) = flipped.warning {
         eprintln!("lockwatch: {warning}");
+    }
+    Ok(0)
+}
+
+async fn ack(g: &Global, user: Option<&str>, lasts: std::time::Duration, note: Option<&str>) -> Result<u8> {
+    let target = g.target()?;
+    let user = match user {
+        Some(user) => user.to_owned(),
+        None => flags::default_user(target.user())?,
+    };
+    let keys = g.keys();
+    let mut conn = target.manager().await?;
+    let asked = lockwatch::ack::Ack { user: &user, lasts, note: note.unwrap_or_default() };
+    let acked = lockwatch::ack::set_ack(&mut conn, &keys, &asked, target.host()).await?;
+    println!(
+        "{} {} is on job {} until {}",
+        render::utc(acked.at_ms),
+        acked.user,
+        keys.job,
+        render::utc(acked.until_ms)
+    );
+    if let Some(warning) = acked.warning {
+        eprintln!("lockwatch: {warning}");
+    }
+    Ok(0)
+}
+
+async fn unack(g: &Global, user: Option<&str>) -> Result<u8> {
+    let target = g.target()?;
+    let user = match user {
+        Some(user) => user.to_owned(),
+        None => flags::default_user(target.user())?,
+    };
+    let keys = g.keys();
+    let mut conn = target.manager().await?;
+    let had = lockwatch::ack::clear_ack(&mut conn, &keys, &user, target.host()).await?;
+    if had {
+        println!("{user} is no longer on job {}", keys.job);
+    } else {
+        println!("{user} was not on job {}", keys.job);
     }
     Ok(0)
 }

@@ -63,6 +63,9 @@ pub fn status(s: &Status) -> String {
     } else {
         let _ = writeln!(out, "  enabled  not known (Redis could not be read)");
     }
+    for a in &s.acks {
+        let _ = writeln!(out, "  on it    {}", on_it(a));
+    }
     if let Some(since) = s.since_ms {
         let _ = writeln!(out, "  since    {}", utc(since));
     }
@@ -70,6 +73,18 @@ pub fn status(s: &Status) -> String {
         let _ = writeln!(out, "  problem  {p}");
     }
     out
+}
+
+/// "alice is on it since 10:02 UTC: looking at wh-a (until 11:02 UTC)".
+pub fn on_it(a: &lockwatch::snapshot::Ack) -> String {
+    let note = if a.note.is_empty() { String::new() } else { format!(": {}", a.note) };
+    format!("{} is on it since {}{note} (until {})", a.user, clock(a.at_ms), clock(a.until_ms))
+}
+
+/// The time of day of a Redis time, `10:02 UTC`.
+fn clock(ms: u64) -> String {
+    let mins = ms / 60_000;
+    format!("{:02}:{:02} UTC", mins / 60 % 24, mins % 60)
 }
 
 /// One line for an event.
@@ -125,6 +140,21 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(utc(1_700_000_000_000), "2023-11-14 22:13:20 UTC");
         assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+    }
+
+    #[test]
+    fn an_ack_says_who_is_on_it_since_when_and_why() {
+        let a = lockwatch::snapshot::Ack {
+            user: "alice".into(),
+            at_ms: 1_700_000_000_000 - 13 * 60_000 - 20_000,
+            until_ms: 1_700_003_600_000,
+            note: "looking at wh-a".into(),
+        };
+        assert_eq!(on_it(&a), "alice is on it since 22:00 UTC: looking at wh-a (until 23:13 UTC)");
+        let mut snap = enabled_job();
+        snap.acks.push(a);
+        let text = status(&judged(vec![Some(snap)]));
+        assert!(text.contains("  on it    alice is on it since 22:00 UTC: looking at wh-a"), "{text}");
     }
 
     #[test]

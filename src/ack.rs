@@ -1,0 +1,170 @@
+//! "I'm on it": a supervisor's acknowledgement of the job's trouble, kept in
+//! Redis under `{job}:ack:<user>` so every tray, dashboard and script sees
+//! it. A hash (`at_ms`, `until_ms`, `note`) that Redis expires at its end;
+//! each user may write only their own (the ACL says so, the server enforces it).
+
+use std::time::Duration;
+
+use redis::aio::ConnectionLike;
+
+use crate::connect::Endpoint;
+use crate::error::{Action, Error, RedisFailure, describe};
+use crate::keys::Keys;
+use crate::spec;
+
+/// What an acknowledgement written said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acked {
+    pub user: String,
+    /// Redis time it was written, ms.
+    pub at_ms: u64,
+    /// Redis time it ends (and Redis drops it), ms.
+    pub until_ms: u64,
+    /// Set when it was written but others will not see it, saying why.
+    pub warning: Option<String>,
+}
+
+/// One acknowledgement, as asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ack<'a> {
+    /// Whose.
+    pub user: &'a str,
+    /// How long it lasts, within [`spec::ACK_RANGE`].
+    pub lasts: Duration,
+    /// What they are doing, in a line (empty for none).
+    pub note: &'a str,
+}
+
+/// Writes `ack` for the job, stamped with Redis time and expiring (by the
+/// Redis clock) when it ends; it replaces the user's earlier one. The hash
+/// and its expiry are written in one transaction, so no acknowledgement is
+/// left without an end. `server` names Redis in messages.
+///
+/// # Errors
+/// [`Error::Invalid`] for a user name, duration or note that breaks its
+/// rule in [`spec`]; [`Error::Redis`] when Redis cannot be reached or
+/// refuses the write (an ACL `NOPERM` says it was someone else's).
+pub async fn set_ack<C: ConnectionLike + Send + Sync>(
+    conn: &mut C,
+    keys: &Keys,
+    ack: &Ack<'_>,
+    server: &str,
+) -> Result<Acked, Error> {
+    let user = checked_user(ack.user)?;
+    let note = spec::ack_note(ack.note).map_err(|p| invalid(spec::Field::AckNote, ack.note, p))?;
+    let lasts =
+        spec::ack_lasts(ack.lasts).map_err(|p| invalid(spec::Field::AckFor, &spec::format_duration(ack.lasts), p))?;
+    let server = &Endpoint::new(server, false);
+    let (secs, micros): (u64, u64) =
+        redis::cmd("TIME").query_async(conn).await.map_err(|e| describe(e, Action::ReadingTime, server))?;
+    let at_ms = secs * 1000 + micros / 1000;
+    let until_ms = at_ms + u64::try_from(lasts.as_millis()).unwrap_or(u64::MAX);
+    let key = keys.ack(user);
+    let () = redis::pipe()
+        .atomic()
+        .cmd("HSET")
+        .arg(&key)
+        .arg("at_ms")
+        .arg(at_ms)
+        .arg("until_ms")
+        .arg(until_ms)
+        .arg("note")
+        .arg(&note)
+        .ignore()
+        .cmd("PEXPIREAT")
+        .arg(&key)
+        .arg(until_ms)
+        .ignore()
+        .query_async(conn)
+        .await
+        .map_err(|e| refused(describe(first_failure(e), action(user, keys), server)))?;
+    let warning = unregistered(conn, keys, user, server).await?;
+    Ok(Acked { user: user.to_owned(), at_ms, until_ms, warning })
+}
+
+/// Withdraws the user's acknowledgement; true when there was one.
+///
+/// # Errors
+/// As [`set_ack`].
+pub async fn clear_ack<C: ConnectionLike + Send + Sync>(
+    conn: &mut C,
+    keys: &Keys,
+    user: &str,
+    server: &str,
+) -> Result<bool, Error> {
+    let user = checked_user(user)?;
+    let server = &Endpoint::new(server, false);
+    // HDEL of every field we write: the key goes with its last field, and a
+    // supervisor's ACL needs no DEL, which would be one more command to grant.
+    let removed: i64 = redis::cmd("HDEL")
+        .arg(keys.ack(user))
+        .arg("at_ms")
+        .arg("until_ms")
+        .arg("note")
+        .query_async(conn)
+        .await
+        .map_err(|e| refused(describe(e, action(user, keys), server)))?;
+    Ok(removed > 0)
+}
+
+/// A transaction the server refused is described by the first queued
+/// command's error (a key outside the ACL is `NOPERM` there), not by the
+/// abort around it.
+fn first_failure(err: redis::RedisError) -> redis::RedisError {
+    if err.kind() != redis::ErrorKind::Server(redis::ServerErrorKind::ExecAbort) {
+        return err;
+    }
+    match err.clone().into_server_errors().and_then(|errs| errs.first().map(|(_, e)| e.clone())) {
+        Some(first) => first.into(),
+        None => err,
+    }
+}
+
+fn checked_user(user: &str) -> Result<&str, Error> {
+    spec::name(user).map(|_| user).map_err(|p| invalid(spec::Field::User, user, p))
+}
+
+fn invalid(field: spec::Field, value: &str, problem: spec::Problem) -> Error {
+    Error::Invalid(spec::Invalid { field, value: value.to_owned(), problem }.with_flag())
+}
+
+fn action(user: &str, keys: &Keys) -> Action {
+    Action::Acknowledging { user: user.to_owned(), job: keys.job.clone() }
+}
+
+/// Others find acknowledgements through the users registry: one outside it
+/// is written but seen by nobody, which the user must be told.
+async fn unregistered<C: ConnectionLike + Send + Sync>(
+    conn: &mut C,
+    keys: &Keys,
+    user: &str,
+    server: &Endpoint,
+) -> Result<Option<String>, Error> {
+    let registered: bool = redis::cmd("SISMEMBER")
+        .arg(keys.users())
+        .arg(user)
+        .query_async(conn)
+        .await
+        .map_err(|e| describe(e, Action::ReadingUsers, server))?;
+    Ok((!registered).then(|| {
+        format!(
+            "nobody sees {user}'s \"on it\": {user} is not in {}; ask the Redis admin to run: SADD {} {user}",
+            keys.users(),
+            keys.users()
+        )
+    }))
+}
+
+/// A refused write said in the supervisor's words.
+fn refused(err: Error) -> Error {
+    match err {
+        Error::Redis { action, host, cause, kind: RedisFailure::Permission, .. } => Error::Redis {
+            action,
+            host,
+            cause,
+            hint: "a Redis user may only say they are on it for themselves; connect as that user, or ask the admin for the rules printed by `lockwatch acl --user <name>`",
+            kind: RedisFailure::Permission,
+        },
+        other => other,
+    }
+}
