@@ -217,11 +217,14 @@ mod unix {
         };
         let mut job = std::process::Command::new(program);
         job.args(args).env_remove(VAR).process_group(0);
-        #[cfg(target_os = "linux")]
-        // SAFETY: prctl is async-signal-safe. Should the reaper itself be
-        // SIGKILLed, the job's main process still dies.
+        // SAFETY: sigprocmask and prctl are async-signal-safe. The job must
+        // not inherit the reaper's blocked stop signals (a program that is
+        // not a shell would ignore SIGTERM and sit out the stop grace); and
+        // should the reaper itself be SIGKILLed, the job's main process still dies.
         unsafe {
-            job.pre_exec(|| {
+            job.pre_exec(move || {
+                libc::sigprocmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut());
+                #[cfg(target_os = "linux")]
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 Ok(())
             });

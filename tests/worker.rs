@@ -1112,3 +1112,35 @@ async fn the_demo_starts_its_job_at_once_on_its_own_new_redis() {
         assert_eq!(e.field("wait_ms"), None, "the demo's job waited: {:?}", e.fields);
     }
 }
+
+#[tokio::test]
+async fn a_program_run_directly_starts_with_no_signal_blocked_and_stops_on_sigterm() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    seed_fence(&mut c);
+    // Not a shell (a shell resets its signal mask): the program as the job itself.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+    cmd.args(["--redis", &server.url(), "worker", "--node", "srv-a", "--lease", "30s", "--stop-grace", "10s"])
+        .args(["--", "sleep", "600"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut a = Proc(cmd.spawn().unwrap());
+    let job: u32 = eventually("the job", Duration::from_secs(10), || {
+        beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
+    })
+    .await;
+    let _stray = Strays(vec![job]);
+    let status = std::fs::read_to_string(format!("/proc/{job}/status")).unwrap();
+    let blocked = status.lines().find_map(|l| l.strip_prefix("SigBlk:")).unwrap().trim().to_owned();
+    assert_eq!(u64::from_str_radix(&blocked, 16).unwrap(), 0, "the job starts with signals blocked (SigBlk {blocked})");
+    let asked = Instant::now();
+    sigterm(&a);
+    assert!(a.wait().unwrap().success(), "the worker exits 0 after SIGTERM");
+    let took = asked.elapsed();
+    println!("SIGTERM to a worker running `sleep` directly: stopped after {took:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "the job sat out the 10 s stop grace instead of ending on SIGTERM: {took:?}"
+    );
+}
