@@ -102,6 +102,8 @@ pub enum Action {
     ReadingStream { key: String },
     /// Reading the reasons kept with the supervisors' flags.
     ReadingReasons,
+    /// Asking the sentinels which node is the primary named `master`.
+    Resolving { master: String },
 }
 
 impl Action {
@@ -109,6 +111,7 @@ impl Action {
     pub fn preposition(&self) -> &'static str {
         match self {
             Action::Connecting | Action::Subscribing => "to",
+            Action::Resolving { .. } => "through",
             _ => "on",
         }
     }
@@ -116,7 +119,7 @@ impl Action {
     /// Whether a connection is being made, when a timeout may be a TLS
     /// handshake that never came.
     fn connects(&self) -> bool {
-        matches!(self, Action::Connecting | Action::Subscribing)
+        matches!(self, Action::Connecting | Action::Subscribing | Action::Resolving { .. })
     }
 }
 
@@ -137,6 +140,7 @@ impl fmt::Display for Action {
             Action::Recording { kind } => write!(f, "recording {kind}"),
             Action::ReadingStream { key } => write!(f, "reading {key}"),
             Action::ReadingReasons => f.write_str("reading the flags' reasons"),
+            Action::Resolving { master } => write!(f, "finding the primary {master}"),
         }
     }
 }
@@ -175,6 +179,13 @@ pub fn describe(err: RedisError, action: Action, host: &Endpoint) -> Error {
         (RedisFailure::Permission, "ask the Redis admin to grant the rules printed by `lockwatch acl --user <you>`")
     } else if code == "WRONGPASS" || code == "NOAUTH" || err.kind() == redis::ErrorKind::AuthenticationFailed {
         (RedisFailure::Auth, "check the user and password in the Redis URL (or LOCKWATCH_REDIS_URL)")
+    } else if code == "READONLY" {
+        // The node was demoted to a replica by a failover: for the caller
+        // it is gone, so it drops the connection and finds the new primary.
+        (
+            RedisFailure::Unreachable,
+            "this node is a replica now (a failover happened); lockwatch connects to the new primary",
+        )
     } else if err.kind() == redis::ErrorKind::Parse {
         (
             RedisFailure::Unreachable,
