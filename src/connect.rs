@@ -64,7 +64,7 @@ impl fmt::Display for Endpoint {
 #[derive(Clone)]
 enum Kind {
     /// The URL's host: connections go straight there.
-    Single(Client),
+    Single(Box<Client>),
     /// The primary the sentinels name, asked again for every new connection.
     Sentinel(Arc<Sentinels>),
 }
@@ -122,7 +122,7 @@ impl Target {
             (Fail::Ca(cause) | Fail::Url(cause), _) => crate::error::bad_url(url, &cause),
         })?;
         let host = endpoint.to_string();
-        Ok(Target { kind: Kind::Single(client), endpoint, host, user })
+        Ok(Target { kind: Kind::Single(Box::new(client)), endpoint, host, user })
     }
 
     /// The primary that the sentinels at `sentinels` (`host:port` each) know
@@ -162,7 +162,7 @@ impl Target {
     /// when no sentinel names a primary that answers as one.
     pub async fn client(&self) -> Result<Client, Error> {
         match &self.kind {
-            Kind::Single(client) => Ok(client.clone()),
+            Kind::Single(client) => Ok(Client::clone(client)),
             Kind::Sentinel(sentinels) => sentinels.primary(&self.endpoint).await,
         }
     }
