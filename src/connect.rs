@@ -1,5 +1,11 @@
 //! Where Redis is and how to talk to it: the URL (TLS and ACL user included),
+//! the topology (one node, or a primary found through Sentinel),
 //! connections with timeouts, and a printable host that never shows a password.
+//!
+//! With Sentinel every new connection asks the sentinels where the primary
+//! is and checks with `ROLE` that it is one; callers drop a connection that
+//! failed (or answered `READONLY`, see [`crate::error::describe`]), so the
+//! next one follows a failover. One node costs no look-up at all.
 
 use std::fmt;
 use std::path::Path;
@@ -7,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection, PubSub};
-use redis::{AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo};
+use redis::{AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisError};
 
-use crate::error::{Action, Error, describe};
+use crate::error::{Action, Error, RedisFailure, describe};
 
 /// Default when neither `--redis` nor `LOCKWATCH_REDIS_URL` is given.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
@@ -54,10 +60,33 @@ impl fmt::Display for Endpoint {
     }
 }
 
+/// How the data node is found.
+#[derive(Clone)]
+enum Kind {
+    /// The URL's host: connections go straight there.
+    Single(Box<Client>),
+    /// The primary the sentinels name, asked again for every new connection.
+    Sentinel(Arc<Sentinels>),
+}
+
+/// The sentinels of one primary, and how to log in to the data nodes.
+struct Sentinels {
+    /// The name the sentinels know the primary by.
+    master: String,
+    /// `host:port` of each sentinel, asked in this order.
+    addrs: Vec<(String, u16)>,
+    /// The URL's settings (user, password, db, TLS); only its address is replaced.
+    info: redis::ConnectionInfo,
+    /// The PEM of a private CA, for the data nodes and sentinels alike.
+    ca: Option<Vec<u8>>,
+    /// The CA file's path, for messages.
+    ca_path: Option<std::path::PathBuf>,
+}
+
 /// A Redis server to connect to.
 #[derive(Clone)]
 pub struct Target {
-    client: Client,
+    kind: Kind,
     endpoint: Endpoint,
     /// The endpoint as messages show it.
     host: String,
@@ -79,12 +108,7 @@ impl Target {
     /// [`Error::BadUrl`] when the URL cannot be used, [`Error::TlsCa`] when the
     /// CA file cannot be read or holds no certificate.
     pub fn new(url: &str, tls_ca: Option<&Path>) -> Result<Self, Error> {
-        let bad = |reason: String| crate::error::bad_url(url, &reason);
-        let info = url.into_connection_info().map_err(|e| bad(e.to_string()))?;
-        // CLIENT SETINFO is optional; servers before 7.2 do not know it, and
-        // a supervisor's ACL user (`lockwatch acl`) is not granted it.
-        let settings = info.redis_settings().clone().set_skip_set_lib_name();
-        let info = info.set_redis_settings(settings);
+        let info = url_info(url)?;
         let endpoint = match info.addr() {
             ConnectionAddr::Tcp(host, port) => Endpoint::new(format!("{host}:{port}"), false),
             ConnectionAddr::TcpTls { host, port, .. } => Endpoint::new(format!("{host}:{port}"), true),
@@ -92,18 +116,55 @@ impl Target {
             _ => Endpoint::new("redis", false),
         };
         let user = info.redis_settings().username().map(str::to_owned);
-        let client = match tls_ca {
-            Some(path) => {
-                let ca = |cause: String| Error::TlsCa { path: path.to_owned(), cause: crate::error::one_line(&cause) };
-                let pem = std::fs::read(path).map_err(|e| ca(e.to_string()))?;
-                let certs = redis::TlsCertificates { client_tls: None, root_cert: Some(pem) };
-                // The URL was understood above: what fails here is the certificate.
-                Client::build_with_tls(info, certs).map_err(|e| ca(e.to_string()))?
-            }
-            None => Client::open(info).map_err(|e| bad(e.to_string()))?,
-        };
+        let ca = tls_ca.map(read_ca).transpose()?;
+        let client = client_for(info, ca.as_deref()).map_err(|e| match (e, tls_ca) {
+            (Fail::Ca(cause), Some(path)) => Error::TlsCa { path: path.to_owned(), cause },
+            (Fail::Ca(cause) | Fail::Url(cause), _) => crate::error::bad_url(url, &cause),
+        })?;
         let host = endpoint.to_string();
-        Ok(Target { client, endpoint, host, user })
+        Ok(Target { kind: Kind::Single(Box::new(client)), endpoint, host, user })
+    }
+
+    /// The primary that the sentinels at `sentinels` (`host:port` each) know
+    /// as `master`; the URL gives only the user, password, database and TLS
+    /// of the data nodes (its host is not used). The sentinels are spoken to
+    /// the same way (TLS or not, the same CA), without the URL's login.
+    ///
+    /// # Errors
+    /// As [`Target::new`], and [`Error::Invalid`] for a sentinel address
+    /// without a port.
+    pub fn sentinel(url: &str, tls_ca: Option<&Path>, sentinels: &[String], master: &str) -> Result<Self, Error> {
+        let info = url_info(url)?;
+        let tls = matches!(info.addr(), ConnectionAddr::TcpTls { .. });
+        let addrs = sentinels
+            .iter()
+            .map(|a| {
+                let (host, port) = a.rsplit_once(':').unwrap_or((a, ""));
+                let port = port.parse().map_err(|_| {
+                    Error::Invalid(format!("the sentinel address {a:?} has no port; give HOST:PORT[,HOST:PORT…]"))
+                })?;
+                Ok((host.trim_matches(['[', ']']).to_owned(), port))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let ca = tls_ca.map(read_ca).transpose()?;
+        let user = info.redis_settings().username().map(str::to_owned);
+        let endpoint = Endpoint::new(format!("{master} (Sentinel {})", sentinels.join(",")), tls);
+        let host = endpoint.to_string();
+        let sentinels = Sentinels { master: master.to_owned(), addrs, info, ca, ca_path: tls_ca.map(Path::to_owned) };
+        Ok(Target { kind: Kind::Sentinel(Arc::new(sentinels)), endpoint, host, user })
+    }
+
+    /// A client of the data node: the URL's host, or the primary the
+    /// sentinels name now.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] or [`Error::Timeout`] with [`Action::Resolving`]
+    /// when no sentinel names a primary that answers as one.
+    pub async fn client(&self) -> Result<Client, Error> {
+        match &self.kind {
+            Kind::Single(client) => Ok(Client::clone(client)),
+            Kind::Sentinel(sentinels) => sentinels.primary(&self.endpoint).await,
+        }
     }
 
     /// The server as messages show it: `host:port`, with ` (TLS)` for `rediss://`.
@@ -132,7 +193,7 @@ impl Target {
             .set_number_of_retries(2)
             .set_min_delay(Duration::from_millis(100))
             .set_max_delay(Duration::from_secs(2));
-        ConnectionManager::new_with_config(self.client.clone(), config)
+        ConnectionManager::new_with_config(self.client().await?, config)
             .await
             .map_err(|e| describe(e, Action::Connecting, &self.endpoint))
     }
@@ -147,7 +208,8 @@ impl Target {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(block + TIMEOUT));
-        self.client
+        self.client()
+            .await?
             .get_multiplexed_async_connection_with_config(&config)
             .await
             .map_err(|e| describe(e, Action::Connecting, &self.endpoint))
@@ -158,9 +220,183 @@ impl Target {
     /// # Errors
     /// [`Error::Redis`] when no connection can be made.
     pub async fn pubsub(&self) -> Result<PubSub, Error> {
-        match tokio::time::timeout(TIMEOUT, self.client.get_async_pubsub()).await {
+        let client = self.client().await?;
+        match tokio::time::timeout(TIMEOUT, client.get_async_pubsub()).await {
             Ok(result) => result.map_err(|e| describe(e, Action::Subscribing, &self.endpoint)),
             Err(_) => Err(Error::Timeout { action: Action::Subscribing, host: self.endpoint.clone(), after: TIMEOUT }),
+        }
+    }
+}
+
+/// What went wrong, without the where and the hint (said once for all sentinels).
+fn error_cause(err: &Error) -> String {
+    match err {
+        Error::Redis { cause, .. } => cause.clone(),
+        Error::Timeout { .. } => "no answer in time".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// Why a client could not be built: the URL or the CA.
+enum Fail {
+    Url(String),
+    Ca(String),
+}
+
+/// The URL's connection settings, without `CLIENT SETINFO`.
+fn url_info(url: &str) -> Result<redis::ConnectionInfo, Error> {
+    let info = url.into_connection_info().map_err(|e| crate::error::bad_url(url, &e.to_string()))?;
+    // CLIENT SETINFO is optional; servers before 7.2 do not know it, and
+    // a supervisor's ACL user (`lockwatch acl`) is not granted it.
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    Ok(info.set_redis_settings(settings))
+}
+
+fn read_ca(path: &Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path)
+        .map_err(|e| Error::TlsCa { path: path.to_owned(), cause: crate::error::one_line(&e.to_string()) })
+}
+
+/// A client for `info`, trusting the CA in `ca` (PEM) when given.
+fn client_for(info: redis::ConnectionInfo, ca: Option<&[u8]>) -> Result<Client, Fail> {
+    match ca {
+        Some(pem) => {
+            let certs = redis::TlsCertificates { client_tls: None, root_cert: Some(pem.to_vec()) };
+            // The URL was understood already: what fails here is the certificate.
+            Client::build_with_tls(info, certs).map_err(|e| Fail::Ca(crate::error::one_line(&e.to_string())))
+        }
+        None => Client::open(info).map_err(|e| Fail::Url(e.to_string())),
+    }
+}
+
+impl Sentinels {
+    /// Asks each sentinel in turn for the primary's address and returns a
+    /// client of the first address that answers `ROLE` as a primary: a
+    /// sentinel may not have seen a failover yet, or be cut off.
+    async fn primary(&self, shown: &Endpoint) -> Result<Client, Error> {
+        let action = Action::Resolving { master: self.master.clone() };
+        let mut last: Option<Error> = None;
+        let (mut unknown, mut sentinels_down) = (0, 0);
+        for (host, port) in &self.addrs {
+            let sentinel = Endpoint::new(format!("{host}:{port}"), shown.tls());
+            let asked = tokio::time::timeout(TIMEOUT, self.ask(host, *port, &sentinel, &action)).await;
+            let addr = match asked {
+                Ok(Ok(Some(addr))) => addr,
+                Ok(Ok(None)) => {
+                    unknown += 1;
+                    continue;
+                }
+                Ok(Err(err)) => {
+                    sentinels_down += 1;
+                    last = Some(err);
+                    continue;
+                }
+                Err(_) => {
+                    sentinels_down += 1;
+                    last = Some(Error::Timeout { action: action.clone(), host: sentinel, after: TIMEOUT });
+                    continue;
+                }
+            };
+            match tokio::time::timeout(TIMEOUT, self.check_primary(&addr, &action)).await {
+                Ok(Ok(client)) => return Ok(client),
+                Ok(Err(err)) => last = Some(err),
+                Err(_) => {
+                    let at = Endpoint::new(format!("{}:{}", addr.0, addr.1), shown.tls());
+                    last = Some(Error::Timeout { action: action.clone(), host: at, after: TIMEOUT });
+                }
+            }
+        }
+        let all = self.addrs.len();
+        Err(match last {
+            _ if unknown == all => Error::Redis {
+                action,
+                host: shown.clone(),
+                cause: format!("no sentinel knows a primary named {:?}", self.master),
+                hint: "check --sentinel-master (LOCKWATCH_SENTINEL_MASTER) against `sentinel monitor` in the sentinels' configuration",
+                kind: RedisFailure::Server,
+            },
+            // No sentinel answered at all: say so of them all, not of the last one.
+            Some(err) if sentinels_down == all => Error::Redis {
+                action,
+                host: shown.clone(),
+                cause: format!("no sentinel answered (the last: {})", error_cause(&err)),
+                hint: "check --sentinel (LOCKWATCH_SENTINEL) and that redis-sentinel runs at those addresses",
+                kind: RedisFailure::Unreachable,
+            },
+            Some(err) => err,
+            None => Error::Redis {
+                action,
+                host: shown.clone(),
+                cause: "no sentinel named a primary".to_owned(),
+                hint: "check --sentinel and --sentinel-master",
+                kind: RedisFailure::Unreachable,
+            },
+        })
+    }
+
+    /// `SENTINEL GET-MASTER-ADDR-BY-NAME`: `None` when this sentinel knows no such primary.
+    async fn ask(
+        &self,
+        host: &str,
+        port: u16,
+        sentinel: &Endpoint,
+        action: &Action,
+    ) -> Result<Option<(String, u16)>, Error> {
+        let addr = self.addr(host.to_owned(), port);
+        let info = addr.into_connection_info().map_err(|e| describe(e, action.clone(), sentinel))?;
+        let info = info.set_redis_settings(redis::RedisConnectionInfo::default().set_skip_set_lib_name());
+        let fail = |e: RedisError| describe(e, action.clone(), sentinel);
+        let client = client_for(info, self.ca.as_deref()).map_err(|e| self.fail(e, sentinel, action))?;
+        let mut conn = client.get_multiplexed_async_connection().await.map_err(fail)?;
+        redis::cmd("SENTINEL")
+            .arg("GET-MASTER-ADDR-BY-NAME")
+            .arg(&self.master)
+            .query_async(&mut conn)
+            .await
+            .map_err(fail)
+    }
+
+    /// A client of `addr` once it answers `ROLE` as a primary.
+    async fn check_primary(&self, addr: &(String, u16), action: &Action) -> Result<Client, Error> {
+        let at =
+            Endpoint::new(format!("{}:{}", addr.0, addr.1), matches!(self.info.addr(), ConnectionAddr::TcpTls { .. }));
+        let info = self.info.clone().set_addr(self.addr(addr.0.clone(), addr.1));
+        let client = client_for(info, self.ca.as_deref()).map_err(|e| self.fail(e, &at, action))?;
+        let fail = |e: RedisError| describe(e, action.clone(), &at);
+        let mut conn = client.get_multiplexed_async_connection().await.map_err(fail)?;
+        let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut conn).await.map_err(fail)?;
+        match role.first() {
+            Some(redis::Value::BulkString(r)) if r.as_slice() == b"master" => Ok(client),
+            _ => Err(Error::Redis {
+                action: action.clone(),
+                host: at.clone(),
+                cause: "the node the sentinels name is not a primary (yet)".to_owned(),
+                hint: "a failover is under way or the sentinels disagree; lockwatch asks again",
+                kind: RedisFailure::Unreachable,
+            }),
+        }
+    }
+
+    /// `host:port` with the URL's TLS settings.
+    fn addr(&self, host: String, port: u16) -> ConnectionAddr {
+        match self.info.addr() {
+            ConnectionAddr::TcpTls { insecure, .. } => {
+                ConnectionAddr::TcpTls { host, port, insecure: *insecure, tls_params: None }
+            }
+            _ => ConnectionAddr::Tcp(host, port),
+        }
+    }
+
+    fn fail(&self, fail: Fail, at: &Endpoint, action: &Action) -> Error {
+        match (fail, &self.ca_path) {
+            (Fail::Ca(cause), Some(path)) => Error::TlsCa { path: path.clone(), cause },
+            (Fail::Ca(cause) | Fail::Url(cause), _) => Error::Redis {
+                action: action.clone(),
+                host: at.clone(),
+                cause,
+                hint: "check --sentinel and the Redis URL",
+                kind: RedisFailure::Server,
+            },
         }
     }
 }

@@ -104,6 +104,8 @@ pub enum Action {
     ReadingReasons,
     /// Writing or withdrawing a supervisor's "I'm on it" for a job.
     Acknowledging { user: String, job: String },
+    /// Asking the sentinels which node is the primary named `master`.
+    Resolving { master: String },
 }
 
 impl Action {
@@ -111,6 +113,7 @@ impl Action {
     pub fn preposition(&self) -> &'static str {
         match self {
             Action::Connecting | Action::Subscribing => "to",
+            Action::Resolving { .. } => "through",
             _ => "on",
         }
     }
@@ -118,7 +121,7 @@ impl Action {
     /// Whether a connection is being made, when a timeout may be a TLS
     /// handshake that never came.
     fn connects(&self) -> bool {
-        matches!(self, Action::Connecting | Action::Subscribing)
+        matches!(self, Action::Connecting | Action::Subscribing | Action::Resolving { .. })
     }
 }
 
@@ -140,6 +143,7 @@ impl fmt::Display for Action {
             Action::ReadingStream { key } => write!(f, "reading {key}"),
             Action::ReadingReasons => f.write_str("reading the flags' reasons"),
             Action::Acknowledging { user, job } => write!(f, "setting {user}'s \"on it\" for job {job}"),
+            Action::Resolving { master } => write!(f, "finding the primary {master}"),
         }
     }
 }
@@ -178,6 +182,13 @@ pub fn describe(err: RedisError, action: Action, host: &Endpoint) -> Error {
         (RedisFailure::Permission, "ask the Redis admin to grant the rules printed by `lockwatch acl --user <you>`")
     } else if code == "WRONGPASS" || code == "NOAUTH" || err.kind() == redis::ErrorKind::AuthenticationFailed {
         (RedisFailure::Auth, "check the user and password in the Redis URL (or LOCKWATCH_REDIS_URL)")
+    } else if code == "READONLY" {
+        // The node was demoted to a replica by a failover: for the caller
+        // it is gone, so it drops the connection and finds the new primary.
+        (
+            RedisFailure::Unreachable,
+            "this node is a replica now (a failover happened); lockwatch connects to the new primary",
+        )
     } else if err.kind() == redis::ErrorKind::Parse {
         (
             RedisFailure::Unreachable,

@@ -26,6 +26,10 @@ use crate::{flags, status, watch};
 pub enum Field {
     RedisUrl,
     TlsCa,
+    /// The sentinels' addresses (`host:port`, comma separated).
+    Sentinels,
+    /// The name the sentinels know the primary by.
+    SentinelMaster,
     User,
     /// The job's name (the settings form holds several, comma separated).
     Jobs,
@@ -48,6 +52,8 @@ impl Field {
         match self {
             Field::RedisUrl => "--redis",
             Field::TlsCa => "--tls-ca",
+            Field::Sentinels => "--sentinel",
+            Field::SentinelMaster => "--sentinel-master",
             Field::User => "--user",
             Field::Jobs => "--job",
             Field::LockKey => "--lock-key",
@@ -67,6 +73,8 @@ impl Field {
         match self {
             Field::RedisUrl => "Redis URL",
             Field::TlsCa => "TLS CA file",
+            Field::Sentinels => "Sentinels",
+            Field::SentinelMaster => "Sentinel primary name",
             Field::User => "Your name",
             Field::Jobs => "Job",
             Field::LockKey => "Lock key",
@@ -115,6 +123,13 @@ pub enum Problem {
     NoteTooLong(usize),
     #[error("a note is one line without control characters")]
     NoteLines,
+    #[error("give each sentinel as HOST:PORT, separated by commas (e.g. 10.0.0.1:26379,10.0.0.2:26379)")]
+    Sentinels,
+    #[error("a primary's name (as in `sentinel monitor NAME …`) is 1 to 100 characters without spaces")]
+    MasterName,
+    /// One of the two Sentinel inputs without the other.
+    #[error("the sentinels and the primary's name go together; give both, or neither for a single Redis")]
+    SentinelHalf,
 }
 
 /// Why a duration was refused.
@@ -425,17 +440,52 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Where Redis is: the URL as given (credentials included) and the CA of a
-/// private TLS server.
+/// How the data nodes are found. More topologies (Redis Cluster) come as
+/// variants here, each with its own inputs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Topology {
+    /// One Redis, at the URL's host.
+    #[default]
+    Single,
+    /// The primary that the sentinels name, followed through failovers;
+    /// the URL then gives only user, password and TLS. Both as given:
+    /// [`ConnectionSpec::check`] says what is wrong with them.
+    Sentinel { sentinels: String, master: String },
+}
+
+impl Topology {
+    /// The topology from the two Sentinel inputs, either of which may be
+    /// missing or blank: neither is one Redis, both is Sentinel.
+    pub fn from_inputs(sentinels: Option<&str>, master: Option<&str>) -> Topology {
+        let given = |s: Option<&str>| s.map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
+        match (given(sentinels), given(master)) {
+            (None, None) => Topology::Single,
+            (sentinels, master) => {
+                Topology::Sentinel { sentinels: sentinels.unwrap_or_default(), master: master.unwrap_or_default() }
+            }
+        }
+    }
+}
+
+/// Where Redis is: the URL as given (credentials included), the CA of a
+/// private TLS server, and how the data nodes are found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionSpec {
     pub url: String,
     pub tls_ca: Option<PathBuf>,
+    pub topology: Topology,
 }
 
 impl ConnectionSpec {
+    /// One Redis at `url`.
+    pub fn single(url: impl Into<String>, tls_ca: Option<PathBuf>) -> ConnectionSpec {
+        ConnectionSpec { url: url.into(), tls_ca, topology: Topology::Single }
+    }
+
     /// Every input that breaks its rule: a URL the redis crate cannot use, a
-    /// CA file that is not there.
+    /// CA file that is not there, sentinels or a primary's name that cannot
+    /// be used, or one of them without the other.
     pub fn check(&self) -> Vec<Invalid> {
         let mut bad = Vec::new();
         if let Err(e) = url_problem(&self.url) {
@@ -446,15 +496,70 @@ impl ConnectionSpec {
         {
             bad.push(Invalid::new(Field::TlsCa, &ca.display().to_string(), Problem::CaFile));
         }
+        if let Topology::Sentinel { sentinels: list, master } = &self.topology {
+            match (list.is_empty(), master.is_empty()) {
+                (true, _) => bad.push(Invalid::new(Field::Sentinels, list, Problem::SentinelHalf)),
+                (false, true) => bad.push(Invalid::new(Field::SentinelMaster, master, Problem::SentinelHalf)),
+                (false, false) => {
+                    if let Err(p) = sentinels(list) {
+                        bad.push(Invalid::new(Field::Sentinels, list, p));
+                    }
+                    if let Err(p) = master_name(master) {
+                        bad.push(Invalid::new(Field::SentinelMaster, master, p));
+                    }
+                }
+            }
+        }
         bad
     }
 
     /// The server to connect to.
     ///
     /// # Errors
-    /// [`Error::BadUrl`] or [`Error::Invalid`] for a URL or CA file that cannot be used.
+    /// [`Error::BadUrl`], [`Error::TlsCa`] or [`Error::Invalid`] for input
+    /// that cannot be used.
     pub fn target(&self) -> Result<Target, Error> {
-        Target::new(&self.url, self.tls_ca.as_deref())
+        match &self.topology {
+            Topology::Single => Target::new(&self.url, self.tls_ca.as_deref()),
+            Topology::Sentinel { sentinels: list, master } => {
+                let bad = self.check();
+                let refused = bad.iter().find(|i| matches!(i.field, Field::Sentinels | Field::SentinelMaster));
+                if let Some(invalid) = refused {
+                    return Err(Error::Invalid(invalid.to_string()));
+                }
+                let addrs = sentinels(list).map_err(|p| Error::Invalid(p.to_string()))?;
+                Target::sentinel(&self.url, self.tls_ca.as_deref(), &addrs, master)
+            }
+        }
+    }
+}
+
+/// Sentinel addresses: `HOST:PORT`, separated by commas (an IPv6 host in
+/// brackets: `[::1]:26379`).
+///
+/// # Errors
+/// [`Problem::Sentinels`].
+pub fn sentinels(list: &str) -> Result<Vec<String>, Problem> {
+    let addrs: Vec<String> = list.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect();
+    let good = |a: &String| {
+        a.rsplit_once(':').is_some_and(|(host, port)| {
+            !host.is_empty()
+                && !host.contains(|c: char| c.is_whitespace() || "/@?#".contains(c))
+                && port.parse::<u16>().is_ok_and(|p| p > 0)
+        })
+    };
+    if addrs.is_empty() || !addrs.iter().all(good) { Err(Problem::Sentinels) } else { Ok(addrs) }
+}
+
+/// The name the sentinels know the primary by.
+///
+/// # Errors
+/// [`Problem::MasterName`].
+pub fn master_name(s: &str) -> Result<String, Problem> {
+    if s.is_empty() || s.chars().count() > 100 || s.contains(|c: char| c.is_whitespace() || c.is_control()) {
+        Err(Problem::MasterName)
+    } else {
+        Ok(s.to_owned())
     }
 }
 
@@ -675,9 +780,8 @@ mod tests {
 
     #[test]
     fn a_connection_spec_checks_url_and_ca_file_without_showing_the_password() {
-        assert!(ConnectionSpec { url: "redis://alice:pw@db:6379".into(), tls_ca: None }.check().is_empty());
-        let bad =
-            ConnectionSpec { url: "http://bob:hunter2@db".into(), tls_ca: Some("/no/such/ca.pem".into()) }.check();
+        assert!(ConnectionSpec::single("redis://alice:pw@db:6379", None).check().is_empty());
+        let bad = ConnectionSpec::single("http://bob:hunter2@db", Some("/no/such/ca.pem".into())).check();
         assert_eq!(bad.len(), 2);
         assert_eq!(bad[0].field, Field::RedisUrl);
         let sentence = bad[0].to_string();
@@ -685,6 +789,31 @@ mod tests {
         assert!(sentence.contains("use redis://"), "{sentence}");
         assert!(!sentence.contains("hunter2") && !format!("{:?}", bad[0]).contains("hunter2"));
         assert_eq!((bad[1].field, &bad[1].problem), (Field::TlsCa, &Problem::CaFile));
+    }
+
+    #[test]
+    fn sentinel_inputs_come_in_pairs_and_follow_their_rules() {
+        assert_eq!(Topology::from_inputs(None, Some(" ")), Topology::Single);
+        let spec = |s: Option<&str>, m: Option<&str>| ConnectionSpec {
+            topology: Topology::from_inputs(s, m),
+            ..ConnectionSpec::single("redis://alice:pw@ignored:1", None)
+        };
+        let good = spec(Some("10.0.0.1:26379, [::1]:26380"), Some("mymaster"));
+        assert!(good.check().is_empty());
+        assert!(good.target().unwrap().host().starts_with("mymaster (Sentinel 10.0.0.1:26379,[::1]:26380)"));
+        assert_eq!(sentinels("a:1,b:2"), Ok(vec!["a:1".to_owned(), "b:2".to_owned()]));
+        for bad in ["", "host", "host:", "host:0", "host:99999", "a b:1", ":26379", "redis://h:1"] {
+            assert_eq!(sentinels(bad), Err(Problem::Sentinels), "{bad:?}");
+        }
+        let half = spec(Some("a:1"), None).check();
+        assert_eq!((half[0].field, &half[0].problem), (Field::SentinelMaster, &Problem::SentinelHalf));
+        let half = spec(None, Some("mymaster")).check();
+        assert_eq!(half[0].with_flag(), format!("--sentinel : {}", Problem::SentinelHalf));
+        let both = spec(Some("a"), Some("my master")).check();
+        let fields: Vec<Field> = both.iter().map(|i| i.field).collect();
+        assert_eq!(fields, [Field::Sentinels, Field::SentinelMaster]);
+        let err = spec(Some("a"), Some("m")).target().unwrap_err().to_string();
+        assert_eq!(err, format!("Sentinels \"a\": {}", Problem::Sentinels));
     }
 
     #[test]

@@ -535,8 +535,6 @@ async fn the_job_inherits_no_redis_credentials() {
     ])
     .env("LOCKWATCH_REDIS_URL", &url)
     .env("REDISCLI_AUTH", "s3cret-pw")
-    .env("LOCKWATCH_SENTINEL", "127.0.0.1:1")
-    .env("LOCKWATCH_SENTINEL_MASTER", "mymaster")
     .env("DUMP", &dump)
     .stdout(Stdio::null())
     .stderr(Stdio::null());

@@ -44,6 +44,8 @@ export function renderSettings(root, app, reload) {
         <label for="redis_url">${t("page-redis-url")}</label><input type="url" id="redis_url" name="redis_url" autocomplete="off" spellcheck="false">
         <label for="password">${t("page-password")}</label><input type="password" id="password" name="password" autocomplete="off" placeholder="${t("page-password-hint")}">
         <label for="tls_ca">${t("page-tls-ca")}</label><input type="text" id="tls_ca" name="tls_ca" placeholder="${t("page-tls-ca-hint")}">
+        <label for="sentinels">${t("page-sentinels")}</label><input type="text" id="sentinels" name="sentinels" spellcheck="false" placeholder="${t("page-sentinels-hint")}">
+        <label for="sentinel_master">${t("page-sentinel-master")}</label><input type="text" id="sentinel_master" name="sentinel_master" spellcheck="false" placeholder="${t("page-sentinel-master-hint")}">
         <label for="user">${t("page-user")}</label><input type="text" id="user" name="user" placeholder="${t("page-user-hint")}">
         <label for="jobs">${t("page-jobs")}</label><input type="text" id="jobs" name="jobs" placeholder="outbound, inbound">
         <label for="poll">${t("page-poll")}</label><input type="text" id="poll" name="poll">
@@ -58,7 +60,7 @@ export function renderSettings(root, app, reload) {
   for (const name of INPUTS) form.elements[name].value = filled[name] ?? "";
   for (const box of form.querySelectorAll('input[name="notify"]')) box.checked = s.notify.includes(box.value);
   form.elements.language.value = filled.language ?? "auto";
-  for (const [field, env] of [["redis_url", "LOCKWATCH_REDIS_URL"], ["user", "LOCKWATCH_USER"], ["jobs", "LOCKWATCH_JOB"]]) {
+  for (const [field, env] of [["redis_url", "LOCKWATCH_REDIS_URL"], ["sentinels", "LOCKWATCH_SENTINEL"], ["sentinel_master", "LOCKWATCH_SENTINEL_MASTER"], ["user", "LOCKWATCH_USER"], ["jobs", "LOCKWATCH_JOB"]]) {
     if (over[field === "jobs" ? "job" : field]) note(form, field, t("page-overridden", { variable: env }));
   }
   const result = root.querySelector(".result");

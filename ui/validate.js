@@ -4,7 +4,7 @@
 // into what the app takes and places the answer on the form's fields.
 
 /** The form's text inputs, top to bottom; the app's field names are the same. */
-export const INPUTS = ["redis_url", "password", "tls_ca", "user", "jobs", "poll", "heartbeat_grace", "failover_window", "start_grace"];
+export const INPUTS = ["redis_url", "password", "tls_ca", "sentinels", "sentinel_master", "user", "jobs", "poll", "heartbeat_grace", "failover_window", "start_grace"];
 
 /** What the app's settings commands take, from the inputs' values, the checked events and the chosen language. */
 export function formOf(values, notify, language) {

@@ -27,6 +27,8 @@ pub async fn get_state(state: State<'_, AppState>) -> Result<Value, String> {
         "settings_error": inner.settings_error,
         "overridden": {
             "redis_url": inner.overrides.redis_url.is_some(),
+            "sentinels": inner.overrides.sentinels.is_some(),
+            "sentinel_master": inner.overrides.sentinel_master.is_some(),
             "user": inner.overrides.user.is_some(),
             "job": inner.overrides.job.is_some(),
         },
@@ -64,7 +66,7 @@ pub async fn save_settings(
     let accepted = form.accept(&base).map_err(|fields| Invalid { fields })?;
     let mut note = None;
     if let Some(password) = &accepted.password
-        && let Ok(target) = (ConnectionSpec { url: accepted.settings.redis_url.clone(), tls_ca: None }).target()
+        && let Ok(target) = ConnectionSpec::single(accepted.settings.redis_url.clone(), None).target()
         && let Err(err) = KEYRING.set(&account(target.user(), target.host()), password)
     {
         note = Some(err);
@@ -99,7 +101,8 @@ async fn test_form(form: SettingsForm, tr: &i18n::Tr) -> String {
         None => url,
     };
     let tls_ca = Some(form.tls_ca.trim()).filter(|c| !c.is_empty()).map(Into::into);
-    let connection = ConnectionSpec { url, tls_ca };
+    let topology = spec::Topology::from_inputs(Some(&form.sentinels), Some(&form.sentinel_master));
+    let connection = ConnectionSpec { url, tls_ca, topology };
     if let Some(bad) = connection.check().into_iter().next() {
         return bad.to_string();
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use lockwatch::connect::{DEFAULT_URL, Target};
 use lockwatch::keys::{DEFAULT_JOB, Keys};
-use lockwatch::spec::{self, ConnectionSpec, Field, Invalid, JobSpec, Timing};
+use lockwatch::spec::{self, ConnectionSpec, Field, Invalid, JobSpec, Timing, Topology};
 use lockwatch::{EventKind, flags, status, watch};
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +31,10 @@ pub struct Settings {
     pub redis_url: String,
     /// PEM file of a private CA for `rediss://`.
     pub tls_ca: Option<String>,
+    /// Sentinels (`host:port`, comma separated); empty: one Redis at the URL's host.
+    pub sentinels: String,
+    /// The name the sentinels know the primary by.
+    pub sentinel_master: String,
     /// Supervisor name; empty: the URL's ACL user, else the login name.
     pub user: String,
     pub jobs: Vec<JobSettings>,
@@ -70,6 +74,8 @@ impl Default for Settings {
         Settings {
             redis_url: DEFAULT_URL.to_owned(),
             tls_ca: None,
+            sentinels: String::new(),
+            sentinel_master: String::new(),
             user: String::new(),
             jobs: vec![JobSettings::default()],
             poll_ms: ms(watch::Options::default().poll),
@@ -104,6 +110,8 @@ pub struct Effective {
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     pub redis_url: Option<String>,
+    pub sentinels: Option<String>,
+    pub sentinel_master: Option<String>,
     pub user: Option<String>,
     pub job: Option<String>,
     pub lock_key: Option<String>,
@@ -114,6 +122,8 @@ impl Overrides {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         Overrides {
             redis_url: var("LOCKWATCH_REDIS_URL"),
+            sentinels: var("LOCKWATCH_SENTINEL"),
+            sentinel_master: var("LOCKWATCH_SENTINEL_MASTER"),
             user: var("LOCKWATCH_USER"),
             job: var("LOCKWATCH_JOB"),
             lock_key: var("LOCKWATCH_LOCK_KEY"),
@@ -124,6 +134,8 @@ impl Overrides {
     fn source(&self, field: Field) -> Option<&'static str> {
         match field {
             Field::RedisUrl => self.redis_url.as_ref().map(|_| "LOCKWATCH_REDIS_URL"),
+            Field::Sentinels => self.sentinels.as_ref().map(|_| "LOCKWATCH_SENTINEL"),
+            Field::SentinelMaster => self.sentinel_master.as_ref().map(|_| "LOCKWATCH_SENTINEL_MASTER"),
             Field::User => self.user.as_ref().map(|_| "LOCKWATCH_USER"),
             Field::Jobs => self.job.as_ref().map(|_| "LOCKWATCH_JOB"),
             Field::LockKey => self.lock_key.as_ref().map(|_| "LOCKWATCH_LOCK_KEY"),
@@ -171,6 +183,7 @@ impl Settings {
         ConnectionSpec {
             url: self.redis_url.clone(),
             tls_ca: self.tls_ca.as_deref().filter(|c| !c.is_empty()).map(PathBuf::from),
+            topology: Topology::from_inputs(Some(&self.sentinels), Some(&self.sentinel_master)),
         }
     }
 
@@ -238,7 +251,18 @@ impl Settings {
                 }
             }
         };
-        let target = ConnectionSpec { url: url.clone(), ..self.connection() }.target().map_err(|e| e.to_string())?;
+        // The environment's Sentinel inputs replace the stored ones as a pair.
+        let topology = match (&overrides.sentinels, &overrides.sentinel_master) {
+            (None, None) => self.connection().topology,
+            (s, m) => Topology::from_inputs(s.as_deref(), m.as_deref()),
+        };
+        let connection = ConnectionSpec { url: url.clone(), topology, ..self.connection() };
+        if let Some(bad) =
+            connection.check().into_iter().find(|i| matches!(i.field, Field::Sentinels | Field::SentinelMaster))
+        {
+            return Err(said(bad));
+        }
+        let target = connection.target().map_err(|e| e.to_string())?;
         let user = overrides
             .user
             .clone()
@@ -272,6 +296,8 @@ pub struct SettingsForm {
     /// Empty: keep the one in the keyring.
     pub password: String,
     pub tls_ca: String,
+    pub sentinels: String,
+    pub sentinel_master: String,
     pub user: String,
     pub jobs: String,
     pub poll: String,
@@ -298,6 +324,8 @@ impl SettingsForm {
             redis_url: s.redis_url.clone(),
             password: String::new(),
             tls_ca: s.tls_ca.clone().unwrap_or_default(),
+            sentinels: s.sentinels.clone(),
+            sentinel_master: s.sentinel_master.clone(),
             user: s.user.clone(),
             jobs: s.jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", "),
             poll: text(s.poll_ms),
@@ -348,6 +376,8 @@ impl SettingsForm {
         let settings = Settings {
             redis_url: url,
             tls_ca,
+            sentinels: self.sentinels.trim().to_owned(),
+            sentinel_master: self.sentinel_master.trim().to_owned(),
             user: self.user.trim().to_owned(),
             jobs,
             poll_ms,
@@ -375,6 +405,8 @@ impl SettingsForm {
 const FORM_ORDER: &[Field] = &[
     Field::RedisUrl,
     Field::TlsCa,
+    Field::Sentinels,
+    Field::SentinelMaster,
     Field::User,
     Field::Jobs,
     Field::LockKey,
@@ -436,6 +468,7 @@ mod tests {
             user: None,
             job: Some("inbound".into()),
             lock_key: Some("inLock".into()),
+            ..Overrides::default()
         };
         let e = s.effective(&o, &NoKeyring).unwrap();
         assert_eq!(e.target.host(), "other:7000");
@@ -447,6 +480,37 @@ mod tests {
         assert_eq!(s.effective(&o, &NoKeyring).unwrap().user, "dave");
         let plain = Settings { redis_url: "redis://alice@db:6379".into(), ..Settings::default() };
         assert_eq!(plain.effective(&Overrides::default(), &NoKeyring).unwrap().user, "alice");
+    }
+
+    #[test]
+    fn sentinels_from_the_form_or_the_environment_take_effect_as_a_pair() {
+        let form = SettingsForm {
+            sentinels: " 10.0.0.1:26379,10.0.0.2:26379 ".into(),
+            sentinel_master: "mymaster".into(),
+            ..SettingsForm::of(&Settings::default())
+        };
+        let accepted = form.accept(&Settings::default()).unwrap().settings;
+        assert_eq!(accepted.sentinels, "10.0.0.1:26379,10.0.0.2:26379");
+        let e = accepted.effective(&Overrides::default(), &NoKeyring).unwrap();
+        assert!(
+            e.target.host().starts_with("mymaster (Sentinel 10.0.0.1:26379,10.0.0.2:26379)"),
+            "{}",
+            e.target.host()
+        );
+
+        let half = SettingsForm { sentinel_master: String::new(), ..form.clone() };
+        let bad = half.accept(&Settings::default()).unwrap_err();
+        assert_eq!(bad[0].field, Field::SentinelMaster, "{bad:?}");
+        let portless = SettingsForm { sentinels: "db".into(), ..form };
+        let bad = portless.accept(&Settings::default()).unwrap_err();
+        assert_eq!(bad[0].field, Field::Sentinels, "{bad:?}");
+        assert!(bad[0].message.contains("HOST:PORT"), "{bad:?}");
+
+        let o = Overrides { sentinels: Some("127.0.0.1:1".into()), ..Overrides::default() };
+        let err = Settings::default().effective(&o, &NoKeyring).err().unwrap();
+        assert!(err.starts_with("Sentinel primary name") && err.contains("go together"), "{err}");
+        let o = Overrides { sentinel_master: Some("m".into()), ..o };
+        assert!(Settings::default().effective(&o, &NoKeyring).unwrap().target.host().starts_with("m (Sentinel"));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use lockwatch::connect::{DEFAULT_URL, Target};
 use lockwatch::flags;
 use lockwatch::keys::{DEFAULT_JOB, Keys};
 use lockwatch::spec::parse_duration;
-use lockwatch::spec::{self, ConnectionSpec, Field, JobSpec, Problem, Timing};
+use lockwatch::spec::{self, ConnectionSpec, Field, JobSpec, Problem, Timing, Topology};
 use lockwatch::status;
 use lockwatch::watch;
 
@@ -37,6 +37,12 @@ pub struct Global {
     /// PEM file of the CA that signed the server's TLS certificate.
     #[arg(long, global = true, env = "LOCKWATCH_TLS_CA", hide_env_values = true, value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
+    /// Find the primary through these sentinels (HOST:PORT,…); --redis then gives only user, password and TLS.
+    #[arg(long, global = true, env = "LOCKWATCH_SENTINEL", hide_env_values = true, value_name = "HOST:PORT,…", value_parser = parse_sentinels, requires = "sentinel_master")]
+    pub sentinel: Option<String>,
+    /// The name the sentinels know the primary by (`sentinel monitor NAME …`).
+    #[arg(long, global = true, env = "LOCKWATCH_SENTINEL_MASTER", hide_env_values = true, value_name = "NAME", value_parser = parse_master, requires = "sentinel")]
+    pub sentinel_master: Option<String>,
     /// The job's name; its keys are {JOB}:lock, {JOB}:fence, …
     #[arg(long, global = true, env = "LOCKWATCH_JOB", hide_env_values = true, default_value = DEFAULT_JOB, value_parser = parse_job)]
     pub job: String,
@@ -155,16 +161,29 @@ pub enum Command {
 /// command still accepts the others, because scripts give them before the
 /// command whatever it is, but its help does not list them.
 const SHOWN: &[(&str, &[&str])] = &[
-    ("", &["redis", "tls_ca", "job", "lock_key", "no_heartbeat"]),
+    ("", &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key", "no_heartbeat"]),
     (
         "status",
-        &["redis", "tls_ca", "job", "lock_key", "no_heartbeat", "heartbeat_grace", "failover_window", "start_grace"],
+        &[
+            "redis",
+            "tls_ca",
+            "sentinel",
+            "sentinel_master",
+            "job",
+            "lock_key",
+            "no_heartbeat",
+            "heartbeat_grace",
+            "failover_window",
+            "start_grace",
+        ],
     ),
     (
         "watch",
         &[
             "redis",
             "tls_ca",
+            "sentinel",
+            "sentinel_master",
             "job",
             "lock_key",
             "no_heartbeat",
@@ -174,12 +193,15 @@ const SHOWN: &[(&str, &[&str])] = &[
             "interval",
         ],
     ),
-    ("enable", &["redis", "tls_ca", "job", "lock_key"]),
-    ("disable", &["redis", "tls_ca", "job", "lock_key"]),
-    ("worker", &["redis", "tls_ca", "job", "lock_key"]),
-    ("ack", &["redis", "tls_ca", "job", "lock_key"]),
-    ("unack", &["redis", "tls_ca", "job", "lock_key"]),
-    ("history", &["redis", "tls_ca", "job", "lock_key", "heartbeat_grace", "failover_window"]),
+    ("enable", &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key"]),
+    ("disable", &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key"]),
+    ("worker", &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key"]),
+    ("ack", &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key"]),
+    ("unack", &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key"]),
+    (
+        "history",
+        &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key", "heartbeat_grace", "failover_window"],
+    ),
     ("acl", &["job", "lock_key"]),
     ("demo", &["job"]),
 ];
@@ -214,7 +236,11 @@ pub fn command() -> clap::Command {
 impl Global {
     /// The Redis server and how to reach it.
     pub fn connection(&self) -> ConnectionSpec {
-        ConnectionSpec { url: self.redis.clone(), tls_ca: self.tls_ca.clone() }
+        ConnectionSpec {
+            url: self.redis.clone(),
+            tls_ca: self.tls_ca.clone(),
+            topology: Topology::from_inputs(self.sentinel.as_deref(), self.sentinel_master.as_deref()),
+        }
     }
 
     /// The Redis server to talk to.
@@ -261,6 +287,16 @@ impl Global {
 
 fn parse_job(s: &str) -> Result<String, Problem> {
     spec::job_name(s)
+}
+
+/// Kept as given (the spec reads it again): only checked here, so that
+/// clap names the flag in the sentence.
+fn parse_sentinels(s: &str) -> Result<String, Problem> {
+    spec::sentinels(s).map(|_| s.to_owned())
+}
+
+fn parse_master(s: &str) -> Result<String, Problem> {
+    spec::master_name(s)
 }
 
 fn parse_lock_key(s: &str) -> Result<String, Problem> {

@@ -1,0 +1,204 @@
+//! lockwatch through Sentinel, against a real primary, replica and three
+//! `redis-sentinel`s: `status` finds the primary by the sentinels; a wrong
+//! primary name or no sentinel is one sentence and UNKNOWN; and a `kill -9`
+//! of the primary while two workers run the job leaves the job running on
+//! one server within 30 s, the watcher never saying `stopped`, and the
+//! workers' journal without overlap.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::topology::{SentinelSet, connect, query};
+use common::{eventually, flag, free_port};
+use lockwatch::spec::{ConnectionSpec, Topology};
+use lockwatch::watch::{Options, Watcher};
+use lockwatch::{Keys, State};
+
+/// Appends `<fence> <node> <unix ns>` to the journal every 50 ms.
+const JOURNAL_LOOP: &str =
+    r#"while :; do echo "$LOCKWATCH_FENCE $LOCKWATCH_NODE $(date +%s%N)" >> "$JOURNAL"; sleep 0.05; done"#;
+
+/// Only user, password and TLS of this URL count with Sentinel: its host
+/// is one where nothing listens.
+const URL: &str = "redis://127.0.0.1:1";
+
+/// A worker process, killed when the test ends however it ends.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn lockwatch(set: &SentinelSet, master: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+    cmd.args(["--redis", URL, "--sentinel", &set.sentinel_addrs().join(","), "--sentinel-master", master]);
+    cmd
+}
+
+fn worker(set: &SentinelSet, node: &str, journal: &Path) -> Proc {
+    let mut cmd = lockwatch(set, &set.master_name);
+    cmd.args(["worker", "--node", node, "--lease", "3s", "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
+    Proc(cmd.env("JOURNAL", journal).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
+}
+
+/// Journal lines as (fence, node, ns), oldest first.
+fn journal(path: &Path) -> Vec<(i64, String, u128)> {
+    let mut lines: Vec<(i64, String, u128)> = std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut p = l.split_whitespace();
+            Some((p.next()?.parse().ok()?, p.next()?.to_owned(), p.next()?.parse().ok()?))
+        })
+        .collect();
+    lines.sort_by_key(|l| l.2);
+    lines
+}
+
+/// No two runs overlap: in time order, the fence never goes back, and a
+/// change of server always comes with a new fence (a new acquisition).
+fn assert_no_overlap(lines: &[(i64, String, u128)]) {
+    for pair in lines.windows(2) {
+        let ((f1, n1, _), (f2, n2, _)) = (&pair[0], &pair[1]);
+        assert!(f2 >= f1, "fence {f2} from {n2} after fence {f1} from {n1}: two runs overlapped");
+        assert!(n1 == n2 || f2 > f1, "{n1} and {n2} both ran under fence {f1}: two runs overlapped");
+    }
+}
+
+fn sentinel_spec(set: &SentinelSet) -> ConnectionSpec {
+    let addrs = set.sentinel_addrs().join(",");
+    ConnectionSpec {
+        topology: Topology::from_inputs(Some(&addrs), Some(&set.master_name)),
+        ..ConnectionSpec::single(URL, None)
+    }
+}
+
+fn run(cmd: &mut Command) -> (Output, String) {
+    let out = cmd.output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out, text)
+}
+
+#[test]
+fn status_finds_the_primary_through_the_sentinels_and_a_bad_name_or_no_sentinel_is_unknown() {
+    let set = SentinelSet::start();
+    let (out, text) = run(lockwatch(&set, &set.master_name).args(["status", "--json"]));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["state"], "stopped", "{text}");
+
+    let (out, text) = run(lockwatch(&set, "no-such-primary").arg("status"));
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("no sentinel knows a primary named \"no-such-primary\""), "{text}");
+    assert!(text.contains("--sentinel-master"), "{text}");
+
+    let nobody = format!("127.0.0.1:{},127.0.0.1:{}", free_port(), free_port());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+    cmd.args(["--redis", URL, "--sentinel", &nobody, "--sentinel-master", &set.master_name, "status"]);
+    let (out, text) = run(&mut cmd);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("no sentinel answered") && text.contains("redis-sentinel"), "{text}");
+    assert_eq!(text.trim().lines().filter(|l| l.contains("sentinel")).count(), 1, "{text}");
+
+    // Half of the pair, or a sentinel without a port: a usage error, UNKNOWN.
+    let mut half = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+    let (out, text) = run(half.args(["--sentinel", "127.0.0.1:26379", "status"]));
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    let mut portless = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+    let (out, text) = run(portless.args(["--sentinel", "db", "--sentinel-master", "m", "status"]));
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("HOST:PORT"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_the_primary_leaves_the_job_running_on_one_server_without_overlap_or_stopped() {
+    let mut set = SentinelSet::start();
+    let primary = set.primary_port();
+    {
+        let mut c = connect(primary).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        // The fence counter exists: the first start need not wait a lease.
+        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+        assert_eq!(acked, 1);
+    }
+
+    let keys = Keys::new("outbound");
+    let options = Options { poll: Duration::from_millis(200), ..Options::default() };
+    let watcher = Watcher::spawn(sentinel_spec(&set).target().unwrap(), keys, options);
+    let seen: Arc<Mutex<Vec<(Instant, State, String)>>> = Arc::default();
+    let recorder = {
+        let mut rx = watcher.status();
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Some(s) = rx.borrow_and_update().clone() {
+                    seen.lock().unwrap().push((Instant::now(), s.state, s.reason.clone()));
+                }
+                if rx.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let _workers = [worker(&set, "srv-a", &j), worker(&set, "srv-b", &j)];
+    eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
+    let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
+    eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let killed_ns = now_ns();
+    let killed = Instant::now();
+    let old = tokio::task::block_in_place(|| set.kill_primary());
+    let new = tokio::task::block_in_place(|| set.wait_for_new_primary(Duration::from_secs(30)));
+    assert_ne!(old, new);
+    let promoted_ns = now_ns();
+    eprintln!("new primary after {:.1} s", killed.elapsed().as_secs_f64());
+
+    // Running again: the job writes after the promotion, and the watcher,
+    // reading the new primary, says running.
+    let at = eventually("the job to run after the failover", Duration::from_secs(30), || {
+        journal(&j).iter().any(|l| l.2 > promoted_ns + 500_000_000).then_some(killed.elapsed())
+    })
+    .await;
+    eprintln!("job running after the failover, {:.1} s after the kill", at.as_secs_f64());
+    let since = Instant::now();
+    eventually("the watcher to say running again", Duration::from_secs(30).saturating_sub(at), || {
+        seen.lock().unwrap().iter().any(|(t, s, _)| *t > since && *s == State::Running).then_some(())
+    })
+    .await;
+    assert!(killed.elapsed() < Duration::from_secs(30), "running again only after {:?}", killed.elapsed());
+    let holders: Vec<String> = query(new, redis::cmd("HKEYS").arg("{outbound}:lock")).unwrap();
+    assert_eq!(holders.len(), 1, "the new primary holds the lock of one server: {holders:?}");
+
+    // A few more seconds of running, then the journal and the statuses.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    drop(_workers);
+    watcher.stop().await;
+    recorder.abort();
+    let lines = journal(&j);
+    assert_no_overlap(&lines);
+    let after: Vec<&String> = lines.iter().filter(|l| l.2 > killed_ns).map(|l| &l.1).collect();
+    assert!(!after.is_empty());
+    let seen = seen.lock().unwrap();
+    let states: Vec<String> =
+        seen.iter().map(|(t, s, _)| format!("{:+.1}s {s:?}", t.duration_since(killed).as_secs_f64())).collect();
+    eprintln!("statuses after the kill: {states:?}");
+    for (_, state, reason) in seen.iter() {
+        assert_ne!(*state, State::Stopped, "the watcher said stopped: {reason}");
+    }
+}
