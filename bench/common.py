@@ -26,8 +26,12 @@ DRIVER = os.path.join(TARGET, "examples", "lockwatch-bench")
 PEERS = os.path.join(ROOT, "bench", "peers.py")
 PYTHON = "/usr/bin/python3"
 
-# The job: one journal line when it starts (the moment it "runs"), then idle.
-JOURNAL_JOB = 'echo "$(date +%s.%N) $LOCKWATCH_NODE $LOCKWATCH_FENCE" >> "$BENCH_JOURNAL"; exec sleep 1000000'
+# The job: one journal line when it starts (the moment it "runs"), then
+# idle in `sleep` below the shell.
+JOURNAL = 'echo "$(date +%s.%N) $LOCKWATCH_NODE $LOCKWATCH_FENCE" >> "$BENCH_JOURNAL"'
+JOURNAL_JOB = f"{JOURNAL}; while :; do sleep 1000000; done"
+# The same, but the job's process is then a program (`sleep`), not a shell.
+PROGRAM_JOB = f"{JOURNAL}; exec sleep 1000000"
 
 
 def free_port():
@@ -174,6 +178,19 @@ def rss_mb(pid):
         with open(f"/proc/{pid}/status") as f:
             for line in f:
                 if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def anon_mb(pid):
+    """The process's anonymous memory (its heaps and stacks, not mapped
+    library pages), in MB, or None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Anonymous:"):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass

@@ -28,7 +28,7 @@ import dbus.service
 from gi.repository import GLib
 from Xlib import X, display, protocol
 
-from common import cpu_ns, cpu_ticks_s, rss_mb, tree_pids, until
+from common import anon_mb, cpu_ns, cpu_ticks_s, rss_mb, tree_pids, until
 
 dbus.mainloop.glib.threads_init()
 dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
@@ -111,6 +111,19 @@ def tree_rss(pid):
     return sum(rss_mb(p) or 0 for p in tree_pids(pid))
 
 
+def tree_by_name(pid):
+    """{process name: VmRSS MB} of the app and every process below it."""
+    out = {}
+    for p in tree_pids(pid):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                name = os.path.basename(f.read().split(b"\0")[0].decode(errors="replace"))
+        except OSError:
+            continue
+        out[name] = round(out.get(name, 0) + (rss_mb(p) or 0), 1)
+    return out
+
+
 def idle_window(pids, seconds, step):
     """Per process: CPU % of one core per step, VmRSS at each step."""
     cpu = {p: [] for p in pids}
@@ -154,14 +167,17 @@ def main():
     app = subprocess.Popen([tray], env=env, stdout=app_log, stderr=app_log)
     result = {"names": [str(n.get_name()) for n in names]}
     try:
-        until("the tray item to register", lambda: host.items, 60, every=0.1)
+        until("the tray item to register", lambda: host.items or app.poll() is not None, 60, every=0.1)
+        if app.poll() is not None:
+            raise RuntimeError(f"the app exited ({app.returncode}) before its tray item registered")
         log(f"  tray item registered: {host.items[-1]}; settling 10 s")
         time.sleep(10)
         pids = [app.pid, *workers]
         cpu, rss, total = idle_window(pids, seconds, step)
         result["idle"] = {"window_s": seconds, "step_s": step,
                           "tray": {"cpu_pct": cpu[app.pid], "rss_mb": rss[app.pid], "cpu_pct_whole_window": total.get(app.pid),
-                                   "tree_rss_mb": tree_rss(app.pid), "threads": len(os.listdir(f"/proc/{app.pid}/task"))},
+                                   "anon_mb": anon_mb(app.pid), "tree_rss_mb": tree_rss(app.pid), "tree": tree_by_name(app.pid),
+                                   "threads": len(os.listdir(f"/proc/{app.pid}/task"))},
                           "workers": [{"pid": w, "cpu_pct": cpu[w], "rss_mb": rss[w], "cpu_pct_whole_window": total.get(w),
                                        "tree_rss_mb": tree_rss(w)} for w in workers]}
         idle_rss = rss[app.pid][-1]
@@ -178,10 +194,11 @@ def main():
             after, after_tree = rss_mb(app.pid), tree_rss(app.pid)
             result["dashboard"].append({"open_mb": opened, "open_tree_mb": opened_tree, "closed_mb": after,
                                         "closed_tree_mb": after_tree, "above_idle_mb": after - idle_rss,
+                                        "closed_tree": tree_by_name(app.pid), "closed_anon_mb": anon_mb(app.pid),
                                         "second_launch_exit": second.returncode})
             log(f"  dashboard {i + 1}/{cycles}: open {opened:.0f} MB (with WebKit {opened_tree:.0f} MB), "
                 f"closed {after:.0f} MB ({after - idle_rss:+.1f} MB vs never opened; with WebKit {after_tree:.0f} MB)")
-    except (TimeoutError, OSError, subprocess.SubprocessError) as e:
+    except (TimeoutError, RuntimeError, OSError, subprocess.SubprocessError) as e:
         result["error"] = str(e)
         log(f"  tray: {e}")
     finally:
@@ -198,7 +215,7 @@ def main():
                 pass
         loop.quit()
         app_log.close()
-        result["app_log_tail"] = open(os.path.join(home, "app.log")).read()[-2000:]
+        result["app_log_tail"] = open(os.path.join(home, "app.log")).read()[:2500]
         subprocess.run(["rm", "-rf", home])
     print(json.dumps(result), flush=True)
 
