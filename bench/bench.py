@@ -197,7 +197,7 @@ def tray_section(redis_server, scratch, seconds, cycles, failures):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="3 runs and short windows (~6 min) instead of 5 runs (~12 min)")
+    parser.add_argument("--quick", action="store_true", help="3 runs and short windows (~4 min) instead of 5 runs (~9 min)")
     parser.add_argument("--only", default="faults,cost,tray", help="comma-separated sections: faults, cost, tray")
     parser.add_argument("--out", help="JSON file (default bench/results/<date>[-quick].json)")
     args = parser.parse_args()

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # lockwatch's benchmarks, one command: bash bench/run.sh [--quick] [--only faults,cost,tray]
 # Builds the release binaries and the in-process driver, then runs bench/bench.py,
-# which prints the table and writes bench/results/<date>.json. Takes ~12 min
-# (--quick: ~6 min) plus the build. Never part of the tests: it prints figures.
+# which prints the table and writes bench/results/<date>.json. Takes ~9 min
+# (--quick: ~4 min) plus the build. Never part of the tests: it prints figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -152,7 +152,8 @@ def main():
     workers = [int(p) for p in sys.argv[6:]]
     bus = dbus.SessionBus()
     names = [dbus.service.BusName("org.kde.StatusNotifierWatcher", bus), dbus.service.BusName("org.freedesktop.Notifications", bus)]
-    host, _notes = TrayHost(bus), Notifications(bus)
+    served = [TrayHost(bus), Notifications(bus)]  # kept for the whole run
+    host = served[0]
     loop = GLib.MainLoop()
     threading.Thread(target=loop.run, daemon=True).start()
 
