@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# lockwatch's benchmarks, one command: bash bench/run.sh [--quick] [--only faults,cost,tray]
+# Builds the release binaries and the in-process driver, then runs bench/bench.py,
+# which prints the table and writes bench/results/<date>.json. Takes ~9 min
+# (--quick: ~4 min) plus the build. Never part of the tests: it prints figures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages it needs beyond the tests' (python3-redis for the peers,
+# python3-xlib to close the dashboard like a window manager does).
+packages=(redis-server xvfb dbus python3-dbus python3-gi python3-redis python3-xlib)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing: ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cargo build --release -p lockwatch -p lockwatch-tray --bins --example lockwatch-bench
+PYTHONPATH=bench exec /usr/bin/python3 bench/bench.py "$@"
