@@ -63,12 +63,12 @@ async fn probes(url: &str, job: &str, batches: usize, count: usize) -> Result<()
     let keys = Keys::new(job);
     let mut conn = target.manager().await?;
     // Loads the script and warms the connection.
-    lockwatch::probe::probe(&mut conn, &keys, target.host()).await?;
+    lockwatch::probe::probe(&mut conn, &keys, target.endpoint()).await?;
     for _ in 0..batches {
         let mut times = Vec::with_capacity(count);
         for _ in 0..count {
             let start = Instant::now();
-            lockwatch::probe::probe(&mut conn, &keys, target.host()).await?;
+            lockwatch::probe::probe(&mut conn, &keys, target.endpoint()).await?;
             times.push(start.elapsed());
         }
         times.sort();
