@@ -96,9 +96,3 @@ export function holderName(holder) {
   if (!holder) return "–";
   return holder.node ?? t("page-lock-field", { field: holder.field });
 }
-
-/** Milliseconds from a Redis stream id ("1700000000000-0"). */
-export function streamMs(id) {
-  const ms = Number(String(id).split("-")[0]);
-  return Number.isFinite(ms) ? ms : null;
-}

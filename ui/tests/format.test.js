@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { duration, holderName, leaseText, ownFlag, reasonText, stateInfo, streamMs } from "../format.js";
+import { duration, holderName, leaseText, ownFlag, reasonText, stateInfo } from "../format.js";
 import { setTexts } from "../i18n.js";
 
 // The app's own catalog, as the page gets it (written from it by a Rust test).
@@ -26,7 +26,6 @@ test("every state has a word and a glyph; unknown is the fallback", () => {
 test("holder names prefer the server", () => {
   assert.equal(holderName({ field: "a:1", node: "wh-east-1" }), "wh-east-1");
   assert.equal(holderName({ field: "a:1", node: null }), "lock field a:1");
-  assert.equal(streamMs("1700000000123-4"), 1700000000123);
 });
 
 test("pending is a state of its own, amber and waiting", () => {
