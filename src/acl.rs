@@ -64,11 +64,15 @@ pub fn rules(keys: &Keys, user: &str) -> Vec<String> {
     setuser.push(format!("%RW~{}", glob_escape(&keys.enabled(user))));
     setuser.push(format!("%RW~{}", glob_escape(&keys.ack(user))));
     setuser.push(format!("&{}", glob_escape(&keys.unlock_channel())));
+    setuser.push(format!("&{}", glob_escape(&keys.wake_channel())));
     // Patterns are granted as the exact pattern the watcher subscribes to.
     setuser.push(format!("&{}", keyspace_pattern(&keys.prefix, true)));
     if !keys.lock.starts_with(&keys.prefix) {
         setuser.push(format!("&{}", keyspace_pattern(&keys.lock, false)));
     }
+    // Publishing, on the wake channel only: a selector of its own, since a
+    // channel granted at the top would let her publish on the unlock channel too.
+    setuser.push(format!("(+publish resetchannels &{})", glob_escape(&keys.wake_channel())));
     vec![setuser.join(" "), format!("SADD {} {user}", keys.users())]
 }
 
@@ -104,6 +108,10 @@ mod tests {
         assert!(lines[0].contains(" %RW~{outbound}:ack:alice "));
         assert!(!lines[0].contains("~*"), "no key pattern may match everything");
         assert_eq!(lines[1], "SADD {outbound}:users alice");
+        assert!(
+            lines[0].ends_with(" (+publish resetchannels &{outbound}:wake)"),
+            "publishing on the wake channel only"
+        );
     }
 
     #[test]

@@ -161,6 +161,12 @@ pub async fn set_flag<C: ConnectionLike + Send + Sync>(
             ));
         }
     }
+    // Workers and watchers read the flags at once rather than at their next
+    // look. Only a wake-up: a server or user without it still sees the flip then.
+    let woken: Result<i64, _> = redis::cmd("PUBLISH").arg(keys.wake_channel()).arg(user).query_async(conn).await;
+    if let Err(err) = woken {
+        tracing::debug!(error = %err, "the flip was written but not announced");
+    }
     Ok(Flipped { user: user.to_owned(), on, at_ms, warning })
 }
 

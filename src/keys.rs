@@ -82,6 +82,12 @@ impl Keys {
         format!("{}{user}", self.ack_prefix())
     }
 
+    /// Channel a supervisor's flip is announced on, so workers and watchers
+    /// read the flags at once instead of at their next look.
+    pub fn wake_channel(&self) -> String {
+        format!("{}:wake", self.prefix)
+    }
+
     /// Redisson's unlock channel: the lock key wrapped in `{}` unless it
     /// already contains a `{`.
     pub fn unlock_channel(&self) -> String {

@@ -306,6 +306,10 @@ const SUBSCRIBE_PATIENCE: Duration = Duration::from_secs(3);
 /// the keyspace notifications of the job's keys.
 async fn subscribe(pubsub: &mut redis::aio::PubSub, keys: &Keys) -> redis::RedisResult<()> {
     pubsub.subscribe(keys.unlock_channel()).await?;
+    // A supervisor's flip: optional, as a user provisioned before it may lack the channel.
+    if let Err(err) = pubsub.subscribe(keys.wake_channel()).await {
+        tracing::debug!(error = %err, "the wake channel is unavailable");
+    }
     // Keyspace notifications are a bonus: a server without them, or an ACL
     // without the pattern, still leaves the unlock channel and the stream.
     let mut patterns = vec![keyspace_pattern(&keys.prefix, true)];

@@ -1142,3 +1142,39 @@ async fn a_program_run_directly_starts_with_no_signal_blocked_and_stops_on_sigte
         "the job sat out the 10 s stop grace instead of ending on SIGTERM: {took:?}"
     );
 }
+
+#[tokio::test]
+async fn a_flip_is_announced_and_the_workers_listen_for_it() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let mut a = worker(&server, "srv-a", "30s", &j, &[], JOURNAL_LOOP);
+    wait_holder(&mut c, None).await;
+    eventually("the worker to listen on the wake channel", Duration::from_secs(5), || {
+        let (_, listeners): (String, i64) =
+            redis::cmd("PUBSUB").arg("NUMSUB").arg("{outbound}:wake").query(&mut c).ok()?;
+        (listeners >= 1).then_some(())
+    })
+    .await;
+    // A flip says so on the wake channel, naming whose flag it was.
+    let mut listener = server.conn();
+    listener.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut pubsub = listener.as_pubsub();
+    pubsub.subscribe("{outbound}:wake").unwrap();
+    let asked = Instant::now();
+    let out = lockwatch(&server.url(), &["disable", "--user", "alice"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let who: String = pubsub.get_message().unwrap().get_payload().unwrap();
+    assert_eq!(who, "alice");
+    drop(pubsub);
+    eventually("the lock to be released", Duration::from_secs(5), || {
+        let held: bool = redis::cmd("EXISTS").arg("{outbound}:lock").query(&mut c).ok()?;
+        (!held).then_some(())
+    })
+    .await;
+    println!("`lockwatch disable` of the last flag → lock released: {:?}", asked.elapsed());
+    kill9(&mut a);
+}
