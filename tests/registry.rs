@@ -110,8 +110,8 @@ async fn unreadable_flags_neither_start_nor_stop_the_job() {
     let running = dir.path().join("running");
     let _a = Worker::start(&server, "srv-a", &running);
     eventually("the job to run", Duration::from_secs(10), || (lines(&running) > 0).then_some(())).await;
-    let _: () = redis::cmd("DEL").arg("{outbound}:users").query(&mut c).unwrap();
-    let _: () = redis::cmd("SET").arg("{outbound}:users").arg("alice").query(&mut c).unwrap();
+    // At once: a registry missing for a moment would truly mean nobody is enabled.
+    let _: () = redis::pipe().atomic().del("{outbound}:users").set("{outbound}:users", "alice").query(&mut c).unwrap();
     let before = lines(&running);
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert!(lines(&running) > before + 10, "the job kept running");
