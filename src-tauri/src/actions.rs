@@ -124,47 +124,18 @@ pub fn toggle_ack(app: &AppHandle, job: &str) {
 /// # Errors
 /// The refusal, as one sentence.
 pub async fn set_on_it(app: &AppHandle, job: &str, on: bool) -> Result<(), String> {
-    let (target, keys, user, index, tr) = {
-        let state = app.state::<AppState>();
-        let inner = state.lock();
-        let e = inner.effective.as_ref().ok_or("the settings cannot take effect; open Settings")?;
-        let i = e.jobs.iter().position(|(k, _)| k.job == job).ok_or_else(|| format!("job {job} is not watched"))?;
-        (e.target.clone(), e.jobs[i].0.clone(), e.user.clone(), i, inner.tr())
-    };
+    let w = OwnWrite::of(app, job)?;
     let result = async {
-        let mut conn = target.manager().await?;
+        let mut conn = w.target.manager().await?;
         if on {
-            let asked = ack::Ack { user: &user, lasts: lockwatch::spec::DEFAULT_ACK_FOR, note: "" };
-            ack::set_ack(&mut conn, &keys, &asked, target.host()).await.map(|acked| acked.warning)
+            let asked = ack::Ack { user: &w.user, lasts: lockwatch::spec::DEFAULT_ACK_FOR, note: "" };
+            ack::set_ack(&mut conn, &w.keys, &asked, w.target.host()).await.map(|acked| acked.warning)
         } else {
-            ack::clear_ack(&mut conn, &keys, &user, target.host()).await.map(|_| None)
+            ack::clear_ack(&mut conn, &w.keys, &w.user, w.target.host()).await.map(|_| None)
         }
     }
     .await;
-    let error = match result {
-        Ok(warning) => warning,
-        Err(err) => Some(err.to_string()),
-    };
-    {
-        let state = app.state::<AppState>();
-        if let Some(view) = state.lock().jobs.get_mut(index) {
-            view.flip_error = error.clone();
-        }
-    }
-    supervisor::refresh(app, index);
-    tray::redraw(app);
-    match error {
-        Some(err) => {
-            tracing::warn!(job = %keys.job, "\"on it\" refused: {err}");
-            notify::show(&Note {
-                summary: tr.ta("note-ack-refused", &[("job", keys.job.as_str().into())]),
-                body: err.clone(),
-                critical: false,
-            });
-            Err(err)
-        }
-        None => Ok(()),
-    }
+    w.report(app, result, "\"on it\"", "note-ack-refused")
 }
 
 /// Flips the user's own flag of `job` to `on`. A refusal (ACL, Redis down)
@@ -174,42 +145,75 @@ pub async fn set_on_it(app: &AppHandle, job: &str, on: bool) -> Result<(), Strin
 /// # Errors
 /// The refusal, as one sentence.
 pub async fn flip(app: &AppHandle, job: &str, on: bool) -> Result<(), String> {
-    let (target, keys, user, index, tr) = {
+    let w = OwnWrite::of(app, job)?;
+    let result = async {
+        let mut conn = w.target.manager().await?;
+        let host = flags::this_host();
+        let flip = flags::Flip { user: &w.user, on, host: &host, reason: None };
+        flags::set_flag(&mut conn, &w.keys, &flip, w.target.host()).await.map(|flipped| flipped.warning)
+    }
+    .await;
+    w.report(app, result, "flag flip", "note-flip-refused")
+}
+
+/// A write of the user's own key of one watched job (their flag, their
+/// "on it"): where it goes, and how its outcome is shown.
+struct OwnWrite {
+    target: lockwatch::connect::Target,
+    keys: lockwatch::Keys,
+    user: String,
+    /// The job's place in the menu.
+    index: usize,
+    tr: crate::i18n::Tr,
+}
+
+impl OwnWrite {
+    fn of(app: &AppHandle, job: &str) -> Result<OwnWrite, String> {
         let state = app.state::<AppState>();
         let inner = state.lock();
         let e = inner.effective.as_ref().ok_or("the settings cannot take effect; open Settings")?;
         let i = e.jobs.iter().position(|(k, _)| k.job == job).ok_or_else(|| format!("job {job} is not watched"))?;
-        (e.target.clone(), e.jobs[i].0.clone(), e.user.clone(), i, inner.tr())
-    };
-    let result = async {
-        let mut conn = target.manager().await?;
-        let host = flags::this_host();
-        let flip = flags::Flip { user: &user, on, host: &host, reason: None };
-        flags::set_flag(&mut conn, &keys, &flip, target.host()).await
+        Ok(OwnWrite {
+            target: e.target.clone(),
+            keys: e.jobs[i].0.clone(),
+            user: e.user.clone(),
+            index: i,
+            tr: inner.tr(),
+        })
     }
-    .await;
-    let error = match result {
-        Ok(flipped) => flipped.warning,
-        Err(err) => Some(err.to_string()),
-    };
-    {
-        let state = app.state::<AppState>();
-        if let Some(view) = state.lock().jobs.get_mut(index) {
-            view.flip_error = error.clone();
+
+    /// Keeps the write's refusal or warning for the menu, shows the server's
+    /// truth again, and notifies a refusal (`note` names its title).
+    fn report(
+        self,
+        app: &AppHandle,
+        result: Result<Option<String>, lockwatch::Error>,
+        what: &str,
+        note: &str,
+    ) -> Result<(), String> {
+        let error = match result {
+            Ok(warning) => warning,
+            Err(err) => Some(err.to_string()),
+        };
+        {
+            let state = app.state::<AppState>();
+            if let Some(view) = state.lock().jobs.get_mut(self.index) {
+                view.flip_error = error.clone();
+            }
         }
-    }
-    supervisor::refresh(app, index);
-    tray::redraw(app);
-    match error {
-        Some(err) => {
-            tracing::warn!(job = %keys.job, "flag flip refused: {err}");
-            notify::show(&Note {
-                summary: tr.ta("note-flip-refused", &[("job", keys.job.as_str().into())]),
-                body: err.clone(),
-                critical: false,
-            });
-            Err(err)
+        supervisor::refresh(app, self.index);
+        tray::redraw(app);
+        match error {
+            Some(err) => {
+                tracing::warn!(job = %self.keys.job, "{what} refused: {err}");
+                notify::show(&Note {
+                    summary: self.tr.ta(note, &[("job", self.keys.job.as_str().into())]),
+                    body: err.clone(),
+                    critical: false,
+                });
+                Err(err)
+            }
+            None => Ok(()),
         }
-        None => Ok(()),
     }
 }
