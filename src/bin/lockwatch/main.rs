@@ -179,10 +179,7 @@ async fn watch(g: &Global, json: bool) -> Result<u8> {
 
 async fn flip(g: &Global, user: Option<&str>, on: bool, reason: Option<&str>) -> Result<u8> {
     let target = g.target()?;
-    let user = match user {
-        Some(user) => user.to_owned(),
-        None => flags::default_user(target.user())?,
-    };
+    let user = whose(&target, user)?;
     flags::check_user(&user)?;
     let keys = g.keys();
     let mut conn = target.manager().await?;
@@ -199,10 +196,7 @@ async fn flip(g: &Global, user: Option<&str>, on: bool, reason: Option<&str>) ->
 
 async fn ack(g: &Global, user: Option<&str>, lasts: std::time::Duration, note: Option<&str>) -> Result<u8> {
     let target = g.target()?;
-    let user = match user {
-        Some(user) => user.to_owned(),
-        None => flags::default_user(target.user())?,
-    };
+    let user = whose(&target, user)?;
     let keys = g.keys();
     let mut conn = target.manager().await?;
     let asked = lockwatch::ack::Ack { user: &user, lasts, note: note.unwrap_or_default() };
@@ -222,10 +216,7 @@ async fn ack(g: &Global, user: Option<&str>, lasts: std::time::Duration, note: O
 
 async fn unack(g: &Global, user: Option<&str>) -> Result<u8> {
     let target = g.target()?;
-    let user = match user {
-        Some(user) => user.to_owned(),
-        None => flags::default_user(target.user())?,
-    };
+    let user = whose(&target, user)?;
     let keys = g.keys();
     let mut conn = target.manager().await?;
     let had = lockwatch::ack::clear_ack(&mut conn, &keys, &user, target.host()).await?;
@@ -235,6 +226,15 @@ async fn unack(g: &Global, user: Option<&str>) -> Result<u8> {
         println!("{user} was not on job {}", keys.job);
     }
     Ok(0)
+}
+
+/// The user a flip or an ack is for: the one given, else the Redis ACL
+/// user of the URL, else the login name.
+fn whose(target: &lockwatch::connect::Target, user: Option<&str>) -> Result<String> {
+    Ok(match user {
+        Some(user) => user.to_owned(),
+        None => flags::default_user(target.user())?,
+    })
 }
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C).
