@@ -8,33 +8,20 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use common::journal::{JOURNAL_LOOP, Proc, assert_no_overlap, journal, now_ns};
 use common::topology::{SentinelSet, connect, query};
 use common::{eventually, flag, free_port};
 use lockwatch::spec::{ConnectionSpec, Topology};
 use lockwatch::watch::{Options, Watcher};
 use lockwatch::{Keys, State};
 
-/// Appends `<fence> <node> <unix ns>` to the journal every 50 ms.
-const JOURNAL_LOOP: &str =
-    r#"while :; do echo "$LOCKWATCH_FENCE $LOCKWATCH_NODE $(date +%s%N)" >> "$JOURNAL"; sleep 0.05; done"#;
-
 /// Only user, password and TLS of this URL count with Sentinel: its host
 /// is one where nothing listens.
 const URL: &str = "redis://127.0.0.1:1";
-
-/// A worker process, killed when the test ends however it ends.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn lockwatch(set: &SentinelSet, master: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
@@ -46,34 +33,6 @@ fn worker(set: &SentinelSet, node: &str, journal: &Path) -> Proc {
     let mut cmd = lockwatch(set, &set.master_name);
     cmd.args(["worker", "--node", node, "--lease", "3s", "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
     Proc(cmd.env("JOURNAL", journal).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
-}
-
-fn now_ns() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
-}
-
-/// Journal lines as (fence, node, ns), oldest first.
-fn journal(path: &Path) -> Vec<(i64, String, u128)> {
-    let mut lines: Vec<(i64, String, u128)> = std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let mut p = l.split_whitespace();
-            Some((p.next()?.parse().ok()?, p.next()?.to_owned(), p.next()?.parse().ok()?))
-        })
-        .collect();
-    lines.sort_by_key(|l| l.2);
-    lines
-}
-
-/// No two runs overlap: in time order, the fence never goes back, and a
-/// change of server always comes with a new fence (a new acquisition).
-fn assert_no_overlap(lines: &[(i64, String, u128)]) {
-    for pair in lines.windows(2) {
-        let ((f1, n1, _), (f2, n2, _)) = (&pair[0], &pair[1]);
-        assert!(f2 >= f1, "fence {f2} from {n2} after fence {f1} from {n1}: two runs overlapped");
-        assert!(n1 == n2 || f2 > f1, "{n1} and {n2} both ran under fence {f1}: two runs overlapped");
-    }
 }
 
 fn sentinel_spec(set: &SentinelSet) -> ConnectionSpec {
