@@ -306,3 +306,89 @@ async fn the_jobs_slot_migrating_to_another_primary_keeps_the_job_running_once_w
         assert_ne!(*state, State::Stopped, "the watcher said stopped: {reason}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_slot_owner_is_unknown_within_seconds_and_never_stopped() {
+    let mut cluster = tokio::task::block_in_place(Cluster::start);
+    let owner = cluster.owner_of(LOCK_KEY);
+    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+    let mut conn = connect(owner).unwrap();
+    flag(&mut conn, "outbound", "alice", true);
+    redisson_lock(&mut conn, LOCK_KEY, "8d3c-uuid:57", 60_000);
+    let mut options = Options { poll: Duration::from_millis(500), ..Options::default() };
+    options.engine.heartbeats = false;
+    let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), options);
+    let (seen, recorder) = record(&watcher);
+    let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
+    eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
+
+    let killed = Instant::now();
+    cluster.kill_node(owner);
+    let after = eventually("the watcher to say unknown", Duration::from_secs(15), || {
+        let seen = seen.lock().unwrap();
+        seen.iter().any(|(t, s, _)| *t > killed && *s == State::Unknown).then(|| killed.elapsed())
+    })
+    .await;
+    eprintln!("kill -9 of the slot's owner -> unknown after {} ms (poll 500 ms)", after.as_millis());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    watcher.stop().await;
+    recorder.abort();
+    let seen = seen.lock().unwrap();
+    let reason = seen.iter().rev().find(|(_, s, _)| *s == State::Unknown).map(|(_, _, r)| r.clone()).unwrap();
+    eprintln!("reason: {reason}");
+    // The read fails with its cause, rather than hanging in the cluster
+    // client's retries until the watcher's patience runs out.
+    assert!(reason.contains("refused"), "{reason}");
+    for (_, state, reason) in seen.iter() {
+        assert_ne!(*state, State::Stopped, "the watcher said stopped: {reason}");
+    }
+}
+
+/// The figure for the README: 100 jobs spread over the three primaries,
+/// each with a flag, a holder's heartbeat and a Redisson lock; one cluster
+/// connection probes them all, round after round, and the same on one
+/// Redis for comparison. Run with
+/// `cargo test --release --test cluster a_hundred_jobs -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a figure, not a test: run it by name with --ignored --nocapture"]
+async fn a_hundred_jobs_spread_over_the_cluster_probe_p50_p99() {
+    const JOBS: usize = 100;
+    const ROUNDS: usize = 30;
+    let cluster = tokio::task::block_in_place(Cluster::start);
+    let single = common::RedisServer::start();
+    let jobs: Vec<String> = (0..JOBS).map(|i| format!("job-{i}")).collect();
+    let mut per_node = std::collections::BTreeMap::new();
+    for job in &jobs {
+        let owner = cluster.owner_of(&format!("{{{job}}}:lock"));
+        *per_node.entry(owner).or_insert(0) += 1;
+        for conn in [&mut connect(owner).unwrap(), &mut single.conn()] {
+            flag(conn, job, "alice", true);
+            redisson_lock(conn, &format!("{{{job}}}:lock"), "8d3c-uuid:57", 600_000);
+            common::beat(conn, job, "srv-a", "8d3c-uuid:57", 7, "running", 0);
+        }
+    }
+    eprintln!("jobs per primary: {:?}", per_node.values().collect::<Vec<_>>());
+    for (name, spec) in [
+        ("cluster (3 primaries)", cluster_spec(&cluster.url(cluster.ports()[0]))),
+        ("one Redis", ConnectionSpec::single(single.url(), None)),
+    ] {
+        let target = spec.target().unwrap();
+        let mut conn = target.manager().await.unwrap();
+        let keys: Vec<Keys> = jobs.iter().map(|j| Keys::new(j)).collect();
+        for k in &keys {
+            lockwatch::probe::probe(&mut conn, k, target.endpoint()).await.unwrap();
+        }
+        let mut times = Vec::with_capacity(JOBS * ROUNDS);
+        for _ in 0..ROUNDS {
+            for k in &keys {
+                let t = Instant::now();
+                let snap = lockwatch::probe::probe(&mut conn, k, target.endpoint()).await.unwrap();
+                times.push(t.elapsed());
+                assert_eq!(snap.lock.holders.len(), 1);
+            }
+        }
+        times.sort();
+        let q = |p: usize| times[(times.len() * p / 100).min(times.len() - 1)].as_secs_f64() * 1e6;
+        eprintln!("{name}: {} probes of {JOBS} jobs, p50 {:.0} µs, p99 {:.0} µs", times.len(), q(50), q(99));
+    }
+}

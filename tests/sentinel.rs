@@ -80,6 +80,29 @@ fn status_finds_the_primary_through_the_sentinels_and_a_bad_name_or_no_sentinel_
     assert!(text.contains("HOST:PORT"), "{text}");
 }
 
+#[test]
+fn the_urls_user_and_password_log_in_to_the_data_nodes_found_through_the_sentinels() {
+    // The data nodes know alice; a wrong password is refused there.
+    let set = SentinelSet::start_with(&["--user", "alice", "on", ">s3cret", "~*", "&*", "+@all"]);
+    let sentinels = set.sentinel_addrs().join(",");
+    let with = |url: &str, args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+        cmd.args(["--redis", url, "--sentinel", &sentinels, "--sentinel-master", &set.master_name]).args(args);
+        run(&mut cmd)
+    };
+    let (out, text) = with("redis://alice:s3cret@127.0.0.1:1", &["enable"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let on: String = query(set.primary_port(), redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on")).unwrap();
+    assert_eq!(on, "1", "alice (the URL's user) flipped her flag on the primary");
+    let (out, text) = with("redis://alice:s3cret@127.0.0.1:1", &["status"]);
+    assert_eq!(out.status.code(), Some(1), "enabled, no worker yet: pending; {text}");
+
+    let (out, text) = with("redis://alice:wrong@127.0.0.1:1", &["status"]);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("check the user and password"), "{text}");
+    assert!(!text.contains("wrong@") && !text.contains(":wrong"), "the password is never shown: {text}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_the_primary_leaves_the_job_running_on_one_server_without_overlap_or_stopped() {
     let mut set = SentinelSet::start();
@@ -160,4 +183,46 @@ async fn kill_9_of_the_primary_leaves_the_job_running_on_one_server_without_over
     for (_, state, reason) in seen.iter() {
         assert_ne!(*state, State::Stopped, "the watcher said stopped: {reason}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demoted_primary_answering_readonly_is_dropped_and_the_worker_follows_to_the_new_one() {
+    let mut set = SentinelSet::start();
+    let old = set.primary_port();
+    {
+        let mut c = connect(old).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+        assert_eq!(acked, 1);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let _worker = worker(&set, "srv-a", &j);
+    eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let swapped_ns = now_ns();
+    let new = tokio::task::block_in_place(|| set.demote_primary());
+    // The worker's next write on the old primary answers READONLY; it
+    // connects again through the sentinels and beats on the new primary.
+    let seq = |port: u16| -> u64 {
+        query::<Option<u64>>(port, redis::cmd("HGET").arg("{outbound}:node:srv-a").arg("seq"))
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+    };
+    let before = seq(new);
+    let beats_on_new = eventually("the worker to beat on the new primary", Duration::from_secs(15), || {
+        (seq(new) > before + 1).then_some(())
+    });
+    beats_on_new.await;
+    let errors: String = query(old, redis::cmd("INFO").arg("errorstats")).unwrap();
+    assert!(errors.contains("errorstat_READONLY"), "the old primary answered no READONLY: {errors}");
+    let ttl: i64 = query(new, redis::cmd("PTTL").arg("{outbound}:lock")).unwrap();
+    assert!(ttl > 0, "the lock is held and renewed on the new primary");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lines = journal(&j);
+    assert_no_overlap(&lines);
+    assert!(lines.iter().any(|l| l.2 > swapped_ns + 1_000_000_000), "the job kept running after the switch");
 }
