@@ -1,8 +1,8 @@
 //! lockwatch on a Redis Cluster of three primaries, always through a seed
 //! node that does not own the job's slot: the CLI's commands (also as a
 //! supervisor with the rules `lockwatch acl` prints, and with a lock key in
-//! another slot, read in two round trips); a Redisson-style release by `DEL`
-//! + `SPUBLISH` wakes the watcher at once; the worker's release reaches an
+//! another slot, read in two round trips); a Redisson-style release by
+//! `DEL` and `SPUBLISH` wakes the watcher at once; the worker's release reaches an
 //! `SSUBSCRIBE`r; the job's slot migrated to another primary while the job
 //! runs; and the worker's refusal of a lock key outside the job's slot.
 
@@ -52,9 +52,12 @@ fn cluster_spec(url: &str) -> ConnectionSpec {
     ConnectionSpec { topology: Topology::Single.or_cluster(true), ..ConnectionSpec::single(url, None) }
 }
 
+/// Every status a watcher published: when, the state, the reason.
+type Seen = Arc<Mutex<Vec<(Instant, State, String)>>>;
+
 /// Records every status the watcher publishes, with when.
-fn record(watcher: &Watcher) -> (Arc<Mutex<Vec<(Instant, State, String)>>>, tokio::task::JoinHandle<()>) {
-    let seen: Arc<Mutex<Vec<(Instant, State, String)>>> = Arc::default();
+fn record(watcher: &Watcher) -> (Seen, tokio::task::JoinHandle<()>) {
+    let seen: Seen = Arc::default();
     let mut rx = watcher.status();
     let log = seen.clone();
     let task = tokio::spawn(async move {

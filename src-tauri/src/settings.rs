@@ -499,6 +499,19 @@ mod tests {
     }
 
     #[test]
+    fn the_cluster_box_or_the_environment_makes_a_cluster_and_refuses_sentinels_beside_it() {
+        let form = SettingsForm { cluster: true, ..SettingsForm::of(&Settings::default()) };
+        let accepted = form.accept(&Settings::default()).unwrap().settings;
+        assert!(accepted.cluster);
+        assert!(accepted.effective(&Overrides::default(), &NoKeyring).unwrap().target.is_cluster());
+        let both = SettingsForm { sentinels: "a:1".into(), sentinel_master: "m".into(), ..form };
+        let bad = both.accept(&Settings::default()).unwrap_err();
+        assert_eq!(bad[0].field, Field::Cluster, "{bad:?}");
+        let o = Overrides { cluster: true, ..Overrides::default() };
+        assert!(Settings::default().effective(&o, &NoKeyring).unwrap().target.is_cluster());
+    }
+
+    #[test]
     fn sentinels_from_the_form_or_the_environment_take_effect_as_a_pair() {
         let form = SettingsForm {
             sentinels: " 10.0.0.1:26379,10.0.0.2:26379 ".into(),
