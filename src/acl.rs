@@ -48,6 +48,12 @@ const COMMANDS: &[&str] = &[
     "+psubscribe",
     "+unsubscribe",
     "+punsubscribe",
+    // On a Redis Cluster: the map of which node serves which slot (the
+    // cluster client's and the sharded subscriber's look-up), and the
+    // sharded channels Redisson 3.22+ and lockwatch use there.
+    "+cluster|slots",
+    "+ssubscribe",
+    "+sunsubscribe",
 ];
 
 /// Redis commands (one per line) that give `user` read access to the job
@@ -72,7 +78,7 @@ pub fn rules(keys: &Keys, user: &str) -> Vec<String> {
     }
     // Publishing, on the wake channel only: a selector of its own, since a
     // channel granted at the top would let her publish on the unlock channel too.
-    setuser.push(format!("(+publish resetchannels &{})", glob_escape(&keys.wake_channel())));
+    setuser.push(format!("(+publish +spublish resetchannels &{})", glob_escape(&keys.wake_channel())));
     vec![setuser.join(" "), format!("SADD {} {user}", keys.users())]
 }
 
@@ -109,7 +115,7 @@ mod tests {
         assert!(!lines[0].contains("~*"), "no key pattern may match everything");
         assert_eq!(lines[1], "SADD {outbound}:users alice");
         assert!(
-            lines[0].ends_with(" (+publish resetchannels &{outbound}:wake)"),
+            lines[0].ends_with(" (+publish +spublish resetchannels &{outbound}:wake)"),
             "publishing on the wake channel only"
         );
     }
@@ -118,7 +124,9 @@ mod tests {
     fn rules_grant_no_command_that_reaches_beyond_the_own_connection() {
         let line = &rules(&Keys::new("outbound"), "alice")[0];
         let granted: Vec<&str> = line.split(' ').filter(|w| w.starts_with('+')).collect();
-        for wide in ["+@", "+client", "+eval", "+evalsha", "+config", "+publish", "+del", "+script", "+function"] {
+        for wide in
+            ["+@", "+client", "+eval", "+evalsha", "+config", "+publish", "+del", "+script", "+function", "+cluster"]
+        {
             assert!(!granted.iter().any(|g| *g == wide || (wide == "+@" && g.starts_with(wide))), "{wide} in {line}");
         }
         assert!(!granted.iter().any(|g| g.starts_with("+client")), "{line}");

@@ -1,19 +1,28 @@
 //! Where Redis is and how to talk to it: the URL (TLS and ACL user included),
-//! the topology (one node, or a primary found through Sentinel),
-//! connections with timeouts, and a printable host that never shows a password.
+//! the topology (one node, a primary found through Sentinel, or a Redis
+//! Cluster), connections with timeouts, and a printable host that never
+//! shows a password.
 //!
 //! With Sentinel every new connection asks the sentinels where the primary
 //! is and checks with `ROLE` that it is one; callers drop a connection that
 //! failed (or answered `READONLY`, see [`crate::error::describe`]), so the
 //! next one follows a failover. One node costs no look-up at all.
+//!
+//! On a Cluster the redis crate's cluster client routes each command by its
+//! first key and follows `MOVED` and `ASK`; its retries and waits are cut
+//! down so that a dead node fails a command within the same few seconds as
+//! one Redis does. Sharded pub/sub goes to the slot's owner on a connection
+//! of its own ([`crate::sharded`]).
 
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection, PubSub};
-use redis::{AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisError};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection, PubSub};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisError, RedisFuture};
 
 use crate::error::{Action, Error, RedisFailure, describe};
 
@@ -22,6 +31,13 @@ pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
 /// How long to wait for a connection or an answer before calling Redis unreachable.
 const TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How often a cluster request is tried again (a redirection counts): the
+/// crate's default of 16, with waits growing to minutes, would leave a
+/// read of a dead node unanswered far past the watcher's patience.
+const CLUSTER_RETRIES: u32 = 3;
+/// The shortest and longest wait between two tries of a cluster request, ms.
+const CLUSTER_RETRY_WAIT_MS: (u64, u64) = (20, 300);
 
 /// Where a Redis server is, as messages name it: never with a password.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +83,17 @@ enum Kind {
     Single(Box<Client>),
     /// The primary the sentinels name, asked again for every new connection.
     Sentinel(Arc<Sentinels>),
+    /// Any node of a Redis Cluster; commands go where their keys live.
+    Cluster(Arc<Nodes>),
+}
+
+/// A Redis Cluster, known by one node of it.
+struct Nodes {
+    /// For commands: each answered (redirections and retries included) within [`TIMEOUT`].
+    commands: ClusterClient,
+    /// The URL's settings (user, password, TLS): the seed node's address,
+    /// replaced by a slot owner's for a sharded subscriber.
+    info: redis::ConnectionInfo,
 }
 
 /// The sentinels of one primary, and how to log in to the data nodes.
@@ -154,6 +181,36 @@ impl Target {
         Ok(Target { kind: Kind::Sentinel(Arc::new(sentinels)), endpoint, host, user })
     }
 
+    /// The Redis Cluster that the node at the URL belongs to; the URL's
+    /// user, password and TLS hold for every node.
+    ///
+    /// # Errors
+    /// As [`Target::new`]; [`Error::Invalid`] for a socket path or a private
+    /// CA, which a cluster cannot use.
+    pub fn cluster(url: &str, tls_ca: Option<&Path>) -> Result<Self, Error> {
+        let info = url_info(url)?;
+        let endpoint = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => Endpoint::new(format!("{host}:{port} (Cluster)"), false),
+            ConnectionAddr::TcpTls { host, port, .. } => Endpoint::new(format!("{host}:{port} (Cluster)"), true),
+            _ => return Err(Error::Invalid(crate::spec::Problem::ClusterUrl.to_string())),
+        };
+        // The crate's cluster client takes a CA only when built with rustls,
+        // a second TLS stack beside native-tls: refused rather than ignored.
+        if tls_ca.is_some() {
+            return Err(Error::Invalid(crate::spec::Problem::ClusterCa.to_string()));
+        }
+        let commands = cluster_client(&info, TIMEOUT).map_err(|e| crate::error::bad_url(url, &e.to_string()))?;
+        let user = info.redis_settings().username().map(str::to_owned);
+        let host = endpoint.to_string();
+        Ok(Target { kind: Kind::Cluster(Arc::new(Nodes { commands, info })), endpoint, host, user })
+    }
+
+    /// Whether this is a Redis Cluster: sharded pub/sub, and every script's
+    /// keys in one slot.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.kind, Kind::Cluster(_))
+    }
+
     /// A client of the data node: the URL's host, or the primary the
     /// sentinels name now.
     ///
@@ -164,6 +221,15 @@ impl Target {
         match &self.kind {
             Kind::Single(client) => Ok(Client::clone(client)),
             Kind::Sentinel(sentinels) => sentinels.primary(&self.endpoint).await,
+            Kind::Cluster(nodes) => {
+                client_for(nodes.info.clone(), None).map_err(|(Fail::Url(cause) | Fail::Ca(cause))| Error::Redis {
+                    action: Action::Connecting,
+                    host: self.endpoint.clone(),
+                    cause,
+                    hint: "check the Redis URL",
+                    kind: RedisFailure::Server,
+                })
+            }
         }
     }
 
@@ -186,7 +252,10 @@ impl Target {
     ///
     /// # Errors
     /// [`Error::Redis`] when no connection can be made.
-    pub async fn manager(&self) -> Result<ConnectionManager, Error> {
+    pub async fn manager(&self) -> Result<Conn, Error> {
+        if let Kind::Cluster(nodes) = &self.kind {
+            return self.cluster_connection(&nodes.commands).await;
+        }
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(TIMEOUT))
@@ -195,7 +264,17 @@ impl Target {
             .set_max_delay(Duration::from_secs(2));
         ConnectionManager::new_with_config(self.client().await?, config)
             .await
+            .map(|c| Conn(Inner::Managed(c)))
             .map_err(|e| describe(e, Action::Connecting, &self.endpoint))
+    }
+
+    /// A connection to the cluster, within [`TIMEOUT`].
+    async fn cluster_connection(&self, client: &ClusterClient) -> Result<Conn, Error> {
+        match tokio::time::timeout(TIMEOUT, client.get_async_connection()).await {
+            Ok(Ok(conn)) => Ok(Conn(Inner::Cluster(conn))),
+            Ok(Err(e)) => Err(describe(e, Action::Connecting, &self.endpoint)),
+            Err(_) => Err(Error::Timeout { action: Action::Connecting, host: self.endpoint.clone(), after: TIMEOUT }),
+        }
     }
 
     /// A connection of its own, for blocking reads (`XREAD BLOCK`), which
@@ -204,7 +283,12 @@ impl Target {
     ///
     /// # Errors
     /// [`Error::Redis`] when no connection can be made.
-    pub async fn dedicated(&self, block: Duration) -> Result<MultiplexedConnection, Error> {
+    pub async fn dedicated(&self, block: Duration) -> Result<Conn, Error> {
+        if let Kind::Cluster(nodes) = &self.kind {
+            let client = cluster_client(&nodes.info, block + TIMEOUT)
+                .map_err(|e| describe(e, Action::Connecting, &self.endpoint))?;
+            return self.cluster_connection(&client).await;
+        }
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(block + TIMEOUT));
@@ -212,7 +296,87 @@ impl Target {
             .await?
             .get_multiplexed_async_connection_with_config(&config)
             .await
+            .map(|c| Conn(Inner::Plain(c)))
             .map_err(|e| describe(e, Action::Connecting, &self.endpoint))
+    }
+
+    /// Of a cluster: the node that owns the slot of `key` by the seed
+    /// node's `CLUSTER SLOTS`, as `(host, port)`.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] or [`Error::Timeout`] when the seed cannot be asked,
+    /// [`Error::Unreadable`] when no node owns the slot.
+    pub(crate) async fn slot_owner(&self, key: &str) -> Result<(String, u16), Error> {
+        let Kind::Cluster(nodes) = &self.kind else {
+            return Err(Error::Invalid("sharded pub/sub is for a Redis Cluster".to_owned()));
+        };
+        let action = Action::Subscribing;
+        let mut conn = tokio::time::timeout(TIMEOUT, self.dedicated_plain(&nodes.info, None))
+            .await
+            .map_err(|_| Error::Timeout { action: action.clone(), host: self.endpoint.clone(), after: TIMEOUT })??;
+        let slots: Vec<redis::Value> =
+            tokio::time::timeout(TIMEOUT, redis::cmd("CLUSTER").arg("SLOTS").query_async(&mut conn))
+                .await
+                .map_err(|_| Error::Timeout { action: action.clone(), host: self.endpoint.clone(), after: TIMEOUT })?
+                .map_err(|e| describe(e, action.clone(), &self.endpoint))?;
+        let slot = crate::keys::hash_slot(key.as_bytes());
+        let seed_host = match nodes.info.addr() {
+            ConnectionAddr::Tcp(host, _) | ConnectionAddr::TcpTls { host, .. } => host.clone(),
+            _ => String::new(),
+        };
+        owner_in_slots(&slots, slot, &seed_host).ok_or_else(|| Error::Unreadable {
+            key: key.to_owned(),
+            what: format!("no cluster node owns its slot {slot} (CLUSTER SLOTS on {})", self.endpoint),
+        })
+    }
+
+    /// Of a cluster: a RESP3 connection to the node at `addr`, its pushes
+    /// (messages, and the server's own `sunsubscribe` when a slot moves)
+    /// sent to `pushes`.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] when no connection can be made.
+    pub(crate) async fn node_subscriber(
+        &self,
+        addr: &(String, u16),
+        pushes: tokio::sync::mpsc::UnboundedSender<redis::PushInfo>,
+    ) -> Result<MultiplexedConnection, Error> {
+        let Kind::Cluster(nodes) = &self.kind else {
+            return Err(Error::Invalid("sharded pub/sub is for a Redis Cluster".to_owned()));
+        };
+        let info = nodes.info.clone().set_addr(node_addr(&nodes.info, addr.0.clone(), addr.1));
+        let settings = info.redis_settings().clone().set_protocol(redis::ProtocolVersion::RESP3);
+        self.dedicated_plain(&info.set_redis_settings(settings), Some(pushes)).await
+    }
+
+    /// A plain connection to the node `info` names.
+    async fn dedicated_plain(
+        &self,
+        info: &redis::ConnectionInfo,
+        pushes: Option<tokio::sync::mpsc::UnboundedSender<redis::PushInfo>>,
+    ) -> Result<MultiplexedConnection, Error> {
+        let at = match info.addr() {
+            ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+                Endpoint::new(format!("{host}:{port}"), self.endpoint.tls())
+            }
+            _ => self.endpoint.clone(),
+        };
+        let client = client_for(info.clone(), None).map_err(|(Fail::Url(cause) | Fail::Ca(cause))| Error::Redis {
+            action: Action::Subscribing,
+            host: at.clone(),
+            cause,
+            hint: "check the Redis URL",
+            kind: RedisFailure::Server,
+        })?;
+        let mut config =
+            AsyncConnectionConfig::new().set_connection_timeout(Some(TIMEOUT)).set_response_timeout(Some(TIMEOUT));
+        if let Some(pushes) = pushes {
+            config = config.set_push_sender(pushes);
+        }
+        client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(|e| describe(e, Action::Subscribing, &at))
     }
 
     /// A pub/sub connection.
@@ -250,6 +414,123 @@ fn url_info(url: &str) -> Result<redis::ConnectionInfo, Error> {
     // a supervisor's ACL user (`lockwatch acl`) is not granted it.
     let settings = info.redis_settings().clone().set_skip_set_lib_name();
     Ok(info.set_redis_settings(settings))
+}
+
+/// A cluster client of the cluster `info`'s node belongs to, each request
+/// answered within `timeout`, redirections and retries included.
+fn cluster_client(info: &redis::ConnectionInfo, timeout: Duration) -> Result<ClusterClient, RedisError> {
+    ClusterClient::builder([info.clone()])
+        .retries(CLUSTER_RETRIES)
+        .min_retry_wait(CLUSTER_RETRY_WAIT_MS.0)
+        .max_retry_wait(CLUSTER_RETRY_WAIT_MS.1)
+        .connection_timeout(TIMEOUT)
+        .response_timeout(timeout)
+        .overall_response_timeout(Some(timeout))
+        .build()
+}
+
+/// `host:port` with the TLS settings of `info`.
+fn node_addr(info: &redis::ConnectionInfo, host: String, port: u16) -> ConnectionAddr {
+    match info.addr() {
+        ConnectionAddr::TcpTls { insecure, .. } => {
+            ConnectionAddr::TcpTls { host, port, insecure: *insecure, tls_params: None }
+        }
+        _ => ConnectionAddr::Tcp(host, port),
+    }
+}
+
+/// The primary serving `slot` in a `CLUSTER SLOTS` reply (`[[first, last,
+/// [host, port, id, …], replicas…], …]`); a node that announces no host is
+/// reached at the seed's.
+fn owner_in_slots(reply: &[redis::Value], slot: u16, seed_host: &str) -> Option<(String, u16)> {
+    use redis::Value;
+    let int = |v: &Value| match v {
+        Value::Int(i) => Some(*i),
+        _ => None,
+    };
+    reply.iter().find_map(|range| {
+        let Value::Array(parts) = range else { return None };
+        let (first, last) = (int(parts.first()?)?, int(parts.get(1)?)?);
+        if !(first..=last).contains(&i64::from(slot)) {
+            return None;
+        }
+        let Value::Array(node) = parts.get(2)? else { return None };
+        let host = match node.first()? {
+            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+            Value::SimpleString(s) => s.clone(),
+            _ => String::new(),
+        };
+        let host = if host.is_empty() || host == "?" { seed_host.to_owned() } else { host };
+        Some((host, u16::try_from(int(node.get(1)?)?).ok()?))
+    })
+}
+
+/// A connection to Redis of any topology: one node's (reconnecting by
+/// itself, or a dedicated one for blocking reads) or a cluster's, which
+/// routes each command to the node owning its keys.
+#[derive(Clone)]
+pub struct Conn(Inner);
+
+impl fmt::Debug for Conn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.0 {
+            Inner::Managed(_) => "node",
+            Inner::Plain(_) => "node, dedicated",
+            Inner::Cluster(_) => "cluster",
+        };
+        write!(f, "Conn({kind})")
+    }
+}
+
+#[derive(Clone)]
+enum Inner {
+    Managed(ConnectionManager),
+    Plain(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl Conn {
+    /// Whether messages go out with `SPUBLISH`: on a cluster, where
+    /// Redisson 3.22+ and lockwatch listen on sharded channels.
+    pub fn sharded(&self) -> bool {
+        matches!(self.0, Inner::Cluster(_))
+    }
+
+    /// `PUBLISH`, or `SPUBLISH` on a cluster.
+    pub fn publish_command(&self) -> &'static str {
+        if self.sharded() { "SPUBLISH" } else { "PUBLISH" }
+    }
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, redis::Value> {
+        match &mut self.0 {
+            Inner::Managed(c) => c.req_packed_command(cmd),
+            Inner::Plain(c) => c.req_packed_command(cmd),
+            Inner::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<redis::Value>> {
+        match &mut self.0 {
+            Inner::Managed(c) => c.req_packed_commands(pipeline, offset, count),
+            Inner::Plain(c) => c.req_packed_commands(pipeline, offset, count),
+            Inner::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.0 {
+            Inner::Managed(c) => c.get_db(),
+            Inner::Plain(c) => c.get_db(),
+            Inner::Cluster(c) => c.get_db(),
+        }
+    }
 }
 
 fn read_ca(path: &Path) -> Result<Vec<u8>, Error> {
@@ -379,12 +660,7 @@ impl Sentinels {
 
     /// `host:port` with the URL's TLS settings.
     fn addr(&self, host: String, port: u16) -> ConnectionAddr {
-        match self.info.addr() {
-            ConnectionAddr::TcpTls { insecure, .. } => {
-                ConnectionAddr::TcpTls { host, port, insecure: *insecure, tls_params: None }
-            }
-            _ => ConnectionAddr::Tcp(host, port),
-        }
+        node_addr(&self.info, host, port)
     }
 
     fn fail(&self, fail: Fail, at: &Endpoint, action: &Action) -> Error {
@@ -591,6 +867,19 @@ mod tests {
         let missing = dir.path().join("gone.pem");
         let err = Target::new("rediss://db:6380", Some(&missing)).unwrap_err().to_string();
         assert!(err.starts_with(&format!("cannot read the TLS CA file {}", missing.display())), "{err}");
+    }
+
+    #[test]
+    fn the_slot_owner_is_read_from_cluster_slots() {
+        use redis::Value::{Array, BulkString, Int};
+        let node = |host: &str, port| Array(vec![BulkString(host.into()), Int(port), BulkString(b"id".to_vec())]);
+        let reply = [
+            Array(vec![Int(0), Int(5460), node("10.0.0.1", 7000), node("10.0.0.4", 7003)]),
+            Array(vec![Int(5461), Int(10922), node("", 7001)]),
+        ];
+        assert_eq!(owner_in_slots(&reply, 0, "seed"), Some(("10.0.0.1".into(), 7000)));
+        assert_eq!(owner_in_slots(&reply, 10922, "seed"), Some(("seed".into(), 7001)));
+        assert_eq!(owner_in_slots(&reply, 10923, "seed"), None);
     }
 
     #[test]

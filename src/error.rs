@@ -189,6 +189,15 @@ pub fn describe(err: RedisError, action: Action, host: &Endpoint) -> Error {
             RedisFailure::Unreachable,
             "this node is a replica now (a failover happened); lockwatch connects to the new primary",
         )
+    } else if matches!(code.as_str(), "MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN")
+        || err.kind() == redis::ErrorKind::ClusterConnectionNotFound
+    {
+        // A slot on the move, or a cluster reshaping itself: a fresh
+        // connection asks the cluster where the job's keys are now.
+        (
+            RedisFailure::Unreachable,
+            "the job's cluster slot is moving or the cluster is not ready; lockwatch asks the cluster again",
+        )
     } else if err.kind() == redis::ErrorKind::Parse {
         (
             RedisFailure::Unreachable,

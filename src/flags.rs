@@ -2,9 +2,8 @@
 //! (state, Redis time, host, reason), with the server's refusal as a clear error.
 
 use redis::AsyncCommands;
-use redis::aio::ConnectionLike;
 
-use crate::connect::Endpoint;
+use crate::connect::{Conn, Endpoint};
 use crate::error::{Action, Error, RedisFailure, describe};
 use crate::keys::Keys;
 
@@ -117,12 +116,7 @@ pub fn this_host() -> String {
 /// [`Error::Invalid`] for a user name or reason that cannot be used;
 /// [`Error::Redis`] when Redis cannot be reached or refuses the write (an ACL
 /// `NOPERM` says whose flag it was and what to ask for).
-pub async fn set_flag<C: ConnectionLike + Send + Sync>(
-    conn: &mut C,
-    keys: &Keys,
-    flip: &Flip<'_>,
-    server: &str,
-) -> Result<Flipped, Error> {
+pub async fn set_flag(conn: &mut Conn, keys: &Keys, flip: &Flip<'_>, server: &str) -> Result<Flipped, Error> {
     let Flip { user, on, host, reason } = *flip;
     let user = check_user(user)?;
     let reason = check_reason(reason.unwrap_or_default())?;
@@ -163,7 +157,9 @@ pub async fn set_flag<C: ConnectionLike + Send + Sync>(
     }
     // Workers and watchers read the flags at once rather than at their next
     // look. Only a wake-up: a server or user without it still sees the flip then.
-    let woken: Result<i64, _> = redis::cmd("PUBLISH").arg(keys.wake_channel()).arg(user).query_async(conn).await;
+    // Sharded on a cluster, where they listen on the slot's owner.
+    let woken: Result<i64, _> =
+        redis::cmd(conn.publish_command()).arg(keys.wake_channel()).arg(user).query_async(conn).await;
     if let Err(err) = woken {
         tracing::debug!(error = %err, "the flip was written but not announced");
     }

@@ -8,6 +8,7 @@
 //! - [`probe`]: the one-round-trip read and the pure decoding of its reply.
 //! - [`status`]: the pure status engine: snapshot in, state and events out.
 //! - [`watch`]: the async shell around the engine: reads, wakes, publishes.
+//! - `sharded`: sharded pub/sub on a Redis Cluster, on the slot owner, resubscribed when the slot moves.
 //! - [`lock`]: a Redisson-compatible lock client with fencing tokens.
 //! - [`worker`], [`job`]: run a command on exactly one server, with heartbeat and events.
 //! - [`reaper`]: the process between worker and job that takes the job's whole tree down.
@@ -30,6 +31,7 @@ pub mod keys;
 pub mod lock;
 pub mod probe;
 pub mod reaper;
+mod sharded;
 pub mod snapshot;
 pub mod spec;
 pub mod status;

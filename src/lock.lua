@@ -3,6 +3,7 @@
 -- ARGV[1] operation: acquire | renew | release
 -- ARGV[2] our field (<client-uuid>:<thread-id>), ARGV[3] lease in ms
 -- ARGV[4] unlock channel, ARGV[5] node name, ARGV[6] the highest fence the caller has seen
+-- ARGV[7] '1' on a Redis Cluster: the unlock message goes out sharded (SPUBLISH), as Redisson 3.22+ sends it
 -- acquire answers {1, fence, ms to wait before starting the job, 1 if the counter was missing}
 -- or {0, PTTL, fence} when someone else holds the lock
 local lock, fence_key, node_key, nodes_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -86,7 +87,7 @@ elseif op == 'release' then
   end
   redis.call('DEL', lock)
   -- Redisson's waiters listen here for the unlock message 0.
-  redis.call('PUBLISH', channel, 0)
+  redis.call(ARGV[7] == '1' and 'SPUBLISH' or 'PUBLISH', channel, 0)
   return {1, 1}
 end
 return redis.error_reply('unknown lock operation ' .. tostring(op))

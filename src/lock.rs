@@ -93,6 +93,9 @@ pub struct Lock {
     /// Replicas online on the primary at the last look (`INFO replication`,
     /// read with every acquisition and renewal).
     replicas: Arc<AtomicUsize>,
+    /// On a Redis Cluster the unlock message goes out with `SPUBLISH`,
+    /// where Redisson 3.22+ waiters listen.
+    sharded: bool,
 }
 
 /// What one script call answered.
@@ -117,7 +120,15 @@ impl Lock {
             host: host.clone(),
             seen: Arc::default(),
             replicas: Arc::default(),
+            sharded: false,
         }
+    }
+
+    /// The same lock, publishing its unlock message sharded (`SPUBLISH`)
+    /// when `sharded`: on a Redis Cluster.
+    pub fn sharded(mut self, sharded: bool) -> Lock {
+        self.sharded = sharded;
+        self
     }
 
     /// The hash field this client holds the lock under.
@@ -190,7 +201,8 @@ impl Lock {
             .arg(u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX))
             .arg(self.keys.unlock_channel())
             .arg(&self.node)
-            .arg(self.seen.load(Ordering::SeqCst));
+            .arg(self.seen.load(Ordering::SeqCst))
+            .arg(if self.sharded { "1" } else { "0" });
         if !confirm {
             let (ok, value): (i64, i64) =
                 invocation.invoke_async(conn).await.map_err(|e| describe(e, what(), &self.host))?;

@@ -27,8 +27,12 @@ const TIMESTAMP_MS_FLOOR: i64 = 100_000_000_000;
 /// [`Error::Unreadable`] when its reply is not what the script returns.
 pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &Endpoint) -> Result<Snapshot, Error> {
     let together = keys.lock_shares_slot();
-    let lock_arg = if together { keys.lock.as_str() } else { "" };
-    let job_keys = [lock_arg, &keys.fence(), &keys.users(), &keys.nodes(), &keys.events()].map(str::to_owned);
+    // A lock read apart leaves its place to a key of the job's slot (its
+    // reading is not used): a cluster routes by the first key and refuses
+    // keys of two slots in one call.
+    let fence = keys.fence();
+    let lock_arg = if together { keys.lock.as_str() } else { fence.as_str() };
+    let job_keys = [lock_arg, &fence, &keys.users(), &keys.nodes(), &keys.events()].map(str::to_owned);
     let args = [keys.enabled_prefix(), keys.node_prefix(), keys.ack_prefix()];
     let reply = run_read_only(conn, &job_keys, &args).await.map_err(|e| describe(e, Action::ReadingJob, host))?;
     let lock_reply = if together {

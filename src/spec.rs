@@ -30,6 +30,8 @@ pub enum Field {
     Sentinels,
     /// The name the sentinels know the primary by.
     SentinelMaster,
+    /// The switch saying the URL names a node of a Redis Cluster.
+    Cluster,
     User,
     /// The job's name (the settings form holds several, comma separated).
     Jobs,
@@ -54,6 +56,7 @@ impl Field {
             Field::TlsCa => "--tls-ca",
             Field::Sentinels => "--sentinel",
             Field::SentinelMaster => "--sentinel-master",
+            Field::Cluster => "--cluster",
             Field::User => "--user",
             Field::Jobs => "--job",
             Field::LockKey => "--lock-key",
@@ -75,6 +78,7 @@ impl Field {
             Field::TlsCa => "TLS CA file",
             Field::Sentinels => "Sentinels",
             Field::SentinelMaster => "Sentinel primary name",
+            Field::Cluster => "Redis Cluster",
             Field::User => "Your name",
             Field::Jobs => "Job",
             Field::LockKey => "Lock key",
@@ -130,6 +134,24 @@ pub enum Problem {
     /// One of the two Sentinel inputs without the other.
     #[error("the sentinels and the primary's name go together; give both, or neither for a single Redis")]
     SentinelHalf,
+    /// Sentinel inputs beside the cluster switch.
+    #[error(
+        "a Redis Cluster is found through any of its nodes, not through sentinels; give the cluster or the sentinels, not both"
+    )]
+    ClusterAndSentinel,
+    /// A socket path as a cluster's node.
+    #[error(
+        "a Redis Cluster node is given as redis://[user:password@]host:port (rediss:// for TLS), not a socket path"
+    )]
+    ClusterUrl,
+    /// A database other than 0 on a cluster.
+    #[error("a Redis Cluster has only database 0; leave the /N out of the URL")]
+    ClusterDb,
+    /// A private CA file for a cluster.
+    #[error(
+        "a private CA file cannot be used with a Redis Cluster; add the CA to the system's trust store (or point SSL_CERT_FILE at it) and leave this empty"
+    )]
+    ClusterCa,
 }
 
 /// Why a duration was refused.
@@ -440,8 +462,7 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// How the data nodes are found. More topologies (Redis Cluster) come as
-/// variants here, each with its own inputs.
+/// How the data nodes are found, each topology with its own inputs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Topology {
@@ -452,6 +473,9 @@ pub enum Topology {
     /// the URL then gives only user, password and TLS. Both as given:
     /// [`ConnectionSpec::check`] says what is wrong with them.
     Sentinel { sentinels: String, master: String },
+    /// A Redis Cluster that the URL's node belongs to. `stray` holds
+    /// Sentinel inputs given beside it, which [`ConnectionSpec::check`] refuses.
+    Cluster { stray: Option<String> },
 }
 
 impl Topology {
@@ -464,6 +488,18 @@ impl Topology {
             (sentinels, master) => {
                 Topology::Sentinel { sentinels: sentinels.unwrap_or_default(), master: master.unwrap_or_default() }
             }
+        }
+    }
+
+    /// This topology, or a Redis Cluster when `cluster` is on (keeping any
+    /// Sentinel inputs for [`ConnectionSpec::check`] to refuse).
+    pub fn or_cluster(self, cluster: bool) -> Topology {
+        match (cluster, self) {
+            (false, topology) => topology,
+            (true, Topology::Sentinel { sentinels, master }) => {
+                Topology::Cluster { stray: Some(if sentinels.is_empty() { master } else { sentinels }) }
+            }
+            (true, _) => Topology::Cluster { stray: None },
         }
     }
 }
@@ -510,7 +546,26 @@ impl ConnectionSpec {
                 }
             }
         }
+        if let Topology::Cluster { stray } = &self.topology {
+            if let Some(stray) = stray {
+                bad.push(Invalid::new(Field::Cluster, stray, Problem::ClusterAndSentinel));
+            }
+            bad.extend(self.cluster_problem().map(|(field, value, p)| Invalid::new(field, &value, p)));
+        }
         bad
+    }
+
+    /// What a cluster cannot use of the URL and the CA file.
+    fn cluster_problem(&self) -> Option<(Field, String, Problem)> {
+        use redis::IntoConnectionInfo as _;
+        if let Some(ca) = &self.tls_ca {
+            return Some((Field::TlsCa, ca.display().to_string(), Problem::ClusterCa));
+        }
+        let info = self.url.as_str().into_connection_info().ok()?;
+        if matches!(info.addr(), redis::ConnectionAddr::Unix(_)) {
+            return Some((Field::RedisUrl, self.url.clone(), Problem::ClusterUrl));
+        }
+        (info.redis_settings().db() != 0).then(|| (Field::RedisUrl, self.url.clone(), Problem::ClusterDb))
     }
 
     /// The server to connect to.
@@ -529,6 +584,16 @@ impl ConnectionSpec {
                 }
                 let addrs = sentinels(list).map_err(|p| Error::Invalid(p.to_string()))?;
                 Target::sentinel(&self.url, self.tls_ca.as_deref(), &addrs, master)
+            }
+            Topology::Cluster { .. } => {
+                let refused = self.check().into_iter().find(|i| matches!(i.field, Field::Cluster | Field::TlsCa));
+                if let Some(invalid) = refused {
+                    return Err(Error::Invalid(invalid.to_string()));
+                }
+                if let Some((field, value, problem)) = self.cluster_problem() {
+                    return Err(Error::Invalid(Invalid::new(field, &value, problem).to_string()));
+                }
+                Target::cluster(&self.url, self.tls_ca.as_deref())
             }
         }
     }
@@ -814,6 +879,32 @@ mod tests {
         assert_eq!(fields, [Field::Sentinels, Field::SentinelMaster]);
         let err = spec(Some("a"), Some("m")).target().unwrap_err().to_string();
         assert_eq!(err, format!("Sentinels \"a\": {}", Problem::Sentinels));
+    }
+
+    #[test]
+    fn a_cluster_refuses_sentinels_a_socket_a_database_and_a_private_ca_one_sentence_each() {
+        let spec = |url: &str, ca: Option<&str>, t: Topology| ConnectionSpec {
+            topology: t.or_cluster(true),
+            ..ConnectionSpec::single(url, ca.map(PathBuf::from))
+        };
+        let good = spec("redis://alice:pw@10.0.0.1:7000", None, Topology::Single);
+        assert!(good.check().is_empty());
+        assert_eq!(good.target().unwrap().host(), "10.0.0.1:7000 (Cluster)");
+        assert!(good.target().unwrap().is_cluster());
+        let both = spec("redis://db:7000", None, Topology::from_inputs(Some("a:1"), Some("m"))).check();
+        assert_eq!((both[0].field, &both[0].problem), (Field::Cluster, &Problem::ClusterAndSentinel));
+        let socket = spec("unix:///run/redis.sock", None, Topology::Single);
+        assert_eq!(socket.check()[0].problem, Problem::ClusterUrl);
+        assert!(socket.target().unwrap_err().to_string().contains("not a socket path"));
+        assert_eq!(spec("redis://db:7000/2", None, Topology::Single).check()[0].problem, Problem::ClusterDb);
+        let ca = spec("rediss://db:7000", Some("/etc/hostname"), Topology::Single);
+        assert_eq!(ca.check().iter().map(|i| &i.problem).collect::<Vec<_>>(), [&Problem::ClusterCa]);
+        let err = ca.target().unwrap_err().to_string();
+        assert!(
+            err.starts_with("TLS CA file \"/etc/hostname\": a private CA file cannot be used with a Redis Cluster"),
+            "{err}"
+        );
+        assert_eq!(Topology::Single.or_cluster(false), Topology::Single);
     }
 
     #[test]

@@ -13,13 +13,13 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::Value;
-use redis::aio::ConnectionManager;
+
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 
 use crate::acl::keyspace_pattern;
-use crate::connect::Target;
+use crate::connect::{Conn, Target};
 use crate::error::{Error, RedisFailure};
 use crate::keys::Keys;
 use crate::probe::probe;
@@ -128,7 +128,7 @@ impl Shell {
             tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop.clone())),
         ];
         let mut engine = Engine::new(&keys.job, &keys.lock, options.engine.clone());
-        let mut conn: Option<ConnectionManager> = None;
+        let mut conn: Option<Conn> = None;
         let mut last = Instant::now();
         let publish = |step: Step| {
             status.send_if_modified(|shown| {
@@ -191,7 +191,7 @@ impl Shell {
 }
 
 /// One probe, on a connection made when there is none.
-async fn read(target: &Target, keys: &Keys, conn: &mut Option<ConnectionManager>) -> Result<Snapshot, Error> {
+async fn read(target: &Target, keys: &Keys, conn: &mut Option<Conn>) -> Result<Snapshot, Error> {
     let manager = match conn {
         Some(manager) => manager,
         None => conn.insert(target.manager().await?),
@@ -262,6 +262,9 @@ async fn follow_stream(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: 
 /// Wakes the watcher on Redisson unlock messages and keyspace notifications
 /// (when the server sends them) for the job's keys.
 pub(crate) async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
+    if target.is_cluster() {
+        return crate::sharded::follow(target, keys, wake, stop).await;
+    }
     let mut backoff = Backoff::default();
     while !*stop.borrow() {
         let mut pubsub = tokio::select! {
@@ -339,12 +342,12 @@ fn last_stream_id(value: &Value) -> Option<String> {
 
 /// Waits longer after each failure, up to a few seconds, until reset.
 #[derive(Default)]
-struct Backoff {
+pub(crate) struct Backoff {
     failures: u32,
 }
 
 impl Backoff {
-    async fn wait(&mut self, stop: &mut watch::Receiver<bool>) {
+    pub(crate) async fn wait(&mut self, stop: &mut watch::Receiver<bool>) {
         let ms = (100u64 << self.failures.min(6)).min(5_000);
         self.failures += 1;
         tokio::select! {
@@ -353,7 +356,7 @@ impl Backoff {
         }
     }
 
-    fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.failures = 0;
     }
 }

@@ -10,11 +10,10 @@ use std::future::Future;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, sleep, sleep_until};
 
-use crate::connect::Target;
+use crate::connect::{Conn, Target};
 use crate::error::{Action, Error, describe};
 use crate::history::{self, Cause, FlagFlip, Record, WaitCause};
 use crate::job::{Job, JobEnv, Killer, Work};
@@ -146,8 +145,14 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     if matches!(opts.work, Work::Command(_)) {
         hide_from_jobs();
     }
+    if target.is_cluster() && !keys.lock_shares_slot() {
+        return Err(Error::Invalid(format!(
+            "the lock key {} is in another Redis Cluster slot than the job's keys ({}:…), and the worker's scripts need them in one; name the lock with the job's hash tag (such as {}:lock) or leave --lock-key out",
+            keys.lock, keys.prefix, keys.prefix
+        )));
+    }
     let host = crate::flags::this_host();
-    let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.endpoint());
+    let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.endpoint()).sharded(target.is_cluster());
     let wake = Arc::new(Notify::new());
     let (stop_tx, stop_rx) = watch::channel(false);
     let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop_rx));
@@ -242,7 +247,7 @@ struct Worker {
     opts: Options,
     host: String,
     lock: Lock,
-    conn: Option<ConnectionManager>,
+    conn: Option<Conn>,
     seq: u64,
     enabled: Option<bool>,
     /// Each flag as last read (`None` before the first read), to record flips.
@@ -493,7 +498,7 @@ impl Worker {
         }
     }
 
-    async fn conn(&mut self) -> Result<&mut ConnectionManager, Error> {
+    async fn conn(&mut self) -> Result<&mut Conn, Error> {
         let conn = match self.conn.take() {
             Some(conn) => conn,
             None => self.target.manager().await?,
@@ -620,7 +625,7 @@ impl Worker {
 async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, killer: Killer, since: Instant) {
     let lease = lock.lease();
     let mut last_ok = since;
-    let mut conn: Option<ConnectionManager> = None;
+    let mut conn: Option<Conn> = None;
     // The last attempt reached Redis but no replica confirmed it.
     let mut unconfirmed = false;
     loop {

@@ -8,33 +8,20 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use common::journal::{JOURNAL_LOOP, Proc, assert_no_overlap, journal, now_ns};
 use common::topology::{SentinelSet, connect, query};
 use common::{eventually, flag, free_port};
 use lockwatch::spec::{ConnectionSpec, Topology};
 use lockwatch::watch::{Options, Watcher};
 use lockwatch::{Keys, State};
 
-/// Appends `<fence> <node> <unix ns>` to the journal every 50 ms.
-const JOURNAL_LOOP: &str =
-    r#"while :; do echo "$LOCKWATCH_FENCE $LOCKWATCH_NODE $(date +%s%N)" >> "$JOURNAL"; sleep 0.05; done"#;
-
 /// Only user, password and TLS of this URL count with Sentinel: its host
 /// is one where nothing listens.
 const URL: &str = "redis://127.0.0.1:1";
-
-/// A worker process, killed when the test ends however it ends.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn lockwatch(set: &SentinelSet, master: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
@@ -46,34 +33,6 @@ fn worker(set: &SentinelSet, node: &str, journal: &Path) -> Proc {
     let mut cmd = lockwatch(set, &set.master_name);
     cmd.args(["worker", "--node", node, "--lease", "3s", "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
     Proc(cmd.env("JOURNAL", journal).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
-}
-
-fn now_ns() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
-}
-
-/// Journal lines as (fence, node, ns), oldest first.
-fn journal(path: &Path) -> Vec<(i64, String, u128)> {
-    let mut lines: Vec<(i64, String, u128)> = std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let mut p = l.split_whitespace();
-            Some((p.next()?.parse().ok()?, p.next()?.to_owned(), p.next()?.parse().ok()?))
-        })
-        .collect();
-    lines.sort_by_key(|l| l.2);
-    lines
-}
-
-/// No two runs overlap: in time order, the fence never goes back, and a
-/// change of server always comes with a new fence (a new acquisition).
-fn assert_no_overlap(lines: &[(i64, String, u128)]) {
-    for pair in lines.windows(2) {
-        let ((f1, n1, _), (f2, n2, _)) = (&pair[0], &pair[1]);
-        assert!(f2 >= f1, "fence {f2} from {n2} after fence {f1} from {n1}: two runs overlapped");
-        assert!(n1 == n2 || f2 > f1, "{n1} and {n2} both ran under fence {f1}: two runs overlapped");
-    }
 }
 
 fn sentinel_spec(set: &SentinelSet) -> ConnectionSpec {
@@ -119,6 +78,29 @@ fn status_finds_the_primary_through_the_sentinels_and_a_bad_name_or_no_sentinel_
     let (out, text) = run(portless.args(["--sentinel", "db", "--sentinel-master", "m", "status"]));
     assert_eq!(out.status.code(), Some(3), "{text}");
     assert!(text.contains("HOST:PORT"), "{text}");
+}
+
+#[test]
+fn the_urls_user_and_password_log_in_to_the_data_nodes_found_through_the_sentinels() {
+    // The data nodes know alice; a wrong password is refused there.
+    let set = SentinelSet::start_with(&["--user", "alice", "on", ">s3cret", "~*", "&*", "+@all"]);
+    let sentinels = set.sentinel_addrs().join(",");
+    let with = |url: &str, args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+        cmd.args(["--redis", url, "--sentinel", &sentinels, "--sentinel-master", &set.master_name]).args(args);
+        run(&mut cmd)
+    };
+    let (out, text) = with("redis://alice:s3cret@127.0.0.1:1", &["enable"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let on: String = query(set.primary_port(), redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on")).unwrap();
+    assert_eq!(on, "1", "alice (the URL's user) flipped her flag on the primary");
+    let (out, text) = with("redis://alice:s3cret@127.0.0.1:1", &["status"]);
+    assert_eq!(out.status.code(), Some(1), "enabled, no worker yet: pending; {text}");
+
+    let (out, text) = with("redis://alice:wrong@127.0.0.1:1", &["status"]);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("check the user and password"), "{text}");
+    assert!(!text.contains("wrong@") && !text.contains(":wrong"), "the password is never shown: {text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -201,4 +183,46 @@ async fn kill_9_of_the_primary_leaves_the_job_running_on_one_server_without_over
     for (_, state, reason) in seen.iter() {
         assert_ne!(*state, State::Stopped, "the watcher said stopped: {reason}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demoted_primary_answering_readonly_is_dropped_and_the_worker_follows_to_the_new_one() {
+    let mut set = SentinelSet::start();
+    let old = set.primary_port();
+    {
+        let mut c = connect(old).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+        assert_eq!(acked, 1);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let _worker = worker(&set, "srv-a", &j);
+    eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let swapped_ns = now_ns();
+    let new = tokio::task::block_in_place(|| set.demote_primary());
+    // The worker's next write on the old primary answers READONLY; it
+    // connects again through the sentinels and beats on the new primary.
+    let seq = |port: u16| -> u64 {
+        query::<Option<u64>>(port, redis::cmd("HGET").arg("{outbound}:node:srv-a").arg("seq"))
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+    };
+    let before = seq(new);
+    let beats_on_new = eventually("the worker to beat on the new primary", Duration::from_secs(15), || {
+        (seq(new) > before + 1).then_some(())
+    });
+    beats_on_new.await;
+    let errors: String = query(old, redis::cmd("INFO").arg("errorstats")).unwrap();
+    assert!(errors.contains("errorstat_READONLY"), "the old primary answered no READONLY: {errors}");
+    let ttl: i64 = query(new, redis::cmd("PTTL").arg("{outbound}:lock")).unwrap();
+    assert!(ttl > 0, "the lock is held and renewed on the new primary");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lines = journal(&j);
+    assert_no_overlap(&lines);
+    assert!(lines.iter().any(|l| l.2 > swapped_ns + 1_000_000_000), "the job kept running after the switch");
 }

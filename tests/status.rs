@@ -193,7 +193,7 @@ async fn a_lock_in_another_slot_is_read_too() {
 /// `INFO`), microseconds Redis spent in the script, and the whole call.
 async fn measured_probe(
     admin: &mut redis::Connection,
-    conn: &mut redis::aio::ConnectionManager,
+    conn: &mut lockwatch::connect::Conn,
     keys: &Keys,
 ) -> (u64, u64, std::time::Duration, lockwatch::snapshot::Snapshot) {
     let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(admin).unwrap();

@@ -46,6 +46,7 @@ export function renderSettings(root, app, reload) {
         <label for="tls_ca">${t("page-tls-ca")}</label><input type="text" id="tls_ca" name="tls_ca" placeholder="${t("page-tls-ca-hint")}">
         <label for="sentinels">${t("page-sentinels")}</label><input type="text" id="sentinels" name="sentinels" spellcheck="false" placeholder="${t("page-sentinels-hint")}">
         <label for="sentinel_master">${t("page-sentinel-master")}</label><input type="text" id="sentinel_master" name="sentinel_master" spellcheck="false" placeholder="${t("page-sentinel-master-hint")}">
+        <label for="cluster">${t("page-cluster")}</label><input type="checkbox" id="cluster" name="cluster">
         <label for="user">${t("page-user")}</label><input type="text" id="user" name="user" placeholder="${t("page-user-hint")}">
         <label for="jobs">${t("page-jobs")}</label><input type="text" id="jobs" name="jobs" placeholder="outbound, inbound">
         <label for="poll">${t("page-poll")}</label><input type="text" id="poll" name="poll">
@@ -60,13 +61,14 @@ export function renderSettings(root, app, reload) {
   for (const name of INPUTS) form.elements[name].value = filled[name] ?? "";
   for (const box of form.querySelectorAll('input[name="notify"]')) box.checked = s.notify.includes(box.value);
   form.elements.language.value = filled.language ?? "auto";
-  for (const [field, env] of [["redis_url", "LOCKWATCH_REDIS_URL"], ["sentinels", "LOCKWATCH_SENTINEL"], ["sentinel_master", "LOCKWATCH_SENTINEL_MASTER"], ["user", "LOCKWATCH_USER"], ["jobs", "LOCKWATCH_JOB"]]) {
+  form.elements.cluster.checked = Boolean(filled.cluster);
+  for (const [field, env] of [["redis_url", "LOCKWATCH_REDIS_URL"], ["sentinels", "LOCKWATCH_SENTINEL"], ["sentinel_master", "LOCKWATCH_SENTINEL_MASTER"], ["cluster", "LOCKWATCH_CLUSTER"], ["user", "LOCKWATCH_USER"], ["jobs", "LOCKWATCH_JOB"]]) {
     if (over[field === "jobs" ? "job" : field]) note(form, field, t("page-overridden", { variable: env }));
   }
   const result = root.querySelector(".result");
   result.textContent = app.settingsNote ?? "";
   app.settingsNote = null;
-  const current = () => formOf(Object.fromEntries(INPUTS.map((n) => [n, form.elements[n].value])), [...form.querySelectorAll('input[name="notify"]:checked')].map((b) => b.value), form.elements.language.value);
+  const current = () => ({ ...formOf(Object.fromEntries(INPUTS.map((n) => [n, form.elements[n].value])), [...form.querySelectorAll('input[name="notify"]:checked')].map((b) => b.value), form.elements.language.value), cluster: form.elements.cluster.checked });
   const show = (errors, only) => {
     clearErrors(form);
     const { byField, elsewhere } = placeVerdict(errors);
@@ -77,7 +79,7 @@ export function renderSettings(root, app, reload) {
   // The app's verdict on the fields the user has changed so far.
   const touched = new Set();
   form.addEventListener("change", async (ev) => {
-    if (!INPUTS.includes(ev.target.name)) return;
+    if (!INPUTS.includes(ev.target.name) && ev.target.name !== "cluster") return;
     touched.add(ev.target.name);
     show(await app.invoke("validate_settings", { form: current() }), touched);
   });

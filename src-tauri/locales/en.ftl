@@ -161,6 +161,7 @@ page-sentinels = Sentinels
 page-sentinels-hint = HOST:PORT, … (empty: one Redis at the URL)
 page-sentinel-master = Sentinel primary name
 page-sentinel-master-hint = as in sentinel monitor NAME
+page-cluster = Redis Cluster (the URL names any node)
 page-user = Your name
 page-user-hint = default: the Redis user, else your login
 page-jobs = Jobs

@@ -166,6 +166,7 @@ page-sentinels = 哨兵（Sentinel）
 page-sentinels-hint = 主机:端口, …（留空：URL 中的单个 Redis）
 page-sentinel-master = 哨兵主节点名称
 page-sentinel-master-hint = 即 sentinel monitor 中的 NAME
+page-cluster = Redis 集群（URL 可为任一节点）
 page-user = 您的名字
 page-user-hint = 默认：Redis 用户名，否则为登录名
 page-jobs = 任务

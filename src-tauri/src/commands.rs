@@ -29,6 +29,7 @@ pub async fn get_state(state: State<'_, AppState>) -> Result<Value, String> {
             "redis_url": inner.overrides.redis_url.is_some(),
             "sentinels": inner.overrides.sentinels.is_some(),
             "sentinel_master": inner.overrides.sentinel_master.is_some(),
+            "cluster": inner.overrides.cluster,
             "user": inner.overrides.user.is_some(),
             "job": inner.overrides.job.is_some(),
         },
@@ -101,7 +102,8 @@ async fn test_form(form: SettingsForm, tr: &i18n::Tr) -> String {
         None => url,
     };
     let tls_ca = Some(form.tls_ca.trim()).filter(|c| !c.is_empty()).map(Into::into);
-    let topology = spec::Topology::from_inputs(Some(&form.sentinels), Some(&form.sentinel_master));
+    let topology =
+        spec::Topology::from_inputs(Some(&form.sentinels), Some(&form.sentinel_master)).or_cluster(form.cluster);
     let connection = ConnectionSpec { url, tls_ca, topology };
     if let Some(bad) = connection.check().into_iter().next() {
         return bad.to_string();

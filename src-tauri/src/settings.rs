@@ -35,6 +35,8 @@ pub struct Settings {
     pub sentinels: String,
     /// The name the sentinels know the primary by.
     pub sentinel_master: String,
+    /// The URL names any node of a Redis Cluster.
+    pub cluster: bool,
     /// Supervisor name; empty: the URL's ACL user, else the login name.
     pub user: String,
     pub jobs: Vec<JobSettings>,
@@ -76,6 +78,7 @@ impl Default for Settings {
             tls_ca: None,
             sentinels: String::new(),
             sentinel_master: String::new(),
+            cluster: false,
             user: String::new(),
             jobs: vec![JobSettings::default()],
             poll_ms: ms(watch::Options::default().poll),
@@ -112,6 +115,8 @@ pub struct Overrides {
     pub redis_url: Option<String>,
     pub sentinels: Option<String>,
     pub sentinel_master: Option<String>,
+    /// `LOCKWATCH_CLUSTER` set to a true value.
+    pub cluster: bool,
     pub user: Option<String>,
     pub job: Option<String>,
     pub lock_key: Option<String>,
@@ -124,6 +129,8 @@ impl Overrides {
             redis_url: var("LOCKWATCH_REDIS_URL"),
             sentinels: var("LOCKWATCH_SENTINEL"),
             sentinel_master: var("LOCKWATCH_SENTINEL_MASTER"),
+            cluster: var("LOCKWATCH_CLUSTER")
+                .is_some_and(|v| ["1", "true", "yes", "on"].contains(&v.trim().to_ascii_lowercase().as_str())),
             user: var("LOCKWATCH_USER"),
             job: var("LOCKWATCH_JOB"),
             lock_key: var("LOCKWATCH_LOCK_KEY"),
@@ -136,6 +143,7 @@ impl Overrides {
             Field::RedisUrl => self.redis_url.as_ref().map(|_| "LOCKWATCH_REDIS_URL"),
             Field::Sentinels => self.sentinels.as_ref().map(|_| "LOCKWATCH_SENTINEL"),
             Field::SentinelMaster => self.sentinel_master.as_ref().map(|_| "LOCKWATCH_SENTINEL_MASTER"),
+            Field::Cluster => self.cluster.then_some("LOCKWATCH_CLUSTER"),
             Field::User => self.user.as_ref().map(|_| "LOCKWATCH_USER"),
             Field::Jobs => self.job.as_ref().map(|_| "LOCKWATCH_JOB"),
             Field::LockKey => self.lock_key.as_ref().map(|_| "LOCKWATCH_LOCK_KEY"),
@@ -183,7 +191,8 @@ impl Settings {
         ConnectionSpec {
             url: self.redis_url.clone(),
             tls_ca: self.tls_ca.as_deref().filter(|c| !c.is_empty()).map(PathBuf::from),
-            topology: Topology::from_inputs(Some(&self.sentinels), Some(&self.sentinel_master)),
+            topology: Topology::from_inputs(Some(&self.sentinels), Some(&self.sentinel_master))
+                .or_cluster(self.cluster),
         }
     }
 
@@ -254,11 +263,14 @@ impl Settings {
         // The environment's Sentinel inputs replace the stored ones as a pair.
         let topology = match (&overrides.sentinels, &overrides.sentinel_master) {
             (None, None) => self.connection().topology,
-            (s, m) => Topology::from_inputs(s.as_deref(), m.as_deref()),
-        };
+            (s, m) => Topology::from_inputs(s.as_deref(), m.as_deref()).or_cluster(self.cluster),
+        }
+        .or_cluster(overrides.cluster);
         let connection = ConnectionSpec { url: url.clone(), topology, ..self.connection() };
-        if let Some(bad) =
-            connection.check().into_iter().find(|i| matches!(i.field, Field::Sentinels | Field::SentinelMaster))
+        if let Some(bad) = connection
+            .check()
+            .into_iter()
+            .find(|i| matches!(i.field, Field::Sentinels | Field::SentinelMaster | Field::Cluster))
         {
             return Err(said(bad));
         }
@@ -298,6 +310,7 @@ pub struct SettingsForm {
     pub tls_ca: String,
     pub sentinels: String,
     pub sentinel_master: String,
+    pub cluster: bool,
     pub user: String,
     pub jobs: String,
     pub poll: String,
@@ -326,6 +339,7 @@ impl SettingsForm {
             tls_ca: s.tls_ca.clone().unwrap_or_default(),
             sentinels: s.sentinels.clone(),
             sentinel_master: s.sentinel_master.clone(),
+            cluster: s.cluster,
             user: s.user.clone(),
             jobs: s.jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", "),
             poll: text(s.poll_ms),
@@ -378,6 +392,7 @@ impl SettingsForm {
             tls_ca,
             sentinels: self.sentinels.trim().to_owned(),
             sentinel_master: self.sentinel_master.trim().to_owned(),
+            cluster: self.cluster,
             user: self.user.trim().to_owned(),
             jobs,
             poll_ms,
@@ -407,6 +422,7 @@ const FORM_ORDER: &[Field] = &[
     Field::TlsCa,
     Field::Sentinels,
     Field::SentinelMaster,
+    Field::Cluster,
     Field::User,
     Field::Jobs,
     Field::LockKey,
@@ -480,6 +496,19 @@ mod tests {
         assert_eq!(s.effective(&o, &NoKeyring).unwrap().user, "dave");
         let plain = Settings { redis_url: "redis://alice@db:6379".into(), ..Settings::default() };
         assert_eq!(plain.effective(&Overrides::default(), &NoKeyring).unwrap().user, "alice");
+    }
+
+    #[test]
+    fn the_cluster_box_or_the_environment_makes_a_cluster_and_refuses_sentinels_beside_it() {
+        let form = SettingsForm { cluster: true, ..SettingsForm::of(&Settings::default()) };
+        let accepted = form.accept(&Settings::default()).unwrap().settings;
+        assert!(accepted.cluster);
+        assert!(accepted.effective(&Overrides::default(), &NoKeyring).unwrap().target.is_cluster());
+        let both = SettingsForm { sentinels: "a:1".into(), sentinel_master: "m".into(), ..form };
+        let bad = both.accept(&Settings::default()).unwrap_err();
+        assert_eq!(bad[0].field, Field::Cluster, "{bad:?}");
+        let o = Overrides { cluster: true, ..Overrides::default() };
+        assert!(Settings::default().effective(&o, &NoKeyring).unwrap().target.is_cluster());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! supervisors do.
 #![allow(dead_code)]
 
+pub mod journal;
 pub mod proxy;
 pub mod topology;
 

@@ -155,6 +155,13 @@ impl SentinelSet {
     /// Starts the set and waits until every sentinel knows the replica and
     /// the other two sentinels, so that a failover can be authorised.
     pub fn start() -> SentinelSet {
+        SentinelSet::start_with(&[])
+    }
+
+    /// The same, with `extra` arguments for both data nodes (an ACL user,
+    /// for instance).
+    pub fn start_with(extra: &[&str]) -> SentinelSet {
+        let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
         let dir = tempfile::tempdir().unwrap();
         let master_name = "lockwatch-primary".to_string();
         // A primary waits 5 s for more replicas before a diskless full sync by default.
@@ -162,12 +169,14 @@ impl SentinelSet {
         let primary = Process::start("primary", "redis-server", dir.path(), free_port, |port, log| {
             let mut args = server_args(port, log, &dir.path().join("primary"));
             args.extend(no_sync_delay.clone());
+            args.extend(extra.clone());
             args
         });
         let primary_port = primary.port;
         let replica = Process::start("replica", "redis-server", dir.path(), free_port, |port, log| {
             let mut args = server_args(port, log, &dir.path().join("replica"));
             args.extend(no_sync_delay.clone());
+            args.extend(extra.clone());
             args.extend(["--replicaof".into(), "127.0.0.1".into(), primary_port.to_string()]);
             args
         });
@@ -233,6 +242,35 @@ impl SentinelSet {
         server.kill();
         self.killed = Some(port);
         port
+    }
+
+    /// Swaps the roles of primary and replica behind the clients' backs, as
+    /// an admin's switchover does, without the sentinels' `CLIENT KILL`:
+    /// the sentinels forget the primary, the replica is promoted, the old
+    /// primary replicates from it, and the sentinels monitor the new one.
+    /// Connections to the old primary stay open, and its writes now answer
+    /// `READONLY`. Returns the new primary's port.
+    pub fn demote_primary(&mut self) -> u16 {
+        let old = self.primary_port();
+        let new = self.server_ports().into_iter().find(|&p| p != old).expect("a replica");
+        for sentinel in self.sentinel_ports() {
+            let _: () = query(sentinel, redis::cmd("SENTINEL").arg("REMOVE").arg(&self.master_name)).unwrap();
+        }
+        let _: () = query(new, redis::cmd("REPLICAOF").arg("NO").arg("ONE")).unwrap();
+        let _: () = query(old, redis::cmd("REPLICAOF").arg("127.0.0.1").arg(new)).unwrap();
+        for sentinel in self.sentinel_ports() {
+            let monitor =
+                redis::cmd("SENTINEL").arg("MONITOR").arg(&self.master_name).arg("127.0.0.1").arg(new).arg(2).clone();
+            let _: () = query(sentinel, &monitor).unwrap();
+            let down = redis::cmd("SENTINEL")
+                .arg("SET")
+                .arg(&self.master_name)
+                .arg("down-after-milliseconds")
+                .arg(1000)
+                .clone();
+            let _: () = query(sentinel, &down).unwrap();
+        }
+        new
     }
 
     /// Waits until a sentinel names a primary other than the one killed last
@@ -399,6 +437,11 @@ impl Cluster {
     pub fn a_node_not_owning(&self, key: &str) -> u16 {
         let owner = self.owner_of(key);
         self.ports().into_iter().find(|&p| p != owner).expect("three nodes")
+    }
+
+    /// Kills the node at `port` with SIGKILL, as a crashed machine vanishes.
+    pub fn kill_node(&mut self, port: u16) {
+        self.nodes.iter_mut().find(|n| n.process.port == port).expect("a port of this cluster").process.kill();
     }
 
     fn id_of(&self, port: u16) -> &str {

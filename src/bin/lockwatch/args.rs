@@ -43,6 +43,9 @@ pub struct Global {
     /// The name the sentinels know the primary by (`sentinel monitor NAME …`).
     #[arg(long, global = true, env = "LOCKWATCH_SENTINEL_MASTER", hide_env_values = true, value_name = "NAME", value_parser = parse_master, requires = "sentinel")]
     pub sentinel_master: Option<String>,
+    /// --redis names any node of a Redis Cluster (LOCKWATCH_CLUSTER=1).
+    #[arg(long, global = true, env = "LOCKWATCH_CLUSTER", hide_env_values = true, action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new(), conflicts_with = "sentinel")]
+    pub cluster: bool,
     /// The job's name; its keys are {JOB}:lock, {JOB}:fence, …
     #[arg(long, global = true, env = "LOCKWATCH_JOB", hide_env_values = true, default_value = DEFAULT_JOB, value_parser = parse_job)]
     pub job: String,
@@ -161,7 +164,7 @@ pub enum Command {
 /// command still accepts the others, because scripts give them before the
 /// command whatever it is, but its help does not list them.
 const SHOWN: &[(&str, &[&str])] = &[
-    ("", &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key", "no_heartbeat"]),
+    ("", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key", "no_heartbeat"]),
     (
         "status",
         &[
@@ -169,6 +172,7 @@ const SHOWN: &[(&str, &[&str])] = &[
             "tls_ca",
             "sentinel",
             "sentinel_master",
+            "cluster",
             "job",
             "lock_key",
             "no_heartbeat",
@@ -184,6 +188,7 @@ const SHOWN: &[(&str, &[&str])] = &[
             "tls_ca",
             "sentinel",
             "sentinel_master",
+            "cluster",
             "job",
             "lock_key",
             "no_heartbeat",
@@ -193,14 +198,24 @@ const SHOWN: &[(&str, &[&str])] = &[
             "interval",
         ],
     ),
-    ("enable", &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key"]),
-    ("disable", &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key"]),
-    ("worker", &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key"]),
-    ("ack", &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key"]),
-    ("unack", &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key"]),
+    ("enable", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
+    ("disable", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
+    ("worker", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
+    ("ack", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
+    ("unack", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     (
         "history",
-        &["redis", "tls_ca", "sentinel", "sentinel_master", "job", "lock_key", "heartbeat_grace", "failover_window"],
+        &[
+            "redis",
+            "tls_ca",
+            "sentinel",
+            "sentinel_master",
+            "cluster",
+            "job",
+            "lock_key",
+            "heartbeat_grace",
+            "failover_window",
+        ],
     ),
     ("acl", &["job", "lock_key"]),
     ("demo", &["job"]),
@@ -239,7 +254,8 @@ impl Global {
         ConnectionSpec {
             url: self.redis.clone(),
             tls_ca: self.tls_ca.clone(),
-            topology: Topology::from_inputs(self.sentinel.as_deref(), self.sentinel_master.as_deref()),
+            topology: Topology::from_inputs(self.sentinel.as_deref(), self.sentinel_master.as_deref())
+                .or_cluster(self.cluster),
         }
     }
 

@@ -163,7 +163,7 @@ fn tempfile_dir() -> Result<std::path::PathBuf> {
     Ok(dir)
 }
 
-async fn wait_for_redis(target: &Target) -> Result<redis::aio::ConnectionManager> {
+async fn wait_for_redis(target: &Target) -> Result<lockwatch::connect::Conn> {
     for _ in 0..50 {
         if let Ok(conn) = target.manager().await {
             return Ok(conn);

@@ -1,0 +1,163 @@
+//! Sharded pub/sub on a Redis Cluster. Redisson 3.22+ on a Redis 7 cluster
+//! publishes its unlock `0` with `SPUBLISH`, and only the node that owns a
+//! channel's slot serves it: so the watcher and the worker `SSUBSCRIBE` the
+//! unlock and wake channels there, and listen to that node's keyspace
+//! notifications (each node sends only its own keys' events).
+//!
+//! Each slot owner gets a plain RESP3 connection used for nothing else.
+//! When the slot moves away the server ends the subscription with a
+//! `sunsubscribe` nobody asked for; on a connection that also sent commands
+//! the driver would take it for a command's answer. Here it is the signal to
+//! look (something moved) and to subscribe again on the slot's new owner.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::{PushInfo, PushKind, Value};
+use tokio::sync::{Notify, mpsc, watch};
+
+use crate::acl::keyspace_pattern;
+use crate::connect::Target;
+use crate::error::{Action, Error, describe};
+use crate::keys::Keys;
+use crate::watch::Backoff;
+
+/// How long finding the owner and subscribing may take before the attempt
+/// counts as failed.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// The subscriptions that live on one slot's owner.
+struct Shard {
+    /// A key of the slot: names the owner to ask for.
+    key: String,
+    /// Sharded channels, and whether a refusal of it fails the subscriber
+    /// (the wake channel is optional: users provisioned before it lack it).
+    channels: Vec<(String, bool)>,
+    /// Keyspace-notification patterns: a bonus where the server sends them.
+    patterns: Vec<String>,
+}
+
+/// Wakes `wake` on every unlock message, flip announcement and keyspace
+/// notification of the job until `stop`; follows the slots when they move.
+pub(crate) async fn follow(target: Target, keys: Keys, wake: Arc<Notify>, stop: watch::Receiver<bool>) {
+    let mut job = Shard {
+        key: keys.fence(),
+        channels: vec![(keys.wake_channel(), false)],
+        patterns: vec![keyspace_pattern(&keys.prefix, true)],
+    };
+    let mut shards = Vec::new();
+    // The unlock channel hashes like the lock key: with the job, or apart.
+    if keys.lock_shares_slot() {
+        job.channels.insert(0, (keys.unlock_channel(), true));
+    } else {
+        shards.push(Shard {
+            key: keys.lock.clone(),
+            channels: vec![(keys.unlock_channel(), true)],
+            patterns: vec![keyspace_pattern(&keys.lock, false)],
+        });
+    }
+    shards.push(job);
+    let followers = shards.into_iter().map(|shard| follow_shard(&target, shard, &wake, stop.clone()));
+    futures_util::future::join_all(followers).await;
+}
+
+async fn follow_shard(target: &Target, shard: Shard, wake: &Notify, mut stop: watch::Receiver<bool>) {
+    let mut backoff = Backoff::default();
+    let mut first = true;
+    while !*stop.borrow() {
+        let (pushes, mut received) = mpsc::unbounded_channel();
+        let subscribed = tokio::select! {
+            result = tokio::time::timeout(PATIENCE, subscribe(target, &shard, pushes)) => result,
+            _ = stop.changed() => return,
+        };
+        // Held for as long as the subscriptions are wanted.
+        let _conn = match subscribed {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(err)) => {
+                tracing::debug!(key = %shard.key, error = %err, "sharded subscription failed");
+                backoff.wait(&mut stop).await;
+                continue;
+            }
+            Err(_) => {
+                tracing::debug!(key = %shard.key, "sharded subscription did not answer in time");
+                backoff.wait(&mut stop).await;
+                continue;
+            }
+        };
+        backoff.reset();
+        if !first {
+            // A message may have gone out while nobody listened.
+            wake.notify_one();
+        }
+        first = false;
+        loop {
+            tokio::select! {
+                push = received.recv() => match push.map(|p| p.kind) {
+                    Some(PushKind::Message | PushKind::SMessage | PushKind::PMessage) => wake.notify_one(),
+                    Some(PushKind::SUnsubscribe) => {
+                        tracing::debug!(key = %shard.key, "the slot moved; subscribing on its new owner");
+                        wake.notify_one();
+                        break;
+                    }
+                    Some(PushKind::Disconnection) | None => break,
+                    Some(_) => {}
+                },
+                _ = stop.changed() => return,
+            }
+        }
+    }
+}
+
+/// Subscribes on the owner of the shard's slot, following a redirection
+/// when the cluster's map was already out of date.
+async fn subscribe(
+    target: &Target,
+    shard: &Shard,
+    pushes: mpsc::UnboundedSender<PushInfo>,
+) -> Result<redis::aio::MultiplexedConnection, Error> {
+    let mut owner = target.slot_owner(&shard.key).await?;
+    let mut hops = 0;
+    'node: loop {
+        let at = crate::connect::Endpoint::new(format!("{}:{}", owner.0, owner.1), target.endpoint().tls());
+        let mut conn = target.node_subscriber(&owner, pushes.clone()).await?;
+        for (channel, required) in &shard.channels {
+            match redis::cmd("SSUBSCRIBE").arg(channel).query_async::<Value>(&mut conn).await {
+                Ok(_) => {}
+                Err(err) if err.redirect_node().is_some() && hops < 3 => {
+                    if let Some(to) = err.redirect_node().and_then(|(addr, _)| split_addr(addr)) {
+                        hops += 1;
+                        owner = to;
+                        continue 'node;
+                    }
+                    return Err(describe(err, Action::Subscribing, &at));
+                }
+                Err(err) if *required => return Err(describe(err, Action::Subscribing, &at)),
+                Err(err) => tracing::debug!(channel = %channel, error = %err, "sharded channel unavailable"),
+            }
+        }
+        for pattern in &shard.patterns {
+            if let Err(err) = redis::cmd("PSUBSCRIBE").arg(pattern).query_async::<Value>(&mut conn).await {
+                tracing::debug!(pattern = %pattern, error = %err, "keyspace notifications unavailable");
+            }
+        }
+        return Ok(conn);
+    }
+}
+
+/// `host:port` of a redirection, as `(host, port)`.
+fn split_addr(addr: &str) -> Option<(String, u16)> {
+    let (host, port) = addr.rsplit_once(':')?;
+    Some((host.trim_matches(['[', ']']).to_owned(), port.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redirection_names_host_and_port() {
+        assert_eq!(split_addr("127.0.0.1:30001"), Some(("127.0.0.1".into(), 30001)));
+        assert_eq!(split_addr("[::1]:30001"), Some(("::1".into(), 30001)));
+        assert_eq!(split_addr("nowhere"), None);
+    }
+}

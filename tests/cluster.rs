@@ -1,0 +1,397 @@
+//! lockwatch on a Redis Cluster of three primaries, always through a seed
+//! node that does not own the job's slot: the CLI's commands (also as a
+//! supervisor with the rules `lockwatch acl` prints, and with a lock key in
+//! another slot, read in two round trips); a Redisson-style release by
+//! `DEL` and `SPUBLISH` wakes the watcher at once; the worker's release reaches an
+//! `SSUBSCRIBE`r; the job's slot migrated to another primary while the job
+//! runs; and the worker's refusal of a lock key outside the job's slot.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::journal::{JOURNAL_LOOP, Proc, assert_no_overlap, journal, now_ns};
+use common::topology::{Cluster, connect, query};
+use common::{eventually, flag, redisson_lock};
+use lockwatch::spec::{ConnectionSpec, Topology};
+use lockwatch::watch::{Options, Watcher};
+use lockwatch::{Keys, State};
+
+const LOCK_KEY: &str = "{outbound}:lock";
+const UNLOCK_CHANNEL: &str = "redisson_lock__channel:{outbound}:lock";
+
+/// The `lockwatch` binary with `--cluster`, seeded at `url`.
+fn lockwatch(url: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+    cmd.env_remove("LOCKWATCH_REDIS_URL").args(["--cluster", "--redis", url]);
+    cmd
+}
+
+fn run(cmd: &mut Command) -> (Output, String) {
+    let out = cmd.output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out, text)
+}
+
+fn status_json(url: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let (out, text) = run(lockwatch(url).args(extra).args(["status", "--json"]));
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code(), json, text)
+}
+
+fn worker(url: &str, node: &str, journal: &Path) -> Proc {
+    let mut cmd = lockwatch(url);
+    cmd.args(["worker", "--node", node, "--lease", "3s", "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
+    Proc(cmd.env("JOURNAL", journal).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
+}
+
+fn cluster_spec(url: &str) -> ConnectionSpec {
+    ConnectionSpec { topology: Topology::Single.or_cluster(true), ..ConnectionSpec::single(url, None) }
+}
+
+/// Every status a watcher published: when, the state, the reason.
+type Seen = Arc<Mutex<Vec<(Instant, State, String)>>>;
+
+/// Records every status the watcher publishes, with when.
+fn record(watcher: &Watcher) -> (Seen, tokio::task::JoinHandle<()>) {
+    let seen: Seen = Arc::default();
+    let mut rx = watcher.status();
+    let log = seen.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            if let Some(s) = rx.borrow_and_update().clone() {
+                log.lock().unwrap().push((Instant::now(), s.state, s.reason.clone()));
+            }
+            if rx.changed().await.is_err() {
+                break;
+            }
+        }
+    });
+    (seen, task)
+}
+
+#[test]
+fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
+    let cluster = Cluster::start();
+    let owner = cluster.owner_of(LOCK_KEY);
+    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+
+    let (code, status, text) = status_json(&seed, &[]);
+    assert_eq!((code, status["state"].as_str()), (Some(0), Some("stopped")), "{text}");
+
+    let (out, text) = run(lockwatch(&seed).args(["enable", "--user", "alice", "--reason", "night shift"]));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let on: String = query(owner, redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on")).unwrap();
+    assert_eq!(on, "1", "the flag lives on the slot's owner");
+    let (code, status, text) = status_json(&seed, &[]);
+    assert_eq!(status["enabled_users"], serde_json::json!(["alice"]), "{text}");
+    assert_ne!(code, Some(3), "{text}");
+
+    let (out, text) = run(lockwatch(&seed).args(["disable", "--user", "alice", "--reason", "done"]));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let (out, text) = run(lockwatch(&seed).args(["history", "--json"]));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+
+    // A supervisor with exactly the rules `lockwatch acl` prints, on every
+    // node (ACL users are per node): status, her flip, the history.
+    let (out, text) = run(lockwatch(&seed).args(["acl", "--user", "alice"]));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let rules = String::from_utf8(out.stdout).unwrap();
+    for port in cluster.ports() {
+        let mut conn = connect(port).unwrap();
+        // The registration is a key: on the slot's owner only.
+        for line in rules.lines().filter(|l| l.starts_with("ACL ") || port == owner) {
+            let words: Vec<&str> = line.split(' ').collect();
+            let mut cmd = redis::cmd(words[0]);
+            // The selector in parentheses is one argument.
+            let mut args: Vec<String> = Vec::new();
+            let mut open = false;
+            for w in &words[1..] {
+                if open {
+                    let last = args.last_mut().unwrap();
+                    last.push(' ');
+                    last.push_str(w);
+                } else {
+                    args.push((*w).to_owned());
+                }
+                open = (open || w.starts_with('(')) && !w.ends_with(')');
+            }
+            cmd.arg(&args);
+            let _: redis::Value = cmd.query(&mut conn).unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+        let _: () = redis::cmd("ACL").arg("SETUSER").arg("alice").arg(">pw").query(&mut conn).unwrap();
+        let _: () = redis::cmd("ACL").arg("LOG").arg("RESET").query(&mut conn).unwrap();
+    }
+    let as_alice = seed.replace("redis://", "redis://alice:pw@");
+    let (out, text) = run(lockwatch(&as_alice).args(["enable"]));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let (code, status, text) = status_json(&as_alice, &[]);
+    assert_eq!(status["enabled_users"], serde_json::json!(["alice"]), "{text}");
+    assert_ne!(code, Some(3), "{text}");
+    let (out, text) = run(lockwatch(&as_alice).args(["history", "--json"]));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for port in cluster.ports() {
+        let log: Vec<redis::Value> = query(port, redis::cmd("ACL").arg("LOG")).unwrap();
+        assert!(log.is_empty(), "node {port} refused a command of alice's: {log:?}");
+    }
+
+    // A Redisson lock under its own name, in another slot: read apart.
+    let other = "outboundLock";
+    assert_ne!(cluster.slot_of(other), cluster.slot_of(LOCK_KEY));
+    redisson_lock(&mut connect(cluster.owner_of(other)).unwrap(), other, "8d3c-uuid:57", 30_000);
+    let (code, status, text) = status_json(&seed, &["--lock-key", other, "--no-heartbeat"]);
+    assert_eq!((code, status["state"].as_str()), (Some(0), Some("running")), "{text}");
+    assert_eq!(status["lock"]["holders"], serde_json::json!(["8d3c-uuid:57"]), "{text}");
+}
+
+#[test]
+fn the_worker_refuses_a_lock_key_outside_the_jobs_slot_in_one_sentence() {
+    // Said before any connection is made: no server needed.
+    let (out, text) = run(lockwatch("redis://127.0.0.1:1").args([
+        "--lock-key",
+        "outboundLock",
+        "worker",
+        "--node",
+        "a",
+        "--",
+        "true",
+    ]));
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("the lock key outboundLock is in another Redis Cluster slot"), "{text}");
+    assert!(text.contains("{outbound}:lock"), "{text}");
+    assert_eq!(text.trim().lines().count(), 1, "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redisson_release_by_del_and_spublish_wakes_the_watcher_at_once() {
+    let cluster = tokio::task::block_in_place(Cluster::start);
+    let owner = cluster.owner_of(LOCK_KEY);
+    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+    let mut conn = connect(owner).unwrap();
+    flag(&mut conn, "outbound", "alice", true);
+    redisson_lock(&mut conn, LOCK_KEY, "8d3c-uuid:57", 30_000);
+
+    // A slow poll: only a message can explain a quick look.
+    let mut options = Options { poll: Duration::from_secs(10), ..Options::default() };
+    options.engine.heartbeats = false;
+    let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), options);
+    let (seen, recorder) = record(&watcher);
+    let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
+    eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
+    // Let the subscriber settle on the slot's owner.
+    eventually("a sharded subscriber on the owner", Duration::from_secs(10), || {
+        let counts: Vec<redis::Value> =
+            query(owner, redis::cmd("PUBSUB").arg("SHARDNUMSUB").arg(UNLOCK_CHANNEL)).ok()?;
+        (counts.get(1) == Some(&redis::Value::Int(1))).then_some(())
+    })
+    .await;
+
+    let released = Instant::now();
+    let (_, receivers): ((), u32) =
+        redis::pipe().del(LOCK_KEY).cmd("SPUBLISH").arg(UNLOCK_CHANNEL).arg("0").query(&mut conn).unwrap();
+    assert_eq!(receivers, 1);
+    let after = eventually("the watcher to see the lock gone", Duration::from_secs(8), || {
+        let seen = seen.lock().unwrap();
+        seen.iter().any(|(t, s, _)| *t > released && *s != State::Running).then(|| released.elapsed())
+    })
+    .await;
+    eprintln!("DEL + SPUBLISH -> watcher saw it after {} ms", after.as_millis());
+    assert!(after < Duration::from_secs(2), "the watcher took {after:?}: the message did not wake it");
+    watcher.stop().await;
+    recorder.abort();
+}
+
+#[test]
+fn the_workers_release_and_a_flip_reach_sharded_subscribers() {
+    let cluster = Cluster::start();
+    let owner = cluster.owner_of(LOCK_KEY);
+    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+    let mut conn = connect(owner).unwrap();
+    flag(&mut conn, "outbound", "alice", true);
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut conn).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let _worker = worker(&seed, "srv-a", &j);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while journal(&j).is_empty() {
+        assert!(Instant::now() < deadline, "the job did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let mut sub = connect(owner).unwrap();
+    sub.send_packed_command(&redis::cmd("SSUBSCRIBE").arg(UNLOCK_CHANNEL).arg("{outbound}:wake").get_packed_command())
+        .unwrap();
+    let (out, text) = run(lockwatch(&seed).args(["disable", "--user", "alice"]));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let mut pushes = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !pushes.contains(&format!("smessage {UNLOCK_CHANNEL} 0")) {
+        assert!(Instant::now() < deadline, "no unlock message; got {pushes:?}");
+        pushes.push(next_push(&mut sub).join(" "));
+    }
+    assert!(pushes.contains(&"smessage {outbound}:wake alice".to_owned()), "{pushes:?}");
+    let held: bool = query(owner, redis::cmd("EXISTS").arg(LOCK_KEY)).unwrap();
+    assert!(!held, "released");
+}
+
+/// The next push on a RESP2 subscriber connection, as strings.
+fn next_push(conn: &mut redis::Connection) -> Vec<String> {
+    conn.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let value = conn.recv_response().expect("a push within the read timeout");
+    let redis::Value::Array(items) = value else { panic!("not a push: {value:?}") };
+    items
+        .into_iter()
+        .map(|item| match item {
+            redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+            redis::Value::Int(n) => n.to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_jobs_slot_migrating_to_another_primary_keeps_the_job_running_once_without_stopped() {
+    let cluster = tokio::task::block_in_place(Cluster::start);
+    let owner = cluster.owner_of(LOCK_KEY);
+    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+    {
+        let mut c = connect(owner).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    }
+    let options = Options { poll: Duration::from_millis(200), ..Options::default() };
+    let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), options);
+    let (seen, recorder) = record(&watcher);
+
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let workers = [worker(&seed, "srv-a", &j), worker(&seed, "srv-b", &j)];
+    eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
+    let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
+    eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let slot = cluster.slot_of(LOCK_KEY);
+    let target = cluster.ports().into_iter().find(|&p| p != owner).unwrap();
+    let started = Instant::now();
+    tokio::task::block_in_place(|| cluster.migrate_slot(slot, target));
+    let moved_ns = now_ns();
+    eprintln!("slot {slot} moved from {owner} to {target} in {} ms", started.elapsed().as_millis());
+
+    let at = eventually("the job to run after the move", Duration::from_secs(10), || {
+        journal(&j).iter().any(|l| l.2 > moved_ns + 500_000_000).then(|| started.elapsed())
+    })
+    .await;
+    eprintln!("job running after the move, {:.1} s after it began", at.as_secs_f64());
+    let since = Instant::now();
+    eventually("the watcher to say running after the move", Duration::from_secs(10), || {
+        seen.lock().unwrap().iter().any(|(t, s, _)| *t > since && *s == State::Running).then_some(())
+    })
+    .await;
+    let holders: Vec<String> = query(target, redis::cmd("HKEYS").arg(LOCK_KEY)).unwrap();
+    assert_eq!(holders.len(), 1, "the new owner holds the lock of one server: {holders:?}");
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    drop(workers);
+    watcher.stop().await;
+    recorder.abort();
+    let lines = journal(&j);
+    assert_no_overlap(&lines);
+    let seen = seen.lock().unwrap();
+    let states: Vec<String> =
+        seen.iter().map(|(t, s, _)| format!("{:+.1}s {s:?}", t.duration_since(started).as_secs_f64())).collect();
+    eprintln!("statuses around the move: {states:?}");
+    for (_, state, reason) in seen.iter() {
+        assert_ne!(*state, State::Stopped, "the watcher said stopped: {reason}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_slot_owner_is_unknown_within_seconds_and_never_stopped() {
+    let mut cluster = tokio::task::block_in_place(Cluster::start);
+    let owner = cluster.owner_of(LOCK_KEY);
+    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+    let mut conn = connect(owner).unwrap();
+    flag(&mut conn, "outbound", "alice", true);
+    redisson_lock(&mut conn, LOCK_KEY, "8d3c-uuid:57", 60_000);
+    let mut options = Options { poll: Duration::from_millis(500), ..Options::default() };
+    options.engine.heartbeats = false;
+    let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), options);
+    let (seen, recorder) = record(&watcher);
+    let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
+    eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
+
+    let killed = Instant::now();
+    cluster.kill_node(owner);
+    let after = eventually("the watcher to say unknown", Duration::from_secs(15), || {
+        let seen = seen.lock().unwrap();
+        seen.iter().any(|(t, s, _)| *t > killed && *s == State::Unknown).then(|| killed.elapsed())
+    })
+    .await;
+    eprintln!("kill -9 of the slot's owner -> unknown after {} ms (poll 500 ms)", after.as_millis());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    watcher.stop().await;
+    recorder.abort();
+    let seen = seen.lock().unwrap();
+    let reason = seen.iter().rev().find(|(_, s, _)| *s == State::Unknown).map(|(_, _, r)| r.clone()).unwrap();
+    eprintln!("reason: {reason}");
+    // The read fails with its cause, rather than hanging in the cluster
+    // client's retries until the watcher's patience runs out.
+    assert!(reason.contains("refused"), "{reason}");
+    for (_, state, reason) in seen.iter() {
+        assert_ne!(*state, State::Stopped, "the watcher said stopped: {reason}");
+    }
+}
+
+/// The figure for the README: 100 jobs spread over the three primaries,
+/// each with a flag, a holder's heartbeat and a Redisson lock; one cluster
+/// connection probes them all, round after round, and the same on one
+/// Redis for comparison. Run with
+/// `cargo test --release --test cluster a_hundred_jobs -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a figure, not a test: run it by name with --ignored --nocapture"]
+async fn a_hundred_jobs_spread_over_the_cluster_probe_p50_p99() {
+    const JOBS: usize = 100;
+    const ROUNDS: usize = 30;
+    let cluster = tokio::task::block_in_place(Cluster::start);
+    let single = common::RedisServer::start();
+    let jobs: Vec<String> = (0..JOBS).map(|i| format!("job-{i}")).collect();
+    let mut per_node = std::collections::BTreeMap::new();
+    for job in &jobs {
+        let owner = cluster.owner_of(&format!("{{{job}}}:lock"));
+        *per_node.entry(owner).or_insert(0) += 1;
+        for conn in [&mut connect(owner).unwrap(), &mut single.conn()] {
+            flag(conn, job, "alice", true);
+            redisson_lock(conn, &format!("{{{job}}}:lock"), "8d3c-uuid:57", 600_000);
+            common::beat(conn, job, "srv-a", "8d3c-uuid:57", 7, "running", 0);
+        }
+    }
+    eprintln!("jobs per primary: {:?}", per_node.values().collect::<Vec<_>>());
+    for (name, spec) in [
+        ("cluster (3 primaries)", cluster_spec(&cluster.url(cluster.ports()[0]))),
+        ("one Redis", ConnectionSpec::single(single.url(), None)),
+    ] {
+        let target = spec.target().unwrap();
+        let mut conn = target.manager().await.unwrap();
+        let keys: Vec<Keys> = jobs.iter().map(|j| Keys::new(j)).collect();
+        for k in &keys {
+            lockwatch::probe::probe(&mut conn, k, target.endpoint()).await.unwrap();
+        }
+        let mut times = Vec::with_capacity(JOBS * ROUNDS);
+        for _ in 0..ROUNDS {
+            for k in &keys {
+                let t = Instant::now();
+                let snap = lockwatch::probe::probe(&mut conn, k, target.endpoint()).await.unwrap();
+                times.push(t.elapsed());
+                assert_eq!(snap.lock.holders.len(), 1);
+            }
+        }
+        times.sort();
+        let q = |p: usize| times[(times.len() * p / 100).min(times.len() - 1)].as_secs_f64() * 1e6;
+        eprintln!("{name}: {} probes of {JOBS} jobs, p50 {:.0} µs, p99 {:.0} µs", times.len(), q(50), q(99));
+    }
+}
