@@ -81,7 +81,12 @@ function fill(card, entry, user) {
   mine.indeterminate = own == null;
   mine.disabled = own == null;
   card.querySelector(".mine-label").textContent = t(own == null ? "page-mine-unknown" : "page-mine");
-  if (entry.flip_error) card.querySelector(".error").textContent = t("page-not-changed", { error: entry.flip_error });
+  if (entry.flip_error) {
+    // The supervisor's sentence; Redis's own words on hover.
+    const error = card.querySelector(".error");
+    error.textContent = t("page-not-changed", { error: entry.flip_error });
+    error.title = entry.flip_detail ?? "";
+  }
   const acks = s?.acks ?? [];
   card.querySelector(".on-it-head").hidden = acks.length === 0;
   const onIt = acks.map((a) => {

@@ -58,6 +58,7 @@ menu-settings-problem = Settings problem: { $error }
 ## Notifications
 
 note-died = { $job } died
+note-died-on = { $job } died on { $server }
 note-data-lost = Redis lost the data of { $job }
 note-conflict = { $job }: two servers run it
 note-failover = { $job } moved from { $from } to { $to }
@@ -70,11 +71,26 @@ note-started = { $job } started
 note-stopped = { $job } stopped
 note-unreachable = Redis unreachable: job states unknown
 note-reachable = Redis reachable again
-# The library's own sentence says it best in English.
-note-body = { $at }: { $reason }
+# What the title does not say yet; else the library's own sentence.
+note-body = { $kind ->
+        [failover] { $at }: { $to } runs it now.
+        [restarted] { $at }: the same server took the job again.
+       *[other] { $at }: { $reason }
+    }
+note-action-open = Open dashboard
+note-action-snooze = Snooze 1 h
+note-action-on-it = I'm on it
 note-flip-refused = Your flag for { $job } was not changed
 note-ack-refused = Your "on it" for { $job } was not saved
 note-settings-reset = lockwatch settings reset
+
+## A refused write, in a supervisor's words (the dashboard keeps Redis's own)
+
+refusal-not-allowed = Redis does not let { $user } change this. Ask the Redis admin to grant the rules `lockwatch acl --user { $user }` prints.
+refusal-login = Redis did not accept your user name or password: check them in Settings.
+refusal-unreachable = Redis cannot be reached right now: try again when it is back.
+refusal-other = Redis refused the change: the dashboard has the details.
+refusal-unregistered = Saved, but it does not count yet: { $user } is not registered for this job. Ask the Redis admin to register { $user }.
 
 ## Test connection (answered by the app in one sentence)
 

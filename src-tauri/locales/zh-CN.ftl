@@ -58,6 +58,7 @@ menu-settings-problem = 设置有误：{ $error }
 ## 通知
 
 note-died = { $job } 已宕机
+note-died-on = { $job } 已宕机（最后运行于 { $server }）
 note-data-lost = Redis 丢失了 { $job } 的数据
 note-conflict = { $job }：两台服务器同时在运行
 note-failover = { $job } 已从 { $from } 切换到 { $to }
@@ -84,9 +85,20 @@ note-body = { $kind ->
         [reachable] { $at }：已重新连接到 Redis。
        *[other] { $at }：{ $reason }
     }
+note-action-open = 打开监控面板
+note-action-snooze = 静音 1 小时
+note-action-on-it = 我来处理
 note-flip-refused = 您对 { $job } 的启用设置未更改
 note-ack-refused = 您对 { $job } 的“我来处理”未保存
 note-settings-reset = lockwatch 设置已重置
+
+## 被拒绝的写入，用主管的话说（Redis 的原话在监控面板中）
+
+refusal-not-allowed = Redis 不允许 { $user } 修改此项。请让 Redis 管理员授予 `lockwatch acl --user { $user }` 输出的规则。
+refusal-login = Redis 不接受您的用户名或密码：请在设置中检查。
+refusal-unreachable = 暂时无法连接 Redis：请在恢复后重试。
+refusal-other = Redis 拒绝了此更改：详情见监控面板。
+refusal-unregistered = 已保存，但暂不生效：{ $user } 尚未登记为此任务的用户。请让 Redis 管理员登记 { $user }。
 
 ## 测试连接
 

@@ -8,7 +8,7 @@ use tauri::{AppHandle, Manager};
 
 use crate::clock::{desktop_now_ms, next_midnight_ms};
 use crate::menu_id::Mute;
-use crate::model::Note;
+use crate::model::{Note, Refusal};
 use crate::settings::Settings;
 use crate::state::AppState;
 use crate::{notify, store, supervisor, tray};
@@ -183,7 +183,8 @@ impl OwnWrite {
     }
 
     /// Keeps the write's refusal or warning for the menu, shows the server's
-    /// truth again, and notifies a refusal (`note` names its title).
+    /// truth again, and notifies a refusal (`note` names its title) in the
+    /// supervisor's words; the dashboard keeps the library's.
     fn report(
         self,
         app: &AppHandle,
@@ -191,27 +192,24 @@ impl OwnWrite {
         what: &str,
         note: &str,
     ) -> Result<(), String> {
-        let error = match result {
-            Ok(warning) => warning,
-            Err(err) => Some(err.to_string()),
+        let refusal = match result {
+            Ok(warning) => warning.map(|w| Refusal::unregistered(w, &self.user, &self.tr)),
+            Err(err) => Some(Refusal::of(&err, &self.user, &self.tr)),
         };
         {
             let state = app.state::<AppState>();
             if let Some(view) = state.lock().jobs.get_mut(self.index) {
-                view.flip_error = error.clone();
+                view.flip_error = refusal.clone();
             }
         }
         supervisor::refresh(app, self.index);
         tray::redraw(app);
-        match error {
-            Some(err) => {
-                tracing::warn!(job = %self.keys.job, "{what} refused: {err}");
-                notify::show(&Note {
-                    summary: self.tr.ta(note, &[("job", self.keys.job.as_str().into())]),
-                    body: err.clone(),
-                    critical: false,
-                });
-                Err(err)
+        match refusal {
+            Some(refusal) => {
+                tracing::warn!(job = %self.keys.job, "{what} refused: {}", refusal.detail);
+                let summary = self.tr.ta(note, &[("job", self.keys.job.as_str().into())]);
+                notify::tell(app, &Note::plain(summary, refusal.said.clone()));
+                Err(refusal.said)
             }
             None => Ok(()),
         }

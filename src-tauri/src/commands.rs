@@ -17,8 +17,14 @@ use crate::state::AppState;
 #[tauri::command]
 pub async fn get_state(state: State<'_, AppState>) -> Result<Value, String> {
     let inner = state.lock();
-    let statuses: Vec<Value> =
-        inner.jobs.iter().map(|j| json!({ "job": j.job, "status": j.status, "flip_error": j.flip_error })).collect();
+    let statuses: Vec<Value> = inner
+        .jobs
+        .iter()
+        .map(|j| {
+            let (said, detail) = j.flip_error.as_ref().map(|r| (&r.said, &r.detail)).unzip();
+            json!({ "job": j.job, "status": j.status, "flip_error": said, "flip_detail": detail })
+        })
+        .collect();
     Ok(json!({
         "settings": inner.settings,
         "form": SettingsForm::of(&inner.settings),

@@ -76,11 +76,9 @@ pub fn run() {
             let handle = app.handle().clone();
             tauri::async_runtime::spawn(async move { supervisor::restart(&handle) });
             if let Some(problem) = problem {
-                notify::show(&model::Note {
-                    summary: i18n::tr(lang).t("note-settings-reset"),
-                    body: problem,
-                    critical: false,
-                });
+                let tr = i18n::tr(lang);
+                let note = model::Note::plain(tr.t("note-settings-reset"), problem);
+                notify::show(app.handle(), &note, &tr, notify::Style { sound: false });
             }
             if std::env::var_os("LOCKWATCH_OPEN_DASHBOARD").is_some() {
                 window::open(app.handle(), "live");

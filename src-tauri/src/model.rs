@@ -17,7 +17,37 @@ pub struct JobView {
     /// Latest status; `None` before the first read.
     pub status: Option<Status>,
     /// Why the last flip of the user's own flag failed, until the next success.
-    pub flip_error: Option<String>,
+    pub flip_error: Option<Refusal>,
+}
+
+/// A write of the user's own key that Redis refused (or took with a
+/// warning), said two ways.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// In the supervisor's words: the notification, the dashboard's line.
+    pub said: String,
+    /// The library's sentence (what failed, where, Redis's words), for the dashboard's details.
+    pub detail: String,
+}
+
+impl Refusal {
+    /// A refusal of `user`'s write, worded by its kind rather than by the
+    /// driver's message.
+    pub fn of(err: &lockwatch::Error, user: &str, tr: &Tr) -> Refusal {
+        use lockwatch::error::RedisFailure;
+        let id = match err.redis_failure() {
+            Some(RedisFailure::Permission) => "refusal-not-allowed",
+            Some(RedisFailure::Auth) => "refusal-login",
+            Some(RedisFailure::Unreachable) => "refusal-unreachable",
+            _ => "refusal-other",
+        };
+        Refusal { said: tr.ta(id, &[("user", user.into())]), detail: err.to_string() }
+    }
+
+    /// A write that was made but does not count yet (the user is not registered).
+    pub fn unregistered(warning: String, user: &str, tr: &Tr) -> Refusal {
+        Refusal { said: tr.ta("refusal-unregistered", &[("user", user.into())]), detail: warning }
+    }
 }
 
 /// What the tray shows.
@@ -256,8 +286,61 @@ fn unmute_label(mute_until_ms: Option<u64>, now_ms: u64, tr: &Tr) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Note {
     pub summary: String,
+    /// Plain text: escaped for a daemon that reads markup when it is shown.
     pub body: String,
     pub critical: bool,
+    /// The buttons, besides the default action (a click on the body opens the dashboard).
+    pub actions: Vec<NoteAction>,
+}
+
+impl Note {
+    /// A note whose only action is its default one.
+    pub fn plain(summary: String, body: String) -> Note {
+        Note { summary, body, critical: false, actions: Vec::new() }
+    }
+}
+
+/// What a notification's button does. The id the daemon sends back is
+/// built and read by this one enum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoteAction {
+    /// Open the dashboard; also a click on the notification itself.
+    Open,
+    /// Mute notifications for an hour.
+    Snooze,
+    /// "I'm on it" for this job.
+    OnIt(String),
+}
+
+impl NoteAction {
+    /// The notification spec's name of the action of a click on the body.
+    pub const DEFAULT_ID: &'static str = "default";
+
+    pub fn id(&self) -> String {
+        match self {
+            NoteAction::Open => "open".to_owned(),
+            NoteAction::Snooze => "snooze".to_owned(),
+            NoteAction::OnIt(job) => format!("on-it:{job}"),
+        }
+    }
+
+    /// The action an id stands for; the default action opens the dashboard.
+    pub fn parse(id: &str) -> Option<NoteAction> {
+        match id {
+            "open" | NoteAction::DEFAULT_ID => Some(NoteAction::Open),
+            "snooze" => Some(NoteAction::Snooze),
+            _ => id.strip_prefix("on-it:").filter(|job| !job.is_empty()).map(|job| NoteAction::OnIt(job.to_owned())),
+        }
+    }
+
+    /// The button's label.
+    pub fn label(&self, tr: &Tr) -> String {
+        tr.t(match self {
+            NoteAction::Open => "note-action-open",
+            NoteAction::Snooze => "note-action-snooze",
+            NoteAction::OnIt(_) => "note-action-on-it",
+        })
+    }
 }
 
 /// Which events notify (the settings' choice).
@@ -364,13 +447,14 @@ impl Notifier {
     }
 }
 
-/// Title and body of an event's notification. The body is the catalog's:
-/// the library's English sentence in English, the catalog's own sentence
-/// for the event's kind in Chinese.
+/// Title, body and buttons of an event's notification. The body says what
+/// the title does not (a failover's title names both servers already); the
+/// library's English sentence only where the catalog has none of its own.
 pub fn note(event: &Event, at: &str, tr: &Tr) -> Note {
     let node = |r: &Option<lockwatch::status::HolderRef>| r.as_ref().and_then(|h| h.node.clone());
     let (from, to) = (node(&event.from), node(&event.to));
     let (id, critical) = match event.event {
+        EventKind::Died if from.is_some() => ("note-died-on", true),
         EventKind::Died => ("note-died", true),
         EventKind::DataLost => ("note-data-lost", true),
         EventKind::Conflict => ("note-conflict", true),
@@ -390,18 +474,28 @@ pub fn note(event: &Event, at: &str, tr: &Tr) -> Note {
         (EventKind::Failover, None) => "other".to_owned(),
         (kind, _) => serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
     };
+    let server = match event.event {
+        EventKind::Died => from.clone(),
+        _ => to.clone(),
+    };
     let from = from.unwrap_or_default();
     let to = to.unwrap_or_default();
+    let server = server.unwrap_or_default();
     let args = [
         ("job", event.job.as_str().into()),
         ("from", from.as_str().into()),
         ("to", to.as_str().into()),
-        ("server", to.as_str().into()),
+        ("server", server.as_str().into()),
         ("at", at.into()),
         ("kind", kind.as_str().into()),
         ("reason", event.reason.as_str().into()),
     ];
-    Note { summary: tr.ta(id, &args), body: tr.ta("note-body", &args), critical }
+    let mut actions = vec![NoteAction::Open, NoteAction::Snooze];
+    // Someone can be on trouble, or on a move nobody asked for; good news needs nobody.
+    if is_trouble(event.event) || matches!(event.event, EventKind::Failover | EventKind::Restarted) {
+        actions.push(NoteAction::OnIt(event.job.clone()));
+    }
+    Note { summary: tr.ta(id, &args), body: tr.ta("note-body", &args), critical, actions }
 }
 
 #[cfg(test)]
@@ -576,8 +670,60 @@ mod tests {
         e.to = Some(HolderRef { field: "b:1".into(), node: Some("wh-west-1".into()) });
         let n = note(&e, "10:02:03", &en().tr);
         assert_eq!(n.summary, "outbound moved from wh-east-1 to wh-west-1");
-        assert_eq!(n.body, "10:02:03: why");
         assert!(!n.critical);
+    }
+
+    #[test]
+    fn a_failover_is_said_once_and_a_death_names_the_server_that_died() {
+        let mut e = event(EventKind::Failover, "outbound");
+        e.from = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
+        e.to = Some(HolderRef { field: "b:1".into(), node: Some("wh-west-1".into()) });
+        // The library's reason repeats the title: "the job moved from wh-east-1 to wh-west-1".
+        e.reason = "the job moved from wh-east-1 to wh-west-1".into();
+        let n = note(&e, "10:02:03", &en().tr);
+        assert_eq!(n.body, "10:02:03: wh-west-1 runs it now.");
+        assert!(!n.body.contains("moved"), "{}", n.body);
+        let mut died = event(EventKind::Died, "outbound");
+        died.from = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
+        assert_eq!(note(&died, "10:02:03", &en().tr).summary, "outbound died on wh-east-1");
+        assert_eq!(note(&died, "10:02:03", &zh().tr).summary, "outbound 已宕机（最后运行于 wh-east-1）");
+    }
+
+    #[test]
+    fn notifications_offer_the_dashboard_a_snooze_and_on_it_for_trouble() {
+        let mut e = event(EventKind::Failover, "outbound");
+        e.to = Some(HolderRef { field: "b:1".into(), node: Some("wh-west-1".into()) });
+        let n = note(&e, "10:02", &en().tr);
+        assert_eq!(n.actions, [NoteAction::Open, NoteAction::Snooze, NoteAction::OnIt("outbound".into())]);
+        let labels: Vec<String> = n.actions.iter().map(|a| a.label(&en().tr)).collect();
+        assert_eq!(labels, ["Open dashboard", "Snooze 1 h", "I'm on it"]);
+        let labels: Vec<String> = n.actions.iter().map(|a| a.label(&zh().tr)).collect();
+        assert_eq!(labels, ["打开监控面板", "静音 1 小时", "我来处理"]);
+        assert!(!note(&event(EventKind::Recovered, "o"), "", &en().tr).actions.contains(&NoteAction::OnIt("o".into())));
+        for a in [NoteAction::Open, NoteAction::Snooze, NoteAction::OnIt("in:bound".into())] {
+            assert_eq!(NoteAction::parse(&a.id()), Some(a));
+        }
+        assert_eq!(NoteAction::parse("default"), Some(NoteAction::Open), "a click on the note opens the dashboard");
+        assert_eq!(NoteAction::parse("__closed"), None);
+        assert_eq!(NoteAction::parse("on-it:"), None);
+    }
+
+    #[test]
+    fn a_refusal_is_said_in_a_supervisors_words_and_keeps_the_details() {
+        let host = lockwatch::connect::Endpoint::new("db:6379", false);
+        // As the library reports an ACL refusal: Redis's words in the cause.
+        let err = lockwatch::Error::Redis {
+            action: lockwatch::error::Action::SettingFlag { user: "bob".into(), job: "outbound".into() },
+            host,
+            cause: "NOPERM: this user has no permissions to access one of the keys used as arguments".into(),
+            hint: "connect as that user, or ask the admin for the rules printed by `lockwatch acl --user <name>`",
+            kind: lockwatch::error::RedisFailure::Permission,
+        };
+        let r = Refusal::of(&err, "bob", &en().tr);
+        assert!(!r.said.contains("NOPERM") && !r.said.contains("keys used as arguments"), "{}", r.said);
+        assert!(r.said.starts_with("Redis does not let bob change this."), "{}", r.said);
+        assert!(r.detail.contains("NOPERM"), "the dashboard keeps Redis's words: {}", r.detail);
+        assert!(Refusal::of(&err, "bob", &zh().tr).said.starts_with("Redis 不允许 bob"));
     }
 
     #[test]
@@ -684,7 +830,7 @@ mod tests {
         assert!(refusal.chars().count() > 280);
         for lang in Lang::ALL {
             let mut refused = view(State::Running, Some("a"), &["bob"]);
-            refused.flip_error = Some(refusal.into());
+            refused.flip_error = Some(Refusal { said: "x".into(), detail: refusal.into() });
             let line = tray_view(&[refused], "bob", None, 0, &words(lang)).jobs[0].error_line.clone().unwrap();
             assert!(line.chars().count() <= 60, "{lang:?}: {line}");
             assert!(line.starts_with('⚠'), "{line}");

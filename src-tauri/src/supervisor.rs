@@ -113,6 +113,6 @@ fn on_event(app: &AppHandle, event: &Event) {
         inner.notifier.decide(event, &kinds, mute, desktop_now_ms(), &tr, local_time)
     };
     if let Some(note) = note {
-        notify::show(&note);
+        notify::tell(app, &note);
     }
 }
