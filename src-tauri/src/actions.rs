@@ -8,7 +8,7 @@ use tauri::{AppHandle, Manager};
 
 use crate::clock::{desktop_now_ms, next_midnight_ms};
 use crate::menu_id::Mute;
-use crate::model::{Note, Refusal};
+use crate::model::{Note, OwnFlip, Refusal};
 use crate::settings::Settings;
 use crate::state::AppState;
 use crate::{notify, store, supervisor, tray};
@@ -79,7 +79,7 @@ pub fn toggle_flag(app: &AppHandle, job: &str) {
             let app = app.clone();
             let job = job.to_owned();
             tauri::async_runtime::spawn(async move {
-                let _ = flip(&app, &job, on).await;
+                let _ = flip(&app, &job, on, None).await;
             });
         }
         None => tray::redraw(app),
@@ -138,22 +138,36 @@ pub async fn set_on_it(app: &AppHandle, job: &str, on: bool) -> Result<(), Strin
     w.report(app, result, "\"on it\"", "note-ack-refused")
 }
 
-/// Flips the user's own flag of `job` to `on`. A refusal (ACL, Redis down)
-/// is kept for the menu, notified, and returned; the checkbox goes back to
-/// the server's truth with the next status.
+/// Flips the user's own flag of `job` to `on`, with the user's reason if
+/// they gave one. A refusal (ACL, Redis down) is kept for the menu,
+/// notified, and returned; the checkbox goes back to the server's truth
+/// with the next status. A flip Redis took is confirmed in the menu, and
+/// the start or stop it causes is not notified to the one who asked.
 ///
 /// # Errors
 /// The refusal, as one sentence.
-pub async fn flip(app: &AppHandle, job: &str, on: bool) -> Result<(), String> {
+pub async fn flip(app: &AppHandle, job: &str, on: bool, reason: Option<&str>) -> Result<(), String> {
     let w = OwnWrite::of(app, job)?;
     let result = async {
         let mut conn = w.target.manager().await?;
         let host = flags::this_host();
-        let flip = flags::Flip { user: &w.user, on, host: &host, reason: None };
-        flags::set_flag(&mut conn, &w.keys, &flip, w.target.host()).await.map(|flipped| flipped.warning)
+        let flip = flags::Flip { user: &w.user, on, host: &host, reason };
+        flags::set_flag(&mut conn, &w.keys, &flip, w.target.host()).await
     }
     .await;
-    w.report(app, result, "flag flip", "note-flip-refused")
+    {
+        let state = app.state::<AppState>();
+        let mut inner = state.lock();
+        if let Ok(flipped) = &result {
+            inner.notifier.own_flip(job, on, flipped.at_ms);
+        }
+        // A refusal replaces the confirmation of an earlier flip.
+        let confirmed = result.as_ref().ok().map(|flipped| OwnFlip { on, at_ms: flipped.at_ms });
+        if let Some(view) = inner.jobs.get_mut(w.index) {
+            view.own_flip = confirmed;
+        }
+    }
+    w.report(app, result.map(|flipped| flipped.warning), "flag flip", "note-flip-refused")
 }
 
 /// A write of the user's own key of one watched job (their flag, their

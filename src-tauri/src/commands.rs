@@ -42,10 +42,15 @@ pub async fn get_state(state: State<'_, AppState>) -> Result<Value, String> {
     }))
 }
 
-/// Flips the user's own flag of `job`.
+/// Flips the user's own flag of `job`, with their reason (checked by the
+/// library's rule: one line, bounded) when they gave one.
 #[tauri::command]
-pub async fn set_enabled(app: AppHandle, job: String, on: bool) -> Result<(), String> {
-    actions::flip(&app, &job, on).await
+pub async fn set_enabled(app: AppHandle, job: String, on: bool, reason: Option<String>) -> Result<(), String> {
+    let reason = reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty());
+    if let Some(r) = &reason {
+        lockwatch::flags::check_reason(r).map_err(|e| e.to_string())?;
+    }
+    actions::flip(&app, &job, on, reason.as_deref()).await
 }
 
 /// Field-by-field problems of a settings form.

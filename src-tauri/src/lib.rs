@@ -125,7 +125,7 @@ fn on_menu(app: &AppHandle, event: MenuEvent) {
         MenuId::Ack(job) => off_main(app, move |app| actions::toggle_ack(app, &job)),
         // The status and a refused flip's short line lead to the details.
         MenuId::Status(_) | MenuId::Error(_) => window::open(app, "live"),
-        MenuId::Others(_) | MenuId::OnIt { .. } | MenuId::MuteMenu => {}
+        MenuId::Others(_) | MenuId::OnIt { .. } | MenuId::Confirm(_) | MenuId::MuteMenu => {}
     }
 }
 

@@ -18,6 +18,16 @@ pub struct JobView {
     pub status: Option<Status>,
     /// Why the last flip of the user's own flag failed, until the next success.
     pub flip_error: Option<Refusal>,
+    /// The user's own last flip that Redis took, confirmed in the menu.
+    pub own_flip: Option<OwnFlip>,
+}
+
+/// A flip of the user's own flag that Redis took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnFlip {
+    pub on: bool,
+    /// Redis time of the flip, ms.
+    pub at_ms: u64,
 }
 
 /// A write of the user's own key that Redis refused (or took with a
@@ -105,6 +115,8 @@ pub struct JobMenu {
     pub others_line: String,
     /// A refused flip, said short enough for a menu; the dashboard has the details.
     pub error_line: Option<String>,
+    /// The user's own flip, confirmed: `✓ You switched it off at 10:02`.
+    pub confirm_line: Option<String>,
     /// Who is on it: `alice is on it since 10:02: looking at wh-a`, one per ack in force.
     pub on_it_lines: Vec<String>,
     /// Whose each line is, in the same order.
@@ -149,6 +161,10 @@ pub fn tray_view(
 fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
     let tr = &words.tr;
     let error_line = j.flip_error.as_ref().map(|_| tr.t("menu-flip-refused"));
+    let confirm_line = j.own_flip.map(|f| {
+        let id = if f.on { "menu-own-on" } else { "menu-own-off" };
+        tr.ta(id, &[("time", (words.time_of_day)(f.at_ms).into())])
+    });
     let Some(s) = &j.status else {
         return JobMenu {
             job: j.job.clone(),
@@ -158,6 +174,7 @@ fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
             can_flip: false,
             others_line: tr.t("menu-others-not-yet"),
             error_line,
+            confirm_line,
             on_it_lines: Vec::new(),
             on_it_users: Vec::new(),
             own_ack: None,
@@ -180,6 +197,7 @@ fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
         can_flip: enabled_for_me.is_some(),
         others_line,
         error_line,
+        confirm_line,
         on_it_lines: s.acks.iter().map(|a| on_it_line(a, words)).collect(),
         on_it_users: s.acks.iter().map(|a| a.user.clone()).collect(),
         own_ack,
@@ -350,22 +368,61 @@ pub fn default_notify_kinds() -> Vec<EventKind> {
 }
 
 /// Decides which events become notifications: respects the choices and the
-/// mute, and lets through at most one of a kind per job within `quiet_ms`,
-/// so a flapping job or a desktop's own network drop gives one, not a storm.
+/// mute, and lets through the same incident once within `quiet_ms`, so a
+/// flapping job or a desktop's own network drop gives one, not a storm,
+/// while a new one (a move back, a death on another server) is told.
+/// The start or stop the user's own flip asked for is confirmed in the
+/// menu instead.
 /// While someone else is on an incident ("I'm on it"), its repeats stay
 /// quiet; a new incident is not quiet.
 #[derive(Debug, Clone)]
 pub struct Notifier {
     quiet_ms: u64,
-    /// Last notified time per (job, kind); Redis unreachability is keyed
-    /// without the job: one Redis down is one notification for all jobs.
-    last: HashMap<(String, EventKind), u64>,
+    /// Last notified time per incident (job, kind and the servers named):
+    /// the same again within `quiet_ms` is quiet, another one is news.
+    last: HashMap<Incident, u64>,
     /// Per job, the Redis time its open incident began: set by the first
     /// trouble event, ended by the job running or stopping again.
     incidents: HashMap<String, u64>,
     /// Per job, the acknowledgements of the other supervisors, as last read.
     others_acks: HashMap<String, Vec<Ack>>,
+    /// Per job, the user's own last flip: its start or stop is no news to them.
+    own_flips: HashMap<String, OwnFlip>,
 }
+
+/// What makes two events the same news: the job (none for Redis's
+/// reachability: one Redis down is one notification for all jobs), the
+/// kind, and the servers named (a move back is a new move, a death on
+/// another server a new death).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Incident {
+    job: String,
+    kind: EventKind,
+    from: Option<String>,
+    to: Option<String>,
+}
+
+impl Incident {
+    fn of(event: &Event) -> Incident {
+        let node = |r: &Option<lockwatch::status::HolderRef>| {
+            r.as_ref().map(|h| h.node.clone().unwrap_or_else(|| h.field.clone()))
+        };
+        match event.event {
+            EventKind::Unreachable | EventKind::Reachable => {
+                Incident { job: String::new(), kind: event.event, from: None, to: None }
+            }
+            kind => Incident { job: event.job.clone(), kind, from: node(&event.from), to: node(&event.to) },
+        }
+    }
+
+    fn unreachable() -> Incident {
+        Incident { job: String::new(), kind: EventKind::Unreachable, from: None, to: None }
+    }
+}
+
+/// How long after one's own flip the job's start or stop is taken as its
+/// outcome (Redis time): a worker takes or leaves the job within seconds.
+pub const OWN_FLIP_MS: u64 = 60_000;
 
 /// Events that open an incident, or belong to the one open.
 fn is_trouble(kind: EventKind) -> bool {
@@ -382,7 +439,13 @@ fn ends_incident(kind: EventKind) -> bool {
 
 impl Notifier {
     pub fn new(quiet_ms: u64) -> Notifier {
-        Notifier { quiet_ms, last: HashMap::new(), incidents: HashMap::new(), others_acks: HashMap::new() }
+        Notifier {
+            quiet_ms,
+            last: HashMap::new(),
+            incidents: HashMap::new(),
+            others_acks: HashMap::new(),
+            own_flips: HashMap::new(),
+        }
     }
 
     /// Takes the acknowledgements of `job` as read, keeping those of
@@ -390,6 +453,23 @@ impl Notifier {
     pub fn set_acks(&mut self, job: &str, acks: &[Ack], user: &str) {
         let others = acks.iter().filter(|a| a.user != user).cloned().collect();
         self.others_acks.insert(job.to_owned(), others);
+    }
+
+    /// Takes note of the user's own flip of `job` that Redis took at `at_ms`.
+    pub fn own_flip(&mut self, job: &str, on: bool, at_ms: u64) {
+        self.own_flips.insert(job.to_owned(), OwnFlip { on, at_ms });
+    }
+
+    /// Whether `event` is the start or stop the user's own flip asked for.
+    fn own_outcome(&self, event: &Event) -> bool {
+        let asked = match event.event {
+            EventKind::Started => true,
+            EventKind::Stopped => false,
+            _ => return false,
+        };
+        self.own_flips
+            .get(&event.job)
+            .is_some_and(|f| f.on == asked && event.at_ms >= f.at_ms && event.at_ms - f.at_ms < OWN_FLIP_MS)
     }
 
     /// Whether `event` repeats an incident someone else acknowledged after
@@ -424,24 +504,24 @@ impl Notifier {
         local_time: impl Fn(u64) -> String,
     ) -> Option<Note> {
         let acknowledged = self.acknowledged_repeat(event);
-        if acknowledged || !kinds.contains(&event.event) || mute_until_ms.is_some_and(|until| until > now_ms) {
+        if acknowledged
+            || self.own_outcome(event)
+            || !kinds.contains(&event.event)
+            || mute_until_ms.is_some_and(|until| until > now_ms)
+        {
             return None;
         }
-        let job_key = match event.event {
-            EventKind::Unreachable | EventKind::Reachable => String::new(),
-            _ => event.job.clone(),
-        };
-        let key = (job_key, event.event);
+        let key = Incident::of(event);
         if self.last.get(&key).is_some_and(|at| now_ms.saturating_sub(*at) < self.quiet_ms) {
             return None;
         }
         // "reachable" only answers an "unreachable" that was shown.
-        if event.event == EventKind::Reachable && !self.last.contains_key(&(String::new(), EventKind::Unreachable)) {
+        if event.event == EventKind::Reachable && !self.last.contains_key(&Incident::unreachable()) {
             return None;
         }
         self.last.insert(key, now_ms);
         if event.event == EventKind::Reachable {
-            self.last.remove(&(String::new(), EventKind::Unreachable));
+            self.last.remove(&Incident::unreachable());
         }
         Some(note(event, &local_time(event.at_ms), tr))
     }
@@ -552,7 +632,7 @@ mod tests {
     }
 
     fn view(state: State, node: Option<&str>, enabled: &[&str]) -> JobView {
-        JobView { job: "outbound".into(), status: Some(status(state, node, enabled)), flip_error: None }
+        JobView { job: "outbound".into(), status: Some(status(state, node, enabled)), ..Default::default() }
     }
 
     fn event(kind: EventKind, job: &str) -> Event {
@@ -909,5 +989,86 @@ mod tests {
         n.set_acks("outbound", &[Ack { until_ms: 9_000, ..ack("bob", 7_000, "") }], "alice");
         assert!(n.decide(&at(EventKind::DataLost, 8_500), &kinds, None, 0, &en().tr, t).is_none());
         assert!(n.decide(&at(EventKind::Stalled, 9_500), &kinds, None, 0, &en().tr, t).is_some(), "the ack ended");
+    }
+    fn moved(from: &str, to: &str, at_ms: u64) -> Event {
+        Event {
+            from: Some(HolderRef { field: format!("{from}:1"), node: Some(from.into()) }),
+            to: Some(HolderRef { field: format!("{to}:1"), node: Some(to.into()) }),
+            at_ms,
+            ..event(EventKind::Failover, "outbound")
+        }
+    }
+
+    #[test]
+    fn a_genuine_second_failover_within_the_quiet_minute_is_notified_a_repeat_is_not() {
+        let kinds = default_notify_kinds();
+        let t = |_: u64| String::new();
+        let mut n = Notifier::new(60_000);
+        assert!(n.decide(&moved("a", "b", 0), &kinds, None, 0, &en().tr, t).is_some());
+        assert!(n.decide(&moved("b", "a", 20_000), &kinds, None, 20_000, &en().tr, t).is_some(), "it moved back");
+        assert!(n.decide(&moved("a", "b", 30_000), &kinds, None, 30_000, &en().tr, t).is_none(), "the same move again");
+        // A death on another server is another incident; the same one flapping is not.
+        let died = |node: &str, at_ms| Event {
+            from: Some(HolderRef { field: format!("{node}:1"), node: Some(node.into()) }),
+            at_ms,
+            ..event(EventKind::Died, "outbound")
+        };
+        assert!(n.decide(&died("a", 40_000), &kinds, None, 40_000, &en().tr, t).is_some());
+        assert!(n.decide(&died("a", 45_000), &kinds, None, 45_000, &en().tr, t).is_none());
+        assert!(n.decide(&died("b", 50_000), &kinds, None, 50_000, &en().tr, t).is_some());
+    }
+
+    #[test]
+    fn the_own_flip_is_confirmed_in_the_menu_not_by_a_notification() {
+        let kinds = default_notify_kinds();
+        let t = |_: u64| String::new();
+        let at = |kind: EventKind, at_ms: u64| Event { at_ms, ..event(kind, "outbound") };
+        let mut n = Notifier::new(60_000);
+        n.own_flip("outbound", false, 10_000);
+        assert!(n.decide(&at(EventKind::Stopped, 11_000), &kinds, None, 0, &en().tr, t).is_none(), "alice stopped it");
+        n.own_flip("outbound", true, 20_000);
+        assert!(n.decide(&at(EventKind::Started, 23_000), &kinds, None, 0, &en().tr, t).is_none(), "alice started it");
+        // Long after the flip, or another job, it is news again.
+        assert!(n.decide(&at(EventKind::Stopped, 500_000), &kinds, None, 500_000, &en().tr, t).is_some());
+        let other = Event { at_ms: 20_500, ..event(EventKind::Started, "inbound") };
+        assert!(n.decide(&other, &kinds, None, 0, &en().tr, t).is_some());
+        // Someone else's notifier has no such flip: they are told.
+        let mut bob = Notifier::new(60_000);
+        assert!(bob.decide(&at(EventKind::Stopped, 11_000), &kinds, None, 0, &en().tr, t).is_some());
+
+        let mut v = view(State::Stopped, None, &[]);
+        v.own_flip = Some(OwnFlip { on: false, at_ms: 36_120_000 });
+        let m = &tray_view(std::slice::from_ref(&v), "alice", None, 0, &en()).jobs[0];
+        assert_eq!(m.confirm_line.as_deref(), Some("✓ You switched it off at 10:02"));
+        let m = &tray_view(std::slice::from_ref(&v), "alice", None, 0, &zh()).jobs[0];
+        assert_eq!(m.confirm_line.as_deref(), Some("✓ 您已于 10:02 停用"));
+    }
+    proptest::proptest! {
+        /// Whatever the order and timing, an incident (job, kind, servers)
+        /// is told at most once per quiet period, and one not told within
+        /// the last quiet period is always told.
+        #[test]
+        fn the_same_incident_is_quiet_a_new_one_is_told(
+            steps in proptest::collection::vec((0..4usize, 0..3usize, 0..3usize, 0..40_000u64), 1..60)
+        ) {
+            const QUIET: u64 = 60_000;
+            let kinds = [EventKind::Died, EventKind::Failover, EventKind::Stalled, EventKind::Conflict];
+            let servers = ["a", "b", "c"];
+            let mut n = Notifier::new(QUIET);
+            let mut told: Vec<(EventKind, &str, &str, u64)> = Vec::new();
+            let mut now = 0;
+            for (kind, from, to, step) in steps {
+                now += step;
+                let (kind, from, to) = (kinds[kind], servers[from], servers[to]);
+                let mut e = moved(from, to, now);
+                e.event = kind;
+                let due = !told.iter().any(|&(k, f, t, at)| (k, f, t) == (kind, from, to) && now - at < QUIET);
+                let shown = n.decide(&e, &kinds, None, now, &en().tr, |_| String::new()).is_some();
+                proptest::prop_assert_eq!(shown, due, "{:?} {}→{} at {}", kind, from, to, now);
+                if shown {
+                    told.push((kind, from, to, now));
+                }
+            }
+        }
     }
 }

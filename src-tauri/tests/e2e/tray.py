@@ -356,9 +356,10 @@ def main():
         click(W["flip"])
         until("alice's flag off in Redis", lambda: run.redis("HGET", "{outbound}:enabled:alice", "on") == "0", 10)
         until("the box unchecked", lambda: entry(W["flip"])[2] == 0, 10)
+        until("the flip confirmed in the menu", lambda: entry("✓") is not None, 10)
         click(W["flip"])
         until("alice's flag on in Redis", lambda: run.redis("HGET", "{outbound}:enabled:alice", "on") == "1", 10)
-        run.ok(f"{W['flip']} writes the own flag, off and on")
+        run.ok(f"{W['flip']} writes the own flag, off and on, confirmed by {entry('✓')[1]!r}")
 
         # e. an ACL refusal reverts the box and notifies
         run.stop(app)
