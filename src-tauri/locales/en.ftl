@@ -96,6 +96,12 @@ refusal-unregistered = Saved, but it does not count yet: { $user } is not regist
 
 ## Test connection (answered by the app in one sentence)
 
+test-failed = Not connected to { $host }: { $why ->
+        [unreachable] nothing answers there; check the host, the port and TLS (rediss://).
+        [login] the user name or password was refused.
+        [not-allowed] { $user } may not read the job; the Redis admin can grant the rules `lockwatch acl --user { $user }` prints.
+       *[other] Redis refused; its own words are under the pointer.
+    }
 test-connected = Connected to { $host } and read job { $job }: { $users ->
         [one] one registered user
        *[other] { $users } registered users
@@ -169,6 +175,41 @@ page-mine = Enabled for me
 page-mine-unknown = Enabled for me: not known
 page-not-changed = Not changed: { $error }
 
+page-window-1h = 1 h
+page-window-24h = 24 h
+page-window-7d = 7 d
+page-zoom = Time span
+page-history-title = { $job }: the last { $window }
+page-strip-until = { $window } until { $time }
+page-strip-label = Timeline: { $runs }
+page-strip-run = { $server } from { $from } to { $to }
+page-strip-nobody = nobody ran it
+page-legend-nobody = hatched: nobody ran it
+page-incidents = Failovers, restarts and deaths
+page-flips = Who switched it on and off
+page-col-when = When
+page-col-what = What
+page-col-from = From
+page-col-to = To
+page-col-why = Why
+page-col-down = Down for
+page-col-who = Who
+page-col-switched = Switched
+page-none-recorded = None recorded.
+page-what-failover = failover
+page-what-restart = restart
+page-what-death = died
+page-switched-on = on
+page-switched-off = off
+page-still-down = { $duration } (still down)
+page-cause-disabled = nobody has the job enabled
+page-cause-shutdown = worker stopping
+page-cause-lost = the lock was no longer its own (expired, deleted or taken over)
+page-cause-expired = the lease could not be renewed in time (Redis unreachable)
+page-cause-replica-unconfirmed = no replica confirmed the lease in time
+page-cause-released = released the lock
+page-cause-silent = the server stopped without a word (killed, crashed or cut off from Redis)
+
 page-settings = Settings
 page-redis-url = Redis URL
 page-password = Password
@@ -200,6 +241,8 @@ page-event-started = started
 page-event-stopped = stopped
 page-event-unreachable = Redis unreachable
 page-event-reachable = Redis reachable again
+page-sound = Play a sound with critical notifications (died, two servers, data lost)
+page-advanced = Advanced
 page-save = Save
 page-test = Test connection
 page-testing = Testing…

@@ -104,6 +104,12 @@ refusal-unregistered = 已保存，但暂不生效：{ $user } 尚未登记为�
 
 ## 测试连接
 
+test-failed = 未能连接 { $host }：{ $why ->
+        [unreachable] 该地址无响应；请检查主机、端口和 TLS（rediss://）。
+        [login] 用户名或密码被拒绝。
+        [not-allowed] { $user } 无权读取此任务；Redis 管理员可授予 `lockwatch acl --user { $user }` 输出的规则。
+       *[other] Redis 拒绝了请求；将指针悬停可查看其原话。
+    }
 test-connected = 已连接 { $host } 并读取任务 { $job }：{ $users } 个已登记用户，{ $workers } 个工作进程。
 
 ## 监控面板
@@ -170,6 +176,41 @@ page-mine = 由我启用
 page-mine-unknown = 由我启用：未知
 page-not-changed = 未更改：{ $error }
 
+page-window-1h = 1 小时
+page-window-24h = 24 小时
+page-window-7d = 7 天
+page-zoom = 时间范围
+page-history-title = { $job }：最近 { $window }
+page-strip-until = 截至 { $time } 的 { $window }
+page-strip-label = 时间线：{ $runs }
+page-strip-run = { $server }：{ $from } 至 { $to }
+page-strip-nobody = 无人运行
+page-legend-nobody = 斜线：无人运行
+page-incidents = 切换、重启与宕机
+page-flips = 谁启用或停用了任务
+page-col-when = 时间
+page-col-what = 事件
+page-col-from = 原服务器
+page-col-to = 新服务器
+page-col-why = 原因
+page-col-down = 中断时长
+page-col-who = 操作人
+page-col-switched = 操作
+page-none-recorded = 无记录。
+page-what-failover = 切换
+page-what-restart = 重启
+page-what-death = 宕机
+page-switched-on = 启用
+page-switched-off = 停用
+page-still-down = { $duration }（仍中断）
+page-cause-disabled = 无人启用此任务
+page-cause-shutdown = 工作进程正在停止
+page-cause-lost = 锁已不再属于它（过期、被删除或被接管）
+page-cause-expired = 租约未能及时续期（无法连接 Redis）
+page-cause-replica-unconfirmed = 没有副本及时确认租约
+page-cause-released = 释放了锁
+page-cause-silent = 服务器未留下任何记录就停止了（被终止、崩溃或与 Redis 断开）
+
 page-settings = 设置
 page-redis-url = Redis 地址
 page-password = 密码
@@ -201,6 +242,8 @@ page-event-started = 开始运行
 page-event-stopped = 已停止
 page-event-unreachable = 无法连接 Redis
 page-event-reachable = Redis 恢复连接
+page-sound = 严重通知（宕机、双服务器运行、数据丢失）时播放提示音
+page-advanced = 高级
 page-save = 保存
 page-test = 测试连接
 page-testing = 正在测试…
