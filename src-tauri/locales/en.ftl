@@ -56,6 +56,7 @@ menu-settings = Settings…
 menu-autostart = Start at login
 menu-quit = Quit lockwatch
 menu-settings-problem = Settings problem: { $error }
+dialog-off-title = Switch { $job } off
 
 ## Notifications
 
@@ -173,6 +174,11 @@ page-yes = yes
 page-no = no
 page-mine = Enabled for me
 page-mine-unknown = Enabled for me: not known
+page-off-last = You are the last one with { $job } on: switching it off stops it on every server.
+page-off-reason = Why (optional, everyone sees it in the history)
+page-off-reason-hint = e.g. stock count tonight
+page-off-confirm = Switch off
+page-off-cancel = Keep it on
 page-not-changed = Not changed: { $error }
 
 page-window-1h = 1 h

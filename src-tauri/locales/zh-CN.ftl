@@ -56,6 +56,7 @@ menu-settings = 设置…
 menu-autostart = 登录时自动启动
 menu-quit = 退出 lockwatch
 menu-settings-problem = 设置有误：{ $error }
+dialog-off-title = 停用 { $job }
 
 ## 通知
 
@@ -174,6 +175,11 @@ page-yes = 是
 page-no = 否
 page-mine = 由我启用
 page-mine-unknown = 由我启用：未知
+page-off-last = 您是最后一个启用 { $job } 的人：停用后所有服务器上的任务都会停止。
+page-off-reason = 原因（可选，所有人都能在历史中看到）
+page-off-reason-hint = 例如：今晚盘点
+page-off-confirm = 停用
+page-off-cancel = 保持启用
 page-not-changed = 未更改：{ $error }
 
 page-window-1h = 1 小时

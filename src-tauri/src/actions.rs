@@ -11,7 +11,7 @@ use crate::menu_id::Mute;
 use crate::model::{Note, OwnFlip, Refusal};
 use crate::settings::Settings;
 use crate::state::AppState;
-use crate::{notify, store, supervisor, tray};
+use crate::{dialog, notify, store, supervisor, tray};
 
 /// What a settings change needs to take effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,9 +73,16 @@ pub fn toggle_autostart(app: &AppHandle) {
 /// server's truth as last read. (The checkbox itself is no witness: a redraw
 /// may have reset it between the click and this.) While that truth is
 /// unknown, the click is undone by a redraw.
+///
+/// The last one with the job on is asked why first, in a small window of
+/// its own ([`dialog`]); the flip happens when they answer there.
 pub fn toggle_flag(app: &AppHandle, job: &str) {
     match wish(app, job) {
-        Some(on) => {
+        Some((false, true, tr)) => {
+            tray::redraw(app);
+            dialog::ask_reason(app, job, tr.ta("dialog-off-title", &[("job", job.into())]));
+        }
+        Some((on, _, _)) => {
             let app = app.clone();
             let job = job.to_owned();
             tauri::async_runtime::spawn(async move {
@@ -86,12 +93,15 @@ pub fn toggle_flag(app: &AppHandle, job: &str) {
     }
 }
 
-fn wish(app: &AppHandle, job: &str) -> Option<bool> {
+/// The flag a click asks for, whether the user is the last one with the
+/// job on, and the words to ask in.
+fn wish(app: &AppHandle, job: &str) -> Option<(bool, bool, crate::i18n::Tr)> {
     let state = app.state::<AppState>();
     let inner = state.lock();
     let user = &inner.effective.as_ref()?.user;
     let status = inner.jobs.iter().find(|j| j.job == job)?.status.as_ref()?;
-    crate::model::own_flag(status, user).map(|on| !on)
+    let on = crate::model::own_flag(status, user).map(|on| !on)?;
+    Some((on, crate::model::last_one_on(status, user), inner.tr()))
 }
 
 /// A click on a job's "I'm on it" / "I'm no longer on it": asks for the

@@ -53,6 +53,12 @@ pub async fn set_enabled(app: AppHandle, job: String, on: bool, reason: Option<S
     actions::flip(&app, &job, on, reason.as_deref()).await
 }
 
+/// Closes the window that asks (the "switch off" window, once answered).
+#[tauri::command]
+pub async fn close_dialog(window: tauri::WebviewWindow) -> Result<(), String> {
+    window.destroy().map_err(|e| e.to_string())
+}
+
 /// Field-by-field problems of a settings form.
 #[derive(Debug, Serialize)]
 pub struct Invalid {

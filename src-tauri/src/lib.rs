@@ -18,11 +18,13 @@
 //! - [`clock`]: the desktop's clock, for the mute and notifications only.
 //! - [`notify`]: desktop notifications.
 //! - [`window`]: the dashboard window.
+//! - [`dialog`]: the small window asking the last one on why they switch off.
 //! - [`commands`]: the dashboard's thin Tauri commands.
 
 pub mod actions;
 pub mod clock;
 pub mod commands;
+pub mod dialog;
 pub mod i18n;
 pub mod menu_id;
 pub mod model;
@@ -55,6 +57,7 @@ pub fn run() {
         .invoke_handler(tauri::generate_handler![
             commands::get_state,
             commands::set_enabled,
+            commands::close_dialog,
             commands::save_settings,
             commands::validate_settings,
             commands::test_connection,

@@ -228,6 +228,12 @@ pub fn own_flag(s: &Status, user: &str) -> Option<bool> {
     }
 }
 
+/// Whether `user` is the only one with the job enabled, as Redis has it:
+/// switching off then stops the job on every server, so they are asked why.
+pub fn last_one_on(s: &Status, user: &str) -> bool {
+    s.checked_at_ms.is_some() && s.enabled_users.len() == 1 && s.enabled_users[0] == user
+}
+
 /// A state as a word inside a sentence.
 pub fn state_word(tr: &Tr, state: State) -> String {
     tr.t(match state {
@@ -1070,5 +1076,16 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn only_the_last_one_on_is_asked_why() {
+        let s = status(State::Running, Some("a"), &["alice"]);
+        assert!(last_one_on(&s, "alice"));
+        assert!(!last_one_on(&s, "bob"));
+        assert!(!last_one_on(&status(State::Running, Some("a"), &["alice", "bob"]), "alice"));
+        let mut unread = s.clone();
+        unread.checked_at_ms = None;
+        assert!(!last_one_on(&unread, "alice"), "not known, not asked");
     }
 }
