@@ -41,13 +41,17 @@ function holder(h) {
  * until the next run began, or still at `now` when none did.
  */
 export function incidents(items, now) {
-  const starts = items.filter((i) => i.kind === "run").map((r) => r.at_ms).sort((a, b) => a - b);
+  const runs = items.filter((i) => i.kind === "run");
+  const starts = runs.map((r) => r.at_ms).sort((a, b) => a - b);
+  // A holder that went without a word has no end time of its own: the gap
+  // then runs from its run's last sign of life to the takeover.
+  const lastSign = (node, at) => Math.max(...runs.filter((r) => r.node === node && r.until_ms != null && r.until_ms <= at).map((r) => r.until_ms));
   return items
     .filter((i) => INCIDENTS.includes(i.kind))
     .map((i) => {
       const death = i.kind === "death";
       const next = death ? starts.find((s) => s >= i.at_ms) : undefined;
-      const downMs = death ? (next ?? now) - i.at_ms : (i.down_ms ?? null);
+      const downMs = death ? (next ?? now) - i.at_ms : (i.down_ms ?? i.at_ms - lastSign(i.from?.node, i.at_ms));
       return {
         at: i.at_ms,
         kind: i.kind,

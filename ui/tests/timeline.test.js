@@ -50,6 +50,13 @@ test("a death is down for a duration: until the next run, or until now while nob
   for (const row of [still, over]) assert.ok(Number.isFinite(row.downMs), "a duration, never a sentence");
 });
 
+test("a silent failover is down from the old holder's last sign of life to the takeover", () => {
+  const items = [run(0, "a", 4000), { kind: "failover", at_ms: 9000, from: h("a"), to: h("b"), cause: "silent", reason: "x", down_ms: null }, run(9000, "b", null)];
+  assert.equal(incidents(items, 10_000)[0].downMs, 5000);
+  const unknown = [{ kind: "failover", at_ms: 9000, from: h("a"), to: h("b"), cause: "silent", reason: "x", down_ms: null }];
+  assert.equal(incidents(unknown, 10_000)[0].downMs, null, "no run to measure from: not known");
+});
+
 test("a holder no heartbeat names is shown by its lock field", () => {
   const items = [{ kind: "failover", at_ms: 1, from: { field: "u:1", node: null }, to: h("b"), reason: "" }];
   assert.equal(incidents(items, 2)[0].from, "u:1");
