@@ -55,18 +55,37 @@ pub fn mute(app: &AppHandle, how: Mute) {
     });
 }
 
-/// Turns start at login on or off, the opposite of what it was.
+/// Turns start at login on or off, the opposite of what it was. When the
+/// desktop entry cannot be written or removed, the setting stays as it was
+/// (the menu's checkbox shows the truth) and the reason is logged.
 pub fn toggle_autostart(app: &AppHandle) {
     use tauri_plugin_autostart::ManagerExt;
-    let settings = update_settings(app, |s| {
-        s.autostart = !s.autostart;
+    let want = {
+        let state = app.state::<AppState>();
+        !state.lock().settings.autostart
+    };
+    let launcher = app.autolaunch();
+    let result = if want {
+        // The plugin creates ~/.config/autostart but not ~/.config itself,
+        // which a fresh account may not have yet.
+        if let Some(home) = std::env::var_os("HOME") {
+            let _ = std::fs::create_dir_all(std::path::Path::new(&home).join(".config"));
+        }
+        launcher.enable()
+    } else {
+        launcher.disable()
+    };
+    let done = match result {
+        Ok(()) => want,
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot change start at login");
+            launcher.is_enabled().unwrap_or(!want)
+        }
+    };
+    update_settings(app, |s| {
+        s.autostart = done;
         Effect::Redraw
     });
-    let launcher = app.autolaunch();
-    let result = if settings.autostart { launcher.enable() } else { launcher.disable() };
-    if let Err(err) = result {
-        tracing::warn!(error = %err, "cannot change start at login");
-    }
 }
 
 /// A click on a job's "Enabled for me": asks for the opposite of the

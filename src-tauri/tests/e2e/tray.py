@@ -54,6 +54,7 @@ WORDS = {
         "muted": "Notifications muted until ",
         "unmute_left": "Unmute (",
         "unreachable": "Redis unreachable: job states unknown",
+        "autostart": "Start at login",
     },
     "zh": {
         "running_on": "outbound：运行中 · ",
@@ -71,6 +72,7 @@ WORDS = {
         "muted": "通知已静音，至 ",
         "unmute_left": "恢复通知（还剩 ",
         "unreachable": "无法连接 Redis：任务状态未知",
+        "autostart": "登录时自动启动",
     },
 }
 W = WORDS["zh" if LOCALE.startswith(("zh_CN", "zh_SG", "zh_Hans")) else "en"]
@@ -251,12 +253,13 @@ def main():
         os.makedirs(home)
         os.makedirs(runtime, mode=0o700)
 
-        def start_app(user):
+        def start_app(user, second=False):
             env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES", "LANGUAGE")}
             env = dict(env, LANG=LOCALE, HOME=home, XDG_RUNTIME_DIR=runtime, XDG_CONFIG_HOME=f"{home}/.config", XDG_DATA_HOME=f"{home}/.local/share", XDG_CACHE_HOME=f"{home}/.cache",
                        LOCKWATCH_REDIS_URL=f"redis://alice:alice-pw@127.0.0.1:{run.port}", LOCKWATCH_USER=user, LOCKWATCH_LOG="info")
-            watcher.items.clear()
-            log = open(os.path.join(run.tmp, f"app-{user}.log"), "w")
+            if not second:
+                watcher.items.clear()
+            log = open(os.path.join(run.tmp, f"app-{user}{'-second' if second else ''}.log"), "w")
             return run.spawn([TRAY], env=env, stderr=log, stdout=log)
 
         def item():
@@ -366,6 +369,29 @@ def main():
         app = start_app("bob")
         until("bob's tray item", item, 15)
         until("bob's box checked", lambda: (entry(W["flip"]) or (0, "", 0))[2] == 1, 15)
+
+        # e0. a second launch hands over to the running app, which opens its dashboard
+        assert not dashboard_shown(), "bob's app opened a window by itself"
+        first_item = item()
+        second = start_app("bob", second=True)
+        until("the second launch to end", lambda: second.poll() is not None, 15)
+        watcher.items[:] = [first_item]  # whatever the second one registered went with it
+        until("the running app's dashboard", dashboard_shown, 15)
+        assert app.poll() is None, "the first app quit"
+        run.ok(f"single instance: a second launch ended (exit {second.returncode}) and the running app opened its dashboard")
+
+        # e1. start at login writes the desktop's autostart entry, and removes it
+        autostart = os.path.join(home, ".config", "autostart")
+        desktop_entries = lambda: [n for n in os.listdir(autostart) if n.endswith(".desktop")] if os.path.isdir(autostart) else []
+        assert desktop_entries() == [], desktop_entries()
+        click(W["autostart"])
+        until("an autostart entry", lambda: desktop_entries() != [], 10)
+        desktop = open(os.path.join(autostart, desktop_entries()[0])).read()
+        assert f"Exec={TRAY}" in desktop or TRAY in desktop, desktop
+        until("the box checked", lambda: (entry(W["autostart"]) or (0, "", 0))[2] == 1, 10)
+        click(W["autostart"])
+        until("the autostart entry gone", lambda: desktop_entries() == [], 10)
+        run.ok(f"start at login writes {desktop_entries() or 'and removes'} the desktop entry")
         before = len(notes.summaries())
         click(W["flip"])
         until("the refusal notification", lambda: W["refused"] in notes.summaries()[before:], 10)
@@ -406,6 +432,11 @@ def main():
                 print(f"--- {what}: {get()}", flush=True)
             except Exception as err:  # noqa: BLE001 - diagnostics only
                 print(f"--- {what}: unavailable ({err})", flush=True)
+        for root, _, files in os.walk(os.path.join(run.tmp, "home")):
+            for f in files:
+                if f.endswith((".log", ".desktop")):
+                    path = os.path.join(root, f)
+                    print(f"--- {path}:\n" + open(path, errors="replace").read()[-3000:], flush=True)
         for name in sorted(os.listdir(run.tmp)):
             if name.startswith("app-"):
                 print(f"--- {name}:\n" + open(os.path.join(run.tmp, name)).read()[-3000:], flush=True)
