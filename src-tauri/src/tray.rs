@@ -51,9 +51,14 @@ pub fn redraw(app: &AppHandle) {
     }
 }
 
+/// What decides the menu's items: per job its name, whether it has an
+/// error line, a confirmation line, and how many "on it" lines; the fixed
+/// labels; the mute submenu's title.
+type Shape = (Vec<(String, bool, bool, usize)>, Labels, String);
+
 /// The menu as built, to update it in place.
 pub struct TrayMenu {
-    shape: (Vec<(String, bool, bool, usize)>, Labels, String),
+    shape: Shape,
     jobs: Vec<JobItems>,
     unmute: MenuItem<Wry>,
     autostart: CheckMenuItem<Wry>,
