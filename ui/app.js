@@ -6,9 +6,12 @@ import { setTexts, t, translate } from "./i18n.js";
 import { renderLive } from "./live.js";
 import { renderHistory } from "./history.js";
 import { renderSettings } from "./settings.js";
+import { renderOff } from "./off.js";
 
 const tauri = window.__TAURI__;
 const views = ["live", "history", "settings"];
+/** The small "switch off" window's view (`#off?job=NAME`): no tabs, no live updates. */
+const OFF = "off";
 export const app = { state: null, statuses: new Map(), invoke: tauri.core.invoke };
 
 function currentView() {
@@ -25,6 +28,11 @@ document.querySelector("#notray .dismiss").addEventListener("click", () => {
 
 function show() {
   const { name, flag } = currentView();
+  if (location.hash.startsWith(`#${OFF}?`)) {
+    const job = new URLSearchParams(location.hash.split("?")[1]).get("job") ?? "";
+    renderOff(document.getElementById("view-live"), app, job);
+    return;
+  }
   for (const v of views) {
     document.getElementById(`view-${v}`).hidden = v !== name;
     const link = document.getElementById(`nav-${v}`);
@@ -36,7 +44,7 @@ function show() {
 }
 
 function render(name = currentView().name) {
-  if (!app.state) return;
+  if (!app.state || location.hash.startsWith(`#${OFF}?`)) return;
   if (name === "live") renderLive(document.getElementById("view-live"), app);
   if (name === "history") renderHistory(document.getElementById("view-history"), app);
   if (name === "settings") renderSettings(document.getElementById("view-settings"), app, reload);
@@ -59,7 +67,7 @@ tauri.event.listen("status", (e) => {
   const entry = app.statuses.get(e.payload.job) ?? { job: e.payload.job };
   entry.status = e.payload;
   app.statuses.set(e.payload.job, entry);
-  if (currentView().name === "live") render("live");
+  if (currentView().name === "live" && !location.hash.startsWith(`#${OFF}?`)) render("live");
 });
 tauri.event.listen("event", () => {
   if (currentView().name === "history") render("history");

@@ -91,6 +91,12 @@ export function ownFlag(status, user) {
   return false;
 }
 
+/** Whether `user` is the only one with the job enabled: switching off then stops it everywhere. */
+export function lastOneOn(status, user) {
+  const on = status?.checked_at_ms != null ? (status.enabled_users ?? []) : [];
+  return on.length === 1 && on[0] === user;
+}
+
 /** "wh-east-1" or the lock field when no heartbeat names it. */
 export function holderName(holder) {
   if (!holder) return "–";

@@ -1,15 +1,34 @@
-// The history view: a 24-hour strip of who ran the job, a log of
-// failovers, restarts and deaths, and who switched it on and off, as the
-// library builds them from the job's Redis event stream, so every
-// supervisor sees the same history.
+// The history view: a strip of who ran the job (the last hour, day or
+// week), a log of failovers, restarts and deaths, and who switched it on and
+// off, as the library builds them from the job's Redis event stream, so
+// every supervisor sees the same history. Its words are the app's (i18n.js).
 
 import { clock, duration } from "./format.js";
+import { t } from "./i18n.js";
 import { flips, incidents, segments } from "./timeline.js";
 
-const DAY = 24 * 3_600_000;
+const HOUR = 3_600_000;
+/** The strip's spans, with the message naming each. */
+export const WINDOWS = [
+  ["1h", HOUR, "page-window-1h"],
+  ["24h", 24 * HOUR, "page-window-24h"],
+  ["7d", 7 * 24 * HOUR, "page-window-7d"],
+];
 const PALETTE = ["#2563eb", "#1f9d55", "#b5179e", "#e07a00", "#0f766e", "#7c3aed"];
+const WHAT = { failover: "page-what-failover", restart: "page-what-restart", death: "page-what-death" };
+/** The library's end tokens, in the catalog's words (its English sentence otherwise). */
+const CAUSES = {
+  disabled: "page-cause-disabled",
+  shutdown: "page-cause-shutdown",
+  lost: "page-cause-lost",
+  expired: "page-cause-expired",
+  "replica-unconfirmed": "page-cause-replica-unconfirmed",
+  released: "page-cause-released",
+  silent: "page-cause-silent",
+};
 
 export async function renderHistory(root, app) {
+  const [key, span, label] = WINDOWS.find(([k]) => k === app.historyWindow) ?? WINDOWS[1];
   const parts = await Promise.all(
     [...app.statuses.keys()].map(async (job) => {
       const status = app.statuses.get(job)?.status;
@@ -17,7 +36,7 @@ export async function renderHistory(root, app) {
       let items = [];
       let error = "";
       try {
-        const history = await app.invoke("history", { job, windowMs: DAY });
+        const history = await app.invoke("history", { job, windowMs: span });
         items = history.items;
         now = history.now_ms;
       } catch (err) {
@@ -26,14 +45,64 @@ export async function renderHistory(root, app) {
       return { job, now, items, error };
     }),
   );
-  root.replaceChildren(...parts.map(card));
+  const zoom = document.createElement("div");
+  zoom.className = "zoom";
+  zoom.setAttribute("role", "group");
+  zoom.setAttribute("aria-label", t("page-zoom"));
+  for (const [k, , id] of WINDOWS) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = t(id);
+    b.dataset.window = k;
+    b.setAttribute("aria-pressed", String(k === key));
+    b.addEventListener("click", () => {
+      app.historyWindow = k;
+      renderHistory(root, app);
+    });
+    zoom.append(b);
+  }
+  root.replaceChildren(zoom, ...parts.map((p) => card(p, span, t(label))));
 }
 
-function card({ job, now, items, error }) {
+/** Who ran it, as a hatched-where-nobody strip with its legend. */
+export function strip(items, from, now, window) {
+  const segs = segments(items, from, now);
+  const nodes = [...new Set(segs.map((s) => s.node).filter(Boolean))];
+  const el = document.createElement("div");
+  el.className = "strip";
+  el.setAttribute("role", "img");
+  const runs = segs.filter((s) => s.node).map((s) => t("page-strip-run", { server: s.node, from: clock(s.start), to: clock(s.end) }));
+  el.setAttribute("aria-label", t("page-strip-label", { runs: runs.join("; ") || t("page-strip-nobody") }));
+  for (const s of segs) {
+    const span = document.createElement("span");
+    span.style.flexGrow = String(s.end - s.start);
+    if (s.node) span.style.background = PALETTE[nodes.indexOf(s.node) % PALETTE.length];
+    else span.className = "idle";
+    span.title = `${s.node ?? t("page-strip-nobody")}: ${clock(s.start)} – ${clock(s.end)} (${duration(s.end - s.start)})`;
+    el.append(span);
+  }
+  const legend = document.createElement("div");
+  legend.className = "legend";
+  const until = document.createElement("span");
+  until.className = "muted";
+  until.textContent = t("page-strip-until", { window, time: clock(now) });
+  legend.append(until);
+  for (const n of [...nodes, null]) {
+    const item = document.createElement("span");
+    const sw = document.createElement("i");
+    if (n) sw.style.background = PALETTE[nodes.indexOf(n) % PALETTE.length];
+    else sw.className = "idle";
+    item.append(sw, n ?? t("page-legend-nobody"));
+    legend.append(item);
+  }
+  return [el, legend];
+}
+
+function card({ job, now, items, error }, span, window) {
   const el = document.createElement("article");
   el.className = "card";
   const h = document.createElement("h2");
-  h.textContent = `${job}: last 24 hours`;
+  h.textContent = t("page-history-title", { job, window });
   el.append(h);
   if (error) {
     const p = document.createElement("p");
@@ -42,37 +111,29 @@ function card({ job, now, items, error }) {
     el.append(p);
     return el;
   }
-  const segs = segments(items, now - DAY, now);
-  const nodes = [...new Set(segs.map((s) => s.node).filter(Boolean))];
-  const strip = document.createElement("div");
-  strip.className = "strip";
-  strip.setAttribute("role", "img");
-  strip.setAttribute("aria-label", `Timeline: ${segs.filter((s) => s.node).map((s) => `${s.node} from ${clock(s.start)} to ${clock(s.end)}`).join("; ") || "nobody ran it"}`);
-  for (const s of segs) {
-    const span = document.createElement("span");
-    span.style.flexGrow = String(s.end - s.start);
-    if (s.node) span.style.background = PALETTE[nodes.indexOf(s.node) % PALETTE.length];
-    else span.className = "idle";
-    span.title = `${s.node ?? "nobody"}: ${clock(s.start)} – ${clock(s.end)} (${duration(s.end - s.start)})`;
-    strip.append(span);
-  }
-  const legend = document.createElement("div");
-  legend.className = "legend";
-  legend.innerHTML = `<span class="muted">24 h until ${clock(now)}</span>`;
-  for (const n of [...nodes, null]) {
-    const item = document.createElement("span");
-    const sw = document.createElement("i");
-    if (n) sw.style.background = PALETTE[nodes.indexOf(n) % PALETTE.length];
-    else sw.className = "idle";
-    item.append(sw, n ?? "nobody");
-    legend.append(item);
-  }
-  el.append(strip, legend);
-  el.append(...table("Failovers, restarts and deaths", "failovers", ["When", "What", "From", "To", "Why", "Down for"],
-    incidents(items).map((f) => [clock(f.at), f.what, f.from ?? "–", f.to ?? "–", f.why, f.downMs != null ? duration(f.downMs) : "–"])));
-  el.append(...table("Who switched it on and off", "flips", ["When", "Who", "Switched", "From", "Why"],
-    flips(items).map((f) => [clock(f.at), f.user, f.on ? "on" : "off", f.host ?? "–", f.reason ?? "–"])));
+  el.append(...strip(items, now - span, now, window));
+  const heads = ["page-col-when", "page-col-what", "page-col-from", "page-col-to", "page-col-why", "page-col-down"].map((id) => t(id));
+  el.append(...table(t("page-incidents"), "failovers", heads, incidentRows(items, now)));
+  const flipHeads = ["page-col-when", "page-col-who", "page-col-switched", "page-col-host", "page-col-why"].map((id) => t(id));
+  el.append(...table(t("page-flips"), "flips", flipHeads, flipRows(items)));
   return el;
+}
+
+/** The incidents table's rows (texts): when, what, from, to, why, down for (a duration). */
+export function incidentRows(items, now) {
+  return incidents(items, now).map((f) => [
+    clock(f.at),
+    t(WHAT[f.kind]),
+    f.from ?? "–",
+    f.to ?? "–",
+    CAUSES[f.cause] ? t(CAUSES[f.cause]) : f.why,
+    f.downMs == null ? "–" : f.stillDown ? t("page-still-down", { duration: duration(f.downMs) }) : duration(f.downMs),
+  ]);
+}
+
+/** The flips table's rows (texts): when, who, on or off, from which host, why. */
+export function flipRows(items) {
+  return flips(items).map((f) => [clock(f.at), f.user, t(f.on ? "page-switched-on" : "page-switched-off"), f.host ?? "–", f.reason ?? "–"]);
 }
 
 /** A heading and a table of `rows` (texts), or "None recorded.". */
@@ -82,11 +143,11 @@ function table(title, className, heads, rows) {
   if (rows.length === 0) {
     const p = document.createElement("p");
     p.className = "muted";
-    p.textContent = "None recorded.";
+    p.textContent = t("page-none-recorded");
     return [h3, p];
   }
-  const t = document.createElement("table");
-  t.className = className;
+  const tbl = document.createElement("table");
+  tbl.className = className;
   const head = document.createElement("thead");
   const hr = document.createElement("tr");
   for (const text of heads) {
@@ -105,6 +166,6 @@ function table(title, className, heads, rows) {
     }
     body.append(tr);
   }
-  t.append(head, body);
-  return [h3, t];
+  tbl.append(head, body);
+  return [h3, tbl];
 }

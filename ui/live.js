@@ -3,8 +3,9 @@
 // keeps it enabled; the user's own toggle. Updated in place so nothing jumps. The words are the app's
 // (i18n.js); the card is drawn anew when the language changes.
 
-import { clock, duration, holderName, leaseText, ownFlag, reasonText, stateInfo } from "./format.js";
+import { clock, duration, holderName, lastOneOn, leaseText, ownFlag, reasonText, stateInfo } from "./format.js";
 import { language, t } from "./i18n.js";
+import { offForm } from "./off.js";
 
 export function renderLive(root, app) {
   for (const [job, entry] of app.statuses) {
@@ -24,6 +25,7 @@ export function renderLive(root, app) {
           <div class="badge" role="status" aria-live="polite"><span class="glyph" aria-hidden="true"><span></span></span><span class="word"></span></div>
           <label class="toggle"><input type="checkbox" class="mine"> <span class="mine-label"></span></label>
         </div>
+        <div class="off-slot"></div>
         <p class="reason"></p>
         <dl class="facts">
           <div><dt>${t("page-server")}</dt><dd class="server"></dd></div>
@@ -41,6 +43,18 @@ export function renderLive(root, app) {
       card.querySelector(".job-name").textContent = job;
       card.querySelector(".mine").addEventListener("change", async (ev) => {
         const box = ev.target;
+        // The last one on is asked why (optional) before the job stops everywhere.
+        if (!box.checked && lastOneOn(app.statuses.get(job)?.status, app.state.user)) {
+          box.checked = true;
+          box.disabled = true;
+          const slot = card.querySelector(".off-slot");
+          slot.replaceChildren(offForm(app, job, () => {
+            slot.replaceChildren();
+            box.disabled = false;
+          }));
+          slot.querySelector("input").focus();
+          return;
+        }
         box.disabled = true;
         card.querySelector(".error").textContent = "";
         try {
@@ -81,7 +95,12 @@ function fill(card, entry, user) {
   mine.indeterminate = own == null;
   mine.disabled = own == null;
   card.querySelector(".mine-label").textContent = t(own == null ? "page-mine-unknown" : "page-mine");
-  if (entry.flip_error) card.querySelector(".error").textContent = t("page-not-changed", { error: entry.flip_error });
+  if (entry.flip_error) {
+    // The supervisor's sentence; Redis's own words on hover.
+    const error = card.querySelector(".error");
+    error.textContent = t("page-not-changed", { error: entry.flip_error });
+    error.title = entry.flip_detail ?? "";
+  }
   const acks = s?.acks ?? [];
   card.querySelector(".on-it-head").hidden = acks.length === 0;
   const onIt = acks.map((a) => {

@@ -49,11 +49,14 @@ export function renderSettings(root, app, reload) {
         <label for="cluster">${t("page-cluster")}</label><input type="checkbox" id="cluster" name="cluster">
         <label for="user">${t("page-user")}</label><input type="text" id="user" name="user" placeholder="${t("page-user-hint")}">
         <label for="jobs">${t("page-jobs")}</label><input type="text" id="jobs" name="jobs" placeholder="outbound, inbound">
+        <fieldset><legend>${t("page-notify")}</legend>${EVENTS.map(([e, id]) => `<label><input type="checkbox" name="notify" value="${e}"> ${t(id)}</label>`).join(" ")}</fieldset>
+        <label class="check"><input type="checkbox" id="sound" name="sound"> ${t("page-sound")}</label>
+        <details class="advanced"><summary>${t("page-advanced")}</summary><div>
         <label for="poll">${t("page-poll")}</label><input type="text" id="poll" name="poll">
         <label for="heartbeat_grace">${t("page-heartbeat-grace")}</label><input type="text" id="heartbeat_grace" name="heartbeat_grace">
         <label for="failover_window">${t("page-failover-window")}</label><input type="text" id="failover_window" name="failover_window">
         <label for="start_grace">${t("page-start-grace")}</label><input type="text" id="start_grace" name="start_grace">
-        <fieldset><legend>${t("page-notify")}</legend>${EVENTS.map(([e, id]) => `<label><input type="checkbox" name="notify" value="${e}"> ${t(id)}</label>`).join(" ")}</fieldset>
+        </div></details>
         <div class="buttons"><button type="submit" class="primary">${t("page-save")}</button><button type="button" class="test">${t("page-test")}</button><span class="result" aria-live="polite"></span></div>
       </form>
     </article>`;
@@ -62,17 +65,20 @@ export function renderSettings(root, app, reload) {
   for (const box of form.querySelectorAll('input[name="notify"]')) box.checked = s.notify.includes(box.value);
   form.elements.language.value = filled.language ?? "auto";
   form.elements.cluster.checked = Boolean(filled.cluster);
+  form.elements.sound.checked = filled.sound ?? true;
   for (const [field, env] of [["redis_url", "LOCKWATCH_REDIS_URL"], ["sentinels", "LOCKWATCH_SENTINEL"], ["sentinel_master", "LOCKWATCH_SENTINEL_MASTER"], ["cluster", "LOCKWATCH_CLUSTER"], ["user", "LOCKWATCH_USER"], ["jobs", "LOCKWATCH_JOB"]]) {
     if (over[field === "jobs" ? "job" : field]) note(form, field, t("page-overridden", { variable: env }));
   }
   const result = root.querySelector(".result");
   result.textContent = app.settingsNote ?? "";
   app.settingsNote = null;
-  const current = () => ({ ...formOf(Object.fromEntries(INPUTS.map((n) => [n, form.elements[n].value])), [...form.querySelectorAll('input[name="notify"]:checked')].map((b) => b.value), form.elements.language.value), cluster: form.elements.cluster.checked });
+  const current = () => ({ ...formOf(Object.fromEntries(INPUTS.map((n) => [n, form.elements[n].value])), [...form.querySelectorAll('input[name="notify"]:checked')].map((b) => b.value), form.elements.language.value, form.elements.sound.checked), cluster: form.elements.cluster.checked });
   const show = (errors, only) => {
     clearErrors(form);
     const { byField, elsewhere } = placeVerdict(errors);
     for (const [field, msg] of Object.entries(byField)) if (!only || only.has(field)) note(form, field, msg, true);
+    // A refused engineering field is not left folded away.
+    if (form.querySelector(".advanced [aria-invalid=true]")) form.querySelector(".advanced").open = true;
     return { marked: Object.keys(byField).length > 0, elsewhere };
   };
 
@@ -85,7 +91,10 @@ export function renderSettings(root, app, reload) {
   });
   root.querySelector(".test").addEventListener("click", async () => {
     result.textContent = t("page-testing");
-    result.textContent = await app.invoke("test_connection", { form: current() });
+    result.title = "";
+    const tested = await app.invoke("test_connection", { form: current() });
+    result.textContent = tested.line;
+    result.title = tested.detail ?? "";
   });
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();

@@ -26,29 +26,43 @@ export function segments(items, from, to) {
   return filled;
 }
 
-const WORDS = { failover: "failover", restart: "restart", death: "died" };
+/** The history's kinds of incident. */
+const INCIDENTS = ["failover", "restart", "death"];
 
 /** A holder as the library names it: its server, else its lock field. */
 function holder(h) {
   if (!h) return null;
-  return h.node ?? `lock field ${h.field}`;
+  return h.node ?? h.field ?? null;
 }
 
 /**
  * Failovers, restarts and deaths, newest first, as table rows:
- * {at, what, from, to, why, downMs}.
+ * {at, kind, from, to, cause, why, downMs, stillDown}. A death is down
+ * until the next run began, or still at `now` when none did.
  */
-export function incidents(items) {
+export function incidents(items, now) {
+  const runs = items.filter((i) => i.kind === "run");
+  const starts = runs.map((r) => r.at_ms).sort((a, b) => a - b);
+  // A holder that went without a word has no end time of its own: the gap
+  // then runs from its run's last sign of life to the takeover.
+  const lastSign = (node, at) => Math.max(...runs.filter((r) => r.node === node && r.until_ms != null && r.until_ms <= at).map((r) => r.until_ms));
   return items
-    .filter((i) => i.kind in WORDS)
-    .map((i) => ({
-      at: i.at_ms,
-      what: WORDS[i.kind],
-      from: i.kind === "death" ? (i.node ?? null) : holder(i.from),
-      to: i.kind === "death" ? null : holder(i.to),
-      why: i.reason ?? "",
-      downMs: i.down_ms ?? null,
-    }))
+    .filter((i) => INCIDENTS.includes(i.kind))
+    .map((i) => {
+      const death = i.kind === "death";
+      const next = death ? starts.find((s) => s >= i.at_ms) : undefined;
+      const downMs = death ? (next ?? now) - i.at_ms : (i.down_ms ?? i.at_ms - lastSign(i.from?.node, i.at_ms));
+      return {
+        at: i.at_ms,
+        kind: i.kind,
+        from: death ? (i.node ?? null) : holder(i.from),
+        to: death ? null : holder(i.to),
+        cause: i.cause ?? null,
+        why: i.reason ?? "",
+        downMs: Number.isFinite(downMs) ? downMs : null,
+        stillDown: death && next == null,
+      };
+    })
     .reverse();
 }
 

@@ -6,10 +6,11 @@
 /** The form's text inputs, top to bottom; the app's field names are the same. */
 export const INPUTS = ["redis_url", "password", "tls_ca", "sentinels", "sentinel_master", "user", "jobs", "poll", "heartbeat_grace", "failover_window", "start_grace"];
 
-/** What the app's settings commands take, from the inputs' values, the checked events and the chosen language. */
-export function formOf(values, notify, language) {
+/** What the app's settings commands take, from the inputs' values, the checked events, the chosen language and the sound choice. */
+export function formOf(values, notify, language, sound) {
   const form = { notify: [...notify] };
   if (language != null) form.language = language;
+  if (sound != null) form.sound = Boolean(sound);
   for (const name of INPUTS) form[name] = String(values[name] ?? "");
   return form;
 }

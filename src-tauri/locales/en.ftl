@@ -41,6 +41,8 @@ menu-on-it = { $user } is on it since { $since }: { $note }
 menu-on-it-plain = { $user } is on it since { $since }
 menu-ack = I'm on it
 menu-unack = I'm no longer on it
+menu-own-on = ✓ You switched it on at { $time }
+menu-own-off = ✓ You switched it off at { $time }
 menu-flip-refused = ⚠ Your change was not saved: details in the dashboard
 menu-open = Open dashboard
 menu-mute = Mute notifications
@@ -54,10 +56,12 @@ menu-settings = Settings…
 menu-autostart = Start at login
 menu-quit = Quit lockwatch
 menu-settings-problem = Settings problem: { $error }
+dialog-off-title = Switch { $job } off
 
 ## Notifications
 
 note-died = { $job } died
+note-died-on = { $job } died on { $server }
 note-data-lost = Redis lost the data of { $job }
 note-conflict = { $job }: two servers run it
 note-failover = { $job } moved from { $from } to { $to }
@@ -70,14 +74,35 @@ note-started = { $job } started
 note-stopped = { $job } stopped
 note-unreachable = Redis unreachable: job states unknown
 note-reachable = Redis reachable again
-# The library's own sentence says it best in English.
-note-body = { $at }: { $reason }
+# What the title does not say yet; else the library's own sentence.
+note-body = { $kind ->
+        [failover] { $at }: { $to } runs it now.
+        [restarted] { $at }: the same server took the job again.
+       *[other] { $at }: { $reason }
+    }
+note-action-open = Open dashboard
+note-action-snooze = Snooze 1 h
+note-action-on-it = I'm on it
 note-flip-refused = Your flag for { $job } was not changed
 note-ack-refused = Your "on it" for { $job } was not saved
 note-settings-reset = lockwatch settings reset
 
+## A refused write, in a supervisor's words (the dashboard keeps Redis's own)
+
+refusal-not-allowed = Redis does not let { $user } change this. Ask the Redis admin to grant the rules `lockwatch acl --user { $user }` prints.
+refusal-login = Redis did not accept your user name or password: check them in Settings.
+refusal-unreachable = Redis cannot be reached right now: try again when it is back.
+refusal-other = Redis refused the change: the dashboard has the details.
+refusal-unregistered = Saved, but it does not count yet: { $user } is not registered for this job. Ask the Redis admin to register { $user }.
+
 ## Test connection (answered by the app in one sentence)
 
+test-failed = Not connected to { $host }: { $why ->
+        [unreachable] nothing answers there; check the host, the port and TLS (rediss://).
+        [login] the user name or password was refused.
+        [not-allowed] { $user } may not read the job; the Redis admin can grant the rules `lockwatch acl --user { $user }` prints.
+       *[other] Redis refused; its own words are under the pointer.
+    }
 test-connected = Connected to { $host } and read job { $job }: { $users ->
         [one] one registered user
        *[other] { $users } registered users
@@ -149,7 +174,47 @@ page-yes = yes
 page-no = no
 page-mine = Enabled for me
 page-mine-unknown = Enabled for me: not known
+page-off-last = You are the last one with { $job } on: switching it off stops it on every server.
+page-off-reason = Why (optional, everyone sees it in the history)
+page-off-reason-hint = e.g. stock count tonight
+page-off-confirm = Switch off
+page-off-cancel = Keep it on
 page-not-changed = Not changed: { $error }
+
+page-window-1h = 1 h
+page-window-24h = 24 h
+page-window-7d = 7 d
+page-zoom = Time span
+page-history-title = { $job }: the last { $window }
+page-strip-until = { $window } until { $time }
+page-strip-label = Timeline: { $runs }
+page-strip-run = { $server } from { $from } to { $to }
+page-strip-nobody = nobody ran it
+page-legend-nobody = hatched: nobody ran it
+page-incidents = Failovers, restarts and deaths
+page-flips = Who switched it on and off
+page-col-when = When
+page-col-what = What
+page-col-from = From
+page-col-to = To
+page-col-why = Why
+page-col-down = Down for
+page-col-who = Who
+page-col-switched = Switched
+page-none-recorded = None recorded.
+page-what-failover = failover
+page-what-restart = restart
+page-what-death = died
+page-switched-on = on
+page-switched-off = off
+page-still-down = { $duration } (still down)
+page-cause-disabled = nobody has the job enabled
+page-cause-shutdown = worker stopping
+page-cause-lost = the lock was no longer its own (expired, deleted or taken over)
+page-cause-expired = the lease could not be renewed in time (Redis unreachable)
+page-cause-replica-unconfirmed = no replica confirmed the lease in time
+page-cause-released = released the lock
+page-cause-silent = the server stopped without a word (killed, crashed or cut off from Redis)
 
 page-settings = Settings
 page-redis-url = Redis URL
@@ -183,6 +248,8 @@ page-event-started = started
 page-event-stopped = stopped
 page-event-unreachable = Redis unreachable
 page-event-reachable = Redis reachable again
+page-sound = Play a sound with critical notifications (died, two servers, data lost)
+page-advanced = Advanced
 page-save = Save
 page-test = Test connection
 page-testing = Testing…

@@ -41,6 +41,8 @@ menu-on-it = { $user } 自 { $since } 起正在处理：{ $note }
 menu-on-it-plain = { $user } 自 { $since } 起正在处理
 menu-ack = 我来处理
 menu-unack = 我不再处理
+menu-own-on = ✓ 您已于 { $time } 启用
+menu-own-off = ✓ 您已于 { $time } 停用
 menu-flip-refused = ⚠ 您的更改未保存，详情见监控面板
 menu-open = 打开监控面板
 menu-mute = 通知静音
@@ -54,10 +56,12 @@ menu-settings = 设置…
 menu-autostart = 登录时自动启动
 menu-quit = 退出 lockwatch
 menu-settings-problem = 设置有误：{ $error }
+dialog-off-title = 停用 { $job }
 
 ## 通知
 
 note-died = { $job } 已宕机
+note-died-on = { $job } 已宕机（最后运行于 { $server }）
 note-data-lost = Redis 丢失了 { $job } 的数据
 note-conflict = { $job }：两台服务器同时在运行
 note-failover = { $job } 已从 { $from } 切换到 { $to }
@@ -84,12 +88,29 @@ note-body = { $kind ->
         [reachable] { $at }：已重新连接到 Redis。
        *[other] { $at }：{ $reason }
     }
+note-action-open = 打开监控面板
+note-action-snooze = 静音 1 小时
+note-action-on-it = 我来处理
 note-flip-refused = 您对 { $job } 的启用设置未更改
 note-ack-refused = 您对 { $job } 的“我来处理”未保存
 note-settings-reset = lockwatch 设置已重置
 
+## 被拒绝的写入，用主管的话说（Redis 的原话在监控面板中）
+
+refusal-not-allowed = Redis 不允许 { $user } 修改此项。请让 Redis 管理员授予 `lockwatch acl --user { $user }` 输出的规则。
+refusal-login = Redis 不接受您的用户名或密码：请在设置中检查。
+refusal-unreachable = 暂时无法连接 Redis：请在恢复后重试。
+refusal-other = Redis 拒绝了此更改：详情见监控面板。
+refusal-unregistered = 已保存，但暂不生效：{ $user } 尚未登记为此任务的用户。请让 Redis 管理员登记 { $user }。
+
 ## 测试连接
 
+test-failed = 未能连接 { $host }：{ $why ->
+        [unreachable] 该地址无响应；请检查主机、端口和 TLS（rediss://）。
+        [login] 用户名或密码被拒绝。
+        [not-allowed] { $user } 无权读取此任务；Redis 管理员可授予 `lockwatch acl --user { $user }` 输出的规则。
+       *[other] Redis 拒绝了请求；将指针悬停可查看其原话。
+    }
 test-connected = 已连接 { $host } 并读取任务 { $job }：{ $users } 个已登记用户，{ $workers } 个工作进程。
 
 ## 监控面板
@@ -154,7 +175,47 @@ page-yes = 是
 page-no = 否
 page-mine = 由我启用
 page-mine-unknown = 由我启用：未知
+page-off-last = 您是最后一个启用 { $job } 的人：停用后所有服务器上的任务都会停止。
+page-off-reason = 原因（可选，所有人都能在历史中看到）
+page-off-reason-hint = 例如：今晚盘点
+page-off-confirm = 停用
+page-off-cancel = 保持启用
 page-not-changed = 未更改：{ $error }
+
+page-window-1h = 1 小时
+page-window-24h = 24 小时
+page-window-7d = 7 天
+page-zoom = 时间范围
+page-history-title = { $job }：最近 { $window }
+page-strip-until = 截至 { $time } 的 { $window }
+page-strip-label = 时间线：{ $runs }
+page-strip-run = { $server }：{ $from } 至 { $to }
+page-strip-nobody = 无人运行
+page-legend-nobody = 斜线：无人运行
+page-incidents = 切换、重启与宕机
+page-flips = 谁启用或停用了任务
+page-col-when = 时间
+page-col-what = 事件
+page-col-from = 原服务器
+page-col-to = 新服务器
+page-col-why = 原因
+page-col-down = 中断时长
+page-col-who = 操作人
+page-col-switched = 操作
+page-none-recorded = 无记录。
+page-what-failover = 切换
+page-what-restart = 重启
+page-what-death = 宕机
+page-switched-on = 启用
+page-switched-off = 停用
+page-still-down = { $duration }（仍中断）
+page-cause-disabled = 无人启用此任务
+page-cause-shutdown = 工作进程正在停止
+page-cause-lost = 锁已不再属于它（过期、被删除或被接管）
+page-cause-expired = 租约未能及时续期（无法连接 Redis）
+page-cause-replica-unconfirmed = 没有副本及时确认租约
+page-cause-released = 释放了锁
+page-cause-silent = 服务器未留下任何记录就停止了（被终止、崩溃或与 Redis 断开）
 
 page-settings = 设置
 page-redis-url = Redis 地址
@@ -188,6 +249,8 @@ page-event-started = 开始运行
 page-event-stopped = 已停止
 page-event-unreachable = 无法连接 Redis
 page-event-reachable = Redis 恢复连接
+page-sound = 严重通知（宕机、双服务器运行、数据丢失）时播放提示音
+page-advanced = 高级
 page-save = 保存
 page-test = 测试连接
 page-testing = 正在测试…

@@ -8,10 +8,10 @@ use tauri::{AppHandle, Manager};
 
 use crate::clock::{desktop_now_ms, next_midnight_ms};
 use crate::menu_id::Mute;
-use crate::model::Note;
+use crate::model::{Note, OwnFlip, Refusal};
 use crate::settings::Settings;
 use crate::state::AppState;
-use crate::{notify, store, supervisor, tray};
+use crate::{dialog, notify, store, supervisor, tray};
 
 /// What a settings change needs to take effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,43 +55,72 @@ pub fn mute(app: &AppHandle, how: Mute) {
     });
 }
 
-/// Turns start at login on or off, the opposite of what it was.
+/// Turns start at login on or off, the opposite of what it was. When the
+/// desktop entry cannot be written or removed, the setting stays as it was
+/// (the menu's checkbox shows the truth) and the reason is logged.
 pub fn toggle_autostart(app: &AppHandle) {
     use tauri_plugin_autostart::ManagerExt;
-    let settings = update_settings(app, |s| {
-        s.autostart = !s.autostart;
+    let want = {
+        let state = app.state::<AppState>();
+        !state.lock().settings.autostart
+    };
+    let launcher = app.autolaunch();
+    let result = if want {
+        // The plugin creates ~/.config/autostart but not ~/.config itself,
+        // which a fresh account may not have yet.
+        if let Some(home) = std::env::var_os("HOME") {
+            let _ = std::fs::create_dir_all(std::path::Path::new(&home).join(".config"));
+        }
+        launcher.enable()
+    } else {
+        launcher.disable()
+    };
+    let done = match result {
+        Ok(()) => want,
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot change start at login");
+            launcher.is_enabled().unwrap_or(!want)
+        }
+    };
+    update_settings(app, |s| {
+        s.autostart = done;
         Effect::Redraw
     });
-    let launcher = app.autolaunch();
-    let result = if settings.autostart { launcher.enable() } else { launcher.disable() };
-    if let Err(err) = result {
-        tracing::warn!(error = %err, "cannot change start at login");
-    }
 }
 
 /// A click on a job's "Enabled for me": asks for the opposite of the
 /// server's truth as last read. (The checkbox itself is no witness: a redraw
 /// may have reset it between the click and this.) While that truth is
 /// unknown, the click is undone by a redraw.
+///
+/// The last one with the job on is asked why first, in a small window of
+/// its own ([`dialog`]); the flip happens when they answer there.
 pub fn toggle_flag(app: &AppHandle, job: &str) {
     match wish(app, job) {
-        Some(on) => {
+        Some((false, true, tr)) => {
+            tray::redraw(app);
+            dialog::ask_reason(app, job, tr.ta("dialog-off-title", &[("job", job.into())]));
+        }
+        Some((on, _, _)) => {
             let app = app.clone();
             let job = job.to_owned();
             tauri::async_runtime::spawn(async move {
-                let _ = flip(&app, &job, on).await;
+                let _ = flip(&app, &job, on, None).await;
             });
         }
         None => tray::redraw(app),
     }
 }
 
-fn wish(app: &AppHandle, job: &str) -> Option<bool> {
+/// The flag a click asks for, whether the user is the last one with the
+/// job on, and the words to ask in.
+fn wish(app: &AppHandle, job: &str) -> Option<(bool, bool, crate::i18n::Tr)> {
     let state = app.state::<AppState>();
     let inner = state.lock();
     let user = &inner.effective.as_ref()?.user;
     let status = inner.jobs.iter().find(|j| j.job == job)?.status.as_ref()?;
-    crate::model::own_flag(status, user).map(|on| !on)
+    let on = crate::model::own_flag(status, user).map(|on| !on)?;
+    Some((on, crate::model::last_one_on(status, user), inner.tr()))
 }
 
 /// A click on a job's "I'm on it" / "I'm no longer on it": asks for the
@@ -138,22 +167,36 @@ pub async fn set_on_it(app: &AppHandle, job: &str, on: bool) -> Result<(), Strin
     w.report(app, result, "\"on it\"", "note-ack-refused")
 }
 
-/// Flips the user's own flag of `job` to `on`. A refusal (ACL, Redis down)
-/// is kept for the menu, notified, and returned; the checkbox goes back to
-/// the server's truth with the next status.
+/// Flips the user's own flag of `job` to `on`, with the user's reason if
+/// they gave one. A refusal (ACL, Redis down) is kept for the menu,
+/// notified, and returned; the checkbox goes back to the server's truth
+/// with the next status. A flip Redis took is confirmed in the menu, and
+/// the start or stop it causes is not notified to the one who asked.
 ///
 /// # Errors
 /// The refusal, as one sentence.
-pub async fn flip(app: &AppHandle, job: &str, on: bool) -> Result<(), String> {
+pub async fn flip(app: &AppHandle, job: &str, on: bool, reason: Option<&str>) -> Result<(), String> {
     let w = OwnWrite::of(app, job)?;
     let result = async {
         let mut conn = w.target.manager().await?;
         let host = flags::this_host();
-        let flip = flags::Flip { user: &w.user, on, host: &host, reason: None };
-        flags::set_flag(&mut conn, &w.keys, &flip, w.target.host()).await.map(|flipped| flipped.warning)
+        let flip = flags::Flip { user: &w.user, on, host: &host, reason };
+        flags::set_flag(&mut conn, &w.keys, &flip, w.target.host()).await
     }
     .await;
-    w.report(app, result, "flag flip", "note-flip-refused")
+    {
+        let state = app.state::<AppState>();
+        let mut inner = state.lock();
+        if let Ok(flipped) = &result {
+            inner.notifier.own_flip(job, on, flipped.at_ms);
+        }
+        // A refusal replaces the confirmation of an earlier flip.
+        let confirmed = result.as_ref().ok().map(|flipped| OwnFlip { on, at_ms: flipped.at_ms });
+        if let Some(view) = inner.jobs.get_mut(w.index) {
+            view.own_flip = confirmed;
+        }
+    }
+    w.report(app, result.map(|flipped| flipped.warning), "flag flip", "note-flip-refused")
 }
 
 /// A write of the user's own key of one watched job (their flag, their
@@ -183,7 +226,8 @@ impl OwnWrite {
     }
 
     /// Keeps the write's refusal or warning for the menu, shows the server's
-    /// truth again, and notifies a refusal (`note` names its title).
+    /// truth again, and notifies a refusal (`note` names its title) in the
+    /// supervisor's words; the dashboard keeps the library's.
     fn report(
         self,
         app: &AppHandle,
@@ -191,27 +235,24 @@ impl OwnWrite {
         what: &str,
         note: &str,
     ) -> Result<(), String> {
-        let error = match result {
-            Ok(warning) => warning,
-            Err(err) => Some(err.to_string()),
+        let refusal = match result {
+            Ok(warning) => warning.map(|w| Refusal::unregistered(w, &self.user, &self.tr)),
+            Err(err) => Some(Refusal::of(&err, &self.user, &self.tr)),
         };
         {
             let state = app.state::<AppState>();
             if let Some(view) = state.lock().jobs.get_mut(self.index) {
-                view.flip_error = error.clone();
+                view.flip_error = refusal.clone();
             }
         }
         supervisor::refresh(app, self.index);
         tray::redraw(app);
-        match error {
-            Some(err) => {
-                tracing::warn!(job = %self.keys.job, "{what} refused: {err}");
-                notify::show(&Note {
-                    summary: self.tr.ta(note, &[("job", self.keys.job.as_str().into())]),
-                    body: err.clone(),
-                    critical: false,
-                });
-                Err(err)
+        match refusal {
+            Some(refusal) => {
+                tracing::warn!(job = %self.keys.job, "{what} refused: {}", refusal.detail);
+                let summary = self.tr.ta(note, &[("job", self.keys.job.as_str().into())]);
+                notify::tell(app, &Note::plain(summary, refusal.said.clone()));
+                Err(refusal.said)
             }
             None => Ok(()),
         }

@@ -10,15 +10,21 @@ use tauri::{AppHandle, State};
 use crate::actions::{self, Effect};
 use crate::i18n;
 use crate::passwords::{KEYRING, PasswordStore, account};
-use crate::settings::{FieldError, SettingsForm};
+use crate::settings::{FieldError, Overrides, SettingsForm};
 use crate::state::AppState;
 
 /// Everything the page shows at first; updates arrive as `status` and `event` events.
 #[tauri::command]
 pub async fn get_state(state: State<'_, AppState>) -> Result<Value, String> {
     let inner = state.lock();
-    let statuses: Vec<Value> =
-        inner.jobs.iter().map(|j| json!({ "job": j.job, "status": j.status, "flip_error": j.flip_error })).collect();
+    let statuses: Vec<Value> = inner
+        .jobs
+        .iter()
+        .map(|j| {
+            let (said, detail) = j.flip_error.as_ref().map(|r| (&r.said, &r.detail)).unzip();
+            json!({ "job": j.job, "status": j.status, "flip_error": said, "flip_detail": detail })
+        })
+        .collect();
     Ok(json!({
         "settings": inner.settings,
         "form": SettingsForm::of(&inner.settings),
@@ -37,10 +43,21 @@ pub async fn get_state(state: State<'_, AppState>) -> Result<Value, String> {
     }))
 }
 
-/// Flips the user's own flag of `job`.
+/// Flips the user's own flag of `job`, with their reason (checked by the
+/// library's rule: one line, bounded) when they gave one.
 #[tauri::command]
-pub async fn set_enabled(app: AppHandle, job: String, on: bool) -> Result<(), String> {
-    actions::flip(&app, &job, on).await
+pub async fn set_enabled(app: AppHandle, job: String, on: bool, reason: Option<String>) -> Result<(), String> {
+    let reason = reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty());
+    if let Some(r) = &reason {
+        lockwatch::flags::check_reason(r).map_err(|e| e.to_string())?;
+    }
+    actions::flip(&app, &job, on, reason.as_deref()).await
+}
+
+/// Closes the window that asks (the "switch off" window, once answered).
+#[tauri::command]
+pub async fn close_dialog(window: tauri::WebviewWindow) -> Result<(), String> {
+    window.destroy().map_err(|e| e.to_string())
 }
 
 /// Field-by-field problems of a settings form.
@@ -87,51 +104,90 @@ pub async fn page_texts(state: State<'_, AppState>) -> Result<Value, String> {
     Ok(json!({ "lang": lang.tag(), "messages": i18n::page_messages(lang) }))
 }
 
-/// Tries the form's URL (and password) on its first job and says in one
-/// sentence what worked or failed (a failure in the library's English words).
-#[tauri::command]
-pub async fn test_connection(state: State<'_, AppState>, form: SettingsForm) -> Result<String, String> {
-    let tr = state.lock().tr();
-    Ok(test_form(form, &tr).await)
+/// What "Test connection" answers: one line, and the library's sentence
+/// behind a failure for the curious.
+#[derive(Debug, Serialize)]
+pub struct Tested {
+    pub line: String,
+    pub detail: Option<String>,
 }
 
-async fn test_form(form: SettingsForm, tr: &i18n::Tr) -> String {
-    let (url, typed) = spec::split_password(form.redis_url.trim());
-    let url = match Some(form.password).filter(|p| !p.is_empty()).or(typed) {
-        Some(p) => spec::with_password(&url, &p),
-        None => url,
+/// Tries what would take effect: the form's URL, password and Sentinels,
+/// unless the environment overrides them (as the watchers will use it), on
+/// its first job, and answers in one line.
+#[tauri::command]
+pub async fn test_connection(state: State<'_, AppState>, form: SettingsForm) -> Result<Tested, String> {
+    let (tr, overrides) = {
+        let inner = state.lock();
+        (inner.tr(), inner.overrides.clone())
+    };
+    Ok(test_form(form, &overrides, &tr).await)
+}
+
+async fn test_form(form: SettingsForm, overrides: &Overrides, tr: &i18n::Tr) -> Tested {
+    let bad = |sentence: String| Tested { line: sentence, detail: None };
+    let url = match &overrides.redis_url {
+        Some(url) => url.clone(),
+        None => {
+            let (url, typed) = spec::split_password(form.redis_url.trim());
+            match Some(form.password).filter(|p| !p.is_empty()).or(typed) {
+                Some(p) => spec::with_password(&url, &p),
+                None => url,
+            }
+        }
     };
     let tls_ca = Some(form.tls_ca.trim()).filter(|c| !c.is_empty()).map(Into::into);
-    let topology =
-        spec::Topology::from_inputs(Some(&form.sentinels), Some(&form.sentinel_master)).or_cluster(form.cluster);
-    let connection = ConnectionSpec { url, tls_ca, topology };
-    if let Some(bad) = connection.check().into_iter().next() {
-        return bad.to_string();
+    // The environment's Sentinel inputs replace the form's as a pair, and its cluster switch adds to the box,
+    // as in `Settings::effective`.
+    let topology = match (&overrides.sentinels, &overrides.sentinel_master) {
+        (None, None) => spec::Topology::from_inputs(Some(&form.sentinels), Some(&form.sentinel_master)),
+        (s, m) => spec::Topology::from_inputs(s.as_deref(), m.as_deref()),
     }
-    let job = match spec::job_names(&form.jobs) {
+    .or_cluster(form.cluster || overrides.cluster);
+    let connection = ConnectionSpec { url, tls_ca, topology };
+    if let Some(invalid) = connection.check().into_iter().next() {
+        return bad(invalid.to_string());
+    }
+    let jobs = overrides.job.clone().unwrap_or(form.jobs);
+    let job = match spec::job_names(&jobs) {
         Ok(names) => names.into_iter().next().unwrap_or_else(|| lockwatch::keys::DEFAULT_JOB.to_owned()),
-        Err(bad) => return bad.to_string(),
+        Err(invalid) => return bad(invalid.to_string()),
     };
     let target = match connection.target() {
         Ok(t) => t,
-        Err(e) => return e.to_string(),
+        Err(e) => return bad(e.to_string()),
+    };
+    let user = target.user().unwrap_or_default().to_owned();
+    let failed = |err: lockwatch::Error| {
+        use lockwatch::error::RedisFailure;
+        let why = match err.redis_failure() {
+            Some(RedisFailure::Unreachable) => "unreachable",
+            Some(RedisFailure::Auth) => "login",
+            Some(RedisFailure::Permission) => "not-allowed",
+            _ => "other",
+        };
+        let args = [("host", target.host().into()), ("why", why.into()), ("user", user.as_str().into())];
+        Tested { line: tr.ta("test-failed", &args), detail: Some(err.to_string()) }
     };
     let mut conn = match target.manager().await {
         Ok(c) => c,
-        Err(e) => return e.to_string(),
+        Err(e) => return failed(e),
     };
     let keys = lockwatch::Keys::new(&job);
     match probe(&mut conn, &keys, target.endpoint()).await {
-        Ok(snap) => tr.ta(
-            "test-connected",
-            &[
-                ("host", target.host().into()),
-                ("job", keys.job.as_str().into()),
-                ("users", snap.flags.len().into()),
-                ("workers", snap.beats.len().into()),
-            ],
-        ),
-        Err(e) => e.to_string(),
+        Ok(snap) => Tested {
+            line: tr.ta(
+                "test-connected",
+                &[
+                    ("host", target.host().into()),
+                    ("job", keys.job.as_str().into()),
+                    ("users", snap.flags.len().into()),
+                    ("workers", snap.beats.len().into()),
+                ],
+            ),
+            detail: None,
+        },
+        Err(e) => failed(e),
     }
 }
 

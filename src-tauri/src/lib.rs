@@ -18,11 +18,13 @@
 //! - [`clock`]: the desktop's clock, for the mute and notifications only.
 //! - [`notify`]: desktop notifications.
 //! - [`window`]: the dashboard window.
+//! - [`dialog`]: the small window asking the last one on why they switch off.
 //! - [`commands`]: the dashboard's thin Tauri commands.
 
 pub mod actions;
 pub mod clock;
 pub mod commands;
+pub mod dialog;
 pub mod i18n;
 pub mod menu_id;
 pub mod model;
@@ -55,6 +57,7 @@ pub fn run() {
         .invoke_handler(tauri::generate_handler![
             commands::get_state,
             commands::set_enabled,
+            commands::close_dialog,
             commands::save_settings,
             commands::validate_settings,
             commands::test_connection,
@@ -76,11 +79,9 @@ pub fn run() {
             let handle = app.handle().clone();
             tauri::async_runtime::spawn(async move { supervisor::restart(&handle) });
             if let Some(problem) = problem {
-                notify::show(&model::Note {
-                    summary: i18n::tr(lang).t("note-settings-reset"),
-                    body: problem,
-                    critical: false,
-                });
+                let tr = i18n::tr(lang);
+                let note = model::Note::plain(tr.t("note-settings-reset"), problem);
+                notify::show(app.handle(), &note, &tr, notify::Style { sound: false });
             }
             if std::env::var_os("LOCKWATCH_OPEN_DASHBOARD").is_some() {
                 window::open(app.handle(), "live");
@@ -127,7 +128,7 @@ fn on_menu(app: &AppHandle, event: MenuEvent) {
         MenuId::Ack(job) => off_main(app, move |app| actions::toggle_ack(app, &job)),
         // The status and a refused flip's short line lead to the details.
         MenuId::Status(_) | MenuId::Error(_) => window::open(app, "live"),
-        MenuId::Others(_) | MenuId::OnIt { .. } | MenuId::MuteMenu => {}
+        MenuId::Others(_) | MenuId::OnIt { .. } | MenuId::Confirm(_) | MenuId::MuteMenu => {}
     }
 }
 

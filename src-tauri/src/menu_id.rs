@@ -38,6 +38,8 @@ pub enum MenuId {
     Others(String),
     /// Why a job's last flip was refused (not clickable).
     Error(String),
+    /// The user's own flip of a job, confirmed (not clickable).
+    Confirm(String),
     /// One supervisor's "on it" line of a job (not clickable).
     OnIt {
         job: String,
@@ -61,6 +63,7 @@ impl fmt::Display for MenuId {
             MenuId::Flip(job) => write!(f, "flip:{job}"),
             MenuId::Others(job) => write!(f, "others:{job}"),
             MenuId::Error(job) => write!(f, "error:{job}"),
+            MenuId::Confirm(job) => write!(f, "confirm:{job}"),
             // User names hold no ':' (spec::name), job names may.
             MenuId::OnIt { job, user } => write!(f, "onit:{user}:{job}"),
             MenuId::Ack(job) => write!(f, "ack:{job}"),
@@ -87,6 +90,7 @@ impl MenuId {
             "flip" => Some(MenuId::Flip(rest.to_owned())),
             "others" => Some(MenuId::Others(rest.to_owned())),
             "error" => Some(MenuId::Error(rest.to_owned())),
+            "confirm" => Some(MenuId::Confirm(rest.to_owned())),
             "onit" => {
                 let (user, job) = rest.split_once(':')?;
                 Some(MenuId::OnIt { job: job.to_owned(), user: user.to_owned() })
@@ -115,6 +119,7 @@ mod tests {
                 MenuId::Others(job.clone()),
                 MenuId::OnIt { job: job.clone(), user: "a.b@site".into() },
                 MenuId::Ack(job.clone()),
+                MenuId::Confirm(job.clone()),
                 MenuId::Error(job),
             ]);
         }

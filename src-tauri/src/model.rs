@@ -17,7 +17,47 @@ pub struct JobView {
     /// Latest status; `None` before the first read.
     pub status: Option<Status>,
     /// Why the last flip of the user's own flag failed, until the next success.
-    pub flip_error: Option<String>,
+    pub flip_error: Option<Refusal>,
+    /// The user's own last flip that Redis took, confirmed in the menu.
+    pub own_flip: Option<OwnFlip>,
+}
+
+/// A flip of the user's own flag that Redis took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnFlip {
+    pub on: bool,
+    /// Redis time of the flip, ms.
+    pub at_ms: u64,
+}
+
+/// A write of the user's own key that Redis refused (or took with a
+/// warning), said two ways.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// In the supervisor's words: the notification, the dashboard's line.
+    pub said: String,
+    /// The library's sentence (what failed, where, Redis's words), for the dashboard's details.
+    pub detail: String,
+}
+
+impl Refusal {
+    /// A refusal of `user`'s write, worded by its kind rather than by the
+    /// driver's message.
+    pub fn of(err: &lockwatch::Error, user: &str, tr: &Tr) -> Refusal {
+        use lockwatch::error::RedisFailure;
+        let id = match err.redis_failure() {
+            Some(RedisFailure::Permission) => "refusal-not-allowed",
+            Some(RedisFailure::Auth) => "refusal-login",
+            Some(RedisFailure::Unreachable) => "refusal-unreachable",
+            _ => "refusal-other",
+        };
+        Refusal { said: tr.ta(id, &[("user", user.into())]), detail: err.to_string() }
+    }
+
+    /// A write that was made but does not count yet (the user is not registered).
+    pub fn unregistered(warning: String, user: &str, tr: &Tr) -> Refusal {
+        Refusal { said: tr.ta("refusal-unregistered", &[("user", user.into())]), detail: warning }
+    }
 }
 
 /// What the tray shows.
@@ -75,6 +115,8 @@ pub struct JobMenu {
     pub others_line: String,
     /// A refused flip, said short enough for a menu; the dashboard has the details.
     pub error_line: Option<String>,
+    /// The user's own flip, confirmed: `✓ You switched it off at 10:02`.
+    pub confirm_line: Option<String>,
     /// Who is on it: `alice is on it since 10:02: looking at wh-a`, one per ack in force.
     pub on_it_lines: Vec<String>,
     /// Whose each line is, in the same order.
@@ -119,6 +161,10 @@ pub fn tray_view(
 fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
     let tr = &words.tr;
     let error_line = j.flip_error.as_ref().map(|_| tr.t("menu-flip-refused"));
+    let confirm_line = j.own_flip.map(|f| {
+        let id = if f.on { "menu-own-on" } else { "menu-own-off" };
+        tr.ta(id, &[("time", (words.time_of_day)(f.at_ms).into())])
+    });
     let Some(s) = &j.status else {
         return JobMenu {
             job: j.job.clone(),
@@ -128,6 +174,7 @@ fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
             can_flip: false,
             others_line: tr.t("menu-others-not-yet"),
             error_line,
+            confirm_line,
             on_it_lines: Vec::new(),
             on_it_users: Vec::new(),
             own_ack: None,
@@ -150,6 +197,7 @@ fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
         can_flip: enabled_for_me.is_some(),
         others_line,
         error_line,
+        confirm_line,
         on_it_lines: s.acks.iter().map(|a| on_it_line(a, words)).collect(),
         on_it_users: s.acks.iter().map(|a| a.user.clone()).collect(),
         own_ack,
@@ -178,6 +226,12 @@ pub fn own_flag(s: &Status, user: &str) -> Option<bool> {
     } else {
         Some(false)
     }
+}
+
+/// Whether `user` is the only one with the job enabled, as Redis has it:
+/// switching off then stops the job on every server, so they are asked why.
+pub fn last_one_on(s: &Status, user: &str) -> bool {
+    s.checked_at_ms.is_some() && s.enabled_users.len() == 1 && s.enabled_users[0] == user
 }
 
 /// A state as a word inside a sentence.
@@ -256,8 +310,61 @@ fn unmute_label(mute_until_ms: Option<u64>, now_ms: u64, tr: &Tr) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Note {
     pub summary: String,
+    /// Plain text: escaped for a daemon that reads markup when it is shown.
     pub body: String,
     pub critical: bool,
+    /// The buttons, besides the default action (a click on the body opens the dashboard).
+    pub actions: Vec<NoteAction>,
+}
+
+impl Note {
+    /// A note whose only action is its default one.
+    pub fn plain(summary: String, body: String) -> Note {
+        Note { summary, body, critical: false, actions: Vec::new() }
+    }
+}
+
+/// What a notification's button does. The id the daemon sends back is
+/// built and read by this one enum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoteAction {
+    /// Open the dashboard; also a click on the notification itself.
+    Open,
+    /// Mute notifications for an hour.
+    Snooze,
+    /// "I'm on it" for this job.
+    OnIt(String),
+}
+
+impl NoteAction {
+    /// The notification spec's name of the action of a click on the body.
+    pub const DEFAULT_ID: &'static str = "default";
+
+    pub fn id(&self) -> String {
+        match self {
+            NoteAction::Open => "open".to_owned(),
+            NoteAction::Snooze => "snooze".to_owned(),
+            NoteAction::OnIt(job) => format!("on-it:{job}"),
+        }
+    }
+
+    /// The action an id stands for; the default action opens the dashboard.
+    pub fn parse(id: &str) -> Option<NoteAction> {
+        match id {
+            "open" | NoteAction::DEFAULT_ID => Some(NoteAction::Open),
+            "snooze" => Some(NoteAction::Snooze),
+            _ => id.strip_prefix("on-it:").filter(|job| !job.is_empty()).map(|job| NoteAction::OnIt(job.to_owned())),
+        }
+    }
+
+    /// The button's label.
+    pub fn label(&self, tr: &Tr) -> String {
+        tr.t(match self {
+            NoteAction::Open => "note-action-open",
+            NoteAction::Snooze => "note-action-snooze",
+            NoteAction::OnIt(_) => "note-action-on-it",
+        })
+    }
 }
 
 /// Which events notify (the settings' choice).
@@ -267,22 +374,61 @@ pub fn default_notify_kinds() -> Vec<EventKind> {
 }
 
 /// Decides which events become notifications: respects the choices and the
-/// mute, and lets through at most one of a kind per job within `quiet_ms`,
-/// so a flapping job or a desktop's own network drop gives one, not a storm.
+/// mute, and lets through the same incident once within `quiet_ms`, so a
+/// flapping job or a desktop's own network drop gives one, not a storm,
+/// while a new one (a move back, a death on another server) is told.
+/// The start or stop the user's own flip asked for is confirmed in the
+/// menu instead.
 /// While someone else is on an incident ("I'm on it"), its repeats stay
 /// quiet; a new incident is not quiet.
 #[derive(Debug, Clone)]
 pub struct Notifier {
     quiet_ms: u64,
-    /// Last notified time per (job, kind); Redis unreachability is keyed
-    /// without the job: one Redis down is one notification for all jobs.
-    last: HashMap<(String, EventKind), u64>,
+    /// Last notified time per incident (job, kind and the servers named):
+    /// the same again within `quiet_ms` is quiet, another one is news.
+    last: HashMap<Incident, u64>,
     /// Per job, the Redis time its open incident began: set by the first
     /// trouble event, ended by the job running or stopping again.
     incidents: HashMap<String, u64>,
     /// Per job, the acknowledgements of the other supervisors, as last read.
     others_acks: HashMap<String, Vec<Ack>>,
+    /// Per job, the user's own last flip: its start or stop is no news to them.
+    own_flips: HashMap<String, OwnFlip>,
 }
+
+/// What makes two events the same news: the job (none for Redis's
+/// reachability: one Redis down is one notification for all jobs), the
+/// kind, and the servers named (a move back is a new move, a death on
+/// another server a new death).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Incident {
+    job: String,
+    kind: EventKind,
+    from: Option<String>,
+    to: Option<String>,
+}
+
+impl Incident {
+    fn of(event: &Event) -> Incident {
+        let node = |r: &Option<lockwatch::status::HolderRef>| {
+            r.as_ref().map(|h| h.node.clone().unwrap_or_else(|| h.field.clone()))
+        };
+        match event.event {
+            EventKind::Unreachable | EventKind::Reachable => {
+                Incident { job: String::new(), kind: event.event, from: None, to: None }
+            }
+            kind => Incident { job: event.job.clone(), kind, from: node(&event.from), to: node(&event.to) },
+        }
+    }
+
+    fn unreachable() -> Incident {
+        Incident { job: String::new(), kind: EventKind::Unreachable, from: None, to: None }
+    }
+}
+
+/// How long after one's own flip the job's start or stop is taken as its
+/// outcome (Redis time): a worker takes or leaves the job within seconds.
+pub const OWN_FLIP_MS: u64 = 60_000;
 
 /// Events that open an incident, or belong to the one open.
 fn is_trouble(kind: EventKind) -> bool {
@@ -299,7 +445,13 @@ fn ends_incident(kind: EventKind) -> bool {
 
 impl Notifier {
     pub fn new(quiet_ms: u64) -> Notifier {
-        Notifier { quiet_ms, last: HashMap::new(), incidents: HashMap::new(), others_acks: HashMap::new() }
+        Notifier {
+            quiet_ms,
+            last: HashMap::new(),
+            incidents: HashMap::new(),
+            others_acks: HashMap::new(),
+            own_flips: HashMap::new(),
+        }
     }
 
     /// Takes the acknowledgements of `job` as read, keeping those of
@@ -307,6 +459,23 @@ impl Notifier {
     pub fn set_acks(&mut self, job: &str, acks: &[Ack], user: &str) {
         let others = acks.iter().filter(|a| a.user != user).cloned().collect();
         self.others_acks.insert(job.to_owned(), others);
+    }
+
+    /// Takes note of the user's own flip of `job` that Redis took at `at_ms`.
+    pub fn own_flip(&mut self, job: &str, on: bool, at_ms: u64) {
+        self.own_flips.insert(job.to_owned(), OwnFlip { on, at_ms });
+    }
+
+    /// Whether `event` is the start or stop the user's own flip asked for.
+    fn own_outcome(&self, event: &Event) -> bool {
+        let asked = match event.event {
+            EventKind::Started => true,
+            EventKind::Stopped => false,
+            _ => return false,
+        };
+        self.own_flips
+            .get(&event.job)
+            .is_some_and(|f| f.on == asked && event.at_ms >= f.at_ms && event.at_ms - f.at_ms < OWN_FLIP_MS)
     }
 
     /// Whether `event` repeats an incident someone else acknowledged after
@@ -341,36 +510,37 @@ impl Notifier {
         local_time: impl Fn(u64) -> String,
     ) -> Option<Note> {
         let acknowledged = self.acknowledged_repeat(event);
-        if acknowledged || !kinds.contains(&event.event) || mute_until_ms.is_some_and(|until| until > now_ms) {
+        if acknowledged
+            || self.own_outcome(event)
+            || !kinds.contains(&event.event)
+            || mute_until_ms.is_some_and(|until| until > now_ms)
+        {
             return None;
         }
-        let job_key = match event.event {
-            EventKind::Unreachable | EventKind::Reachable => String::new(),
-            _ => event.job.clone(),
-        };
-        let key = (job_key, event.event);
+        let key = Incident::of(event);
         if self.last.get(&key).is_some_and(|at| now_ms.saturating_sub(*at) < self.quiet_ms) {
             return None;
         }
         // "reachable" only answers an "unreachable" that was shown.
-        if event.event == EventKind::Reachable && !self.last.contains_key(&(String::new(), EventKind::Unreachable)) {
+        if event.event == EventKind::Reachable && !self.last.contains_key(&Incident::unreachable()) {
             return None;
         }
         self.last.insert(key, now_ms);
         if event.event == EventKind::Reachable {
-            self.last.remove(&(String::new(), EventKind::Unreachable));
+            self.last.remove(&Incident::unreachable());
         }
         Some(note(event, &local_time(event.at_ms), tr))
     }
 }
 
-/// Title and body of an event's notification. The body is the catalog's:
-/// the library's English sentence in English, the catalog's own sentence
-/// for the event's kind in Chinese.
+/// Title, body and buttons of an event's notification. The body says what
+/// the title does not (a failover's title names both servers already); the
+/// library's English sentence only where the catalog has none of its own.
 pub fn note(event: &Event, at: &str, tr: &Tr) -> Note {
     let node = |r: &Option<lockwatch::status::HolderRef>| r.as_ref().and_then(|h| h.node.clone());
     let (from, to) = (node(&event.from), node(&event.to));
     let (id, critical) = match event.event {
+        EventKind::Died if from.is_some() => ("note-died-on", true),
         EventKind::Died => ("note-died", true),
         EventKind::DataLost => ("note-data-lost", true),
         EventKind::Conflict => ("note-conflict", true),
@@ -390,18 +560,28 @@ pub fn note(event: &Event, at: &str, tr: &Tr) -> Note {
         (EventKind::Failover, None) => "other".to_owned(),
         (kind, _) => serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
     };
+    let server = match event.event {
+        EventKind::Died => from.clone(),
+        _ => to.clone(),
+    };
     let from = from.unwrap_or_default();
     let to = to.unwrap_or_default();
+    let server = server.unwrap_or_default();
     let args = [
         ("job", event.job.as_str().into()),
         ("from", from.as_str().into()),
         ("to", to.as_str().into()),
-        ("server", to.as_str().into()),
+        ("server", server.as_str().into()),
         ("at", at.into()),
         ("kind", kind.as_str().into()),
         ("reason", event.reason.as_str().into()),
     ];
-    Note { summary: tr.ta(id, &args), body: tr.ta("note-body", &args), critical }
+    let mut actions = vec![NoteAction::Open, NoteAction::Snooze];
+    // Someone can be on trouble, or on a move nobody asked for; good news needs nobody.
+    if is_trouble(event.event) || matches!(event.event, EventKind::Failover | EventKind::Restarted) {
+        actions.push(NoteAction::OnIt(event.job.clone()));
+    }
+    Note { summary: tr.ta(id, &args), body: tr.ta("note-body", &args), critical, actions }
 }
 
 #[cfg(test)]
@@ -458,7 +638,7 @@ mod tests {
     }
 
     fn view(state: State, node: Option<&str>, enabled: &[&str]) -> JobView {
-        JobView { job: "outbound".into(), status: Some(status(state, node, enabled)), flip_error: None }
+        JobView { job: "outbound".into(), status: Some(status(state, node, enabled)), ..Default::default() }
     }
 
     fn event(kind: EventKind, job: &str) -> Event {
@@ -576,8 +756,60 @@ mod tests {
         e.to = Some(HolderRef { field: "b:1".into(), node: Some("wh-west-1".into()) });
         let n = note(&e, "10:02:03", &en().tr);
         assert_eq!(n.summary, "outbound moved from wh-east-1 to wh-west-1");
-        assert_eq!(n.body, "10:02:03: why");
         assert!(!n.critical);
+    }
+
+    #[test]
+    fn a_failover_is_said_once_and_a_death_names_the_server_that_died() {
+        let mut e = event(EventKind::Failover, "outbound");
+        e.from = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
+        e.to = Some(HolderRef { field: "b:1".into(), node: Some("wh-west-1".into()) });
+        // The library's reason repeats the title: "the job moved from wh-east-1 to wh-west-1".
+        e.reason = "the job moved from wh-east-1 to wh-west-1".into();
+        let n = note(&e, "10:02:03", &en().tr);
+        assert_eq!(n.body, "10:02:03: wh-west-1 runs it now.");
+        assert!(!n.body.contains("moved"), "{}", n.body);
+        let mut died = event(EventKind::Died, "outbound");
+        died.from = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
+        assert_eq!(note(&died, "10:02:03", &en().tr).summary, "outbound died on wh-east-1");
+        assert_eq!(note(&died, "10:02:03", &zh().tr).summary, "outbound 已宕机（最后运行于 wh-east-1）");
+    }
+
+    #[test]
+    fn notifications_offer_the_dashboard_a_snooze_and_on_it_for_trouble() {
+        let mut e = event(EventKind::Failover, "outbound");
+        e.to = Some(HolderRef { field: "b:1".into(), node: Some("wh-west-1".into()) });
+        let n = note(&e, "10:02", &en().tr);
+        assert_eq!(n.actions, [NoteAction::Open, NoteAction::Snooze, NoteAction::OnIt("outbound".into())]);
+        let labels: Vec<String> = n.actions.iter().map(|a| a.label(&en().tr)).collect();
+        assert_eq!(labels, ["Open dashboard", "Snooze 1 h", "I'm on it"]);
+        let labels: Vec<String> = n.actions.iter().map(|a| a.label(&zh().tr)).collect();
+        assert_eq!(labels, ["打开监控面板", "静音 1 小时", "我来处理"]);
+        assert!(!note(&event(EventKind::Recovered, "o"), "", &en().tr).actions.contains(&NoteAction::OnIt("o".into())));
+        for a in [NoteAction::Open, NoteAction::Snooze, NoteAction::OnIt("in:bound".into())] {
+            assert_eq!(NoteAction::parse(&a.id()), Some(a));
+        }
+        assert_eq!(NoteAction::parse("default"), Some(NoteAction::Open), "a click on the note opens the dashboard");
+        assert_eq!(NoteAction::parse("__closed"), None);
+        assert_eq!(NoteAction::parse("on-it:"), None);
+    }
+
+    #[test]
+    fn a_refusal_is_said_in_a_supervisors_words_and_keeps_the_details() {
+        let host = lockwatch::connect::Endpoint::new("db:6379", false);
+        // As the library reports an ACL refusal: Redis's words in the cause.
+        let err = lockwatch::Error::Redis {
+            action: lockwatch::error::Action::SettingFlag { user: "bob".into(), job: "outbound".into() },
+            host,
+            cause: "NOPERM: this user has no permissions to access one of the keys used as arguments".into(),
+            hint: "connect as that user, or ask the admin for the rules printed by `lockwatch acl --user <name>`",
+            kind: lockwatch::error::RedisFailure::Permission,
+        };
+        let r = Refusal::of(&err, "bob", &en().tr);
+        assert!(!r.said.contains("NOPERM") && !r.said.contains("keys used as arguments"), "{}", r.said);
+        assert!(r.said.starts_with("Redis does not let bob change this."), "{}", r.said);
+        assert!(r.detail.contains("NOPERM"), "the dashboard keeps Redis's words: {}", r.detail);
+        assert!(Refusal::of(&err, "bob", &zh().tr).said.starts_with("Redis 不允许 bob"));
     }
 
     #[test]
@@ -684,7 +916,7 @@ mod tests {
         assert!(refusal.chars().count() > 280);
         for lang in Lang::ALL {
             let mut refused = view(State::Running, Some("a"), &["bob"]);
-            refused.flip_error = Some(refusal.into());
+            refused.flip_error = Some(Refusal { said: "x".into(), detail: refusal.into() });
             let line = tray_view(&[refused], "bob", None, 0, &words(lang)).jobs[0].error_line.clone().unwrap();
             assert!(line.chars().count() <= 60, "{lang:?}: {line}");
             assert!(line.starts_with('⚠'), "{line}");
@@ -763,5 +995,97 @@ mod tests {
         n.set_acks("outbound", &[Ack { until_ms: 9_000, ..ack("bob", 7_000, "") }], "alice");
         assert!(n.decide(&at(EventKind::DataLost, 8_500), &kinds, None, 0, &en().tr, t).is_none());
         assert!(n.decide(&at(EventKind::Stalled, 9_500), &kinds, None, 0, &en().tr, t).is_some(), "the ack ended");
+    }
+    fn moved(from: &str, to: &str, at_ms: u64) -> Event {
+        Event {
+            from: Some(HolderRef { field: format!("{from}:1"), node: Some(from.into()) }),
+            to: Some(HolderRef { field: format!("{to}:1"), node: Some(to.into()) }),
+            at_ms,
+            ..event(EventKind::Failover, "outbound")
+        }
+    }
+
+    #[test]
+    fn a_genuine_second_failover_within_the_quiet_minute_is_notified_a_repeat_is_not() {
+        let kinds = default_notify_kinds();
+        let t = |_: u64| String::new();
+        let mut n = Notifier::new(60_000);
+        assert!(n.decide(&moved("a", "b", 0), &kinds, None, 0, &en().tr, t).is_some());
+        assert!(n.decide(&moved("b", "a", 20_000), &kinds, None, 20_000, &en().tr, t).is_some(), "it moved back");
+        assert!(n.decide(&moved("a", "b", 30_000), &kinds, None, 30_000, &en().tr, t).is_none(), "the same move again");
+        // A death on another server is another incident; the same one flapping is not.
+        let died = |node: &str, at_ms| Event {
+            from: Some(HolderRef { field: format!("{node}:1"), node: Some(node.into()) }),
+            at_ms,
+            ..event(EventKind::Died, "outbound")
+        };
+        assert!(n.decide(&died("a", 40_000), &kinds, None, 40_000, &en().tr, t).is_some());
+        assert!(n.decide(&died("a", 45_000), &kinds, None, 45_000, &en().tr, t).is_none());
+        assert!(n.decide(&died("b", 50_000), &kinds, None, 50_000, &en().tr, t).is_some());
+    }
+
+    #[test]
+    fn the_own_flip_is_confirmed_in_the_menu_not_by_a_notification() {
+        let kinds = default_notify_kinds();
+        let t = |_: u64| String::new();
+        let at = |kind: EventKind, at_ms: u64| Event { at_ms, ..event(kind, "outbound") };
+        let mut n = Notifier::new(60_000);
+        n.own_flip("outbound", false, 10_000);
+        assert!(n.decide(&at(EventKind::Stopped, 11_000), &kinds, None, 0, &en().tr, t).is_none(), "alice stopped it");
+        n.own_flip("outbound", true, 20_000);
+        assert!(n.decide(&at(EventKind::Started, 23_000), &kinds, None, 0, &en().tr, t).is_none(), "alice started it");
+        // Long after the flip, or another job, it is news again.
+        assert!(n.decide(&at(EventKind::Stopped, 500_000), &kinds, None, 500_000, &en().tr, t).is_some());
+        let other = Event { at_ms: 20_500, ..event(EventKind::Started, "inbound") };
+        assert!(n.decide(&other, &kinds, None, 0, &en().tr, t).is_some());
+        // Someone else's notifier has no such flip: they are told.
+        let mut bob = Notifier::new(60_000);
+        assert!(bob.decide(&at(EventKind::Stopped, 11_000), &kinds, None, 0, &en().tr, t).is_some());
+
+        let mut v = view(State::Stopped, None, &[]);
+        v.own_flip = Some(OwnFlip { on: false, at_ms: 36_120_000 });
+        let m = &tray_view(std::slice::from_ref(&v), "alice", None, 0, &en()).jobs[0];
+        assert_eq!(m.confirm_line.as_deref(), Some("✓ You switched it off at 10:02"));
+        let m = &tray_view(std::slice::from_ref(&v), "alice", None, 0, &zh()).jobs[0];
+        assert_eq!(m.confirm_line.as_deref(), Some("✓ 您已于 10:02 停用"));
+    }
+    proptest::proptest! {
+        /// Whatever the order and timing, an incident (job, kind, servers)
+        /// is told at most once per quiet period, and one not told within
+        /// the last quiet period is always told.
+        #[test]
+        fn the_same_incident_is_quiet_a_new_one_is_told(
+            steps in proptest::collection::vec((0..4usize, 0..3usize, 0..3usize, 0..40_000u64), 1..60)
+        ) {
+            const QUIET: u64 = 60_000;
+            let kinds = [EventKind::Died, EventKind::Failover, EventKind::Stalled, EventKind::Conflict];
+            let servers = ["a", "b", "c"];
+            let mut n = Notifier::new(QUIET);
+            let mut told: Vec<(EventKind, &str, &str, u64)> = Vec::new();
+            let mut now = 0;
+            for (kind, from, to, step) in steps {
+                now += step;
+                let (kind, from, to) = (kinds[kind], servers[from], servers[to]);
+                let mut e = moved(from, to, now);
+                e.event = kind;
+                let due = !told.iter().any(|&(k, f, t, at)| (k, f, t) == (kind, from, to) && now - at < QUIET);
+                let shown = n.decide(&e, &kinds, None, now, &en().tr, |_| String::new()).is_some();
+                proptest::prop_assert_eq!(shown, due, "{:?} {}→{} at {}", kind, from, to, now);
+                if shown {
+                    told.push((kind, from, to, now));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_last_one_on_is_asked_why() {
+        let s = status(State::Running, Some("a"), &["alice"]);
+        assert!(last_one_on(&s, "alice"));
+        assert!(!last_one_on(&s, "bob"));
+        assert!(!last_one_on(&status(State::Running, Some("a"), &["alice", "bob"]), "alice"));
+        let mut unread = s.clone();
+        unread.checked_at_ms = None;
+        assert!(!last_one_on(&unread, "alice"), "not known, not asked");
     }
 }

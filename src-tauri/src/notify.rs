@@ -1,24 +1,149 @@
-//! Desktop notifications through notify-rust. A desktop without a
-//! notification daemon gets one log line, and the app keeps working.
+//! Desktop notifications through notify-rust, with buttons that act. A
+//! desktop without a notification daemon gets one log line, and the app
+//! keeps working.
+//!
+//! Each notification is shown by a thread of its own, which keeps its handle
+//! and waits for the user's click (or the notification's end) and hands the
+//! action to the app; the main thread never waits on the daemon.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::model::Note;
+use tauri::AppHandle;
+
+use tauri::Manager;
+
+use crate::i18n::Tr;
+use crate::menu_id::Mute;
+use crate::model::{Note, NoteAction};
+use crate::state::AppState;
+use crate::{actions, window};
 
 static WARNED: AtomicBool = AtomicBool::new(false);
 
-/// Shows `note`; failures are logged once.
-pub fn show(note: &Note) {
-    let mut n = notify_rust::Notification::new();
-    n.appname("lockwatch").summary(&note.summary).body(&note.body);
-    #[cfg(all(unix, not(target_os = "macos")))]
-    n.urgency(if note.critical { notify_rust::Urgency::Critical } else { notify_rust::Urgency::Normal });
-    match n.show() {
-        Ok(_) => tracing::info!(summary = %note.summary, "notified"),
-        Err(err) => {
-            if !WARNED.swap(true, Ordering::Relaxed) {
-                tracing::warn!(error = %err, "notifications cannot be shown (no notification daemon?); the tray menu still tells all");
+/// The sound theme's name for a critical event (freedesktop sound naming spec).
+pub const CRITICAL_SOUND: &str = "dialog-warning";
+
+/// How a note is shown, besides its words.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    /// Whether a critical note asks for a sound (the settings' choice).
+    pub sound: bool,
+}
+
+/// Shows `note` in the app's language and with the sound as set. Never on
+/// the main thread (it takes the app state).
+pub fn tell(app: &AppHandle, note: &Note) {
+    let (tr, style) = {
+        let state = app.state::<AppState>();
+        let inner = state.lock();
+        (inner.tr(), Style { sound: inner.settings.sound })
+    };
+    show(app, note, &tr, style);
+}
+
+/// Shows `note`; a click on one of its buttons (or on the note) is acted on
+/// for `app`. Failures are logged once.
+pub fn show(app: &AppHandle, note: &Note, tr: &Tr, style: Style) {
+    let buttons: Vec<(String, String)> =
+        std::iter::once((NoteAction::DEFAULT_ID.to_owned(), NoteAction::Open.label(tr)))
+            .chain(note.actions.iter().map(|a| (a.id(), a.label(tr))))
+            .collect();
+    let note = note.clone();
+    let app = app.clone();
+    // The D-Bus handle cannot move between threads: one thread shows the
+    // note, keeps its handle and waits for the user's click (or the note's
+    // end). The daemon's calls never hold up the caller.
+    let spawned = std::thread::Builder::new().name("notification".into()).spawn(move || {
+        let markup = match notify_rust::get_capabilities() {
+            Ok(caps) => caps.iter().any(|c| c == "body-markup"),
+            Err(err) => return warn_once(&err),
+        };
+        let mut n = notify_rust::Notification::new();
+        n.appname("lockwatch").summary(&note.summary);
+        // A daemon that reads markup would take `<name>` in a sentence for a tag and drop it.
+        n.body(&if markup { escape_markup(&note.body) } else { note.body.clone() });
+        for (id, label) in &buttons {
+            n.action(id, label);
+        }
+        #[cfg(all(unix, not(target_os = "macos")))]
+        {
+            n.urgency(if note.critical { notify_rust::Urgency::Critical } else { notify_rust::Urgency::Normal });
+            if note.critical && style.sound {
+                n.sound_name(CRITICAL_SOUND);
             }
         }
+        match n.show() {
+            Ok(handle) => {
+                tracing::info!(summary = %note.summary, "notified");
+                handle.wait_for_action(|id| {
+                    if let Some(action) = NoteAction::parse(id) {
+                        act(&app, action);
+                    }
+                });
+            }
+            Err(err) => warn_once(&err),
+        }
+    });
+    if let Err(err) = spawned {
+        tracing::warn!(error = %err, "cannot show a notification");
+    }
+}
+
+fn warn_once(err: &notify_rust::error::Error) {
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(error = %err, "notifications cannot be shown (no notification daemon?); the tray menu still tells all");
+    }
+}
+
+/// Does what a notification's button says.
+fn act(app: &AppHandle, action: NoteAction) {
+    tracing::info!(?action, "notification action");
+    match action {
+        NoteAction::Open => {
+            let handle = app.clone();
+            if let Err(err) = app.run_on_main_thread(move || window::open(&handle, "live")) {
+                tracing::warn!(error = %err, "cannot open the dashboard");
+            }
+        }
+        // The app state is never touched on the main thread; the runtime takes it.
+        NoteAction::Snooze => {
+            let app = app.clone();
+            tauri::async_runtime::spawn(async move { actions::mute(&app, Mute::OneHour) });
+        }
+        NoteAction::OnIt(job) => {
+            let app = app.clone();
+            tauri::async_runtime::spawn(async move {
+                let _ = actions::set_on_it(&app, &job, true).await;
+            });
+        }
+    }
+}
+
+/// `text` with the characters the notification spec's body markup reads
+/// (a subset of XML) escaped.
+pub fn escape_markup(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_placeholder_in_a_body_survives_a_markup_daemon() {
+        let body = "ask the admin for `lockwatch acl --user <name>` & retry";
+        assert_eq!(escape_markup(body), "ask the admin for `lockwatch acl --user &lt;name&gt;` &amp; retry");
+        assert_eq!(escape_markup("我来处理"), "我来处理");
     }
 }

@@ -46,6 +46,8 @@ pub struct Settings {
     pub start_grace_ms: u64,
     /// Events that raise a notification.
     pub notify: Vec<EventKind>,
+    /// Whether a critical notification (died, conflict, data lost) asks the desktop for a sound.
+    pub sound: bool,
     /// Desktop time (ms) until which notifications are muted.
     pub mute_until_ms: Option<u64>,
     pub autostart: bool,
@@ -86,6 +88,7 @@ impl Default for Settings {
             failover_window_ms: engine.failover_window_ms,
             start_grace_ms: engine.start_grace_ms,
             notify: default_notify_kinds(),
+            sound: true,
             mute_until_ms: None,
             autostart: false,
             language: Language::Auto,
@@ -318,6 +321,7 @@ pub struct SettingsForm {
     pub failover_window: String,
     pub start_grace: String,
     pub notify: Vec<EventKind>,
+    pub sound: bool,
     pub language: Language,
 }
 
@@ -347,6 +351,7 @@ impl SettingsForm {
             failover_window: text(s.failover_window_ms),
             start_grace: text(s.start_grace_ms),
             notify: s.notify.clone(),
+            sound: s.sound,
             language: s.language,
         }
     }
@@ -400,6 +405,7 @@ impl SettingsForm {
             failover_window_ms,
             start_grace_ms,
             notify: self.notify.clone(),
+            sound: self.sound,
             language: self.language,
             ..base.clone()
         };

@@ -33,7 +33,7 @@ pub fn restart(app: &AppHandle) {
             tracing::info!(redis = %effective.shown_url, user = %effective.user, jobs = effective.jobs.len(), "watching");
             for (i, (keys, options)) in effective.jobs.iter().enumerate() {
                 let watcher = Watcher::spawn(effective.target.clone(), keys.clone(), options.clone());
-                inner.jobs.push(JobView { job: keys.job.clone(), status: None, flip_error: None });
+                inner.jobs.push(JobView { job: keys.job.clone(), ..JobView::default() });
                 tauri::async_runtime::spawn(follow(app.clone(), generation, i, watcher.status(), watcher.events()));
                 inner.watchers.push(watcher);
             }
@@ -113,6 +113,6 @@ fn on_event(app: &AppHandle, event: &Event) {
         inner.notifier.decide(event, &kinds, mute, desktop_now_ms(), &tr, local_time)
     };
     if let Some(note) = note {
-        notify::show(&note);
+        notify::tell(app, &note);
     }
 }

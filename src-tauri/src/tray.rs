@@ -1,6 +1,6 @@
 //! The tray icon and its menu, drawn from a [`TrayView`]. Texts and
 //! checkboxes are updated in place; the menu is rebuilt only when its shape
-//! changes (jobs added or removed, an error line appearing, someone saying
+//! changes (jobs added or removed, an error or confirmation line appearing, someone saying
 //! they are on it or no longer), because a
 //! rebuild renumbers every item for the desktop's tray host.
 
@@ -51,9 +51,14 @@ pub fn redraw(app: &AppHandle) {
     }
 }
 
+/// What decides the menu's items: per job its name, whether it has an
+/// error line, a confirmation line, and how many "on it" lines; the fixed
+/// labels; the mute submenu's title.
+type Shape = (Vec<(String, bool, bool, usize)>, Labels, String);
+
 /// The menu as built, to update it in place.
 pub struct TrayMenu {
-    shape: (Vec<(String, bool, usize)>, Labels, String),
+    shape: Shape,
     jobs: Vec<JobItems>,
     unmute: MenuItem<Wry>,
     autostart: CheckMenuItem<Wry>,
@@ -66,6 +71,7 @@ struct JobItems {
     others: MenuItem<Wry>,
     on_it: Vec<MenuItem<Wry>>,
     ack: MenuItem<Wry>,
+    confirm: Option<MenuItem<Wry>>,
     error: Option<MenuItem<Wry>>,
 }
 
@@ -83,7 +89,10 @@ pub fn render(
     // A new language changes every fixed label, and a submenu's title does
     // not follow set_text over the tray host's D-Bus menu: both rebuild.
     let shape = (
-        view.jobs.iter().map(|j| (j.job.clone(), j.error_line.is_some(), j.on_it_lines.len())).collect(),
+        view.jobs
+            .iter()
+            .map(|j| (j.job.clone(), j.error_line.is_some(), j.confirm_line.is_some(), j.on_it_lines.len()))
+            .collect(),
         view.labels.clone(),
         view.mute_label.clone(),
     );
@@ -116,6 +125,14 @@ pub fn render(
             let ack =
                 MenuItem::with_id(app, MenuId::Ack(j.job.clone()), &j.ack_label, j.own_ack.is_some(), None::<&str>)?;
             menu.append(&ack)?;
+            let confirm = match &j.confirm_line {
+                Some(text) => {
+                    let item = MenuItem::with_id(app, MenuId::Confirm(j.job.clone()), text, false, None::<&str>)?;
+                    menu.append(&item)?;
+                    Some(item)
+                }
+                None => None,
+            };
             let error = match &j.error_line {
                 Some(text) => {
                     let item = MenuItem::with_id(app, MenuId::Error(j.job.clone()), text, true, None::<&str>)?;
@@ -125,7 +142,7 @@ pub fn render(
                 None => None,
             };
             menu.append(&PredefinedMenuItem::separator(app)?)?;
-            jobs.push(JobItems { status, flip, others, on_it, ack, error });
+            jobs.push(JobItems { status, flip, others, on_it, ack, confirm, error });
         }
         let labels = &view.labels;
         let unmute = MenuItem::with_id(app, MenuId::Mute(Mute::Off), &view.unmute_label, true, None::<&str>)?;
@@ -167,6 +184,9 @@ pub fn render(
         }
         items.ack.set_text(&j.ack_label)?;
         items.ack.set_enabled(j.own_ack.is_some())?;
+        if let (Some(item), Some(text)) = (&items.confirm, &j.confirm_line) {
+            item.set_text(text)?;
+        }
         if let (Some(item), Some(text)) = (&items.error, &j.error_line) {
             item.set_text(text)?;
         }

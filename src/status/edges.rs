@@ -94,9 +94,14 @@ fn edge(from: State, to: State, old: Option<&Holder>, new: Option<&Holder>) -> O
     }
 }
 
-/// The event of an edge; a failover or restart names the holders.
+/// The event of an edge; a failover or restart names the holders, a death
+/// the server that ran the job last.
 fn edge_event(job: &Job, kind: EventKind, now: u64, raw: &Raw, old: Option<&Holder>) -> Event {
     let mut e = job.event(kind, now, &raw.reason);
+    if kind == EventKind::Died {
+        // Who ran it last is what a supervisor checks first.
+        e.from = old.map(Holder::as_ref);
+    }
     if matches!(kind, EventKind::Failover | EventKind::Restarted) {
         e.from = old.map(Holder::as_ref);
         e.to = raw.holder.as_ref().map(Holder::as_ref);

@@ -122,6 +122,19 @@ proptest! {
         }
     }
 
+    /// A reason that says for how long agrees with the status's own
+    /// `since`: the page shows both ("for 29 s" and "Since … (29 s)").
+    #[test]
+    fn the_reasons_for_how_long_agrees_with_since(changes in prop::collection::vec(change(), 0..40)) {
+        for look in run(&changes, 0, 1) {
+            let s = &look.step.status;
+            let (Some(start), Some(now)) = (s.reason.rfind("(for "), s.checked_at_ms) else { continue };
+            let said = s.reason[start + 5..].trim_end_matches(')');
+            let since = s.since_ms.map(|since| human_duration(now.saturating_sub(since)));
+            prop_assert_eq!(Some(said.to_owned()), since, "{:?}: {}", s.state, s.reason);
+        }
+    }
+
     /// `pending` means nobody runs the job: never shown while a holder,
     /// fresh or not, has the lock (these worlds have no holder that says it
     /// waits before starting, the one holder `pending` is for).

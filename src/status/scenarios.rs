@@ -52,6 +52,11 @@ fn a_long_gap_is_a_death_dated_from_the_gap_then_a_recovery() {
     let died = read(&mut t, &w);
     assert_eq!(died.status.state, State::Down);
     assert_eq!(kinds(&died), vec![EventKind::Died]);
+    assert_eq!(
+        died.events[0].from.as_ref().and_then(|h| h.node.as_deref()),
+        Some("srv-a"),
+        "a death names the server that ran it last"
+    );
     assert_eq!(died.status.since_ms, Some(gone_at), "down since the lock went free");
     assert!(died.status.reason.ends_with("(for 5 s)"), "{}", died.status.reason);
     w.hand_to(Some(("srv-b", "uuid-b:1")));

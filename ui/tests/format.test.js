@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { duration, holderName, leaseText, ownFlag, reasonText, stateInfo } from "../format.js";
+import { duration, holderName, lastOneOn, leaseText, ownFlag, reasonText, stateInfo } from "../format.js";
 import { setTexts } from "../i18n.js";
 
 // The app's own catalog, as the page gets it (written from it by a Rust test).
@@ -54,4 +54,13 @@ test("the own flag is not known while Redis cannot be read, known after a data l
   const unreadable = { state: "unknown", checked_at_ms: 5, enabled_users: [], flags: [{ user: "alice", on: null }] };
   assert.equal(ownFlag(unreadable, "alice"), null);
   assert.equal(ownFlag(undefined, "alice"), null);
+});
+
+test("only the last one with the job on is asked why before switching off", () => {
+  const s = { checked_at_ms: 5, enabled_users: ["alice"] };
+  assert.equal(lastOneOn(s, "alice"), true);
+  assert.equal(lastOneOn(s, "bob"), false);
+  assert.equal(lastOneOn({ ...s, enabled_users: ["alice", "bob"] }, "alice"), false);
+  assert.equal(lastOneOn({ ...s, checked_at_ms: null }, "alice"), false, "not known, not asked");
+  assert.equal(lastOneOn(undefined, "alice"), false);
 });

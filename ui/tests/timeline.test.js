@@ -33,16 +33,33 @@ test("failovers, restarts and deaths are shown as the library named them, newest
     { kind: "death", at_ms: 8000, node: "b", fence: 3, cause: "silent", reason: "the server stopped without a word (killed, crashed or cut off from Redis)" },
     { kind: "stopped", at_ms: 9000, node: "b", fence: 3 },
   ];
-  assert.deepEqual(incidents(items), [
-    { at: 8000, what: "died", from: "b", to: null, why: "the server stopped without a word (killed, crashed or cut off from Redis)", downMs: null },
-    { at: 7000, what: "restart", from: "b", to: "b", why: "the lease could not be renewed in time (Redis unreachable)", downMs: 500 },
-    { at: 5021, what: "failover", from: "a", to: "b", why: "worker stopping", downMs: 21 },
+  assert.deepEqual(incidents(items, 10_000), [
+    { at: 8000, kind: "death", from: "b", to: null, cause: "silent", why: "the server stopped without a word (killed, crashed or cut off from Redis)", downMs: 2000, stillDown: true },
+    { at: 7000, kind: "restart", from: "b", to: "b", cause: "expired", why: "the lease could not be renewed in time (Redis unreachable)", downMs: 500, stillDown: false },
+    { at: 5021, kind: "failover", from: "a", to: "b", cause: "shutdown", why: "worker stopping", downMs: 21, stillDown: false },
   ]);
+});
+
+test("a death is down for a duration: until the next run, or until now while nobody runs it", () => {
+  const death = { kind: "death", at_ms: 1000, node: "a", cause: "expired", reason: "lease ran out" };
+  const [still] = incidents([run(0, "a", 1000), death], 61_000);
+  assert.equal(still.downMs, 60_000);
+  assert.equal(still.stillDown, true);
+  const [over] = incidents([run(0, "a", 1000), death, run(31_000, "b", null)], 61_000);
+  assert.deepEqual([over.downMs, over.stillDown], [30_000, false]);
+  for (const row of [still, over]) assert.ok(Number.isFinite(row.downMs), "a duration, never a sentence");
+});
+
+test("a silent failover is down from the old holder's last sign of life to the takeover", () => {
+  const items = [run(0, "a", 4000), { kind: "failover", at_ms: 9000, from: h("a"), to: h("b"), cause: "silent", reason: "x", down_ms: null }, run(9000, "b", null)];
+  assert.equal(incidents(items, 10_000)[0].downMs, 5000);
+  const unknown = [{ kind: "failover", at_ms: 9000, from: h("a"), to: h("b"), cause: "silent", reason: "x", down_ms: null }];
+  assert.equal(incidents(unknown, 10_000)[0].downMs, null, "no run to measure from: not known");
 });
 
 test("a holder no heartbeat names is shown by its lock field", () => {
   const items = [{ kind: "failover", at_ms: 1, from: { field: "u:1", node: null }, to: h("b"), reason: "" }];
-  assert.equal(incidents(items)[0].from, "lock field u:1");
+  assert.equal(incidents(items, 2)[0].from, "u:1");
 });
 
 test("flag flips carry who, on or off, from where and why", () => {

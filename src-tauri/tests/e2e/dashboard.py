@@ -201,13 +201,31 @@ def main():
         ok(f"live view: Running on {holder}")
 
         # 2. the own toggle writes alice's flag, both ways
+        # alice is the last one on: she is asked why, and nothing is flipped until she answers
         s.set_checked(f"{card} input.mine", False)
+        until("the switch-off form", lambda: s.js(f"return !!document.querySelector('{card} form.off')"), 5)
+        assert redis("HGET", "{outbound}:enabled:alice", "on") == "1", "flipped before she answered"
+        s.click(f"{card} form.off .cancel")
+        until("the form gone, still on", lambda: not s.js(f"return !!document.querySelector('{card} form.off')"), 5)
+        assert s.js(f"return document.querySelector('{card} input.mine').checked") is True
+        s.set_checked(f"{card} input.mine", False)
+        until("the switch-off form again", lambda: s.js(f"return !!document.querySelector('{card} form.off')"), 5)
+        s.type(f"{card} form.off input[name=reason]", "stock count tonight")
+        s.js(f"document.querySelector('{card} form.off').requestSubmit()")
         until("alice's flag off", lambda: redis("HGET", "{outbound}:enabled:alice", "on") == "0", 10)
+        assert redis("HGET", "{outbound}:enabled:alice", "reason") == "stock count tonight"
         until("Stopped", lambda: s.text(f"{card} .badge .word") == "Stopped", 10)
         s.set_checked(f"{card} input.mine", True)
         until("alice's flag on", lambda: redis("HGET", "{outbound}:enabled:alice", "on") == "1", 10)
         until("Running again", lambda: s.text(f"{card} .badge .word") == "Running", 10)
-        ok("the own toggle turns the job off and on")
+        ok("the own toggle turns the job off (asked why, as the last one on) and on")
+
+        # 2b. bob's "I'm on it", said on the command line, shows in alice's dashboard
+        redis("SADD", "{outbound}:users", "bob")  # a registered supervisor, who has not switched it on
+        subprocess.run([LOCKWATCH, "--redis", url, "ack", "--user", "bob", "--note", "looking at wh-a"], check=True, capture_output=True)
+        line = until("bob on it", lambda: next((li for li in (s.js(f"return [...document.querySelectorAll('{card} .on-it li')].map(l => l.textContent)") or []) if li.startswith("bob since")), None), 10)
+        assert line.endswith(": looking at wh-a"), line
+        ok(f"acks in the webview: {line}")
 
         # 3. kill -9 of the holder: the other server shows, and the failover is in the history
         holder = until("a holder", lambda: status()["holder"], 10)["node"]
@@ -218,8 +236,16 @@ def main():
         row = until("the failover row", lambda: s.js(
             "return [...document.querySelectorAll('table.failovers tbody tr')].map(r => [...r.cells].map(c => c.textContent))"
             ".find(c => c[1] === 'failover' && c[2] === arguments[0] && c[3] === arguments[1]) ?? null", holder, other), 10)
+        flip = until("alice's flip in the history", lambda: s.js(
+            "return [...document.querySelectorAll('table.flips tbody tr')].map(r => [...r.cells].map(c => c.textContent))"
+            ".find(c => c[1] === 'alice' && c[2] === 'off') ?? null"), 10)
+        assert flip[3] not in ("", "–") and flip[4] == "stock count tonight", flip
+        legend = s.text("#view-history .legend")
+        assert "hatched: nobody ran it" in legend, legend
+        s.click('.zoom button[data-window="1h"]')
+        until("the 1 h strip", lambda: s.text("#view-history .card h2") == "outbound: the last 1 h", 10)
         s.screenshot("dashboard-history.png")
-        ok(f"failover {holder} → {other} in the history: {row}")
+        ok(f"failover {holder} → {other} in the history: {row}; alice's flip from {flip[3]}: {flip[4]!r}; the strip zooms")
 
         # 4. bad input is refused field by field, nothing saved
         s.view("settings")
@@ -228,7 +254,15 @@ def main():
         until("poll marked invalid", lambda: s.js("return document.getElementById('poll').getAttribute('aria-invalid')") == "true", 5)
         assert s.text("#poll-error"), "no sentence for the poll field"
         assert not os.path.exists(f"{tmp}/home/.local/share/app.lockwatch.tray/settings.json"), "invalid settings were saved"
-        ok(f"invalid poll refused: {s.text('#poll-error')}")
+        assert s.js("return document.querySelector('details.advanced').open") is True, "the refused field is folded away"
+        assert s.js("return getComputedStyle(document.querySelector('header')).position") == "sticky"
+        ok(f"invalid poll refused: {s.text('#poll-error')} (opened under Advanced; the tabs stay in view)")
+
+        # 4b. Test connection tries what is in effect: LOCKWATCH_REDIS_URL, not the form's default URL
+        s.click("form.settings button.test")
+        tested = until("the test's answer", lambda: (lambda r: r if r and not r.endswith("…") and r != "Testing…" else None)(s.text("form.settings .result")), 15)
+        assert tested.startswith(f"Connected to 127.0.0.1:{port} ") and "\n" not in tested, tested
+        ok(f"Test connection: {tested}")
         s.close()
 
         # 5. settings saved in one run hold in the next

@@ -41,7 +41,10 @@ WORDS = {
     "en": {
         "running_on": "outbound: running on ",
         "failover": "outbound moved from {a} to {b}",
-        "failover_body": ": ",
+        "failover_body": ": {b} runs it now.",
+        "actions": ["Open dashboard", "Snooze 1 h", "I'm on it"],
+        "died_on": "outbound died on {server}",
+        "refused_body": "Redis does not let bob change this. Ask the Redis admin to grant the rules `lockwatch acl --user bob` prints.",
         "flip": "Enabled for me",
         "refused": "Your flag for outbound was not changed",
         "refused_line": "⚠ Your change was not saved: details in the dashboard",
@@ -51,11 +54,15 @@ WORDS = {
         "muted": "Notifications muted until ",
         "unmute_left": "Unmute (",
         "unreachable": "Redis unreachable: job states unknown",
+        "autostart": "Start at login",
     },
     "zh": {
         "running_on": "outbound：运行中 · ",
         "failover": "outbound 已从 {a} 切换到 {b}",
         "failover_body": "：现在由 {b} 运行。",
+        "actions": ["打开监控面板", "静音 1 小时", "我来处理"],
+        "died_on": "outbound 已宕机（最后运行于 {server}）",
+        "refused_body": "Redis 不允许 bob 修改此项。请让 Redis 管理员授予 `lockwatch acl --user bob` 输出的规则。",
         "flip": "由我启用",
         "refused": "您对 outbound 的启用设置未更改",
         "refused_line": "⚠ 您的更改未保存，详情见监控面板",
@@ -65,6 +72,7 @@ WORDS = {
         "muted": "通知已静音，至 ",
         "unmute_left": "恢复通知（还剩 ",
         "unreachable": "无法连接 Redis：任务状态未知",
+        "autostart": "登录时自动启动",
     },
 }
 W = WORDS["zh" if LOCALE.startswith(("zh_CN", "zh_SG", "zh_Hans")) else "en"]
@@ -105,7 +113,9 @@ class Watcher(dbus.service.Object):
 
 
 class Notifications(dbus.service.Object):
-    """A notification daemon: records (summary, body, urgency)."""
+    """A notification daemon that reads body markup and shows buttons:
+    records each note (summary, body, urgency, actions, hints) and can
+    press a button as a user would (the ActionInvoked signal)."""
 
     def __init__(self, bus):
         self.seen = []
@@ -115,12 +125,16 @@ class Notifications(dbus.service.Object):
     @dbus.service.method("org.freedesktop.Notifications", in_signature="susssasa{sv}i", out_signature="u")
     def Notify(self, app, replaces, icon, summary, body, actions, hints, timeout):
         with self.lock:
-            self.seen.append((str(summary), str(body), int(hints.get("urgency", 1))))
-            return len(self.seen)
+            pairs = [(str(actions[i]), str(actions[i + 1])) for i in range(0, len(actions) - 1, 2)]
+            note = {"summary": str(summary), "body": str(body), "urgency": int(hints.get("urgency", 1)),
+                    "actions": pairs, "sound": str(hints["sound-name"]) if "sound-name" in hints else None}
+            self.seen.append(note)
+            note["id"] = len(self.seen)
+            return note["id"]
 
     @dbus.service.method("org.freedesktop.Notifications", out_signature="as")
     def GetCapabilities(self):
-        return ["body"]
+        return ["body", "body-markup", "actions"]
 
     @dbus.service.method("org.freedesktop.Notifications", out_signature="ssss")
     def GetServerInformation(self):
@@ -130,14 +144,34 @@ class Notifications(dbus.service.Object):
     def CloseNotification(self, nid):
         pass
 
+    @dbus.service.signal("org.freedesktop.Notifications", signature="us")
+    def ActionInvoked(self, nid, key):
+        pass
+
     def summaries(self):
         with self.lock:
-            return [s for s, _, _ in self.seen]
+            return [n["summary"] for n in self.seen]
+
+    def note(self, summary):
+        with self.lock:
+            return next((n for n in self.seen if n["summary"] == summary), None)
 
     def body(self, summary):
-        with self.lock:
-            return next((b for s, b, _ in self.seen if s == summary), None)
+        n = self.note(summary)
+        return n and n["body"]
 
+    def press(self, summary, label):
+        """Presses the button labelled `label` on the note titled `summary`."""
+        n = self.note(summary)
+        key = next(k for k, text in n["actions"] if text == label)
+        GLib.idle_add(lambda: self.ActionInvoked(dbus.UInt32(n["id"]), key) and False)
+        return key
+
+    def click(self, summary):
+        """Clicks the note itself (its default action)."""
+        n = self.note(summary)
+        assert any(k == "default" for k, _ in n["actions"]), n
+        GLib.idle_add(lambda: self.ActionInvoked(dbus.UInt32(n["id"]), "default") and False)
 
 
 class Run:
@@ -219,12 +253,13 @@ def main():
         os.makedirs(home)
         os.makedirs(runtime, mode=0o700)
 
-        def start_app(user):
+        def start_app(user, second=False):
             env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES", "LANGUAGE")}
             env = dict(env, LANG=LOCALE, HOME=home, XDG_RUNTIME_DIR=runtime, XDG_CONFIG_HOME=f"{home}/.config", XDG_DATA_HOME=f"{home}/.local/share", XDG_CACHE_HOME=f"{home}/.cache",
                        LOCKWATCH_REDIS_URL=f"redis://alice:alice-pw@127.0.0.1:{run.port}", LOCKWATCH_USER=user, LOCKWATCH_LOG="info")
-            watcher.items.clear()
-            log = open(os.path.join(run.tmp, f"app-{user}.log"), "w")
+            if not second:
+                watcher.items.clear()
+            log = open(os.path.join(run.tmp, f"app-{user}{'-second' if second else ''}.log"), "w")
             return run.spawn([TRAY], env=env, stderr=log, stdout=log)
 
         def item():
@@ -292,23 +327,75 @@ def main():
         until("the menu naming the new server", lambda: other in (entry(W["running_on"]) or (0, ""))[1], 10)
         run.ok(f"failover notified: {want} / {body}")
 
+        # c1. said once, with buttons; "I'm on it" on the note acknowledges in Redis
+        assert "moved" not in body and "切换" not in body, f"the body repeats the title: {body}"
+        labels = [text for _, text in notes.note(want)["actions"]]
+        assert labels[1:] == W["actions"], labels
+        notes.press(want, W["actions"][2])
+        until("alice's ack in Redis", lambda: run.redis("EXISTS", "{outbound}:ack:alice") == "1", 10)
+        run.ok(f"the failover note offers {labels[1:]}; {W['actions'][2]!r} wrote alice's ack")
+
+        # c2. the last server killed: a critical note naming it, with a sound; snooze and open act
+        workers[other].kill()
+        died = W["died_on"].format(server=other)
+        until(f"notification '{died}'", lambda: died in notes.summaries(), 20)
+        n = notes.note(died)
+        assert n["urgency"] == 2 and n["sound"] == "dialog-warning", n
+        notes.press(died, W["actions"][1])
+        until("the mute title after the snooze", lambda: entry(W["muted"]) is not None, 10)
+        click(W["unmute_left"])
+        until("the plain mute title again", lambda: entry(W["muted"]) is None and entry(W["mute"]) is not None, 10)
+        def dashboard_shown():
+            found = subprocess.run(["xwininfo", "-name", "lockwatch"], capture_output=True, text=True)
+            return "Map State: IsViewable" in found.stdout
+        assert not dashboard_shown(), "the dashboard was open before the click"
+        # A daemon closes a note once one of its buttons is pressed: the click goes to a note still open.
+        notes.click(notes.summaries()[0])
+        until("the dashboard window", dashboard_shown, 15)
+        run.ok(f"died on {other}: critical with a sound; its snooze muted; a click on a note opened the dashboard")
+
         # d. the checkbox flips alice's own flag, both ways
         assert entry(W["flip"])[2] == 1, entries()
         click(W["flip"])
         until("alice's flag off in Redis", lambda: run.redis("HGET", "{outbound}:enabled:alice", "on") == "0", 10)
         until("the box unchecked", lambda: entry(W["flip"])[2] == 0, 10)
+        until("the flip confirmed in the menu", lambda: entry("✓") is not None, 10)
         click(W["flip"])
         until("alice's flag on in Redis", lambda: run.redis("HGET", "{outbound}:enabled:alice", "on") == "1", 10)
-        run.ok(f"{W['flip']} writes the own flag, off and on")
+        run.ok(f"{W['flip']} writes the own flag, off and on, confirmed by {entry('✓')[1]!r}")
 
         # e. an ACL refusal reverts the box and notifies
         run.stop(app)
         app = start_app("bob")
         until("bob's tray item", item, 15)
         until("bob's box checked", lambda: (entry(W["flip"]) or (0, "", 0))[2] == 1, 15)
+
+        # e0. a second launch hands over to the running app, which opens its dashboard
+        assert not dashboard_shown(), "bob's app opened a window by itself"
+        first_item = item()
+        second = start_app("bob", second=True)
+        until("the second launch to end", lambda: second.poll() is not None, 15)
+        watcher.items[:] = [first_item]  # whatever the second one registered went with it
+        until("the running app's dashboard", dashboard_shown, 15)
+        assert app.poll() is None, "the first app quit"
+        run.ok(f"single instance: a second launch ended (exit {second.returncode}) and the running app opened its dashboard")
+
+        # e1. start at login writes the desktop's autostart entry, and removes it
+        autostart = os.path.join(home, ".config", "autostart")
+        desktop_entries = lambda: [n for n in os.listdir(autostart) if n.endswith(".desktop")] if os.path.isdir(autostart) else []
+        assert desktop_entries() == [], desktop_entries()
+        click(W["autostart"])
+        until("an autostart entry", lambda: desktop_entries() != [], 10)
+        desktop = open(os.path.join(autostart, desktop_entries()[0])).read()
+        assert f"Exec={TRAY}" in desktop or TRAY in desktop, desktop
+        until("the box checked", lambda: (entry(W["autostart"]) or (0, "", 0))[2] == 1, 10)
+        click(W["autostart"])
+        until("the autostart entry gone", lambda: desktop_entries() == [], 10)
+        run.ok(f"start at login writes {desktop_entries() or 'and removes'} the desktop entry")
         before = len(notes.summaries())
         click(W["flip"])
         until("the refusal notification", lambda: W["refused"] in notes.summaries()[before:], 10)
+        assert notes.body(W["refused"]) == W["refused_body"], notes.body(W["refused"])
         until("a warning line in the menu", lambda: any(e[1].startswith("⚠") for e in entries()), 10)
         warning = next(e for e in entries() if e[1].startswith("⚠"))
         assert warning[1] == W["refused_line"] and warning[3], f"a short, readable line: {warning}"
@@ -340,11 +427,16 @@ def main():
         return 0
     except Exception as e:  # report, with what was seen and the app's log, then fail
         print(f"FAILED after {run.passed} checks: {e}", flush=True)
-        for what, get in [("status", lambda: run.lockwatch("status").stdout), ("icon", lambda: (str(prop("IconName")), shown_state())), ("menu", lambda: entries()), ("notifications", lambda: notes.seen)]:
+        for what, get in [("status", lambda: run.lockwatch("status").stdout), ("icon", lambda: (str(prop("IconName")), shown_state())), ("menu", lambda: entries()), ("notifications", lambda: notes.seen), ("windows", lambda: [l for l in subprocess.run(["xwininfo", "-root", "-tree"], capture_output=True, text=True).stdout.splitlines() if "lockwatch" in l])]:
             try:
                 print(f"--- {what}: {get()}", flush=True)
             except Exception as err:  # noqa: BLE001 - diagnostics only
                 print(f"--- {what}: unavailable ({err})", flush=True)
+        for root, _, files in os.walk(os.path.join(run.tmp, "home")):
+            for f in files:
+                if f.endswith((".log", ".desktop")):
+                    path = os.path.join(root, f)
+                    print(f"--- {path}:\n" + open(path, errors="replace").read()[-3000:], flush=True)
         for name in sorted(os.listdir(run.tmp)):
             if name.startswith("app-"):
                 print(f"--- {name}:\n" + open(os.path.join(run.tmp, name)).read()[-3000:], flush=True)

@@ -1,0 +1,45 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { setTexts } from "../i18n.js";
+import { WINDOWS, flipRows, incidentRows } from "../history.js";
+
+const texts = (tag) => JSON.parse(readFileSync(new URL(`./texts.${tag}.json`, import.meta.url), "utf8"));
+const h = (node) => ({ field: `${node}:1`, node });
+const items = [
+  { kind: "run", at_ms: 0, node: "wh-east-1", field: "a:1", fence: 1, until_ms: 1000, end: "expired" },
+  { kind: "death", at_ms: 1000, node: "wh-east-1", fence: 1, cause: "expired", reason: "the lease could not be renewed in time (Redis unreachable)" },
+  { kind: "run", at_ms: 91_000, node: "wh-west-1", field: "b:1", fence: 2, until_ms: null, end: null },
+  { kind: "failover", at_ms: 95_000, from: h("wh-west-1"), to: h("wh-east-1"), cause: "silent", reason: "x", down_ms: 4000 },
+  { kind: "flag", at_ms: 99_000, user: "bob", on: false, host: "desk-7", reason: "stock count tonight" },
+];
+
+test("the history speaks English: down for is a duration, every flip says who, where from and why", () => {
+  setTexts(texts("en"));
+  const rows = incidentRows(items, 100_000);
+  assert.deepEqual(rows.map((r) => r.slice(1)), [
+    ["failover", "wh-west-1", "wh-east-1", "the server stopped without a word (killed, crashed or cut off from Redis)", "4 s"],
+    ["died", "wh-east-1", "–", "the lease could not be renewed in time (Redis unreachable)", "1 min 30 s"],
+  ]);
+  assert.deepEqual(flipRows(items).map((r) => r.slice(1)), [["bob", "off", "desk-7", "stock count tonight"]]);
+});
+
+test("the history speaks Chinese", () => {
+  setTexts(texts("zh-CN"));
+  try {
+    const rows = incidentRows(items, 100_000);
+    assert.deepEqual(rows.map((r) => r.slice(1)), [
+      ["切换", "wh-west-1", "wh-east-1", "服务器未留下任何记录就停止了（被终止、崩溃或与 Redis 断开）", "4 秒"],
+      ["宕机", "wh-east-1", "–", "租约未能及时续期（无法连接 Redis）", "1 分 30 秒"],
+    ]);
+    assert.deepEqual(flipRows(items).map((r) => r.slice(1)), [["bob", "停用", "desk-7", "stock count tonight"]]);
+    const still = incidentRows(items.slice(0, 2), 61_000)[0];
+    assert.equal(still[5], "1 分 0 秒（仍中断）");
+  } finally {
+    setTexts(texts("en"));
+  }
+});
+
+test("the strip zooms over an hour, a day or a week", () => {
+  assert.deepEqual(WINDOWS.map(([k, ms]) => [k, ms]), [["1h", 3_600_000], ["24h", 86_400_000], ["7d", 604_800_000]]);
+});
