@@ -197,6 +197,20 @@ def anon_mb(pid):
     return None
 
 
+def pss_mb(pid):
+    """The process's proportional set size in MB: its private pages, plus
+    its share of the pages it maps with other processes (libraries), or
+    None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def cpu_ns(pid):
     """CPU time of all the process's threads, in ns (schedstat: finer than
     the 10 ms clock ticks of /proc/PID/stat)."""

@@ -8,8 +8,10 @@ daemon, starts the release app watching the bench's Redis, and reads
 idle window. The workers' pids given are read over the same window.
 
 Then, CYCLES times: a second launch (the app is single-instance: it opens
-the running app's dashboard), 5 s for the page, WM_DELETE_WINDOW to the
-window (what a window manager's close button sends), 10 s, VmRSS again.
+the running app's dashboard, in a process of its own below the app), 5 s
+for the page, WM_DELETE_WINDOW to the window (what a window manager's close
+button sends), 10 s, VmRSS again: of the app, and of the app with every
+process below it (the dashboard, WebKit's web and network processes).
 
 Usage: tray.py TRAY_BIN REDIS_URL SECONDS STEP CYCLES WORKER_PID… ; prints
 progress to stderr and one JSON object to stdout.
@@ -28,7 +30,7 @@ import dbus.service
 from gi.repository import GLib
 from Xlib import X, display, protocol
 
-from common import anon_mb, cpu_ns, cpu_ticks_s, rss_mb, tree_pids, until
+from common import anon_mb, cpu_ns, cpu_ticks_s, pss_mb, rss_mb, tree_pids, until
 
 dbus.mainloop.glib.threads_init()
 dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
@@ -87,12 +89,13 @@ def log(msg):
 
 
 def dashboard(x, pid):
-    """The app's viewable top-level window, if any."""
+    """The viewable top-level window of the app or a process below it, if any."""
     net_wm_pid = x.intern_atom("_NET_WM_PID")
+    pids = set(tree_pids(pid))
     for w in x.screen().root.query_tree().children:
         try:
             prop = w.get_full_property(net_wm_pid, X.AnyPropertyType)
-            if prop and prop.value[0] == pid and w.get_attributes().map_state == X.IsViewable:
+            if prop and prop.value[0] in pids and w.get_attributes().map_state == X.IsViewable:
                 return w
         except Exception:  # noqa: BLE001 - a window may vanish while we look
             continue
@@ -122,6 +125,20 @@ def tree_by_name(pid):
             continue
         out[name] = round(out.get(name, 0) + (rss_mb(p) or 0), 1)
     return out
+
+
+def mapped_mb(pid):
+    """{file name: resident MB} of the files `pid` maps (libraries, its
+    executable), largest first, from smaps."""
+    out, name = {}, None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            fields = line.split()
+            if "-" in fields[0] and len(fields) >= 5:
+                name = os.path.basename(fields[5]) if len(fields) > 5 and fields[5].startswith("/") else None
+            elif fields[0] == "Rss:" and name:
+                out[name] = out.get(name, 0) + int(fields[1]) / 1024
+    return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
 
 def idle_window(pids, seconds, step):
@@ -177,11 +194,11 @@ def main():
         cpu, rss, total = idle_window(pids, seconds, step)
         result["idle"] = {"window_s": seconds, "step_s": step,
                           "tray": {"cpu_pct": cpu[app.pid], "rss_mb": rss[app.pid], "cpu_pct_whole_window": total.get(app.pid),
-                                   "anon_mb": anon_mb(app.pid), "tree_rss_mb": tree_rss(app.pid), "tree": tree_by_name(app.pid),
+                                   "anon_mb": anon_mb(app.pid), "pss_mb": pss_mb(app.pid), "libs": mapped_mb(app.pid), "tree_rss_mb": tree_rss(app.pid), "tree": tree_by_name(app.pid),
                                    "threads": len(os.listdir(f"/proc/{app.pid}/task"))},
                           "workers": [{"pid": w, "cpu_pct": cpu[w], "rss_mb": rss[w], "cpu_pct_whole_window": total.get(w),
                                        "tree_rss_mb": tree_rss(w)} for w in workers]}
-        idle_rss = rss[app.pid][-1]
+        idle_rss, idle_tree = rss[app.pid][-1], tree_rss(app.pid)
         x = display.Display()
         result["dashboard"] = []
         for i in range(cycles):
@@ -193,12 +210,16 @@ def main():
             until("the dashboard to close", lambda: dashboard(x, app.pid) is None, 15, every=0.1)
             time.sleep(10)
             after, after_tree = rss_mb(app.pid), tree_rss(app.pid)
+            # Against the tree: what the dashboard left anywhere, in the app
+            # or in processes that outlive the window, counts.
             result["dashboard"].append({"open_mb": opened, "open_tree_mb": opened_tree, "closed_mb": after,
-                                        "closed_tree_mb": after_tree, "above_idle_mb": after - idle_rss,
+                                        "closed_tree_mb": after_tree, "above_idle_mb": after_tree - idle_tree,
+                                        "closed_pss_mb": pss_mb(app.pid),
                                         "closed_tree": tree_by_name(app.pid), "closed_anon_mb": anon_mb(app.pid),
                                         "second_launch_exit": second.returncode})
-            log(f"  dashboard {i + 1}/{cycles}: open {opened:.0f} MB (with WebKit {opened_tree:.0f} MB), "
-                f"closed {after:.0f} MB ({after - idle_rss:+.1f} MB vs never opened; with WebKit {after_tree:.0f} MB)")
+            log(f"  dashboard {i + 1}/{cycles}: open: app {opened:.0f} MB, with the dashboard and WebKit {opened_tree:.0f} MB; "
+                f"closed: app {after:.0f} MB ({after - idle_rss:+.1f}), with all below it {after_tree:.0f} MB "
+                f"({after_tree - idle_tree:+.1f} MB vs never opened)")
     except (TimeoutError, RuntimeError, OSError, subprocess.SubprocessError) as e:
         result["error"] = str(e)
         log(f"  tray: {e}")

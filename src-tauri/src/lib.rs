@@ -17,7 +17,7 @@
 //! - [`store`]: loading and saving the settings file.
 //! - [`clock`]: the desktop's clock, for the mute and notifications only.
 //! - [`notify`]: desktop notifications.
-//! - [`window`]: the dashboard window.
+//! - [`window`]: the dashboard window, in a process of its own.
 //! - [`dialog`]: the small window asking the last one on why they switch off.
 //! - [`commands`]: the dashboard's thin Tauri commands.
 
@@ -47,11 +47,22 @@ use crate::menu_id::MenuId;
 use crate::settings::Overrides;
 use crate::state::AppState;
 
-/// Builds and runs the app until Quit.
+/// Builds and runs the app until Quit; started with `--dashboard=<view>`,
+/// the dashboard's process instead, until its window closes (see [`window`]).
 pub fn run() {
+    let dashboard = window::dashboard_arg();
+    if dashboard.is_none() {
+        skip_gtk_gl_probe();
+    }
     tray_host::quiet_xembed_icon_assertion();
-    let app = tauri::Builder::default()
-        .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| window::open(app, "live")))
+    let mut builder = tauri::Builder::default();
+    if dashboard.is_none() {
+        builder = builder
+            .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| window::open(app, "live")))
+            .manage(window::Dashboard::default());
+    }
+    let is_dashboard = dashboard.is_some();
+    let app = builder
         .plugin(tauri_plugin_store::Builder::default().build())
         .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, None))
         .invoke_handler(tauri::generate_handler![
@@ -64,12 +75,18 @@ pub fn run() {
             commands::history,
             commands::page_texts
         ])
-        .setup(|app| {
+        .setup(move |app| {
             init_logging(app.handle());
             let (settings, problem) = store::load(app.handle());
             let desktop_lang = i18n::Lang::of_desktop(|name| std::env::var(name).ok());
             let lang = settings.language.resolve(desktop_lang);
             app.manage(AppState::new(settings, Overrides::from_env(), desktop_lang));
+            if let Some(view) = &dashboard {
+                window::serve(app.handle(), view);
+                let handle = app.handle().clone();
+                tauri::async_runtime::spawn(async move { supervisor::restart(&handle) });
+                return Ok(());
+            }
             TrayIconBuilder::with_id(tray::TRAY_ID)
                 .icon(Image::from_bytes(tray::icon(lockwatch::State::Unknown))?)
                 .menu(&Menu::new(app)?)
@@ -106,12 +123,30 @@ pub fn run() {
             std::process::exit(1);
         }
     };
-    app.run(|_, event| {
-        // No window is no reason to quit: the tray lives on. Quit's exit(0) has a code.
-        if let RunEvent::ExitRequested { code: None, api, .. } = event {
+    app.run(move |_, event| {
+        // No window is no reason to quit: the tray lives on. Quit's exit(0)
+        // has a code. The dashboard's process ends with its window.
+        if let RunEvent::ExitRequested { code: None, api, .. } = event
+            && !is_dashboard
+        {
             api.prevent_exit();
         }
     });
+}
+
+/// GTK 3 on X11 probes GLX when it opens the display, to pick its visuals,
+/// and with that loads Mesa's driver and its LLVM (~50 MB, on a desktop
+/// without a GPU driver) into a process that never draws with GL: the
+/// tray's icon and menu are drawn with cairo, and the web view lives in the
+/// dashboard's process, which gets the desktop's setting back. `GDK_GL=disable`
+/// skips only that probe; a value the user set wins.
+fn skip_gtk_gl_probe() {
+    if std::env::var_os("GDK_GL").is_none() {
+        // SAFETY: the first thing `main` does; no other thread exists yet to
+        // read the environment while it changes.
+        unsafe { std::env::set_var("GDK_GL", "disable") };
+        window::gl_probe_skipped();
+    }
 }
 
 /// Menu clicks arrive on the main thread; whatever touches the app state

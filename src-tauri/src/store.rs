@@ -48,7 +48,8 @@ pub fn save(app: &AppHandle, settings: &Settings) {
         store.set(STORE_KEY, serde_json::to_value(settings).unwrap_or_default());
         store.save()
     });
-    if let Err(err) = result {
-        tracing::warn!(error = %err, "cannot save the settings");
+    match result {
+        Ok(()) => crate::window::settings_saved(),
+        Err(err) => tracing::warn!(error = %err, "cannot save the settings"),
     }
 }

@@ -104,6 +104,9 @@ fn set_status(app: &AppHandle, generation: u64, index: usize, status: Option<Sta
 
 fn on_event(app: &AppHandle, event: &Event) {
     let _ = app.emit("event", event);
+    if crate::window::in_dashboard() {
+        return; // the tray app's process notifies, once
+    }
     let note = {
         let state = app.state::<AppState>();
         let mut inner = state.lock();

@@ -132,6 +132,11 @@ class Session:
             with open(os.path.join(SHOTS, name), "wb") as f:
                 f.write(png)
 
+    def tray_pid(self):
+        """The tray app's process (the driver started it; the dashboard is its child)."""
+        return next(pid for (pid, _), cmd in support.descendants(self.driver.pid).items()
+                    if cmd.split()[0] == TRAY and "--dashboard=" not in cmd)
+
     def close(self):
         try:
             self.call("DELETE", f"/session/{self.id}")
@@ -272,6 +277,10 @@ def main():
         s.type("#heartbeat_grace", "7s")
         s.click("form.settings button[type=submit]")
         until("Saved", lambda: (s.text("form.settings .result") or "").startswith("Saved"), 10)
+        # The dashboard runs in a process of its own: the tray's process
+        # must take the saved settings too, and watch the new Redis.
+        tray = s.tray_pid()
+        until("the tray app to watch the saved Redis", lambda: support.tcp_links(tray, port) > 0, 15)
         s.close()
         s = open_app()
         s.view("settings")

@@ -130,3 +130,74 @@ def sni_menu_labels(bus, name, path):
             walk(child)
     walk(layout)
     return labels
+
+
+def close_window(window_id, display=None):
+    """What a window manager's close button does: a WM_DELETE_WINDOW client
+    message to the window (`window_id` as int or "0x…")."""
+    import ctypes
+    if isinstance(window_id, str):
+        window_id = int(window_id, 16)
+
+    class ClientMessage(ctypes.Structure):
+        _fields_ = [("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int), ("display", ctypes.c_void_p),
+                    ("window", ctypes.c_ulong), ("message_type", ctypes.c_ulong), ("format", ctypes.c_int), ("l", ctypes.c_long * 5)]
+
+    class XEvent(ctypes.Union):
+        _fields_ = [("xclient", ClientMessage), ("pad", ctypes.c_long * 24)]
+
+    x11 = ctypes.CDLL("libX11.so.6")
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x11.XInternAtom.restype = ctypes.c_ulong
+    x11.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    x11.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long, ctypes.POINTER(XEvent)]
+    x11.XFlush.argtypes = [ctypes.c_void_p]
+    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    dpy = x11.XOpenDisplay(display.encode() if display else None)
+    if not dpy:
+        raise RuntimeError("cannot open the X display")
+    try:
+        ev = XEvent()
+        ev.xclient.type = 33  # ClientMessage
+        ev.xclient.window = window_id
+        ev.xclient.message_type = x11.XInternAtom(dpy, b"WM_PROTOCOLS", 0)
+        ev.xclient.format = 32
+        ev.xclient.l[0] = x11.XInternAtom(dpy, b"WM_DELETE_WINDOW", 0)
+        ev.xclient.l[1] = 0  # CurrentTime
+        if not x11.XSendEvent(dpy, window_id, 0, 0, ctypes.byref(ev)):
+            raise RuntimeError(f"cannot send WM_DELETE_WINDOW to {window_id:#x}")
+        x11.XFlush(dpy)
+    finally:
+        x11.XCloseDisplay(dpy)
+
+
+def gl_driver_mapped(pid):
+    """The GL driver files (Mesa's DRI driver, LLVM) mapped into `pid`."""
+    with open(f"/proc/{pid}/maps") as f:
+        return sorted({line.split()[-1] for line in f
+                       if any(k in line for k in ("libLLVM", "_dri.so", "libgallium"))})
+
+
+def tcp_links(pid, port):
+    """How many TCP connections process `pid` holds to loopback `port`."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if int(fields[2].split(":")[1], 16) == port and fields[3] == "01":  # ESTABLISHED
+                inodes.add(fields[9])
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1] in inodes:
+            count += 1
+    return count
