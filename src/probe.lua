@@ -2,7 +2,7 @@
 -- KEYS[1] lock key ('' when it lives in another slot and is read apart)
 -- KEYS[2] fence, KEYS[3] users set, KEYS[4] nodes set, KEYS[5] event stream (optional)
 -- ARGV[1] prefix of the enable flags, ARGV[2] prefix of the heartbeats,
--- ARGV[3] prefix of the acknowledgements (optional)
+-- ARGV[3] prefix of the acknowledgements (optional), ARGV[4] prefix of the presence channels (optional)
 -- Every read checks the key's type first, so a key of the wrong type is reported, not an
 -- error; big values are capped so a stray huge key cannot stall the server or the desktop.
 -- Of a flag or heartbeat only the fields lockwatch uses are read; a registry is read
@@ -19,7 +19,7 @@ local READ = {
   [ARGV[1]] = {measure = true, fields = {'on', 'time', 'host', 'reason'}},
   [ARGV[2]] = {measure = false, fields = {'node', 'host', 'pid', 'lock_field', 'fence', 'seq', 'beat_ms',
                                           'state', 'version', 'started_ms', 'child_pid', 'last_exit',
-                                          'wait_until_ms'}},
+                                          'wait_until_ms', 'presence'}},
 }
 
 -- Acknowledgements, like flags, are written by the supervisors: measured first.
@@ -162,8 +162,43 @@ local function read_acks(members, prefix)
   return {'acks', 'read', out}
 end
 
+-- For each node whose heartbeat says it holds a presence subscription, how
+-- many subscribers its channel has (-1 for the others); tagged like the tail.
+-- Refused (a user provisioned before PUBSUB NUMSUB was granted) is no error:
+-- the heartbeat's grace still applies.
+local function read_presence(names, beats, prefix)
+  if prefix == nil or prefix == '' then
+    return {'alive', 'unread', {}}
+  end
+  local channels, at = {}, {}
+  for i, beat in ipairs(beats) do
+    local found = beat[3] or {}
+    for j = 1, #found - 1, 2 do
+      if found[j] == 'presence' and found[j + 1] == '1' then
+        channels[#channels + 1] = prefix .. names[i]
+        at[#channels] = i
+      end
+    end
+  end
+  local counts = {}
+  for i = 1, #beats do
+    counts[i] = -1
+  end
+  if #channels > 0 then
+    local reply = redis.pcall('PUBSUB', 'NUMSUB', unpack(channels))
+    if reply.err then
+      return {'alive', 'refused', {}}
+    end
+    for k = 1, #channels do
+      counts[at[k]] = reply[2 * k]
+    end
+  end
+  return {'alive', 'read', counts}
+end
+
 local users = read_set(KEYS[3])
 local nodes = read_set(KEYS[4])
+local beats = read_each(nodes[3], ARGV[2])
 return {
   redis.call('TIME'),
   read_lock(KEYS[1]),
@@ -171,7 +206,8 @@ return {
   users,
   read_each(users[3], ARGV[1]),
   nodes,
-  read_each(nodes[3], ARGV[2]),
+  beats,
   read_tail(KEYS[5]),
   read_acks(users[3], ARGV[3]),
+  read_presence(nodes[3], beats, ARGV[4]),
 }

@@ -26,10 +26,24 @@ const TIMESTAMP_MS_FLOOR: i64 = 100_000_000_000;
 /// [`Error::Redis`] when Redis cannot be reached or refuses the read,
 /// [`Error::Unreadable`] when its reply is not what the script returns.
 pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &Endpoint) -> Result<Snapshot, Error> {
+    let (reply, lock_reply) = send(conn, keys, host, None).await?;
+    decode(keys, &reply, lock_reply.as_ref())
+}
+
+/// Sends the probe script (and, when the lock lives in another slot, the
+/// second call that reads it); `fingerprint` asks for a glance when it
+/// matches, or for the full read's fingerprint.
+async fn send<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    host: &Endpoint,
+    fingerprint: Option<String>,
+) -> Result<(Value, Option<Value>), Error> {
     let together = keys.lock_shares_slot();
     let lock_arg = if together { keys.lock.as_str() } else { "" };
     let job_keys = [lock_arg, &keys.fence(), &keys.users(), &keys.nodes(), &keys.events()].map(str::to_owned);
-    let args = [keys.enabled_prefix(), keys.node_prefix(), keys.ack_prefix()];
+    let mut args = vec![keys.enabled_prefix(), keys.node_prefix(), keys.ack_prefix(), keys.alive_prefix()];
+    args.extend(fingerprint);
     let reply = run_read_only(conn, &job_keys, &args).await.map_err(|e| describe(e, Action::ReadingJob, host))?;
     let lock_reply = if together {
         None
@@ -42,7 +56,7 @@ pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &Endpoint
             .map_err(|e| describe(e, Action::ReadingLock, host))?;
         Some(reply)
     };
-    decode(keys, &reply, lock_reply.as_ref())
+    Ok((reply, lock_reply))
 }
 
 /// Runs the probe script as read-only (`EVALSHA_RO`, loading it with
@@ -107,10 +121,7 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         snap.flags.push(Flag { user: keys.users(), on: None, at_ms: None, host: None });
     }
     let node_names = decode_set(&keys.nodes(), nodes, &mut snap.problems).unwrap_or_default();
-    snap.beats = pair_up(&node_names, beats)
-        .map(|(node, reply)| decode_beat(&keys.node(node), node, reply, &mut snap.problems))
-        .collect();
-    snap.beats.sort_by(|a, b| a.node.cmp(&b.node));
+    snap.beats = decode_beats(keys, &node_names, beats, later, &mut snap.problems);
     snap.recent_events = later
         .iter()
         .find(|part| tagged(part, "events"))
@@ -124,6 +135,39 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         snap.acks.sort_by(|a, b| a.user.cmp(&b.user));
     }
     Ok(snap)
+}
+
+/// The heartbeats of `names`, with each worker's presence from the part
+/// of `later` tagged `alive`, sorted by node.
+fn decode_beats(
+    keys: &Keys,
+    names: &[String],
+    beats: &Value,
+    later: &[Value],
+    problems: &mut Vec<String>,
+) -> Vec<Beat> {
+    let subscribers = presence_counts(later);
+    let mut out: Vec<Beat> = pair_up(names, beats)
+        .enumerate()
+        .map(|(i, (node, reply))| {
+            let mut beat = decode_beat(&keys.node(node), node, reply, problems);
+            beat.present = beat.present.and(subscribers.get(i).copied().flatten()).map(|n| n > 0);
+            beat
+        })
+        .collect();
+    out.sort_by(|a, b| a.node.cmp(&b.node));
+    out
+}
+
+/// Subscribers of each node's presence channel, in the order of the nodes
+/// read (`None`: not asked, or not known).
+fn presence_counts(later: &[Value]) -> Vec<Option<i64>> {
+    let Some(part) = later.iter().find(|part| tagged(part, "alive")).and_then(array) else { return Vec::new() };
+    if part.get(1).and_then(text).as_deref() != Some("read") {
+        return Vec::new();
+    }
+    let counts = part.get(2).and_then(array).unwrap_or_default();
+    counts.iter().map(|c| int(c).filter(|n| *n >= 0)).collect()
 }
 
 /// True when a later part of the reply is the one named `tag`.
@@ -324,6 +368,9 @@ fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<String>) -> 
         child_pid: unsigned("child_pid"),
         last_exit: text("last_exit"),
         wait_until_ms: unsigned("wait_until_ms"),
+        // Known once the subscriber count is read; `Some(_)` here only marks
+        // that the worker says it holds the subscription.
+        present: (text("presence").as_deref() == Some("1")).then_some(true),
     }
 }
 
@@ -568,6 +615,39 @@ mod tests {
         assert_eq!(snap.beats[0].beat_ms, Some(99));
         assert!(snap.beats[0].claims_job());
         assert_eq!(snap.lock.kind, LockKind::None);
+    }
+
+    #[test]
+    fn presence_is_known_only_for_workers_that_say_they_hold_it() {
+        let nodes = arr(vec![s(b"set"), Value::Int(3), arr(vec![s(b"srv-a"), s(b"srv-b"), s(b"java")])]);
+        let beat = |presence: &[u8]| {
+            let mut fields = vec![s(b"beat_ms"), s(b"99")];
+            if !presence.is_empty() {
+                fields.extend([s(b"presence"), s(presence)]);
+            }
+            arr(vec![s(b"hash"), Value::Int(2), arr(fields)])
+        };
+        let with = |alive: Value| {
+            let r = arr(vec![
+                arr(vec![s(b"1"), s(b"0")]),
+                arr(vec![s(b"none"), Value::Int(-2)]),
+                arr(vec![s(b"none")]),
+                empty_set(),
+                arr(vec![]),
+                nodes.clone(),
+                arr(vec![beat(b"1"), beat(b"1"), beat(b"")]),
+                alive,
+            ]);
+            let snap = decode(&Keys::new("outbound"), &r, None).unwrap();
+            snap.beats.iter().map(|b| (b.node.clone(), b.present)).collect::<Vec<_>>()
+        };
+        let read = arr(vec![s(b"alive"), s(b"read"), arr(vec![Value::Int(1), Value::Int(0), Value::Int(-1)])]);
+        assert_eq!(
+            with(read),
+            vec![("java".into(), None), ("srv-a".into(), Some(true)), ("srv-b".into(), Some(false))]
+        );
+        let refused = arr(vec![s(b"alive"), s(b"refused"), arr(vec![])]);
+        assert!(with(refused).iter().all(|(_, p)| p.is_none()), "a refused count blames nobody");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! event stream.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -150,7 +151,15 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.endpoint());
     let wake = Arc::new(Notify::new());
     let (stop_tx, stop_rx) = watch::channel(false);
-    let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop_rx));
+    let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop_rx.clone()));
+    let present = Arc::new(AtomicBool::new(false));
+    let presence = tokio::spawn(crate::presence::keep(
+        target.clone(),
+        keys.alive_channel(&opts.node),
+        present.clone(),
+        wake.clone(),
+        stop_rx,
+    ));
     let mut w = Worker {
         target,
         keys,
@@ -162,6 +171,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         enabled: None,
         flags_seen: None,
         last_exit: String::new(),
+        present,
     };
     tokio::pin!(shutdown);
     let mut holding: Option<Holding> = None;
@@ -202,6 +212,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let _ = w.beat("idle", None, None).await;
     let _ = stop_tx.send(true);
     let _ = waker.await;
+    let _ = presence.await;
     result
 }
 
@@ -248,6 +259,9 @@ struct Worker {
     /// Each flag as last read (`None` before the first read), to record flips.
     flags_seen: Option<Vec<Flag>>,
     last_exit: String,
+    /// Whether the presence subscription (`{job}:alive:<node>`) is held,
+    /// which the heartbeat says so that watchers may read a closed one as a death.
+    present: Arc<AtomicBool>,
 }
 
 impl Worker {
@@ -571,7 +585,8 @@ impl Worker {
     async fn beat(&mut self, state: &str, holding: Option<(&str, i64)>, child: Option<u32>) -> Result<(), Error> {
         self.seq += 1;
         let (field, fence) = holding.map(|(f, n)| (f.to_owned(), n.to_string())).unwrap_or_default();
-        let pairs: [(&str, String); 9] = [
+        let presence = if self.present.load(Ordering::SeqCst) { "1" } else { "" };
+        let pairs: [(&str, String); 10] = [
             ("node", self.opts.node.clone()),
             ("host", self.host.clone()),
             ("pid", std::process::id().to_string()),
@@ -581,6 +596,7 @@ impl Worker {
             ("state", state.to_owned()),
             ("version", env!("CARGO_PKG_VERSION").to_owned()),
             ("child_pid", child.map(|p| p.to_string()).unwrap_or_default()),
+            ("presence", presence.to_owned()),
         ];
         let keys = (self.keys.node(&self.opts.node), self.keys.nodes());
         let node = self.opts.node.clone();
