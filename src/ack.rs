@@ -79,6 +79,7 @@ pub async fn set_ack<C: ConnectionLike + Send + Sync>(
         .await
         .map_err(|e| refused(describe(first_failure(e), action(user, keys), server)))?;
     let warning = unregistered(conn, keys, user, server).await?;
+    crate::flags::announce(conn, keys, user).await;
     Ok(Acked { user: user.to_owned(), at_ms, until_ms, warning })
 }
 
@@ -104,6 +105,7 @@ pub async fn clear_ack<C: ConnectionLike + Send + Sync>(
         .query_async(conn)
         .await
         .map_err(|e| refused(describe(e, action(user, keys), server)))?;
+    crate::flags::announce(conn, keys, user).await;
     Ok(removed > 0)
 }
 

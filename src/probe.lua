@@ -3,6 +3,9 @@
 -- KEYS[2] fence, KEYS[3] users set, KEYS[4] nodes set, KEYS[5] event stream (optional)
 -- ARGV[1] prefix of the enable flags, ARGV[2] prefix of the heartbeats,
 -- ARGV[3] prefix of the acknowledgements (optional), ARGV[4] prefix of the presence channels (optional)
+-- ARGV[5] (optional) the fingerprint of the caller's last full read: when nothing it covers
+-- has changed, only a glance is returned (what changes every second: time, lock, heartbeats,
+-- presence), else the full read with its new fingerprint. '' asks for a full read with one.
 -- Every read checks the key's type first, so a key of the wrong type is reported, not an
 -- error; big values are capped so a stray huge key cannot stall the server or the desktop.
 -- Of a flag or heartbeat only the fields lockwatch uses are read; a registry is read
@@ -196,6 +199,40 @@ local function read_presence(names, beats, prefix)
   return {'alive', 'read', counts}
 end
 
+-- What changes only by writes a full read must see: the fence, the stream's newest entry
+-- (workers record every acquisition, release and flag flip there) and the registries' sizes.
+-- Flags and acknowledgements themselves are not covered: their writers announce them on
+-- the wake channel, and the watcher then asks for a full read.
+local function fingerprint()
+  local function part(reply)
+    if type(reply) == 'table' and reply.err then
+      return 'x'
+    end
+    return tostring(reply)
+  end
+  local fence = redis.pcall('GETRANGE', KEYS[2], 0, 63)
+  local top = redis.pcall('XREVRANGE', KEYS[5], '+', '-', 'COUNT', 1)
+  local top_id = 'x'
+  if type(top) == 'table' and not top.err then
+    top_id = (top[1] and top[1][1]) or ''
+  end
+  return table.concat({
+    part(fence), top_id, part(redis.pcall('SCARD', KEYS[3])), part(redis.pcall('SCARD', KEYS[4])),
+  }, '|')
+end
+
+local known = ARGV[5]
+local seen = nil
+if known ~= nil and KEYS[5] ~= nil then
+  seen = fingerprint()
+  if seen == known then
+    local names = redis.call('SMEMBERS', KEYS[4])
+    local beats = read_each(names, ARGV[2])
+    return {'glance', seen, redis.call('TIME'), read_lock(KEYS[1]), names, beats,
+            read_presence(names, beats, ARGV[4])}
+  end
+end
+
 local users = read_set(KEYS[3])
 local nodes = read_set(KEYS[4])
 local beats = read_each(nodes[3], ARGV[2])
@@ -210,4 +247,5 @@ return {
   read_tail(KEYS[5]),
   read_acks(users[3], ARGV[3]),
   read_presence(nodes[3], beats, ARGV[4]),
+  {'fingerprint', seen or ''},
 }

@@ -30,6 +30,52 @@ pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &Endpoint
     decode(keys, &reply, lock_reply.as_ref())
 }
 
+/// What a watcher keeps between looks: its last full read and that read's
+/// fingerprint, so that a look at a job where nothing but the clock, the
+/// lock and the heartbeats changed reads only those.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    last: Option<(String, Snapshot)>,
+}
+
+impl Known {
+    /// Forgets the last full read: the next look reads everything (after a
+    /// flag flip was announced, or now and then to see what no writer announced).
+    pub fn forget(&mut self) {
+        self.last = None;
+    }
+}
+
+/// One look in one round trip: a glance (Redis time, the lock, the
+/// heartbeats and the workers' presence, the rest as `known` has it) when
+/// nothing the last full read's fingerprint covers has changed, else a full
+/// read, which `known` then keeps. A lock key in another slot is always read
+/// in full, as [`probe`] does.
+///
+/// # Errors
+/// As [`probe`].
+pub async fn look<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    host: &Endpoint,
+    known: &mut Known,
+) -> Result<Snapshot, Error> {
+    if !keys.lock_shares_slot() {
+        known.forget();
+        return probe(conn, keys, host).await;
+    }
+    let fingerprint = known.last.as_ref().map_or("", |(f, _)| f.as_str()).to_owned();
+    let (reply, _) = send(conn, keys, host, Some(fingerprint)).await?;
+    let (snap, fingerprint) = decode_look(keys, &reply, known.last.as_ref().map(|(_, s)| s))?;
+    if !snap.problems.is_empty() {
+        // Something odd: read it whole next time, with every sentence about it.
+        known.forget();
+    } else if let Some(f) = fingerprint.filter(|f| !f.is_empty()) {
+        known.last = Some((f, snap.clone()));
+    }
+    Ok(snap)
+}
+
 /// Sends the probe script (and, when the lock lives in another slot, the
 /// second call that reads it); `fingerprint` asks for a glance when it
 /// matches, or for the full read's fingerprint.
@@ -57,6 +103,35 @@ async fn send<C: ConnectionLike>(
         Some(reply)
     };
     Ok((reply, lock_reply))
+}
+
+/// Decodes the reply of a [`look`]: a full read with its fingerprint, or a
+/// glance laid over `base`, the full read it was measured against (then
+/// without a fingerprint: `base` stays the one to compare with). Pure.
+///
+/// # Errors
+/// [`Error::Unreadable`] when the reply has neither shape, or is a glance
+/// with no `base`.
+pub fn decode_look(keys: &Keys, reply: &Value, base: Option<&Snapshot>) -> Result<(Snapshot, Option<String>), Error> {
+    let bad = |what: &str| Error::Unreadable { key: keys.job.clone(), what: what.to_owned() };
+    let parts = array(reply).ok_or_else(|| bad("the probe reply is not an array"))?;
+    if parts.first().and_then(text).as_deref() != Some("glance") {
+        let snap = decode(keys, reply, None)?;
+        let fingerprint =
+            parts.iter().find(|part| tagged(part, "fingerprint")).and_then(array).and_then(|p| p.get(1)).and_then(text);
+        return Ok((snap, fingerprint));
+    }
+    let [_, _, time, lock, names, beats, presence] = parts else {
+        return Err(bad("the probe's glance has the wrong number of parts"));
+    };
+    let base = base.ok_or_else(|| bad("a glance came with no full read to lay it over"))?;
+    let time_ms = decode_time(time).ok_or_else(|| bad("Redis TIME is unreadable"))?;
+    let mut problems = Vec::new();
+    let lock = decode_lock(&keys.lock, lock, &mut problems);
+    let names: Vec<String> = array(names).unwrap_or_default().iter().filter_map(bytes).map(escape_bytes).collect();
+    let beats = decode_beats(keys, &names, beats, std::slice::from_ref(presence), &mut problems);
+    let acks = base.acks.iter().filter(|a| a.until_ms > time_ms).cloned().collect();
+    Ok((Snapshot { time_ms, lock, beats, acks, problems, ..base.clone() }, None))
 }
 
 /// Runs the probe script as read-only (`EVALSHA_RO`, loading it with
@@ -648,6 +723,51 @@ mod tests {
         );
         let refused = arr(vec![s(b"alive"), s(b"refused"), arr(vec![])]);
         assert!(with(refused).iter().all(|(_, p)| p.is_none()), "a refused count blames nobody");
+    }
+
+    #[test]
+    fn a_glance_lays_time_lock_and_heartbeats_over_the_last_full_read() {
+        let keys = Keys::new("outbound");
+        let users = arr(vec![s(b"set"), Value::Int(1), arr(vec![s(b"alice")])]);
+        let flags = arr(vec![arr(vec![s(b"hash"), Value::Int(1), arr(vec![s(b"on"), s(b"1")])])]);
+        let mut full = with_users(users, flags);
+        let Value::Array(items) = &mut full else { unreachable!() };
+        items.push(arr(vec![
+            s(b"acks"),
+            s(b"read"),
+            arr(vec![arr(vec![
+                s(b"hash"),
+                Value::Int(2),
+                arr(vec![s(b"at_ms"), s(b"500"), s(b"until_ms"), s(b"1500")]),
+            ])]),
+        ]));
+        items.push(arr(vec![s(b"fingerprint"), s(b"7|1-0|1|1")]));
+        let (base, fingerprint) = decode_look(&keys, &full, None).unwrap();
+        assert_eq!(fingerprint.as_deref(), Some("7|1-0|1|1"));
+        assert_eq!(base.acks.len(), 1);
+
+        let glance = arr(vec![
+            s(b"glance"),
+            s(b"7|1-0|1|1"),
+            arr(vec![s(b"2"), s(b"0")]),
+            arr(vec![s(b"hash"), Value::Int(29_000), Value::Int(1), arr(vec![s(b"uuid-a:1"), s(b"1")])]),
+            arr(vec![s(b"srv-a")]),
+            arr(vec![arr(vec![
+                s(b"hash"),
+                Value::Int(3),
+                arr(vec![s(b"beat_ms"), s(b"1990"), s(b"lock_field"), s(b"uuid-a:1"), s(b"presence"), s(b"1")]),
+            ])]),
+            arr(vec![s(b"alive"), s(b"read"), arr(vec![Value::Int(0)])]),
+        ]);
+        let (snap, fingerprint) = decode_look(&keys, &glance, Some(&base)).unwrap();
+        assert_eq!(fingerprint, None, "the full read stays the one to compare with");
+        assert_eq!(snap.time_ms, 2_000);
+        assert_eq!(snap.lock.holders, vec!["uuid-a:1"]);
+        assert_eq!(snap.beats[0].beat_ms, Some(1_990));
+        assert_eq!(snap.beats[0].present, Some(false));
+        assert_eq!(snap.flags, base.flags, "flags as the full read found them");
+        assert!(snap.acks.is_empty(), "an acknowledgement that ended since is gone");
+        assert!(decode_look(&keys, &glance, None).is_err(), "a glance needs a full read under it");
     }
 
     #[test]

@@ -170,6 +170,8 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         seq: 0,
         enabled: None,
         flags_seen: None,
+        beat_state: String::new(),
+        told_gone: None,
         last_exit: String::new(),
         present,
     };
@@ -258,6 +260,10 @@ struct Worker {
     enabled: Option<bool>,
     /// Each flag as last read (`None` before the first read), to record flips.
     flags_seen: Option<Vec<Flag>>,
+    /// The state the last heartbeat said, to announce a change of it.
+    beat_state: String,
+    /// The holder (node, heartbeat seq) last announced gone, to say it once.
+    told_gone: Option<(String, Option<u64>)>,
     last_exit: String,
     /// Whether the presence subscription (`{job}:alive:<node>`) is held,
     /// which the heartbeat says so that watchers may read a closed one as a death.
@@ -373,9 +379,21 @@ impl Worker {
             }
             None => ("idle", None, None, None),
         };
-        if let Err(err) = self.beat(state, field.as_deref().zip(fence), child).await {
-            tracing::warn!(error = %err, "heartbeat failed");
-            self.conn = None;
+        match self.beat(state, field.as_deref().zip(fence), child).await {
+            Ok(()) if state != self.beat_state => {
+                // Watchers glance seldom: a job turning stalled (or running
+                // again) is told to them at once, as a flip is.
+                let first = self.beat_state.is_empty();
+                state.clone_into(&mut self.beat_state);
+                if !first {
+                    self.announce().await;
+                }
+            }
+            Ok(()) => {}
+            Err(err) => {
+                tracing::warn!(error = %err, "heartbeat failed");
+                self.conn = None;
+            }
         }
         if let Some(h) = holding.as_ref()
             && h.job.is_none()
@@ -548,7 +566,34 @@ impl Worker {
         if !changed.is_empty() {
             self.record_flips(&changed).await;
         }
+        self.tell_if_holder_gone(&snap).await;
         Ok(snap.enabled())
+    }
+
+    /// Announces, once, a holder whose presence subscription Redis dropped:
+    /// no watcher is told of a connection closing, and they glance seldom,
+    /// so the servers that survive it tell them (within this worker's tick).
+    async fn tell_if_holder_gone(&mut self, snap: &crate::snapshot::Snapshot) {
+        let Some(field) = snap.lock.holders.first() else { return };
+        let gone = snap.beats.iter().find(|b| {
+            b.node != self.opts.node && b.lock_field.as_deref() == Some(field.as_str()) && b.present == Some(false)
+        });
+        let Some(beat) = gone else { return };
+        let this = (beat.node.clone(), beat.seq);
+        if self.told_gone.as_ref() != Some(&this) {
+            tracing::info!(node = %self.opts.node, holder = %beat.node, "the holder's connection to Redis closed");
+            self.told_gone = Some(this);
+            self.announce().await;
+        }
+    }
+
+    /// Wakes every watcher and worker of the job for a full look.
+    async fn announce(&mut self) {
+        let keys = self.keys.clone();
+        let node = self.opts.node.clone();
+        if let Ok(conn) = self.conn().await {
+            crate::flags::announce(conn, &keys, &node).await;
+        }
     }
 
     /// Records each flip in `changed` with its reason; failures are logged.
