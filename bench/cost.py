@@ -22,9 +22,6 @@ STEP_S = 5
 
 def setup(redis_server, procs, dir):
     c = Cluster(redis_server, procs, dir)
-    # A fresh counter, as the demo starts its own Redis: the first holder
-    # then starts at once instead of waiting out a lease after the flush.
-    c.r.set(f"{{{c.job}}}:fence", 0, nx=True)
     for i in range(USERS):
         c.lockwatch("enable", "--user", f"user{i + 1:02}")
     c.worker("srv-a")

@@ -319,6 +319,8 @@ pub(crate) async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>,
                 _ = stop.changed() => return,
             }
         }
+        // A connection that closed is news too: Redis may be gone, so look now.
+        wake.notify_one();
         backoff.wait(&mut stop).await;
     }
 }
