@@ -247,6 +247,9 @@ class Cluster:
         self.job = job
         self.journal = os.path.join(dir, f"journal-{time.monotonic_ns()}.txt")
         self.workers = {}
+        # A fresh counter, as the demo starts its own Redis: the first holder
+        # then starts at once instead of waiting out a lease on a new Redis.
+        self.r.set(f"{{{job}}}:fence", 0, nx=True)
 
     def lockwatch(self, *args, check=True):
         out = subprocess.run([LOCKWATCH, "--redis", self.redis.url, "--job", self.job, *args],

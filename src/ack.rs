@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 
-use crate::connect::Endpoint;
+use crate::connect::{Conn, Endpoint};
 use crate::error::{Action, Error, RedisFailure, describe};
 use crate::keys::Keys;
 use crate::spec;
@@ -44,12 +44,7 @@ pub struct Ack<'a> {
 /// [`Error::Invalid`] for a user name, duration or note that breaks its
 /// rule in [`spec`]; [`Error::Redis`] when Redis cannot be reached or
 /// refuses the write (an ACL `NOPERM` says it was someone else's).
-pub async fn set_ack<C: ConnectionLike + Send + Sync>(
-    conn: &mut C,
-    keys: &Keys,
-    ack: &Ack<'_>,
-    server: &str,
-) -> Result<Acked, Error> {
+pub async fn set_ack(conn: &mut Conn, keys: &Keys, ack: &Ack<'_>, server: &str) -> Result<Acked, Error> {
     let user = checked_user(ack.user)?;
     let note = spec::ack_note(ack.note).map_err(|p| invalid(spec::Field::AckNote, ack.note, p))?;
     let lasts =
@@ -79,6 +74,7 @@ pub async fn set_ack<C: ConnectionLike + Send + Sync>(
         .await
         .map_err(|e| refused(describe(first_failure(e), action(user, keys), server)))?;
     let warning = unregistered(conn, keys, user, server).await?;
+    crate::flags::announce(conn, keys, user).await;
     Ok(Acked { user: user.to_owned(), at_ms, until_ms, warning })
 }
 
@@ -86,12 +82,7 @@ pub async fn set_ack<C: ConnectionLike + Send + Sync>(
 ///
 /// # Errors
 /// As [`set_ack`].
-pub async fn clear_ack<C: ConnectionLike + Send + Sync>(
-    conn: &mut C,
-    keys: &Keys,
-    user: &str,
-    server: &str,
-) -> Result<bool, Error> {
+pub async fn clear_ack(conn: &mut Conn, keys: &Keys, user: &str, server: &str) -> Result<bool, Error> {
     let user = checked_user(user)?;
     let server = &Endpoint::new(server, false);
     // HDEL of every field we write: the key goes with its last field, and a
@@ -104,6 +95,7 @@ pub async fn clear_ack<C: ConnectionLike + Send + Sync>(
         .query_async(conn)
         .await
         .map_err(|e| refused(describe(e, action(user, keys), server)))?;
+    crate::flags::announce(conn, keys, user).await;
     Ok(removed > 0)
 }
 

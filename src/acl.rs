@@ -29,6 +29,8 @@ const COMMANDS: &[&str] = &[
     "+hstrlen",
     "+scard",
     "+smembers",
+    // Whether the holder's process lives: its presence channel's subscribers.
+    "+pubsub|numsub",
     // The flag flip (`flags::set_flag`): Redis time, the own flag, the registration check.
     "+sismember",
     "+hset",

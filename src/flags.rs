@@ -155,15 +155,21 @@ pub async fn set_flag(conn: &mut Conn, keys: &Keys, flip: &Flip<'_>, server: &st
             ));
         }
     }
-    // Workers and watchers read the flags at once rather than at their next
-    // look. Only a wake-up: a server or user without it still sees the flip then.
-    // Sharded on a cluster, where they listen on the slot's owner.
+    announce(conn, keys, user).await;
+    Ok(Flipped { user: user.to_owned(), on, at_ms, warning })
+}
+
+/// Announces a supervisor's write (a flip, an acknowledgement) on the wake
+/// channel, so workers and watchers read the job in full at once rather
+/// than at their next full read. Only a wake-up: a server or user without
+/// it still sees the write then. Sharded on a cluster, where they listen
+/// on the slot's owner.
+pub(crate) async fn announce(conn: &mut Conn, keys: &Keys, user: &str) {
     let woken: Result<i64, _> =
         redis::cmd(conn.publish_command()).arg(keys.wake_channel()).arg(user).query_async(conn).await;
     if let Err(err) = woken {
-        tracing::debug!(error = %err, "the flip was written but not announced");
+        tracing::debug!(error = %err, "the write was made but not announced");
     }
-    Ok(Flipped { user: user.to_owned(), on, at_ms, warning })
 }
 
 /// A refused write said in the supervisor's words.

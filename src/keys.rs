@@ -82,6 +82,18 @@ impl Keys {
         format!("{}{user}", self.ack_prefix())
     }
 
+    /// Prefix of the presence channels; the node name follows.
+    pub fn alive_prefix(&self) -> String {
+        format!("{}:alive:", self.prefix)
+    }
+
+    /// Channel a worker stays subscribed to while its process lives: Redis
+    /// drops the subscription the moment the process dies (its connection
+    /// closes), so `PUBSUB NUMSUB` of it tells a crash within one look.
+    pub fn alive_channel(&self, node: &str) -> String {
+        format!("{}{node}", self.alive_prefix())
+    }
+
     /// Channel a supervisor's flip is announced on, so workers and watchers
     /// read the flags at once instead of at their next look.
     pub fn wake_channel(&self) -> String {
@@ -148,6 +160,7 @@ mod tests {
         assert_eq!(k.node("srv-a"), "{outbound}:node:srv-a");
         assert_eq!(k.enabled("alice"), "{outbound}:enabled:alice");
         assert_eq!(k.ack("alice"), "{outbound}:ack:alice");
+        assert_eq!(k.alive_channel("srv-a"), "{outbound}:alive:srv-a");
         assert!(k.lock_shares_slot());
     }
 

@@ -11,6 +11,7 @@
 //! - `sharded`: sharded pub/sub on a Redis Cluster, on the slot owner, resubscribed when the slot moves.
 //! - [`lock`]: a Redisson-compatible lock client with fencing tokens.
 //! - [`worker`], [`job`]: run a command on exactly one server, with heartbeat and events.
+//! - [`presence`]: the worker's presence subscription, which Redis drops the moment the process dies.
 //! - [`reaper`]: the process between worker and job that takes the job's whole tree down.
 //! - [`flags`]: flipping a supervisor's own enable flag.
 //! - [`ack`]: "I'm on it": a supervisor's own acknowledgement, with a note and an end.
@@ -29,6 +30,7 @@ pub mod history;
 pub mod job;
 pub mod keys;
 pub mod lock;
+pub mod presence;
 pub mod probe;
 pub mod reaper;
 mod sharded;

@@ -2,7 +2,10 @@
 -- KEYS[1] lock key ('' when it lives in another slot and is read apart)
 -- KEYS[2] fence, KEYS[3] users set, KEYS[4] nodes set, KEYS[5] event stream (optional)
 -- ARGV[1] prefix of the enable flags, ARGV[2] prefix of the heartbeats,
--- ARGV[3] prefix of the acknowledgements (optional)
+-- ARGV[3] prefix of the acknowledgements (optional), ARGV[4] prefix of the presence channels (optional)
+-- ARGV[5] (optional) the fingerprint of the caller's last full read: when nothing it covers
+-- has changed, only a glance is returned (what changes every second: time, lock, heartbeats,
+-- presence), else the full read with its new fingerprint. '' asks for a full read with one.
 -- Every read checks the key's type first, so a key of the wrong type is reported, not an
 -- error; big values are capped so a stray huge key cannot stall the server or the desktop.
 -- Of a flag or heartbeat only the fields lockwatch uses are read; a registry is read
@@ -19,7 +22,7 @@ local READ = {
   [ARGV[1]] = {measure = true, fields = {'on', 'time', 'host', 'reason'}},
   [ARGV[2]] = {measure = false, fields = {'node', 'host', 'pid', 'lock_field', 'fence', 'seq', 'beat_ms',
                                           'state', 'version', 'started_ms', 'child_pid', 'last_exit',
-                                          'wait_until_ms'}},
+                                          'wait_until_ms', 'presence'}},
 }
 
 -- Acknowledgements, like flags, are written by the supervisors: measured first.
@@ -162,8 +165,77 @@ local function read_acks(members, prefix)
   return {'acks', 'read', out}
 end
 
+-- For each node whose heartbeat says it holds a presence subscription, how
+-- many subscribers its channel has (-1 for the others); tagged like the tail.
+-- Refused (a user provisioned before PUBSUB NUMSUB was granted) is no error:
+-- the heartbeat's grace still applies.
+local function read_presence(names, beats, prefix)
+  if prefix == nil or prefix == '' then
+    return {'alive', 'unread', {}}
+  end
+  local channels, at = {}, {}
+  for i, beat in ipairs(beats) do
+    local found = beat[3] or {}
+    for j = 1, #found - 1, 2 do
+      if found[j] == 'presence' and found[j + 1] == '1' then
+        channels[#channels + 1] = prefix .. names[i]
+        at[#channels] = i
+      end
+    end
+  end
+  local counts = {}
+  for i = 1, #beats do
+    counts[i] = -1
+  end
+  if #channels > 0 then
+    local reply = redis.pcall('PUBSUB', 'NUMSUB', unpack(channels))
+    if reply.err then
+      return {'alive', 'refused', {}}
+    end
+    for k = 1, #channels do
+      counts[at[k]] = reply[2 * k]
+    end
+  end
+  return {'alive', 'read', counts}
+end
+
+-- What changes only by writes a full read must see: the fence, the stream's newest entry
+-- (workers record every acquisition, release and flag flip there) and the registries' sizes.
+-- Flags and acknowledgements themselves are not covered: their writers announce them on
+-- the wake channel, and the watcher then asks for a full read.
+local function fingerprint()
+  local function part(reply)
+    if type(reply) == 'table' and reply.err then
+      return 'x'
+    end
+    return tostring(reply)
+  end
+  local fence = redis.pcall('GETRANGE', KEYS[2], 0, 63)
+  local top = redis.pcall('XREVRANGE', KEYS[5], '+', '-', 'COUNT', 1)
+  local top_id = 'x'
+  if type(top) == 'table' and not top.err then
+    top_id = (top[1] and top[1][1]) or ''
+  end
+  return table.concat({
+    part(fence), top_id, part(redis.pcall('SCARD', KEYS[3])), part(redis.pcall('SCARD', KEYS[4])),
+  }, '|')
+end
+
+local known = ARGV[5]
+local seen = nil
+if known ~= nil and KEYS[5] ~= nil then
+  seen = fingerprint()
+  if seen == known then
+    local names = redis.call('SMEMBERS', KEYS[4])
+    local beats = read_each(names, ARGV[2])
+    return {'glance', seen, redis.call('TIME'), read_lock(KEYS[1]), names, beats,
+            read_presence(names, beats, ARGV[4])}
+  end
+end
+
 local users = read_set(KEYS[3])
 local nodes = read_set(KEYS[4])
+local beats = read_each(nodes[3], ARGV[2])
 return {
   redis.call('TIME'),
   read_lock(KEYS[1]),
@@ -171,7 +243,9 @@ return {
   users,
   read_each(users[3], ARGV[1]),
   nodes,
-  read_each(nodes[3], ARGV[2]),
+  beats,
   read_tail(KEYS[5]),
   read_acks(users[3], ARGV[3]),
+  read_presence(nodes[3], beats, ARGV[4]),
+  {'fingerprint', seen or ''},
 }

@@ -26,6 +26,65 @@ const TIMESTAMP_MS_FLOOR: i64 = 100_000_000_000;
 /// [`Error::Redis`] when Redis cannot be reached or refuses the read,
 /// [`Error::Unreadable`] when its reply is not what the script returns.
 pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &Endpoint) -> Result<Snapshot, Error> {
+    let (reply, lock_reply) = send(conn, keys, host, None).await?;
+    decode(keys, &reply, lock_reply.as_ref())
+}
+
+/// What a watcher keeps between looks: its last full read and that read's
+/// fingerprint, so that a look at a job where nothing but the clock, the
+/// lock and the heartbeats changed reads only those.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    last: Option<(String, Snapshot)>,
+}
+
+impl Known {
+    /// Forgets the last full read: the next look reads everything (after a
+    /// flag flip was announced, or now and then to see what no writer announced).
+    pub fn forget(&mut self) {
+        self.last = None;
+    }
+}
+
+/// One look in one round trip: a glance (Redis time, the lock, the
+/// heartbeats and the workers' presence, the rest as `known` has it) when
+/// nothing the last full read's fingerprint covers has changed, else a full
+/// read, which `known` then keeps. A lock key in another slot is always read
+/// in full, as [`probe`] does.
+///
+/// # Errors
+/// As [`probe`].
+pub async fn look<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    host: &Endpoint,
+    known: &mut Known,
+) -> Result<Snapshot, Error> {
+    if !keys.lock_shares_slot() {
+        known.forget();
+        return probe(conn, keys, host).await;
+    }
+    let fingerprint = known.last.as_ref().map_or("", |(f, _)| f.as_str()).to_owned();
+    let (reply, _) = send(conn, keys, host, Some(fingerprint)).await?;
+    let (snap, fingerprint) = decode_look(keys, &reply, known.last.as_ref().map(|(_, s)| s))?;
+    if !snap.problems.is_empty() {
+        // Something odd: read it whole next time, with every sentence about it.
+        known.forget();
+    } else if let Some(f) = fingerprint.filter(|f| !f.is_empty()) {
+        known.last = Some((f, snap.clone()));
+    }
+    Ok(snap)
+}
+
+/// Sends the probe script (and, when the lock lives in another slot, the
+/// second call that reads it); `fingerprint` asks for a glance when it
+/// matches, or for the full read's fingerprint.
+async fn send<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    host: &Endpoint,
+    fingerprint: Option<String>,
+) -> Result<(Value, Option<Value>), Error> {
     let together = keys.lock_shares_slot();
     // A lock read apart leaves its place to a key of the job's slot (its
     // reading is not used): a cluster routes by the first key and refuses
@@ -33,7 +92,8 @@ pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &Endpoint
     let fence = keys.fence();
     let lock_arg = if together { keys.lock.as_str() } else { fence.as_str() };
     let job_keys = [lock_arg, &fence, &keys.users(), &keys.nodes(), &keys.events()].map(str::to_owned);
-    let args = [keys.enabled_prefix(), keys.node_prefix(), keys.ack_prefix()];
+    let mut args = vec![keys.enabled_prefix(), keys.node_prefix(), keys.ack_prefix(), keys.alive_prefix()];
+    args.extend(fingerprint);
     let reply = run_read_only(conn, &job_keys, &args).await.map_err(|e| describe(e, Action::ReadingJob, host))?;
     let lock_reply = if together {
         None
@@ -46,7 +106,36 @@ pub async fn probe<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &Endpoint
             .map_err(|e| describe(e, Action::ReadingLock, host))?;
         Some(reply)
     };
-    decode(keys, &reply, lock_reply.as_ref())
+    Ok((reply, lock_reply))
+}
+
+/// Decodes the reply of a [`look`]: a full read with its fingerprint, or a
+/// glance laid over `base`, the full read it was measured against (then
+/// without a fingerprint: `base` stays the one to compare with). Pure.
+///
+/// # Errors
+/// [`Error::Unreadable`] when the reply has neither shape, or is a glance
+/// with no `base`.
+pub fn decode_look(keys: &Keys, reply: &Value, base: Option<&Snapshot>) -> Result<(Snapshot, Option<String>), Error> {
+    let bad = |what: &str| Error::Unreadable { key: keys.job.clone(), what: what.to_owned() };
+    let parts = array(reply).ok_or_else(|| bad("the probe reply is not an array"))?;
+    if parts.first().and_then(text).as_deref() != Some("glance") {
+        let snap = decode(keys, reply, None)?;
+        let fingerprint =
+            parts.iter().find(|part| tagged(part, "fingerprint")).and_then(array).and_then(|p| p.get(1)).and_then(text);
+        return Ok((snap, fingerprint));
+    }
+    let [_, _, time, lock, names, beats, presence] = parts else {
+        return Err(bad("the probe's glance has the wrong number of parts"));
+    };
+    let base = base.ok_or_else(|| bad("a glance came with no full read to lay it over"))?;
+    let time_ms = decode_time(time).ok_or_else(|| bad("Redis TIME is unreadable"))?;
+    let mut problems = Vec::new();
+    let lock = decode_lock(&keys.lock, lock, &mut problems);
+    let names: Vec<String> = array(names).unwrap_or_default().iter().filter_map(bytes).map(escape_bytes).collect();
+    let beats = decode_beats(keys, &names, beats, std::slice::from_ref(presence), &mut problems);
+    let acks = base.acks.iter().filter(|a| a.until_ms > time_ms).cloned().collect();
+    Ok((Snapshot { time_ms, lock, beats, acks, problems, ..base.clone() }, None))
 }
 
 /// Runs the probe script as read-only (`EVALSHA_RO`, loading it with
@@ -111,10 +200,7 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         snap.flags.push(Flag { user: keys.users(), on: None, at_ms: None, host: None });
     }
     let node_names = decode_set(&keys.nodes(), nodes, &mut snap.problems).unwrap_or_default();
-    snap.beats = pair_up(&node_names, beats)
-        .map(|(node, reply)| decode_beat(&keys.node(node), node, reply, &mut snap.problems))
-        .collect();
-    snap.beats.sort_by(|a, b| a.node.cmp(&b.node));
+    snap.beats = decode_beats(keys, &node_names, beats, later, &mut snap.problems);
     snap.recent_events = later
         .iter()
         .find(|part| tagged(part, "events"))
@@ -128,6 +214,39 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         snap.acks.sort_by(|a, b| a.user.cmp(&b.user));
     }
     Ok(snap)
+}
+
+/// The heartbeats of `names`, with each worker's presence from the part
+/// of `later` tagged `alive`, sorted by node.
+fn decode_beats(
+    keys: &Keys,
+    names: &[String],
+    beats: &Value,
+    later: &[Value],
+    problems: &mut Vec<String>,
+) -> Vec<Beat> {
+    let subscribers = presence_counts(later);
+    let mut out: Vec<Beat> = pair_up(names, beats)
+        .enumerate()
+        .map(|(i, (node, reply))| {
+            let mut beat = decode_beat(&keys.node(node), node, reply, problems);
+            beat.present = beat.present.and(subscribers.get(i).copied().flatten()).map(|n| n > 0);
+            beat
+        })
+        .collect();
+    out.sort_by(|a, b| a.node.cmp(&b.node));
+    out
+}
+
+/// Subscribers of each node's presence channel, in the order of the nodes
+/// read (`None`: not asked, or not known).
+fn presence_counts(later: &[Value]) -> Vec<Option<i64>> {
+    let Some(part) = later.iter().find(|part| tagged(part, "alive")).and_then(array) else { return Vec::new() };
+    if part.get(1).and_then(text).as_deref() != Some("read") {
+        return Vec::new();
+    }
+    let counts = part.get(2).and_then(array).unwrap_or_default();
+    counts.iter().map(|c| int(c).filter(|n| *n >= 0)).collect()
 }
 
 /// True when a later part of the reply is the one named `tag`.
@@ -328,6 +447,9 @@ fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<String>) -> 
         child_pid: unsigned("child_pid"),
         last_exit: text("last_exit"),
         wait_until_ms: unsigned("wait_until_ms"),
+        // Known once the subscriber count is read; `Some(_)` here only marks
+        // that the worker says it holds the subscription.
+        present: (text("presence").as_deref() == Some("1")).then_some(true),
     }
 }
 
@@ -572,6 +694,84 @@ mod tests {
         assert_eq!(snap.beats[0].beat_ms, Some(99));
         assert!(snap.beats[0].claims_job());
         assert_eq!(snap.lock.kind, LockKind::None);
+    }
+
+    #[test]
+    fn presence_is_known_only_for_workers_that_say_they_hold_it() {
+        let nodes = arr(vec![s(b"set"), Value::Int(3), arr(vec![s(b"srv-a"), s(b"srv-b"), s(b"java")])]);
+        let beat = |presence: &[u8]| {
+            let mut fields = vec![s(b"beat_ms"), s(b"99")];
+            if !presence.is_empty() {
+                fields.extend([s(b"presence"), s(presence)]);
+            }
+            arr(vec![s(b"hash"), Value::Int(2), arr(fields)])
+        };
+        let with = |alive: Value| {
+            let r = arr(vec![
+                arr(vec![s(b"1"), s(b"0")]),
+                arr(vec![s(b"none"), Value::Int(-2)]),
+                arr(vec![s(b"none")]),
+                empty_set(),
+                arr(vec![]),
+                nodes.clone(),
+                arr(vec![beat(b"1"), beat(b"1"), beat(b"")]),
+                alive,
+            ]);
+            let snap = decode(&Keys::new("outbound"), &r, None).unwrap();
+            snap.beats.iter().map(|b| (b.node.clone(), b.present)).collect::<Vec<_>>()
+        };
+        let read = arr(vec![s(b"alive"), s(b"read"), arr(vec![Value::Int(1), Value::Int(0), Value::Int(-1)])]);
+        assert_eq!(
+            with(read),
+            vec![("java".into(), None), ("srv-a".into(), Some(true)), ("srv-b".into(), Some(false))]
+        );
+        let refused = arr(vec![s(b"alive"), s(b"refused"), arr(vec![])]);
+        assert!(with(refused).iter().all(|(_, p)| p.is_none()), "a refused count blames nobody");
+    }
+
+    #[test]
+    fn a_glance_lays_time_lock_and_heartbeats_over_the_last_full_read() {
+        let keys = Keys::new("outbound");
+        let users = arr(vec![s(b"set"), Value::Int(1), arr(vec![s(b"alice")])]);
+        let flags = arr(vec![arr(vec![s(b"hash"), Value::Int(1), arr(vec![s(b"on"), s(b"1")])])]);
+        let mut full = with_users(users, flags);
+        let Value::Array(items) = &mut full else { unreachable!() };
+        items.push(arr(vec![
+            s(b"acks"),
+            s(b"read"),
+            arr(vec![arr(vec![
+                s(b"hash"),
+                Value::Int(2),
+                arr(vec![s(b"at_ms"), s(b"500"), s(b"until_ms"), s(b"1500")]),
+            ])]),
+        ]));
+        items.push(arr(vec![s(b"fingerprint"), s(b"7|1-0|1|1")]));
+        let (base, fingerprint) = decode_look(&keys, &full, None).unwrap();
+        assert_eq!(fingerprint.as_deref(), Some("7|1-0|1|1"));
+        assert_eq!(base.acks.len(), 1);
+
+        let glance = arr(vec![
+            s(b"glance"),
+            s(b"7|1-0|1|1"),
+            arr(vec![s(b"2"), s(b"0")]),
+            arr(vec![s(b"hash"), Value::Int(29_000), Value::Int(1), arr(vec![s(b"uuid-a:1"), s(b"1")])]),
+            arr(vec![s(b"srv-a")]),
+            arr(vec![arr(vec![
+                s(b"hash"),
+                Value::Int(3),
+                arr(vec![s(b"beat_ms"), s(b"1990"), s(b"lock_field"), s(b"uuid-a:1"), s(b"presence"), s(b"1")]),
+            ])]),
+            arr(vec![s(b"alive"), s(b"read"), arr(vec![Value::Int(0)])]),
+        ]);
+        let (snap, fingerprint) = decode_look(&keys, &glance, Some(&base)).unwrap();
+        assert_eq!(fingerprint, None, "the full read stays the one to compare with");
+        assert_eq!(snap.time_ms, 2_000);
+        assert_eq!(snap.lock.holders, vec!["uuid-a:1"]);
+        assert_eq!(snap.beats[0].beat_ms, Some(1_990));
+        assert_eq!(snap.beats[0].present, Some(false));
+        assert_eq!(snap.flags, base.flags, "flags as the full read found them");
+        assert!(snap.acks.is_empty(), "an acknowledgement that ended since is gone");
+        assert!(decode_look(&keys, &glance, None).is_err(), "a glance needs a full read under it");
     }
 
     #[test]

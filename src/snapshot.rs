@@ -151,6 +151,12 @@ pub struct Beat {
     pub last_exit: Option<String>,
     /// While `starting`: Redis time the job is to start, ms.
     pub wait_until_ms: Option<u64>,
+    /// Whether the worker's presence subscription is there: `Some(false)`
+    /// when the heartbeat says the worker holds one but Redis counts none
+    /// (its process died, or its connection broke); `None` when it holds
+    /// none (another program writes this heartbeat) or the count was not read.
+    #[serde(skip)]
+    pub present: Option<bool>,
 }
 
 impl Beat {

@@ -1,8 +1,10 @@
 //! The watcher: the async shell around the status engine. One task per job
-//! probes Redis every poll interval, and sooner when something happens: an
+//! looks at Redis every poll interval, and sooner when something happens: an
 //! entry on the job's event stream, a Redisson unlock message, a keyspace
 //! notification, or the moment the engine says the verdict may change (a
-//! lease running out, a heartbeat ageing past its grace). A read that does
+//! lease running out, a heartbeat ageing past its grace). Most looks are
+//! glances ([`look`]): the full read comes when its fingerprint changed, a
+//! flip was announced, and every `full_every`. A read that does
 //! not answer within the patience counts as a failed look while it is still
 //! awaited, so a frozen Redis shows as `unknown` within seconds while one
 //! slow reply changes nothing. It publishes the latest status and every
@@ -22,7 +24,7 @@ use crate::acl::keyspace_pattern;
 use crate::connect::{Conn, Target};
 use crate::error::{Error, RedisFailure};
 use crate::keys::Keys;
-use crate::probe::probe;
+use crate::probe::{Known, look};
 use crate::snapshot::Snapshot;
 use crate::status::{self, Engine, Event, Status, Step};
 
@@ -37,15 +39,19 @@ pub struct Options {
     /// silence counts as a failed look (the engine needs
     /// `engine.confirmations` of them in a row before it says `unknown`).
     pub patience: Duration,
+    /// Longest time between two full reads, for writes nobody announced
+    /// (a flag set by hand, an acknowledgement by an older client).
+    pub full_every: Duration,
     pub engine: status::Config,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
-            poll: Duration::from_secs(1),
+            poll: Duration::from_secs(10),
             max_backoff: Duration::from_secs(10),
             patience: Duration::from_millis(800),
+            full_every: Duration::from_secs(60),
             engine: status::Config::default(),
         }
     }
@@ -123,10 +129,16 @@ struct Shell {
 impl Shell {
     async fn run(self) {
         let Shell { target, keys, options, status, events, wake, mut stop } = self;
+        // A stream entry changes the fingerprint (a glance sees it); a message
+        // (a flip announced, an unlock, a keyspace event) or a refresh asks for a full read.
+        let entry = Arc::new(Notify::new());
         let wakers = [
-            tokio::spawn(follow_stream(target.clone(), keys.clone(), wake.clone(), stop.clone())),
+            tokio::spawn(follow_stream(target.clone(), keys.clone(), entry.clone(), stop.clone())),
             tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop.clone())),
         ];
+        let mut known = Known::default();
+        // Spread over the period, so many desktops started at once do not read in step.
+        let mut full_at = Instant::now() + options.full_every.mul_f64(spread());
         let mut engine = Engine::new(&keys.job, &keys.lock, options.engine.clone());
         let mut conn: Option<Conn> = None;
         let mut last = Instant::now();
@@ -144,8 +156,12 @@ impl Shell {
         };
         loop {
             let asked = Instant::now();
+            if asked >= full_at {
+                known.forget();
+                full_at = asked + options.full_every;
+            }
             let answer = {
-                let reading = read(&target, &keys, &mut conn);
+                let reading = read(&target, &keys, &mut conn, &mut known);
                 tokio::pin!(reading);
                 loop {
                     tokio::select! {
@@ -178,9 +194,11 @@ impl Shell {
             tokio::select! {
                 _ = sleep(wait) => {}
                 _ = wake.notified() => {
+                    known.forget();
                     // Writes come in bursts (an acquisition touches several keys): let it settle.
                     sleep(Duration::from_millis(15)).await;
                 }
+                _ = entry.notified() => sleep(Duration::from_millis(15)).await,
                 _ = stop.changed() => break,
             }
         }
@@ -190,13 +208,13 @@ impl Shell {
     }
 }
 
-/// One probe, on a connection made when there is none.
-async fn read(target: &Target, keys: &Keys, conn: &mut Option<Conn>) -> Result<Snapshot, Error> {
+/// One look, on a connection made when there is none.
+async fn read(target: &Target, keys: &Keys, conn: &mut Option<Conn>, known: &mut Known) -> Result<Snapshot, Error> {
     let manager = match conn {
         Some(manager) => manager,
         None => conn.insert(target.manager().await?),
     };
-    let result = probe(manager, keys, target.endpoint()).await;
+    let result = look(manager, keys, target.endpoint(), known).await;
     if result.as_ref().err().and_then(Error::redis_failure) == Some(RedisFailure::Unreachable) {
         // A fresh connection next time, rather than trusting a dead one.
         *conn = None;
@@ -221,7 +239,8 @@ fn next_wait(options: &Options, next_check_ms: Option<u64>, failures: u32) -> Du
 
 /// Wakes the watcher on every new entry of the job's event stream.
 async fn follow_stream(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
-    const BLOCK: Duration = Duration::from_secs(5);
+    // Long: each answer is a round trip Redis pays for, and an entry ends it at once.
+    const BLOCK: Duration = Duration::from_secs(30);
     let stream = keys.events();
     let mut last_id = "$".to_owned();
     let mut backoff = Backoff::default();
@@ -298,6 +317,8 @@ pub(crate) async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>,
                 _ = stop.changed() => return,
             }
         }
+        // A connection that closed is news too: Redis may be gone, so look now.
+        wake.notify_one();
         backoff.wait(&mut stop).await;
     }
 }
@@ -359,6 +380,13 @@ impl Backoff {
     pub(crate) fn reset(&mut self) {
         self.failures = 0;
     }
+}
+
+/// A fraction in [0, 1), different for each watcher.
+fn spread() -> f64 {
+    use std::hash::BuildHasher;
+    let random = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
+    (random % 1_000) as f64 / 1_000.0
 }
 
 fn millis(d: Duration) -> u64 {

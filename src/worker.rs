@@ -7,6 +7,7 @@
 //! event stream.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -155,7 +156,15 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.endpoint()).sharded(target.is_cluster());
     let wake = Arc::new(Notify::new());
     let (stop_tx, stop_rx) = watch::channel(false);
-    let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop_rx));
+    let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop_rx.clone()));
+    let present = Arc::new(AtomicBool::new(false));
+    let presence = tokio::spawn(crate::presence::keep(
+        target.clone(),
+        keys.alive_channel(&opts.node),
+        present.clone(),
+        wake.clone(),
+        stop_rx,
+    ));
     let mut w = Worker {
         target,
         keys,
@@ -166,7 +175,10 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         seq: 0,
         enabled: None,
         flags_seen: None,
+        beat_state: String::new(),
+        told_gone: None,
         last_exit: String::new(),
+        present,
     };
     tokio::pin!(shutdown);
     let mut holding: Option<Holding> = None;
@@ -207,6 +219,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let _ = w.beat("idle", None, None).await;
     let _ = stop_tx.send(true);
     let _ = waker.await;
+    let _ = presence.await;
     result
 }
 
@@ -252,7 +265,14 @@ struct Worker {
     enabled: Option<bool>,
     /// Each flag as last read (`None` before the first read), to record flips.
     flags_seen: Option<Vec<Flag>>,
+    /// The state the last heartbeat said, to announce a change of it.
+    beat_state: String,
+    /// The holder (node, heartbeat seq) last announced gone, to say it once.
+    told_gone: Option<(String, Option<u64>)>,
     last_exit: String,
+    /// Whether the presence subscription (`{job}:alive:<node>`) is held,
+    /// which the heartbeat says so that watchers may read a closed one as a death.
+    present: Arc<AtomicBool>,
 }
 
 impl Worker {
@@ -364,9 +384,21 @@ impl Worker {
             }
             None => ("idle", None, None, None),
         };
-        if let Err(err) = self.beat(state, field.as_deref().zip(fence), child).await {
-            tracing::warn!(error = %err, "heartbeat failed");
-            self.conn = None;
+        match self.beat(state, field.as_deref().zip(fence), child).await {
+            Ok(()) if state != self.beat_state => {
+                // Watchers glance seldom: a job turning stalled (or running
+                // again) is told to them at once, as a flip is.
+                let first = self.beat_state.is_empty();
+                state.clone_into(&mut self.beat_state);
+                if !first {
+                    self.announce().await;
+                }
+            }
+            Ok(()) => {}
+            Err(err) => {
+                tracing::warn!(error = %err, "heartbeat failed");
+                self.conn = None;
+            }
         }
         if let Some(h) = holding.as_ref()
             && h.job.is_none()
@@ -539,7 +571,34 @@ impl Worker {
         if !changed.is_empty() {
             self.record_flips(&changed).await;
         }
+        self.tell_if_holder_gone(&snap).await;
         Ok(snap.enabled())
+    }
+
+    /// Announces, once, a holder whose presence subscription Redis dropped:
+    /// no watcher is told of a connection closing, and they glance seldom,
+    /// so the servers that survive it tell them (within this worker's tick).
+    async fn tell_if_holder_gone(&mut self, snap: &crate::snapshot::Snapshot) {
+        let Some(field) = snap.lock.holders.first() else { return };
+        let gone = snap.beats.iter().find(|b| {
+            b.node != self.opts.node && b.lock_field.as_deref() == Some(field.as_str()) && b.present == Some(false)
+        });
+        let Some(beat) = gone else { return };
+        let this = (beat.node.clone(), beat.seq);
+        if self.told_gone.as_ref() != Some(&this) {
+            tracing::info!(node = %self.opts.node, holder = %beat.node, "the holder's connection to Redis closed");
+            self.told_gone = Some(this);
+            self.announce().await;
+        }
+    }
+
+    /// Wakes every watcher and worker of the job for a full look.
+    async fn announce(&mut self) {
+        let keys = self.keys.clone();
+        let node = self.opts.node.clone();
+        if let Ok(conn) = self.conn().await {
+            crate::flags::announce(conn, &keys, &node).await;
+        }
     }
 
     /// Records each flip in `changed` with its reason; failures are logged.
@@ -576,7 +635,8 @@ impl Worker {
     async fn beat(&mut self, state: &str, holding: Option<(&str, i64)>, child: Option<u32>) -> Result<(), Error> {
         self.seq += 1;
         let (field, fence) = holding.map(|(f, n)| (f.to_owned(), n.to_string())).unwrap_or_default();
-        let pairs: [(&str, String); 9] = [
+        let presence = if self.present.load(Ordering::SeqCst) { "1" } else { "" };
+        let pairs: [(&str, String); 10] = [
             ("node", self.opts.node.clone()),
             ("host", self.host.clone()),
             ("pid", std::process::id().to_string()),
@@ -586,6 +646,7 @@ impl Worker {
             ("state", state.to_owned()),
             ("version", env!("CARGO_PKG_VERSION").to_owned()),
             ("child_pid", child.map(|p| p.to_string()).unwrap_or_default()),
+            ("presence", presence.to_owned()),
         ];
         let keys = (self.keys.node(&self.opts.node), self.keys.nodes());
         let node = self.opts.node.clone();

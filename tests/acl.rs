@@ -243,6 +243,11 @@ fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_w
     redisson_lock(&mut admin, "{outbound}:lock", "uuid-a:1", 60_000);
     let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(7).query(&mut admin).unwrap();
     beat(&mut admin, "outbound", "srv-a", "uuid-a:1", 7, "running", 0);
+    // The worker's presence, as a live worker holds it: alice's probe counts
+    // the subscribers of its channel (and would see the holder dying without).
+    let _: () = redis::cmd("HSET").arg("{outbound}:node:srv-a").arg("presence").arg(1).query(&mut admin).unwrap();
+    let mut presence = server.conn();
+    let _: () = redis::cmd("SUBSCRIBE").arg("{outbound}:alive:srv-a").query(&mut presence).unwrap();
     flag(&mut admin, "outbound", "bob", true);
     let _: () = redis::cmd("HSET").arg("{outbound}:ack:bob").arg("note").arg("bob's own").query(&mut admin).unwrap();
     let _: () = redis::cmd("SET").arg("other").arg("admin's").query(&mut admin).unwrap();

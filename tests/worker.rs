@@ -1178,3 +1178,59 @@ async fn a_flip_is_announced_and_the_workers_listen_for_it() {
     println!("`lockwatch disable` of the last flag → lock released: {:?}", asked.elapsed());
     kill9(&mut a);
 }
+
+#[tokio::test]
+async fn a_killed_holder_is_reported_within_seconds_and_healthy_running_raises_no_alarm() {
+    use lockwatch::EventKind;
+    use lockwatch::watch::{Options, Watcher};
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    seed_fence(&mut c);
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let mut workers = vec![
+        ("srv-a", worker(&server, "srv-a", "30s", &j, &[], JOURNAL_LOOP)),
+        ("srv-b", worker(&server, "srv-b", "30s", &j, &[], JOURNAL_LOOP)),
+    ];
+    let holder = wait_holder(&mut c, None).await;
+    eventually("the job", Duration::from_secs(10), || journal(&j).iter().any(|l| l.1 == holder).then_some(())).await;
+    // A grace longer than the bound below: only the holder's vanished
+    // connection, not its heartbeat ageing, can explain an event in time.
+    let engine = Config { heartbeat_grace_ms: 20_000, ..Config::default() };
+    let target = Target::new(&server.url(), None).unwrap();
+    let watcher = Watcher::spawn(target, Keys::new("outbound"), Options { engine, ..Options::default() });
+    let mut events = watcher.events();
+    let mut status = watcher.status();
+    eventually("running", Duration::from_secs(10), || {
+        status.borrow_and_update().as_ref().is_some_and(|s| s.state == State::Running).then_some(())
+    })
+    .await;
+
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let mut healthy = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        healthy.push(format!("{} {}", event.event.as_str(), event.reason));
+    }
+    assert!(healthy.is_empty(), "events in 20 s of healthy running: {healthy:?}");
+
+    let i = workers.iter().position(|(n, _)| *n == holder).unwrap();
+    let t0 = Instant::now();
+    kill9(&mut workers[i].1);
+    let event = tokio::time::timeout(Duration::from_secs(8), events.recv())
+        .await
+        .expect("an event within 8 s of kill -9, well inside the 20 s grace and the 30 s lease")
+        .unwrap();
+    let took = t0.elapsed();
+    println!("kill -9 of the holder (lease 30 s) → {} after {took:?}: {}", event.event.as_str(), event.reason);
+    assert_eq!(event.event, EventKind::Stalled, "{}", event.reason);
+    assert!(event.reason.contains("dying"), "{}", event.reason);
+    let shown = status.borrow().clone().unwrap();
+    assert_eq!(shown.state, State::Stale, "{}", shown.reason);
+    assert!(shown.reason.contains("expires in"), "says when the lease ends: {}", shown.reason);
+    watcher.stop().await;
+    for (_, w) in &mut workers {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+}

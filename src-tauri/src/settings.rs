@@ -681,7 +681,7 @@ mod tests {
         let sparse: Settings = serde_json::from_str(r#"{"user":"alice","jobs":[{"name":"outbound"}]}"#).unwrap();
         assert_eq!(sparse.user, "alice");
         assert!(sparse.jobs[0].heartbeats);
-        assert_eq!(sparse.poll_ms, 1_000);
+        assert_eq!(sparse.poll_ms, ms(watch::Options::default().poll), "the library's interval");
     }
 
     #[test]

@@ -123,6 +123,11 @@ fn held(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
         return raw(State::Conflict, reason, Some(holder), earliest(deadlines));
     }
 
+    if let Some(b) = beat
+        && b.present == Some(false)
+    {
+        return gone(snap, holder, &who, b, deadlines);
+    }
     let Some(beat) = beat.filter(|b| fresh(b)) else {
         return stale(snap, ctx, holder, &who, beat, deadlines, cfg);
     };
@@ -174,6 +179,22 @@ fn stale(
     // Stale since the heartbeat passed its grace.
     let since = last_beat.map(|b| b.saturating_add(cfg.heartbeat_grace_ms));
     Raw { since_ms: since, ..raw(State::Stale, reason, Some(holder), earliest(deadlines)) }
+}
+
+/// The holder's presence subscription is gone although its heartbeat says it
+/// holds one: Redis closed its connection, so the process died (or its link
+/// broke), however fresh its last beat. A worker whose connection broke
+/// while it lives says so in its next beat (within a second), which ends this.
+fn gone(snap: &Snapshot, holder: Holder, who: &str, beat: &Beat, deadlines: Vec<Option<u64>>) -> Raw {
+    let closed = format!("{who}'s connection to Redis closed (its process died or lost its link)");
+    let reason = match snap.lock.ttl_ms {
+        Some(ttl) => format!("dying: {closed}; the lock expires in {}", human_duration(ttl)),
+        None => format!(
+            "dying: {closed}, and the lock never expires; if that server is gone, the lock must be deleted by hand"
+        ),
+    };
+    // Gone since it was last heard of.
+    Raw { since_ms: beat.beat_ms, ..raw(State::Stale, reason, Some(holder), earliest(deadlines)) }
 }
 
 fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {

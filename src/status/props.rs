@@ -13,6 +13,8 @@ enum Change {
     Holder(Option<u8>),
     NewFence,
     Beating(bool),
+    /// The holder's presence subscription comes or goes.
+    Present(bool),
     Enabled(bool),
     Renew,
     Fail(u64),
@@ -26,6 +28,7 @@ fn change() -> impl Strategy<Value = Change> {
         2 => prop::option::of(0u8..3).prop_map(Change::Holder),
         1 => Just(Change::NewFence),
         1 => any::<bool>().prop_map(Change::Beating),
+        1 => any::<bool>().prop_map(Change::Present),
         1 => any::<bool>().prop_map(Change::Enabled),
         1 => Just(Change::Renew),
         2 => (0u64..5_000).prop_map(Change::Fail),
@@ -66,6 +69,7 @@ fn run(changes: &[Change], offset: u64, elapsed_scale: u64) -> Vec<Look> {
             Change::Holder(h) => w.hand_to(h.map(|i| NODES[usize::from(i)])),
             Change::NewFence => w.fence = Some(w.fence.unwrap_or(0) + 1),
             Change::Beating(b) => w.beating = *b,
+            Change::Present(p) => w.present = Some(*p),
             Change::Enabled(e) => {
                 w.flags_present = true;
                 w.enabled = *e;
@@ -267,6 +271,28 @@ proptest! {
         for kind in [EventKind::Died, EventKind::Stopped] {
             let added = back.iter().any(|e| e.event == kind) && !same.iter().any(|e| e.event == kind);
             prop_assert!(!added, "{:?} after the outage: {:?}, without it: {:?}", kind, back, same);
+        }
+    }
+
+    /// A holder whose presence subscription Redis dropped is never shown
+    /// running past its confirmations, and a holder whose subscription is
+    /// there is never called dying for it.
+    #[test]
+    fn a_closed_connection_is_told_and_an_open_one_never_blamed(changes in prop::collection::vec(change(), 0..40)) {
+        let looks = run(&changes, 0, 1);
+        let mut gone_looks = 0;
+        for look in &looks {
+            let Observation::Read(snap) = &look.obs else { gone_looks = 0; continue };
+            let reason = &look.step.status.reason;
+            let holder = snap.lock.holders.first().map(String::as_str);
+            let holder_gone = snap.beats.iter().any(|b| holder.is_some() && b.lock_field.as_deref() == holder && b.present == Some(false));
+            gone_looks = if holder_gone { gone_looks + 1 } else { 0 };
+            if gone_looks > Config::default().confirmations {
+                prop_assert_ne!(look.step.status.state, State::Running, "{}", reason);
+            }
+            if !holder_gone {
+                prop_assert!(!reason.contains("connection to Redis closed"), "{}", reason);
+            }
         }
     }
 

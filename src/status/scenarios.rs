@@ -221,6 +221,53 @@ fn a_silent_holder_is_stale_and_says_whether_the_lock_is_renewed() {
 }
 
 #[test]
+fn a_holder_whose_connection_closed_is_dying_at_the_next_confirmation_while_its_beat_is_fresh() {
+    let mut t = engine();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    // kill -9: Redis drops the presence subscription; the last beat is 500 ms old.
+    w.present = Some(false);
+    w.wait(300);
+    let first = read(&mut t, &w);
+    assert_eq!(first.status.state, State::Running, "one look is not yet a confirmation");
+    assert!(first.next_check_ms.is_some_and(|ms| ms <= Config::default().confirm_delay_ms));
+    w.wait(200);
+    let s = read(&mut t, &w);
+    assert_eq!(s.status.state, State::Stale, "{}", s.status.reason);
+    assert_eq!(kinds(&s), vec![EventKind::Stalled]);
+    assert_eq!(
+        s.status.reason,
+        "dying: srv-a's connection to Redis closed (its process died or lost its link); the lock expires in 29 s"
+    );
+    assert_eq!(s.next_check_ms, Some(w.ttl_ms + 1), "looks again when the lease runs out");
+}
+
+#[test]
+fn a_worker_that_subscribes_again_recovers_and_one_that_holds_no_presence_keeps_its_grace() {
+    let mut t = engine();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    w.present = Some(false);
+    for _ in 0..2 {
+        w.wait(200);
+        let _ = read(&mut t, &w);
+    }
+    w.present = Some(true);
+    w.wait(200);
+    let back = read(&mut t, &w);
+    assert_eq!(back.status.state, State::Running);
+    assert_eq!(kinds(&back), vec![EventKind::Recovered]);
+
+    let mut t = engine();
+    let mut w = World { present: None, ..World::running("srv-a", "uuid-a:1") };
+    for _ in 0..3 {
+        let s = read(&mut t, &w);
+        assert_eq!(s.status.state, State::Running, "a heartbeat that claims no presence is judged by its age");
+        w.wait(200);
+    }
+}
+
+#[test]
 fn disabling_stops_without_a_death() {
     let mut t = engine();
     let mut w = World::running("srv-a", "uuid-a:1");

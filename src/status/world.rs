@@ -16,6 +16,10 @@ pub(super) struct World {
     pub fence: Option<i64>,
     pub ttl_ms: u64,
     pub beating: bool,
+    /// The holder's presence subscription: `Some(false)` once its process
+    /// died (its beat stays behind, fresh for a while), `None` for a holder
+    /// that holds none.
+    pub present: Option<bool>,
     pub enabled: bool,
     /// Redis time the flag was last flipped.
     pub flag_at_ms: u64,
@@ -33,6 +37,7 @@ impl World {
             fence: Some(1),
             ttl_ms: 30_000,
             beating: true,
+            present: Some(true),
             enabled: true,
             flag_at_ms: 0,
             flags_present: true,
@@ -106,6 +111,7 @@ impl World {
                     beat_ms: Some(self.time_ms.saturating_sub(500)),
                     started_ms: Some(self.time_ms.saturating_sub(60_000)),
                     state: Some("running".to_owned()),
+                    present: self.present,
                     ..Default::default()
                 });
             }

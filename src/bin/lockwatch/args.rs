@@ -65,7 +65,7 @@ pub struct Global {
     #[arg(long, global = true, default_value = "10s", value_parser = parse_start_grace, value_name = "DURATION")]
     pub start_grace: Duration,
     /// How often `watch` reads Redis when nothing wakes it earlier.
-    #[arg(long, global = true, default_value = "1s", value_parser = parse_interval, value_name = "DURATION")]
+    #[arg(long, global = true, default_value = "10s", value_parser = parse_interval, value_name = "DURATION")]
     pub interval: Duration,
 }
 
