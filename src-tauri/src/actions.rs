@@ -97,11 +97,11 @@ pub fn toggle_autostart(app: &AppHandle) {
 /// its own ([`dialog`]); the flip happens when they answer there.
 pub fn toggle_flag(app: &AppHandle, job: &str) {
     match wish(app, job) {
-        Some((false, true, tr)) => {
+        Some((false, true)) => {
             tray::redraw(app);
-            dialog::ask_reason(app, job, tr.ta("dialog-off-title", &[("job", job.into())]));
+            dialog::ask_reason(app, job);
         }
-        Some((on, _, _)) => {
+        Some((on, _)) => {
             let app = app.clone();
             let job = job.to_owned();
             tauri::async_runtime::spawn(async move {
@@ -113,14 +113,14 @@ pub fn toggle_flag(app: &AppHandle, job: &str) {
 }
 
 /// The flag a click asks for, whether the user is the last one with the
-/// job on, and the words to ask in.
-fn wish(app: &AppHandle, job: &str) -> Option<(bool, bool, crate::i18n::Tr)> {
+/// job on.
+fn wish(app: &AppHandle, job: &str) -> Option<(bool, bool)> {
     let state = app.state::<AppState>();
     let inner = state.lock();
     let user = &inner.effective.as_ref()?.user;
     let status = inner.jobs.iter().find(|j| j.job == job)?.status.as_ref()?;
     let on = crate::model::own_flag(status, user).map(|on| !on)?;
-    Some((on, crate::model::last_one_on(status, user), inner.tr()))
+    Some((on, crate::model::last_one_on(status, user)))
 }
 
 /// A click on a job's "I'm on it" / "I'm no longer on it": asks for the
@@ -184,19 +184,28 @@ pub async fn flip(app: &AppHandle, job: &str, on: bool, reason: Option<&str>) ->
         flags::set_flag(&mut conn, &w.keys, &flip, w.target.host()).await
     }
     .await;
-    {
-        let state = app.state::<AppState>();
-        let mut inner = state.lock();
-        if let Ok(flipped) = &result {
-            inner.notifier.own_flip(job, on, flipped.at_ms);
-        }
-        // A refusal replaces the confirmation of an earlier flip.
-        let confirmed = result.as_ref().ok().map(|flipped| OwnFlip { on, at_ms: flipped.at_ms });
-        if let Some(view) = inner.jobs.get_mut(w.index) {
-            view.own_flip = confirmed;
-        }
+    let confirmed = result.as_ref().ok().map(|flipped| OwnFlip { on, at_ms: flipped.at_ms });
+    own_flip(app, job, confirmed);
+    if let Some(flip) = confirmed {
+        crate::window::flipped(job, flip);
     }
     w.report(app, result.map(|flipped| flipped.warning), "flag flip", "note-flip-refused")
+}
+
+/// Takes in the outcome of the user's own flip of `job`, made here or in
+/// the dashboard's process: one Redis took is confirmed in the menu and its
+/// start or stop not notified; a refusal (`None`) replaces the confirmation
+/// of an earlier flip.
+pub fn own_flip(app: &AppHandle, job: &str, confirmed: Option<OwnFlip>) {
+    let state = app.state::<AppState>();
+    let mut inner = state.lock();
+    if let Some(flip) = confirmed {
+        inner.notifier.own_flip(job, flip.on, flip.at_ms);
+    }
+    let index = inner.effective.as_ref().and_then(|e| e.jobs.iter().position(|(k, _)| k.job == job));
+    if let Some(view) = index.and_then(|i| inner.jobs.get_mut(i)) {
+        view.own_flip = confirmed;
+    }
 }
 
 /// A write of the user's own key of one watched job (their flag, their

@@ -2,36 +2,50 @@
 //! unticks it in the tray, they may say why before it stops everywhere.
 //! A window of its own that blocks nothing; the flip happens when they
 //! answer (`set_enabled` with the reason), and closing it keeps the job on.
+//! Like the dashboard, it is a web view, so it lives in the dashboard's
+//! process ([`window`](crate::window)): the tray asks for the view
+//! `off?job=NAME`, and the flip made there is told back to the tray.
 
 use tauri::{AppHandle, Manager, WebviewUrl, WebviewWindowBuilder};
 
+use crate::state::AppState;
+
 pub const LABEL: &str = "switch-off";
 
-/// Opens the window asking why `job` is switched off (or brings it to
-/// `job`), titled `title`. Safe from any thread.
-pub fn ask_reason(app: &AppHandle, job: &str, title: String) {
-    let path = format!("index.html#off?job={}", query_escaped(job));
-    let handle = app.clone();
-    let opened = app.run_on_main_thread(move || {
-        if let Some(window) = handle.get_webview_window(LABEL) {
-            let _ = window.eval(format!("location.hash = {:?}; location.reload()", &path["index.html".len()..]));
-            let _ = window.set_title(&title);
-            let _ = window.show();
-            let _ = window.set_focus();
-            return;
-        }
-        let built = WebviewWindowBuilder::new(&handle, LABEL, WebviewUrl::App(path.into()))
-            .title(title)
-            .inner_size(480.0, 240.0)
-            .resizable(false)
-            .build();
-        if let Err(err) = built {
-            tracing::error!(error = %err, "cannot open the switch-off window");
-        }
-    });
-    if let Err(err) = opened {
-        tracing::warn!(error = %err, "cannot open the switch-off window");
+/// The view that asks why `job` is switched off.
+const VIEW: &str = "off?job=";
+
+/// Asks, from the tray, why `job` is switched off.
+pub fn ask_reason(app: &AppHandle, job: &str) {
+    crate::window::open(app, &format!("{VIEW}{}", query_escaped(job)));
+}
+
+/// In the dashboard's process: shows the window for `view` when it is the
+/// one asking why (true), or leaves `view` to the dashboard (false).
+pub fn show(app: &AppHandle, view: &str) -> bool {
+    let Some(job) = view.strip_prefix(VIEW) else { return false };
+    let title = {
+        let state = app.state::<AppState>();
+        let tr = state.lock().tr();
+        tr.ta("dialog-off-title", &[("job", query_unescaped(job).into())])
+    };
+    let path = format!("index.html#{view}");
+    if let Some(window) = app.get_webview_window(LABEL) {
+        let _ = window.eval(format!("location.hash = {:?}; location.reload()", &path["index.html".len()..]));
+        let _ = window.set_title(&title);
+        let _ = window.show();
+        let _ = window.set_focus();
+        return true;
     }
+    let built = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App(path.into()))
+        .title(title)
+        .inner_size(480.0, 240.0)
+        .resizable(false)
+        .build();
+    if let Err(err) = built {
+        tracing::error!(error = %err, "cannot open the switch-off window");
+    }
+    true
 }
 
 /// `text` safe in a URL's query (job names are few characters, but may hold `:`).
@@ -44,6 +58,27 @@ fn query_escaped(text: &str) -> String {
         .collect()
 }
 
+/// The text [`query_escaped`] made; a malformed escape stays as it is.
+fn query_unescaped(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +88,9 @@ mod tests {
         assert_eq!(query_escaped("outbound"), "outbound");
         assert_eq!(query_escaped("wh:a b&c"), "wh%3Aa%20b%26c");
         assert_eq!(query_escaped("出"), "%E5%87%BA");
+        for job in ["outbound", "wh:a b&c", "出库", "100%"] {
+            assert_eq!(query_unescaped(&query_escaped(job)), job);
+        }
+        assert_eq!(query_unescaped("50%zz"), "50%zz");
     }
 }

@@ -12,7 +12,10 @@
 //! The two processes talk over the child's stdin and stdout, one word a line:
 //! the tray sends the view to show (and closing stdin, by exiting, ends the
 //! dashboard); the dashboard says `settings` when it saved the settings, so
-//! the tray reads them again. Everything else each reads from Redis itself.
+//! the tray reads them again, and `flipped <1|0> <at_ms> <job>` when Redis
+//! took the user's own flip there, so the tray confirms it in its menu and
+//! does not notify them of the start or stop they asked for. Everything
+//! else each reads from Redis itself.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -21,12 +24,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tauri::{AppHandle, Manager, WebviewUrl, WebviewWindowBuilder};
 
+use crate::model::OwnFlip;
+
 pub const WINDOW: &str = "dashboard";
 
 /// The argument that makes the executable the dashboard's process.
 const ARG: &str = "--dashboard=";
 /// What the dashboard's process prints after it saved the settings.
 const SAVED: &str = "settings";
+/// What the dashboard's process prints before a flip Redis took.
+const FLIPPED: &str = "flipped ";
 
 /// Set in the dashboard's process: it leaves notifications to the tray's.
 static IN_DASHBOARD: AtomicBool = AtomicBool::new(false);
@@ -104,6 +111,9 @@ fn listen(app: AppHandle, mut child: Child, stdout: BufReader<std::process::Chil
         if line.trim() == SAVED {
             let app = app.clone();
             tauri::async_runtime::spawn(async move { reload_settings(&app) });
+        } else if let Some((job, flip)) = line.strip_prefix(FLIPPED).and_then(parse_flipped) {
+            crate::actions::own_flip(&app, &job, Some(flip));
+            crate::tray::redraw(&app);
         }
     }
     let status = child.wait();
@@ -141,6 +151,31 @@ pub fn settings_saved() {
     }
 }
 
+/// The dashboard's side, after a flip of the user's own flag Redis took:
+/// tells the tray, so it confirms it rather than notify its outcome.
+pub fn flipped(job: &str, flip: OwnFlip) {
+    if in_dashboard() {
+        let mut out = std::io::stdout().lock();
+        let line = format!("{FLIPPED}{} {} {job}", u8::from(flip.on), flip.at_ms);
+        if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+            tracing::warn!("the tray app is gone; it will not confirm the flip");
+        }
+    }
+}
+
+/// `<1|0> <at_ms> <job>`, as [`flipped`] writes it.
+fn parse_flipped(rest: &str) -> Option<(String, OwnFlip)> {
+    let mut parts = rest.splitn(3, ' ');
+    let on = match parts.next()? {
+        "1" => true,
+        "0" => false,
+        _ => return None,
+    };
+    let at_ms = parts.next()?.parse().ok()?;
+    let job = parts.next().filter(|j| !j.is_empty())?;
+    Some((job.to_owned(), OwnFlip { on, at_ms }))
+}
+
 /// Sets up the dashboard's process: the window on `view`, and the tray's
 /// word on stdin (a view to show; the end of it closes the dashboard).
 pub fn serve(app: &AppHandle, view: &str) {
@@ -161,8 +196,12 @@ pub fn serve(app: &AppHandle, view: &str) {
     });
 }
 
-/// Shows the window on `view`, creating it when there is none.
+/// Shows the window on `view`, creating it when there is none; the view
+/// asking why a job is switched off has a small window of its own.
 fn show(app: &AppHandle, view: &str) {
+    if crate::dialog::show(app, view) {
+        return;
+    }
     if let Some(window) = app.get_webview_window(WINDOW) {
         let _ = window.eval(format!("location.hash = '#{view}'"));
         let _ = window.unminimize();
@@ -179,5 +218,20 @@ fn show(app: &AppHandle, view: &str) {
     {
         tracing::error!(error = %err, "cannot open the dashboard");
         app.exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flip_told_by_the_dashboard_reads_back_as_written() {
+        let flip = OwnFlip { on: false, at_ms: 1_764_000_000_123 };
+        let line = format!("{} {} {}", u8::from(flip.on), flip.at_ms, "wh east");
+        assert_eq!(parse_flipped(&line), Some(("wh east".to_owned(), flip)));
+        assert_eq!(parse_flipped("1 12 "), None);
+        assert_eq!(parse_flipped("yes 12 outbound"), None);
+        assert_eq!(parse_flipped("1 soon outbound"), None);
     }
 }
