@@ -234,13 +234,10 @@ fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
         };
     }
     // A gap dated 0 began at an unknown time (a flag without its flip time).
+    // How long it has lasted is said by the view, from the status's own
+    // `since`, which a down state already shown keeps (see `Edges::since`).
     let since = (gap.since_ms > 0).then_some(gap.since_ms);
-    let reason = match since {
-        Some(since) => {
-            format!("enabled by {who} but no server holds the lock (for {})", human_duration(now.saturating_sub(since)))
-        }
-        None => format!("enabled by {who} but no server holds the lock"),
-    };
+    let reason = format!("enabled by {who} but no server holds the lock");
     Raw { since_ms: since, gap: Some(gap), ..raw(State::Down, reason, None, None) }
 }
 

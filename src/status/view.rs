@@ -4,7 +4,7 @@
 use crate::snapshot::Snapshot;
 
 use super::evaluate::Raw;
-use super::{Config, Event, EventKind, LockView, NodeView, State, Status};
+use super::{Config, Event, EventKind, LockView, NodeView, State, Status, human_duration};
 
 /// The job the engine watches, as every status and event names it.
 #[derive(Debug, Clone)]
@@ -74,7 +74,13 @@ impl Job {
         Status {
             job: self.name.clone(),
             state: raw.state,
-            reason: raw.reason.clone(),
+            reason: match (raw.state, raw.gap, since_ms) {
+                // A job down for lack of a holder says for how long: the same span as `since`.
+                (State::Down, Some(_), Some(since)) => {
+                    format!("{} (for {})", raw.reason, human_duration(now.saturating_sub(since)))
+                }
+                _ => raw.reason.clone(),
+            },
             holder: raw.holder.clone(),
             lock,
             enabled_users: snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.clone()).collect(),
