@@ -158,13 +158,19 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let (stop_tx, stop_rx) = watch::channel(false);
     let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop_rx.clone()));
     let present = Arc::new(AtomicBool::new(false));
-    let presence = tokio::spawn(crate::presence::keep(
-        target.clone(),
-        keys.alive_channel(&opts.node),
-        present.clone(),
-        wake.clone(),
-        stop_rx,
-    ));
+    // On a cluster a plain subscription lands on whichever node the client
+    // reaches, not on the slot's owner where the probe counts subscribers:
+    // there a worker claims no presence, and a crash is told after the
+    // heartbeat's grace.
+    let presence = (!target.is_cluster()).then(|| {
+        tokio::spawn(crate::presence::keep(
+            target.clone(),
+            keys.alive_channel(&opts.node),
+            present.clone(),
+            wake.clone(),
+            stop_rx,
+        ))
+    });
     let mut w = Worker {
         target,
         keys,
@@ -219,7 +225,9 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let _ = w.beat("idle", None, None).await;
     let _ = stop_tx.send(true);
     let _ = waker.await;
-    let _ = presence.await;
+    if let Some(presence) = presence {
+        let _ = presence.await;
+    }
     result
 }
 
