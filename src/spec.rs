@@ -680,8 +680,9 @@ pub fn with_password(url: &str, password: &str) -> String {
     parsed.to_string()
 }
 
-/// `%XX` escapes of the user info decoded (not `+`: that is a query's space).
-fn percent_decode(s: &str) -> String {
+/// `%XX` escapes decoded (not `+`: that is a query's space); a malformed
+/// escape stays as it is.
+pub fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -27,7 +27,7 @@ pub fn show(app: &AppHandle, view: &str) -> bool {
     let title = {
         let state = app.state::<AppState>();
         let tr = state.lock().tr();
-        tr.ta("dialog-off-title", &[("job", query_unescaped(job).into())])
+        tr.ta("dialog-off-title", &[("job", lockwatch::spec::percent_decode(job).into())])
     };
     let path = format!("index.html#{view}");
     if let Some(window) = app.get_webview_window(LABEL) {
@@ -58,27 +58,6 @@ fn query_escaped(text: &str) -> String {
         .collect()
 }
 
-/// The text [`query_escaped`] made; a malformed escape stays as it is.
-fn query_unescaped(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,8 +68,8 @@ mod tests {
         assert_eq!(query_escaped("wh:a b&c"), "wh%3Aa%20b%26c");
         assert_eq!(query_escaped("出"), "%E5%87%BA");
         for job in ["outbound", "wh:a b&c", "出库", "100%"] {
-            assert_eq!(query_unescaped(&query_escaped(job)), job);
+            assert_eq!(lockwatch::spec::percent_decode(&query_escaped(job)), job);
         }
-        assert_eq!(query_unescaped("50%zz"), "50%zz");
+        assert_eq!(lockwatch::spec::percent_decode("50%zz"), "50%zz");
     }
 }
