@@ -111,7 +111,15 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
     })
     .await;
 
-    // The last server dies without a word.
+    // The last server dies without a word, after a beat that followed the
+    // flip (the death is dated at the last beat, so it comes after the flip).
+    let seq = |c: &mut redis::Connection| -> u64 {
+        let s: Option<u64> = redis::cmd("HGET").arg("{outbound}:node:srv-b").arg("seq").query(c).unwrap();
+        s.unwrap_or(0)
+    };
+    let recorded = seq(&mut c);
+    eventually("srv-b to beat after the flip", Duration::from_secs(10), || (seq(&mut c) > recorded).then_some(()))
+        .await;
     kill9(&mut b);
     let items = eventually("the death of srv-b", Duration::from_secs(20), || {
         let items = history(&url);
