@@ -4,14 +4,13 @@
 //! redraws or restarts the watchers once.
 
 use lockwatch::{ack, flags};
-use tauri::{AppHandle, Manager};
 
 use crate::clock::{desktop_now_ms, next_midnight_ms};
 use crate::menu_id::Mute;
 use crate::model::{Note, OwnFlip, Refusal};
+use crate::desk::Desk;
 use crate::settings::Settings;
-use crate::state::AppState;
-use crate::{dialog, notify, store, supervisor, tray};
+use crate::{autostart, notify, runtime, store, supervisor, window};
 
 /// What a settings change needs to take effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,23 +23,22 @@ pub enum Effect {
 
 /// Changes the settings with `change`, saves them, and lets the change take
 /// the effect `change` says. Returns the settings as saved.
-pub fn update_settings(app: &AppHandle, change: impl FnOnce(&mut Settings) -> Effect) -> Settings {
+pub fn update_settings(desk: &Desk, change: impl FnOnce(&mut Settings) -> Effect) -> Settings {
     let (settings, effect) = {
-        let state = app.state::<AppState>();
-        let mut inner = state.lock();
+        let mut inner = desk.state().lock();
         let effect = change(&mut inner.settings);
         (inner.settings.clone(), effect)
     };
-    store::save(app, &settings);
+    store::save(&settings);
     match effect {
-        Effect::Redraw => tray::redraw(app),
-        Effect::Restart => supervisor::restart(app),
+        Effect::Redraw => desk.redraw(),
+        Effect::Restart => supervisor::restart(desk),
     }
     settings
 }
 
 /// Mutes notifications for a while, or unmutes them.
-pub fn mute(app: &AppHandle, how: Mute) {
+pub fn mute(desk: &Desk, how: Mute) {
     const HOUR_MS: u64 = 3_600_000;
     let now = desktop_now_ms();
     let until = match how {
@@ -49,7 +47,7 @@ pub fn mute(app: &AppHandle, how: Mute) {
         Mute::UntilTomorrow => next_midnight_ms(),
         Mute::Off => None,
     };
-    update_settings(app, |s| {
+    update_settings(desk, |s| {
         s.mute_until_ms = until;
         Effect::Redraw
     });
@@ -58,31 +56,16 @@ pub fn mute(app: &AppHandle, how: Mute) {
 /// Turns start at login on or off, the opposite of what it was. When the
 /// desktop entry cannot be written or removed, the setting stays as it was
 /// (the menu's checkbox shows the truth) and the reason is logged.
-pub fn toggle_autostart(app: &AppHandle) {
-    use tauri_plugin_autostart::ManagerExt;
-    let want = {
-        let state = app.state::<AppState>();
-        !state.lock().settings.autostart
-    };
-    let launcher = app.autolaunch();
-    let result = if want {
-        // The plugin creates ~/.config/autostart but not ~/.config itself,
-        // which a fresh account may not have yet.
-        if let Some(home) = std::env::var_os("HOME") {
-            let _ = std::fs::create_dir_all(std::path::Path::new(&home).join(".config"));
-        }
-        launcher.enable()
-    } else {
-        launcher.disable()
-    };
-    let done = match result {
+pub fn toggle_autostart(desk: &Desk) {
+    let want = !desk.state().lock().settings.autostart;
+    let done = match autostart::set(want) {
         Ok(()) => want,
         Err(err) => {
             tracing::warn!(error = %err, "cannot change start at login");
-            launcher.is_enabled().unwrap_or(!want)
+            autostart::is_on()
         }
     };
-    update_settings(app, |s| {
+    update_settings(desk, |s| {
         s.autostart = done;
         Effect::Redraw
     });
@@ -94,29 +77,29 @@ pub fn toggle_autostart(app: &AppHandle) {
 /// unknown, the click is undone by a redraw.
 ///
 /// The last one with the job on is asked why first, in a small window of
-/// its own ([`dialog`]); the flip happens when they answer there.
-pub fn toggle_flag(app: &AppHandle, job: &str) {
-    match wish(app, job) {
+/// its own (the dashboard's process, [`window::switch_off_view`]); the flip
+/// happens when they answer there.
+pub fn toggle_flag(desk: &Desk, job: &str) {
+    match wish(desk, job) {
         Some((false, true)) => {
-            tray::redraw(app);
-            dialog::ask_reason(app, job);
+            desk.redraw();
+            desk.open(&window::switch_off_view(job));
         }
         Some((on, _)) => {
-            let app = app.clone();
+            let desk = desk.clone();
             let job = job.to_owned();
-            tauri::async_runtime::spawn(async move {
-                let _ = flip(&app, &job, on, None).await;
+            runtime::spawn(async move {
+                let _ = flip(&desk, &job, on, None).await;
             });
         }
-        None => tray::redraw(app),
+        None => desk.redraw(),
     }
 }
 
 /// The flag a click asks for, whether the user is the last one with the
 /// job on.
-fn wish(app: &AppHandle, job: &str) -> Option<(bool, bool)> {
-    let state = app.state::<AppState>();
-    let inner = state.lock();
+fn wish(desk: &Desk, job: &str) -> Option<(bool, bool)> {
+    let inner = desk.state().lock();
     let user = &inner.effective.as_ref()?.user;
     let status = inner.jobs.iter().find(|j| j.job == job)?.status.as_ref()?;
     let on = crate::model::own_flag(status, user).map(|on| !on)?;
@@ -126,23 +109,22 @@ fn wish(app: &AppHandle, job: &str) -> Option<(bool, bool)> {
 /// A click on a job's "I'm on it" / "I'm no longer on it": asks for the
 /// opposite of the user's acknowledgement as last read (for an hour, no
 /// note, from the menu). While it is not known, the click only redraws.
-pub fn toggle_ack(app: &AppHandle, job: &str) {
+pub fn toggle_ack(desk: &Desk, job: &str) {
     let own = {
-        let state = app.state::<AppState>();
-        let inner = state.lock();
+        let inner = desk.state().lock();
         let user = inner.effective.as_ref().map(|e| e.user.clone()).unwrap_or_default();
         let menu = inner.jobs.iter().find(|j| j.job == job).and_then(|j| j.status.as_ref());
         menu.filter(|s| s.checked_at_ms.is_some()).map(|s| s.acks.iter().any(|a| a.user == user))
     };
     match own {
         Some(acked) => {
-            let app = app.clone();
+            let desk = desk.clone();
             let job = job.to_owned();
-            tauri::async_runtime::spawn(async move {
-                let _ = set_on_it(&app, &job, !acked).await;
+            runtime::spawn(async move {
+                let _ = set_on_it(&desk, &job, !acked).await;
             });
         }
-        None => tray::redraw(app),
+        None => desk.redraw(),
     }
 }
 
@@ -152,8 +134,8 @@ pub fn toggle_ack(app: &AppHandle, job: &str) {
 ///
 /// # Errors
 /// The refusal, as one sentence.
-pub async fn set_on_it(app: &AppHandle, job: &str, on: bool) -> Result<(), String> {
-    let w = OwnWrite::of(app, job)?;
+pub async fn set_on_it(desk: &Desk, job: &str, on: bool) -> Result<(), String> {
+    let w = OwnWrite::of(desk, job)?;
     let result = async {
         let mut conn = w.target.manager().await?;
         if on {
@@ -164,7 +146,7 @@ pub async fn set_on_it(app: &AppHandle, job: &str, on: bool) -> Result<(), Strin
         }
     }
     .await;
-    w.report(app, result, "\"on it\"", "note-ack-refused")
+    w.report(desk, result, "\"on it\"", "note-ack-refused")
 }
 
 /// Flips the user's own flag of `job` to `on`, with the user's reason if
@@ -175,8 +157,8 @@ pub async fn set_on_it(app: &AppHandle, job: &str, on: bool) -> Result<(), Strin
 ///
 /// # Errors
 /// The refusal, as one sentence.
-pub async fn flip(app: &AppHandle, job: &str, on: bool, reason: Option<&str>) -> Result<(), String> {
-    let w = OwnWrite::of(app, job)?;
+pub async fn flip(desk: &Desk, job: &str, on: bool, reason: Option<&str>) -> Result<(), String> {
+    let w = OwnWrite::of(desk, job)?;
     let result = async {
         let mut conn = w.target.manager().await?;
         let host = flags::this_host();
@@ -185,20 +167,19 @@ pub async fn flip(app: &AppHandle, job: &str, on: bool, reason: Option<&str>) ->
     }
     .await;
     let confirmed = result.as_ref().ok().map(|flipped| OwnFlip { on, at_ms: flipped.at_ms });
-    own_flip(app, job, confirmed);
+    own_flip(desk, job, confirmed);
     if let Some(flip) = confirmed {
-        crate::window::flipped(job, flip);
+        window::flipped(job, flip);
     }
-    w.report(app, result.map(|flipped| flipped.warning), "flag flip", "note-flip-refused")
+    w.report(desk, result.map(|flipped| flipped.warning), "flag flip", "note-flip-refused")
 }
 
 /// Takes in the outcome of the user's own flip of `job`, made here or in
 /// the dashboard's process: one Redis took is confirmed in the menu and its
 /// start or stop not notified; a refusal (`None`) replaces the confirmation
 /// of an earlier flip.
-pub fn own_flip(app: &AppHandle, job: &str, confirmed: Option<OwnFlip>) {
-    let state = app.state::<AppState>();
-    let mut inner = state.lock();
+pub fn own_flip(desk: &Desk, job: &str, confirmed: Option<OwnFlip>) {
+    let mut inner = desk.state().lock();
     if let Some(flip) = confirmed {
         inner.notifier.own_flip(job, flip.on, flip.at_ms);
     }
@@ -220,9 +201,8 @@ struct OwnWrite {
 }
 
 impl OwnWrite {
-    fn of(app: &AppHandle, job: &str) -> Result<OwnWrite, String> {
-        let state = app.state::<AppState>();
-        let inner = state.lock();
+    fn of(desk: &Desk, job: &str) -> Result<OwnWrite, String> {
+        let inner = desk.state().lock();
         let e = inner.effective.as_ref().ok_or("the settings cannot take effect; open Settings")?;
         let i = e.jobs.iter().position(|(k, _)| k.job == job).ok_or_else(|| format!("job {job} is not watched"))?;
         Ok(OwnWrite {
@@ -239,7 +219,7 @@ impl OwnWrite {
     /// supervisor's words; the dashboard keeps the library's.
     fn report(
         self,
-        app: &AppHandle,
+        desk: &Desk,
         result: Result<Option<String>, lockwatch::Error>,
         what: &str,
         note: &str,
@@ -248,19 +228,16 @@ impl OwnWrite {
             Ok(warning) => warning.map(|w| Refusal::unregistered(w, &self.user, &self.tr)),
             Err(err) => Some(Refusal::of(&err, &self.user, &self.tr)),
         };
-        {
-            let state = app.state::<AppState>();
-            if let Some(view) = state.lock().jobs.get_mut(self.index) {
-                view.flip_error = refusal.clone();
-            }
+        if let Some(view) = desk.state().lock().jobs.get_mut(self.index) {
+            view.flip_error = refusal.clone();
         }
-        supervisor::refresh(app, self.index);
-        tray::redraw(app);
+        supervisor::refresh(desk, self.index);
+        desk.redraw();
         match refusal {
             Some(refusal) => {
                 tracing::warn!(job = %self.keys.job, "{what} refused: {}", refusal.detail);
                 let summary = self.tr.ta(note, &[("job", self.keys.job.as_str().into())]);
-                notify::tell(app, &Note::plain(summary, refusal.said.clone()));
+                notify::tell(desk, &Note::plain(summary, refusal.said.clone()));
                 Err(refusal.said)
             }
             None => Ok(()),

@@ -5,18 +5,18 @@ use lockwatch::probe::probe;
 use lockwatch::spec::{self, ConnectionSpec};
 use serde::Serialize;
 use serde_json::{Value, json};
-use tauri::{AppHandle, State};
+use tauri::State;
 
 use crate::actions::{self, Effect};
+use crate::desk::Desk;
 use crate::i18n;
 use crate::passwords::{KEYRING, PasswordStore, account};
 use crate::settings::{FieldError, Overrides, SettingsForm};
-use crate::state::AppState;
 
 /// Everything the page shows at first; updates arrive as `status` and `event` events.
 #[tauri::command]
-pub async fn get_state(state: State<'_, AppState>) -> Result<Value, String> {
-    let inner = state.lock();
+pub async fn get_state(desk: State<'_, Desk>) -> Result<Value, String> {
+    let inner = desk.state().lock();
     let statuses: Vec<Value> = inner
         .jobs
         .iter()
@@ -46,12 +46,12 @@ pub async fn get_state(state: State<'_, AppState>) -> Result<Value, String> {
 /// Flips the user's own flag of `job`, with their reason (checked by the
 /// library's rule: one line, bounded) when they gave one.
 #[tauri::command]
-pub async fn set_enabled(app: AppHandle, job: String, on: bool, reason: Option<String>) -> Result<(), String> {
+pub async fn set_enabled(desk: State<'_, Desk>, job: String, on: bool, reason: Option<String>) -> Result<(), String> {
     let reason = reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty());
     if let Some(r) = &reason {
         lockwatch::flags::check_reason(r).map_err(|e| e.to_string())?;
     }
-    actions::flip(&app, &job, on, reason.as_deref()).await
+    actions::flip(&desk, &job, on, reason.as_deref()).await
 }
 
 /// Closes the window that asks (the "switch off" window, once answered).
@@ -68,19 +68,18 @@ pub struct Invalid {
 
 /// The app's verdict on a settings form, field by field; empty when it can be saved.
 #[tauri::command]
-pub async fn validate_settings(state: State<'_, AppState>, form: SettingsForm) -> Result<Vec<FieldError>, String> {
-    let base = state.lock().settings.clone();
+pub async fn validate_settings(desk: State<'_, Desk>, form: SettingsForm) -> Result<Vec<FieldError>, String> {
+    let base = desk.state().lock().settings.clone();
     Ok(form.accept(&base).err().unwrap_or_default())
 }
 
 /// Validates, stores (the password to the keyring) and applies the settings form.
 #[tauri::command]
 pub async fn save_settings(
-    app: AppHandle,
-    state: State<'_, AppState>,
+    desk: State<'_, Desk>,
     form: SettingsForm,
 ) -> Result<Option<String>, Invalid> {
-    let base = state.lock().settings.clone();
+    let base = desk.state().lock().settings.clone();
     let accepted = form.accept(&base).map_err(|fields| Invalid { fields })?;
     let mut note = None;
     if let Some(password) = &accepted.password
@@ -89,7 +88,7 @@ pub async fn save_settings(
     {
         note = Some(err);
     }
-    actions::update_settings(&app, |s| {
+    actions::update_settings(&desk, |s| {
         *s = accepted.settings;
         Effect::Restart
     });
@@ -99,8 +98,8 @@ pub async fn save_settings(
 /// The page's messages in the language in effect (templates with `{name}`
 /// for each argument), and that language's tag.
 #[tauri::command]
-pub async fn page_texts(state: State<'_, AppState>) -> Result<Value, String> {
-    let lang = state.lock().lang();
+pub async fn page_texts(desk: State<'_, Desk>) -> Result<Value, String> {
+    let lang = desk.state().lock().lang();
     Ok(json!({ "lang": lang.tag(), "messages": i18n::page_messages(lang) }))
 }
 
@@ -116,9 +115,9 @@ pub struct Tested {
 /// unless the environment overrides them (as the watchers will use it), on
 /// its first job, and answers in one line.
 #[tauri::command]
-pub async fn test_connection(state: State<'_, AppState>, form: SettingsForm) -> Result<Tested, String> {
+pub async fn test_connection(desk: State<'_, Desk>, form: SettingsForm) -> Result<Tested, String> {
     let (tr, overrides) = {
-        let inner = state.lock();
+        let inner = desk.state().lock();
         (inner.tr(), inner.overrides.clone())
     };
     Ok(test_form(form, &overrides, &tr).await)
@@ -195,12 +194,12 @@ async fn test_form(form: SettingsForm, overrides: &Overrides, tr: &i18n::Tr) -> 
 /// as the library builds it: runs, failovers, restarts, deaths, flag flips.
 #[tauri::command]
 pub async fn history(
-    state: State<'_, AppState>,
+    desk: State<'_, Desk>,
     job: String,
     window_ms: Option<u64>,
 ) -> Result<lockwatch::history::History, String> {
     let (target, keys, engine) = {
-        let inner = state.lock();
+        let inner = desk.state().lock();
         let e = inner.effective.as_ref().ok_or("the settings cannot take effect")?;
         let (keys, options) =
             e.jobs.iter().find(|(k, _)| k.job == job).ok_or_else(|| format!("job {job} is not watched"))?;

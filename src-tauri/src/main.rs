@@ -1,7 +1,7 @@
-//! The lockwatch tray app; everything is in the library.
+//! The lockwatch tray app (`lockwatch-tray`); everything is in the library.
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
-    lockwatch_tray::run();
+    lockwatch_tray::tray_app::run();
 }

@@ -8,15 +8,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tauri::AppHandle;
-
-use tauri::Manager;
-
+use crate::desk::Desk;
 use crate::i18n::Tr;
 use crate::menu_id::Mute;
 use crate::model::{Note, NoteAction};
-use crate::state::AppState;
-use crate::{actions, window};
+use crate::{actions, runtime};
 
 static WARNED: AtomicBool = AtomicBool::new(false);
 
@@ -32,24 +28,23 @@ pub struct Style {
 
 /// Shows `note` in the app's language and with the sound as set. Never on
 /// the main thread (it takes the app state).
-pub fn tell(app: &AppHandle, note: &Note) {
+pub fn tell(desk: &Desk, note: &Note) {
     let (tr, style) = {
-        let state = app.state::<AppState>();
-        let inner = state.lock();
+        let inner = desk.state().lock();
         (inner.tr(), Style { sound: inner.settings.sound })
     };
-    show(app, note, &tr, style);
+    show(desk, note, &tr, style);
 }
 
 /// Shows `note`; a click on one of its buttons (or on the note) is acted on
-/// for `app`. Failures are logged once.
-pub fn show(app: &AppHandle, note: &Note, tr: &Tr, style: Style) {
+/// on `desk`. Failures are logged once.
+pub fn show(desk: &Desk, note: &Note, tr: &Tr, style: Style) {
     let buttons: Vec<(String, String)> =
         std::iter::once((NoteAction::DEFAULT_ID.to_owned(), NoteAction::Open.label(tr)))
             .chain(note.actions.iter().map(|a| (a.id(), a.label(tr))))
             .collect();
     let note = note.clone();
-    let app = app.clone();
+    let desk = desk.clone();
     // The D-Bus handle cannot move between threads: one thread shows the
     // note, keeps its handle and waits for the user's click (or the note's
     // end). The daemon's calls never hold up the caller.
@@ -77,7 +72,7 @@ pub fn show(app: &AppHandle, note: &Note, tr: &Tr, style: Style) {
                 tracing::info!(summary = %note.summary, "notified");
                 handle.wait_for_action(|id| {
                     if let Some(action) = NoteAction::parse(id) {
-                        act(&app, action);
+                        act(&desk, action);
                     }
                 });
             }
@@ -96,24 +91,18 @@ fn warn_once(err: &notify_rust::error::Error) {
 }
 
 /// Does what a notification's button says.
-fn act(app: &AppHandle, action: NoteAction) {
+fn act(desk: &Desk, action: NoteAction) {
     tracing::info!(?action, "notification action");
     match action {
-        NoteAction::Open => {
-            let handle = app.clone();
-            if let Err(err) = app.run_on_main_thread(move || window::open(&handle, "live")) {
-                tracing::warn!(error = %err, "cannot open the dashboard");
-            }
-        }
-        // The app state is never touched on the main thread; the runtime takes it.
+        NoteAction::Open => desk.open("live"),
         NoteAction::Snooze => {
-            let app = app.clone();
-            tauri::async_runtime::spawn(async move { actions::mute(&app, Mute::OneHour) });
+            let desk = desk.clone();
+            runtime::spawn(async move { actions::mute(&desk, Mute::OneHour) });
         }
         NoteAction::OnIt(job) => {
-            let app = app.clone();
-            tauri::async_runtime::spawn(async move {
-                let _ = actions::set_on_it(&app, &job, true).await;
+            let desk = desk.clone();
+            runtime::spawn(async move {
+                let _ = actions::set_on_it(&desk, &job, true).await;
             });
         }
     }

@@ -1,4 +1,4 @@
-//! The app's settings: kept with tauri-plugin-store (never the password: that
+//! The app's settings: kept in a file ([`crate::store`]; never the password: that
 //! goes to [`crate::passwords`]), overridden by environment variables for
 //! managed desktops, checked by the library's input rules ([`lockwatch::spec`])
 //! and turned into what the watchers need. The settings form arrives as typed

@@ -8,18 +8,14 @@ use lockwatch::watch::Watcher;
 use crate::i18n::{Lang, Tr, tr};
 use crate::model::{JobView, Notifier};
 use crate::settings::{Effective, Overrides, Settings};
-use crate::tray::TrayMenu;
 
 /// Quiet time per (job, event kind) between two notifications.
 const QUIET_MS: u64 = 60_000;
 
-/// Everything the app knows. Two locks, never held together, and neither
-/// ever taken on the main thread: tray calls wait for the main thread, so a
-/// main-thread wait on a lock held around them would deadlock.
+/// Everything the app knows, behind one lock held only briefly (never
+/// across a wait on Redis, the keyring or another thread).
 pub struct AppState {
     inner: Mutex<Inner>,
-    /// The tray menu as built; held for the whole of a redraw.
-    tray: Mutex<Option<TrayMenu>>,
 }
 
 pub struct Inner {
@@ -64,14 +60,10 @@ impl AppState {
             notifier: Notifier::new(QUIET_MS),
             generation: 0,
         });
-        AppState { inner, tray: Mutex::new(None) }
+        AppState { inner }
     }
 
     pub fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn tray(&self) -> MutexGuard<'_, Option<TrayMenu>> {
-        self.tray.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

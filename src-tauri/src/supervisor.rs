@@ -1,30 +1,35 @@
 //! The watchers: one library [`Watcher`] per job, started from the settings
 //! that take effect, and their statuses and events carried into the app
-//! state, the tray, the dashboard (as Tauri events) and notifications.
+//! state, the surface (the tray's menu, the dashboard's page) and
+//! notifications.
 
 use lockwatch::watch::Watcher;
 use lockwatch::{Event, Status};
-use tauri::{AppHandle, Emitter, Manager};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::clock::{desktop_now_ms, local_time};
+use crate::desk::Desk;
 use crate::model::JobView;
-use crate::notify;
 use crate::passwords::KEYRING;
-use crate::state::AppState;
-use crate::tray;
+use crate::{notify, runtime};
 
 /// (Re)starts the watchers from the current settings; called at start and
 /// after every settings change (so changes apply without a restart), always
 /// on the async runtime.
-pub fn restart(app: &AppHandle) {
-    let state = app.state::<AppState>();
-    let mut inner = state.lock();
-    inner.generation += 1;
-    inner.watchers.clear();
-    inner.jobs.clear();
-    let effective = inner.settings.effective(&inner.overrides, &*KEYRING);
-    let generation = inner.generation;
+pub fn restart(desk: &Desk) {
+    // The keyring may take a while to answer: not with the state locked.
+    let (settings, overrides, generation) = {
+        let mut inner = desk.state().lock();
+        inner.generation += 1;
+        inner.watchers.clear();
+        inner.jobs.clear();
+        (inner.settings.clone(), inner.overrides.clone(), inner.generation)
+    };
+    let effective = settings.effective(&overrides, &*KEYRING);
+    let mut inner = desk.state().lock();
+    if inner.generation != generation {
+        return; // a newer restart began meanwhile, and installs its own
+    }
     match effective {
         Ok(effective) => {
             if let Some(warning) = &effective.warning {
@@ -34,7 +39,7 @@ pub fn restart(app: &AppHandle) {
             for (i, (keys, options)) in effective.jobs.iter().enumerate() {
                 let watcher = Watcher::spawn(effective.target.clone(), keys.clone(), options.clone());
                 inner.jobs.push(JobView { job: keys.job.clone(), ..JobView::default() });
-                tauri::async_runtime::spawn(follow(app.clone(), generation, i, watcher.status(), watcher.events()));
+                runtime::spawn(follow(desk.clone(), generation, i, watcher.status(), watcher.events()));
                 inner.watchers.push(watcher);
             }
             inner.settings_error = None;
@@ -47,20 +52,19 @@ pub fn restart(app: &AppHandle) {
         }
     }
     drop(inner);
-    tray::redraw(app);
+    desk.redraw();
 }
 
 /// Asks the watcher of job `index` to read again now (after a flip).
-pub fn refresh(app: &AppHandle, index: usize) {
-    let state = app.state::<AppState>();
-    if let Some(w) = state.lock().watchers.get(index) {
+pub fn refresh(desk: &Desk, index: usize) {
+    if let Some(w) = desk.state().lock().watchers.get(index) {
         w.refresh();
     }
 }
 
 /// Forwards one watcher's statuses and events into the app.
 async fn follow(
-    app: AppHandle,
+    desk: Desk,
     generation: u64,
     index: usize,
     mut status: tokio::sync::watch::Receiver<Option<Status>>,
@@ -71,10 +75,10 @@ async fn follow(
             changed = status.changed() => {
                 if changed.is_err() { return; }
                 let latest = status.borrow_and_update().clone();
-                if !set_status(&app, generation, index, latest) { return; }
+                if !set_status(&desk, generation, index, latest) { return; }
             }
             event = events.recv() => match event {
-                Ok(event) => on_event(&app, &event),
+                Ok(event) => on_event(&desk, &event),
                 Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => return,
             },
@@ -82,10 +86,9 @@ async fn follow(
     }
 }
 
-fn set_status(app: &AppHandle, generation: u64, index: usize, status: Option<Status>) -> bool {
-    {
-        let state = app.state::<AppState>();
-        let mut inner = state.lock();
+fn set_status(desk: &Desk, generation: u64, index: usize, status: Option<Status>) -> bool {
+    let shown = {
+        let mut inner = desk.state().lock();
         if inner.generation != generation {
             return false;
         }
@@ -93,29 +96,34 @@ fn set_status(app: &AppHandle, generation: u64, index: usize, status: Option<Sta
         if let Some(s) = &status {
             inner.notifier.set_acks(&s.job, &s.acks, &user);
         }
-        if let (Some(job), Some(s)) = (inner.jobs.get_mut(index), &status) {
-            let _ = app.emit("status", s);
-            job.status = status;
+        match (inner.jobs.get_mut(index), status) {
+            (Some(job), Some(s)) => {
+                job.status = Some(s.clone());
+                Some(s)
+            }
+            _ => None,
         }
+    };
+    if let Some(s) = &shown {
+        desk.emit("status", s);
     }
-    tray::redraw(app);
+    desk.redraw();
     true
 }
 
-fn on_event(app: &AppHandle, event: &Event) {
-    let _ = app.emit("event", event);
+fn on_event(desk: &Desk, event: &Event) {
+    desk.emit("event", event);
     if crate::window::in_dashboard() {
         return; // the tray app's process notifies, once
     }
     let note = {
-        let state = app.state::<AppState>();
-        let mut inner = state.lock();
+        let mut inner = desk.state().lock();
         let kinds = inner.effective.as_ref().map(|e| e.notify.clone()).unwrap_or_default();
         let mute = inner.settings.mute_until_ms;
         let tr = inner.tr();
         inner.notifier.decide(event, &kinds, mute, desktop_now_ms(), &tr, local_time)
     };
     if let Some(note) = note {
-        notify::tell(app, &note);
+        notify::tell(desk, &note);
     }
 }

@@ -3,22 +3,39 @@
 //! changes (jobs added or removed, an error or confirmation line appearing, someone saying
 //! they are on it or no longer), because a
 //! rebuild renumbers every item for the desktop's tray host.
+//!
+//! The icon and menu belong to the main thread (GTK's); [`redraw`] works
+//! out the view wherever it is called and hands it to the main thread,
+//! in order, to draw.
+
+use std::cell::RefCell;
+use std::sync::Mutex;
 
 use lockwatch::State;
-use tauri::image::Image;
-use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
-use tauri::tray::TrayIcon;
-use tauri::{AppHandle, Manager, Wry};
+use tray_icon::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
+use tray_icon::{Icon, TrayIcon, TrayIconBuilder};
 
 use crate::clock::{desktop_now_ms, time_of_day};
+use crate::desk::Desk;
 use crate::menu_id::{MenuId, Mute};
 use crate::model::{Labels, TrayView, Words, tray_view};
-use crate::state::AppState;
 
-pub const TRAY_ID: &str = "lockwatch";
+thread_local! {
+    /// The icon and its menu as built, on the main thread.
+    static TRAY: RefCell<Option<Drawn>> = const { RefCell::new(None) };
+}
+
+/// Serializes working out views and handing them over, so the main thread
+/// draws them in the order the state had them.
+static HANDOVER: Mutex<()> = Mutex::new(());
+
+struct Drawn {
+    icon: TrayIcon,
+    menu: Option<TrayMenu>,
+}
 
 /// The icon of a state (PNGs rendered from `icons/*.svg`).
-pub fn icon(state: State) -> &'static [u8] {
+pub fn icon_png(state: State) -> &'static [u8] {
     match state {
         State::Running => include_bytes!("../../icons/state-running.png"),
         State::Stale => include_bytes!("../../icons/state-stale.png"),
@@ -30,12 +47,37 @@ pub fn icon(state: State) -> &'static [u8] {
     }
 }
 
-/// Redraws the tray from the app state (never on the main thread; see [`AppState`]).
-pub fn redraw(app: &AppHandle) {
-    let Some(tray) = app.tray_by_id(TRAY_ID) else { return };
-    let state = app.state::<AppState>();
+fn icon(state: State) -> Result<Icon, String> {
+    let image = image::load_from_memory_with_format(icon_png(state), image::ImageFormat::Png)
+        .map_err(|e| e.to_string())?
+        .into_rgba8();
+    let (width, height) = image.dimensions();
+    Icon::from_rgba(image.into_raw(), width, height).map_err(|e| e.to_string())
+}
+
+/// Puts the icon in the tray, `unknown` and with an empty menu until the
+/// first redraw. On the main thread, after GTK started.
+///
+/// # Errors
+/// The tray library's, as a sentence.
+pub fn show() -> Result<(), String> {
+    let icon = TrayIconBuilder::new()
+        .with_id("lockwatch")
+        .with_icon(icon(State::Unknown)?)
+        .with_menu(Box::new(Menu::new()))
+        .with_tooltip("lockwatch")
+        .build()
+        .map_err(|e| e.to_string())?;
+    TRAY.with(|t| *t.borrow_mut() = Some(Drawn { icon, menu: None }));
+    Ok(())
+}
+
+/// Redraws the tray from the app state: works the view out here (never
+/// with the state lock held across a wait) and draws it on the main thread.
+pub fn redraw(desk: &Desk) {
+    let _order = HANDOVER.lock().unwrap_or_else(|p| p.into_inner());
     let (view, autostart) = {
-        let inner = state.lock();
+        let inner = desk.state().lock();
         let user = inner.effective.as_ref().map(|e| e.user.clone()).unwrap_or_default();
         let words = Words { tr: inner.tr(), time_of_day: &time_of_day };
         let mut view = tray_view(&inner.jobs, &user, inner.settings.mute_until_ms, desktop_now_ms(), &words);
@@ -45,10 +87,15 @@ pub fn redraw(app: &AppHandle) {
         }
         (view, inner.settings.autostart)
     };
-    let mut menu = state.tray();
-    if let Err(err) = render(app, &tray, &mut menu, &view, autostart) {
-        tracing::warn!(error = %err, "cannot update the tray");
-    }
+    glib::MainContext::default().invoke(move || {
+        TRAY.with(|t| {
+            if let Some(drawn) = t.borrow_mut().as_mut()
+                && let Err(err) = render(&drawn.icon, &mut drawn.menu, &view, autostart)
+            {
+                tracing::warn!(error = %err, "cannot update the tray");
+            }
+        });
+    });
 }
 
 /// What decides the menu's items: per job its name, whether it has an
@@ -57,35 +104,35 @@ pub fn redraw(app: &AppHandle) {
 type Shape = (Vec<(String, bool, bool, usize)>, Labels, String);
 
 /// The menu as built, to update it in place.
-pub struct TrayMenu {
+struct TrayMenu {
     shape: Shape,
     jobs: Vec<JobItems>,
-    unmute: MenuItem<Wry>,
-    autostart: CheckMenuItem<Wry>,
+    unmute: MenuItem,
+    autostart: CheckMenuItem,
     icon: State,
 }
 
 struct JobItems {
-    status: MenuItem<Wry>,
-    flip: CheckMenuItem<Wry>,
-    others: MenuItem<Wry>,
-    on_it: Vec<MenuItem<Wry>>,
-    ack: MenuItem<Wry>,
-    confirm: Option<MenuItem<Wry>>,
-    error: Option<MenuItem<Wry>>,
+    status: MenuItem,
+    flip: CheckMenuItem,
+    others: MenuItem,
+    on_it: Vec<MenuItem>,
+    ack: MenuItem,
+    confirm: Option<MenuItem>,
+    error: Option<MenuItem>,
+}
+
+/// A menu item that says `text`, `enabled` or not.
+fn item(id: MenuId, text: &str, enabled: bool) -> MenuItem {
+    MenuItem::with_id(id.to_string(), text, enabled, None)
 }
 
 /// Brings the tray up to date with `view`.
 ///
 /// # Errors
-/// Tauri's, when the menu cannot be built or changed.
-pub fn render(
-    app: &AppHandle,
-    tray: &TrayIcon,
-    current: &mut Option<TrayMenu>,
-    view: &TrayView,
-    autostart: bool,
-) -> tauri::Result<()> {
+/// The menu library's, when the menu cannot be built.
+fn render(tray: &TrayIcon, current: &mut Option<TrayMenu>, view: &TrayView, autostart: bool) -> Result<(), String> {
+    let built = |e: tray_icon::menu::Error| e.to_string();
     // A new language changes every fixed label, and a submenu's title does
     // not follow set_text over the tray host's D-Bus menu: both rebuild.
     let shape = (
@@ -98,103 +145,85 @@ pub fn render(
     );
     let rebuild = current.as_ref().is_none_or(|m| m.shape != shape);
     if rebuild {
-        let menu = Menu::new(app)?;
+        let menu = Menu::new();
         let mut jobs = Vec::new();
         for j in &view.jobs {
             // Enabled (a disabled item is drawn grey, and this is the line that matters); it opens the dashboard.
-            let status = MenuItem::with_id(app, MenuId::Status(j.job.clone()), &j.status_line, true, None::<&str>)?;
+            let status = item(MenuId::Status(j.job.clone()), &j.status_line, true);
             let flip = CheckMenuItem::with_id(
-                app,
-                MenuId::Flip(j.job.clone()),
+                MenuId::Flip(j.job.clone()).to_string(),
                 &j.flip_label,
                 j.can_flip,
                 j.enabled_for_me.unwrap_or(false),
-                None::<&str>,
-            )?;
-            let others = MenuItem::with_id(app, MenuId::Others(j.job.clone()), &j.others_line, false, None::<&str>)?;
-            menu.append(&status)?;
-            menu.append(&flip)?;
-            menu.append(&others)?;
+                None,
+            );
+            let others = item(MenuId::Others(j.job.clone()), &j.others_line, false);
+            menu.append_items(&[&status, &flip, &others]).map_err(built)?;
             let mut on_it = Vec::new();
             for (line, user) in j.on_it_lines.iter().zip(&j.on_it_users) {
-                let id = MenuId::OnIt { job: j.job.clone(), user: user.clone() };
-                let item = MenuItem::with_id(app, id, line, false, None::<&str>)?;
-                menu.append(&item)?;
-                on_it.push(item);
+                let on = item(MenuId::OnIt { job: j.job.clone(), user: user.clone() }, line, false);
+                menu.append(&on).map_err(built)?;
+                on_it.push(on);
             }
-            let ack =
-                MenuItem::with_id(app, MenuId::Ack(j.job.clone()), &j.ack_label, j.own_ack.is_some(), None::<&str>)?;
-            menu.append(&ack)?;
-            let confirm = match &j.confirm_line {
-                Some(text) => {
-                    let item = MenuItem::with_id(app, MenuId::Confirm(j.job.clone()), text, false, None::<&str>)?;
-                    menu.append(&item)?;
-                    Some(item)
-                }
-                None => None,
-            };
-            let error = match &j.error_line {
-                Some(text) => {
-                    let item = MenuItem::with_id(app, MenuId::Error(j.job.clone()), text, true, None::<&str>)?;
-                    menu.append(&item)?;
-                    Some(item)
-                }
-                None => None,
-            };
-            menu.append(&PredefinedMenuItem::separator(app)?)?;
+            let ack = item(MenuId::Ack(j.job.clone()), &j.ack_label, j.own_ack.is_some());
+            menu.append(&ack).map_err(built)?;
+            let confirm = j.confirm_line.as_ref().map(|text| item(MenuId::Confirm(j.job.clone()), text, false));
+            let error = j.error_line.as_ref().map(|text| item(MenuId::Error(j.job.clone()), text, true));
+            for line in confirm.iter().chain(&error) {
+                menu.append(line).map_err(built)?;
+            }
+            menu.append(&PredefinedMenuItem::separator()).map_err(built)?;
             jobs.push(JobItems { status, flip, others, on_it, ack, confirm, error });
         }
         let labels = &view.labels;
-        let unmute = MenuItem::with_id(app, MenuId::Mute(Mute::Off), &view.unmute_label, true, None::<&str>)?;
-        let mute = Submenu::with_id_and_items(
-            app,
-            MenuId::MuteMenu,
-            &view.mute_label,
-            true,
-            &[
-                &MenuItem::with_id(app, MenuId::Mute(Mute::OneHour), &labels.mute[0], true, None::<&str>)?,
-                &MenuItem::with_id(app, MenuId::Mute(Mute::FourHours), &labels.mute[1], true, None::<&str>)?,
-                &MenuItem::with_id(app, MenuId::Mute(Mute::UntilTomorrow), &labels.mute[2], true, None::<&str>)?,
-                &unmute,
-            ],
-        )?;
-        let autostart_item =
-            CheckMenuItem::with_id(app, MenuId::Autostart, &labels.autostart, true, autostart, None::<&str>)?;
-        menu.append(&MenuItem::with_id(app, MenuId::Open, &labels.open, true, None::<&str>)?)?;
-        menu.append(&mute)?;
-        menu.append(&MenuItem::with_id(app, MenuId::Settings, &labels.settings, true, None::<&str>)?)?;
-        menu.append(&autostart_item)?;
-        menu.append(&PredefinedMenuItem::separator(app)?)?;
-        menu.append(&MenuItem::with_id(app, MenuId::Quit, &labels.quit, true, None::<&str>)?)?;
-        tray.set_menu(Some(menu))?;
-        tray.set_icon(Some(Image::from_bytes(icon(view.icon))?))?;
+        let unmute = item(MenuId::Mute(Mute::Off), &view.unmute_label, true);
+        let mute_for = [
+            item(MenuId::Mute(Mute::OneHour), &labels.mute[0], true),
+            item(MenuId::Mute(Mute::FourHours), &labels.mute[1], true),
+            item(MenuId::Mute(Mute::UntilTomorrow), &labels.mute[2], true),
+        ];
+        let mute_items: [&dyn IsMenuItem; 4] = [&mute_for[0], &mute_for[1], &mute_for[2], &unmute];
+        let mute = Submenu::with_id_and_items(MenuId::MuteMenu.to_string(), &view.mute_label, true, &mute_items)
+            .map_err(built)?;
+        let autostart_item = CheckMenuItem::with_id(MenuId::Autostart.to_string(), &labels.autostart, true, autostart, None);
+        menu.append_items(&[
+            &item(MenuId::Open, &labels.open, true),
+            &mute,
+            &item(MenuId::Settings, &labels.settings, true),
+            &autostart_item,
+            &PredefinedMenuItem::separator(),
+            &item(MenuId::Quit, &labels.quit, true),
+        ])
+        .map_err(built)?;
+        tray.set_menu(Some(Box::new(menu)));
+        tray.set_icon(Some(icon(view.icon)?)).map_err(|e| e.to_string())?;
         *current = Some(TrayMenu { shape, jobs, unmute, autostart: autostart_item, icon: view.icon });
         return Ok(());
     }
     let Some(m) = current.as_mut() else { return Ok(()) };
     for (items, j) in m.jobs.iter().zip(&view.jobs) {
-        items.status.set_text(&j.status_line)?;
+        items.status.set_text(&j.status_line);
         // A checkbox has no "not known": it is left unchecked, disabled, and its label says so.
-        items.flip.set_text(&j.flip_label)?;
-        items.flip.set_checked(j.enabled_for_me.unwrap_or(false))?;
-        items.flip.set_enabled(j.can_flip)?;
-        items.others.set_text(&j.others_line)?;
+        items.flip.set_text(&j.flip_label);
+        items.flip.set_checked(j.enabled_for_me.unwrap_or(false));
+        items.flip.set_enabled(j.can_flip);
+        items.others.set_text(&j.others_line);
         for (item, line) in items.on_it.iter().zip(&j.on_it_lines) {
-            item.set_text(line)?;
+            item.set_text(line);
         }
-        items.ack.set_text(&j.ack_label)?;
-        items.ack.set_enabled(j.own_ack.is_some())?;
+        items.ack.set_text(&j.ack_label);
+        items.ack.set_enabled(j.own_ack.is_some());
         if let (Some(item), Some(text)) = (&items.confirm, &j.confirm_line) {
-            item.set_text(text)?;
+            item.set_text(text);
         }
         if let (Some(item), Some(text)) = (&items.error, &j.error_line) {
-            item.set_text(text)?;
+            item.set_text(text);
         }
     }
-    m.unmute.set_text(&view.unmute_label)?;
-    m.autostart.set_checked(autostart)?;
+    m.unmute.set_text(&view.unmute_label);
+    m.autostart.set_checked(autostart);
     if m.icon != view.icon {
-        tray.set_icon(Some(Image::from_bytes(icon(view.icon))?))?;
+        tray.set_icon(Some(icon(view.icon)?)).map_err(|e| e.to_string())?;
         m.icon = view.icon;
     }
     Ok(())

@@ -1,13 +1,14 @@
-//! The dashboard window, in a process of its own: the tray app starts this
-//! same executable with `--dashboard=<view>` when the window is first
-//! opened, and that process ends when the window is closed.
+//! The dashboard window, in a process of its own: the tray app starts
+//! `lockwatch-dashboard` (beside its own executable) with
+//! `--dashboard=<view>` when the window is first opened, and that process
+//! ends when the window is closed. This module is both ends of their talk;
+//! the window itself is [`crate::dashboard`]'s.
 //!
-//! Why a process: a web view, once shown, leaves its mark on the process
-//! that hosted it, for as long as it runs. WebKit's code pages, its GL
-//! driver and its network process stay (~100 MB here) after the window is
-//! gone, and Tauri keeps WebKit's context alive on Linux on purpose. The
-//! tray runs all day; the dashboard is looked at now and then. When the
-//! dashboard's process exits, WebKit's web and network processes go with it.
+//! Why a process: the tray runs all day, the dashboard is looked at now and
+//! then. The tray's executable does not even link the web view (WebKit, its
+//! GL driver and speech synthesis are ~50 MB of a process): only the
+//! dashboard's does, and when its process exits, WebKit's web and network
+//! processes go with it.
 //!
 //! The two processes talk over the child's stdin and stdout, one word a line:
 //! the tray sends the view to show (and closing stdin, by exiting, ends the
@@ -19,17 +20,18 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tauri::{AppHandle, Manager, WebviewUrl, WebviewWindowBuilder};
-
+use crate::desk::Desk;
 use crate::model::OwnFlip;
 
-pub const WINDOW: &str = "dashboard";
-
-/// The argument that makes the executable the dashboard's process.
+/// The dashboard's executable, beside the tray's.
+const EXE: &str = "lockwatch-dashboard";
+/// The argument that gives the dashboard's process its first view.
 const ARG: &str = "--dashboard=";
+/// The view that asks why a job is switched off (`off?job=NAME`).
+pub const SWITCH_OFF: &str = "off?job=";
 /// What the dashboard's process prints after it saved the settings.
 const SAVED: &str = "settings";
 /// What the dashboard's process prints before a flip Redis took.
@@ -41,7 +43,7 @@ static IN_DASHBOARD: AtomicBool = AtomicBool::new(false);
 /// the dashboard's process gets the desktop's own setting back.
 static GL_PROBE_SKIPPED: AtomicBool = AtomicBool::new(false);
 
-/// The view to open when this process was started as the dashboard.
+/// The view to open first, from the dashboard's command line.
 pub fn dashboard_arg() -> Option<String> {
     std::env::args().skip(1).find_map(|a| a.strip_prefix(ARG).map(str::to_owned))
 }
@@ -49,6 +51,27 @@ pub fn dashboard_arg() -> Option<String> {
 /// Whether this process is the dashboard's (not the tray's).
 pub fn in_dashboard() -> bool {
     IN_DASHBOARD.load(Ordering::Relaxed)
+}
+
+/// Marks this process as the dashboard's: it leaves notifications to the
+/// tray's and tells it of saved settings and flips.
+pub fn become_dashboard() {
+    IN_DASHBOARD.store(true, Ordering::Relaxed);
+}
+
+/// The view asking why `job` is switched off.
+pub fn switch_off_view(job: &str) -> String {
+    format!("{SWITCH_OFF}{}", query_escaped(job))
+}
+
+/// `text` safe in a URL's query (job names are few characters, but may hold `:`).
+fn query_escaped(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// Remembers that the tray app disabled GTK's GL probe for itself.
@@ -65,28 +88,33 @@ struct Running {
     stdin: ChildStdin,
 }
 
-/// Opens (or focuses) the dashboard on `view` (`live` or `settings`).
-pub fn open(app: &AppHandle, view: &str) {
-    if in_dashboard() {
-        show(app, view);
-        return;
-    }
-    let Some(dashboard) = app.try_state::<Dashboard>() else { return };
-    let mut running = dashboard.0.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(r) = running.as_mut() {
-        // A closed pipe means the window was just closed: start a new one.
-        if writeln!(r.stdin, "{view}").and_then(|()| r.stdin.flush()).is_ok() {
-            return;
+impl Dashboard {
+    /// Opens (or focuses) the dashboard on `view`, from the tray's process.
+    pub fn open(self: &Arc<Self>, desk: &Desk, view: &str) {
+        let mut running = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = running.as_mut() {
+            // A closed pipe means the window was just closed: start a new one.
+            if writeln!(r.stdin, "{view}").and_then(|()| r.stdin.flush()).is_ok() {
+                return;
+            }
+        }
+        match spawn(self, desk, view) {
+            Ok(r) => *running = Some(r),
+            Err(err) => tracing::error!(error = %err, "cannot open the dashboard ({EXE})"),
         }
     }
-    match spawn(app, view) {
-        Ok(r) => *running = Some(r),
-        Err(err) => tracing::error!(error = %err, "cannot open the dashboard"),
+
+    /// Forgets the process `pid` (it exited).
+    fn forget(&self, pid: u32) {
+        let mut running = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if running.as_ref().is_some_and(|r| r.pid == pid) {
+            *running = None;
+        }
     }
 }
 
-fn spawn(app: &AppHandle, view: &str) -> std::io::Result<Running> {
-    let exe = std::env::current_exe()?;
+fn spawn(dashboard: &Arc<Dashboard>, desk: &Desk, view: &str) -> std::io::Result<Running> {
+    let exe = std::env::current_exe()?.with_file_name(EXE);
     let mut cmd = Command::new(exe);
     cmd.arg(format!("{ARG}{view}")).stdin(Stdio::piped()).stdout(Stdio::piped());
     if GL_PROBE_SKIPPED.load(Ordering::Relaxed) {
@@ -98,44 +126,35 @@ fn spawn(app: &AppHandle, view: &str) -> std::io::Result<Running> {
         return Err(std::io::Error::other("the dashboard's pipes are missing"));
     };
     tracing::info!(pid, "dashboard opened");
-    let app = app.clone();
-    std::thread::spawn(move || listen(app, child, BufReader::new(stdout)));
+    let (dashboard, desk) = (dashboard.clone(), desk.clone());
+    std::thread::Builder::new()
+        .name("dashboard".into())
+        .spawn(move || listen(&dashboard, &desk, child, BufReader::new(stdout)))?;
     Ok(Running { pid, stdin })
 }
 
 /// The tray's side: follows what the dashboard says until it exits, then
 /// reaps it and forgets it.
-fn listen(app: AppHandle, mut child: Child, stdout: BufReader<std::process::ChildStdout>) {
+fn listen(dashboard: &Dashboard, desk: &Desk, mut child: Child, stdout: BufReader<std::process::ChildStdout>) {
     for line in stdout.lines() {
         let Ok(line) = line else { break };
         if line.trim() == SAVED {
-            let app = app.clone();
-            tauri::async_runtime::spawn(async move { reload_settings(&app) });
+            let desk = desk.clone();
+            crate::runtime::spawn(async move { reload_settings(&desk) });
         } else if let Some((job, flip)) = line.strip_prefix(FLIPPED).and_then(parse_flipped) {
-            crate::actions::own_flip(&app, &job, Some(flip));
-            crate::tray::redraw(&app);
+            crate::actions::own_flip(desk, &job, Some(flip));
+            desk.redraw();
         }
     }
     let status = child.wait();
     tracing::info!(pid = child.id(), ?status, "dashboard closed");
-    if let Some(dashboard) = app.try_state::<Dashboard>() {
-        let mut running = dashboard.0.lock().unwrap_or_else(|p| p.into_inner());
-        if running.as_ref().is_some_and(|r| r.pid == child.id()) {
-            *running = None;
-        }
-    }
+    dashboard.forget(child.id());
 }
 
 /// The dashboard saved the settings: take them from the file, as at start.
-fn reload_settings(app: &AppHandle) {
-    use tauri_plugin_store::StoreExt;
-    // The store plugin caches the file it opened; read it again.
-    if let Err(err) = app.store(crate::settings::STORE_FILE).and_then(|s| s.reload()) {
-        tracing::warn!(error = %err, "cannot read the settings the dashboard saved");
-        return;
-    }
-    let (settings, _) = crate::store::load(app);
-    crate::actions::update_settings(app, |s| {
+fn reload_settings(desk: &Desk) {
+    let (settings, _) = crate::store::load();
+    crate::actions::update_settings(desk, |s| {
         *s = settings;
         crate::actions::Effect::Restart
     });
@@ -176,51 +195,6 @@ fn parse_flipped(rest: &str) -> Option<(String, OwnFlip)> {
     Some((job.to_owned(), OwnFlip { on, at_ms }))
 }
 
-/// Sets up the dashboard's process: the window on `view`, and the tray's
-/// word on stdin (a view to show; the end of it closes the dashboard).
-pub fn serve(app: &AppHandle, view: &str) {
-    IN_DASHBOARD.store(true, Ordering::Relaxed);
-    show(app, view);
-    let app = app.clone();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(view) = line else { break };
-            let view = view.trim().to_owned();
-            if !view.is_empty() {
-                let handle = app.clone();
-                let _ = app.run_on_main_thread(move || show(&handle, &view));
-            }
-        }
-        // The tray app exited (or was killed): so does its dashboard.
-        app.exit(0);
-    });
-}
-
-/// Shows the window on `view`, creating it when there is none; the view
-/// asking why a job is switched off has a small window of its own.
-fn show(app: &AppHandle, view: &str) {
-    if crate::dialog::show(app, view) {
-        return;
-    }
-    if let Some(window) = app.get_webview_window(WINDOW) {
-        let _ = window.eval(format!("location.hash = '#{view}'"));
-        let _ = window.unminimize();
-        let _ = window.show();
-        let _ = window.set_focus();
-        return;
-    }
-    let url = WebviewUrl::App(format!("index.html#{view}").into());
-    if let Err(err) = WebviewWindowBuilder::new(app, WINDOW, url)
-        .title("lockwatch")
-        .inner_size(960.0, 680.0)
-        .min_inner_size(560.0, 420.0)
-        .build()
-    {
-        tracing::error!(error = %err, "cannot open the dashboard");
-        app.exit(1);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +207,16 @@ mod tests {
         assert_eq!(parse_flipped("1 12 "), None);
         assert_eq!(parse_flipped("yes 12 outbound"), None);
         assert_eq!(parse_flipped("1 soon outbound"), None);
+    }
+
+    #[test]
+    fn a_job_name_travels_in_the_url_intact() {
+        assert_eq!(switch_off_view("outbound"), "off?job=outbound");
+        assert_eq!(query_escaped("wh:a b&c"), "wh%3Aa%20b%26c");
+        assert_eq!(query_escaped("出"), "%E5%87%BA");
+        for job in ["outbound", "wh:a b&c", "出库", "100%"] {
+            assert_eq!(lockwatch::spec::percent_decode(&query_escaped(job)), job);
+        }
+        assert_eq!(lockwatch::spec::percent_decode("50%zz"), "50%zz");
     }
 }

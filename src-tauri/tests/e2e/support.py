@@ -172,11 +172,15 @@ def close_window(window_id, display=None):
         x11.XCloseDisplay(dpy)
 
 
-def gl_driver_mapped(pid):
-    """The GL driver files (Mesa's DRI driver, LLVM) mapped into `pid`."""
+# Parts of the names of a GL driver's files (Mesa's DRI driver, LLVM) and of the web view's libraries.
+GL_DRIVER = ("libLLVM", "_dri.so", "libgallium")
+WEB_VIEW = ("libwebkit2gtk", "libjavascriptcoregtk", "libflite")
+
+
+def mapped(pid, parts):
+    """The files mapped into `pid` whose path holds one of `parts`."""
     with open(f"/proc/{pid}/maps") as f:
-        return sorted({line.split()[-1] for line in f
-                       if any(k in line for k in ("libLLVM", "_dri.so", "libgallium"))})
+        return sorted({line.split()[-1] for line in f if any(k in line for k in parts)})
 
 
 def tcp_links(pid, port):
