@@ -255,8 +255,8 @@ def main():
                 notes["tray_rss_mb"] = (f"of which {t['idle']['tray']['anon_mb']:.0f} MB anonymous (the app's own); "
                                         "the rest are pages of mapped files: "
                                         + ", ".join(f"{name} {mb:.1f}" for name, mb in list(libs.items())[:4])
-                                        + f"; {web:.0f} MB of them WebKit, JavaScriptCore and flite, linked into the"
-                                        " executable (Tauri's runtime) though only the dashboard's process uses them")
+                                        + (f"; {web:.0f} MB of them WebKit, JavaScriptCore and flite, which only the"
+                                           " dashboard's process should load" if web else "; no web view library"))
             if t.get("dashboard"):
                 figures["tray_after_dashboard_mb"] = [d["above_idle_mb"] for d in t["dashboard"]]
                 figures["dashboard_open_mb"] = [d["open_tree_mb"] for d in t["dashboard"]]

@@ -1,6 +1,6 @@
 //! The ids of the tray menu's items: built and read back by one enum, so a
-//! click can only mean what the menu was built to mean. (Tauri takes any
-//! `Display` value as an id.)
+//! click can only mean what the menu was built to mean.
+//! (The menu takes the `Display` string as the id.)
 
 use std::fmt;
 

@@ -1,8 +1,9 @@
-//! The tray icon and its menu, drawn from a [`TrayView`]. Texts and
-//! checkboxes are updated in place; the menu is rebuilt only when its shape
-//! changes (jobs added or removed, an error or confirmation line appearing, someone saying
-//! they are on it or no longer), because a
-//! rebuild renumbers every item for the desktop's tray host.
+//! The tray icon and its menu (tray-icon and muda, on GTK), drawn from a
+//! [`TrayView`]. Texts and checkboxes are updated in place; the menu is
+//! rebuilt only when its shape changes (jobs added or removed, an error or
+//! confirmation line appearing, someone saying they are on it or no
+//! longer), because a rebuild renumbers every item for the desktop's tray
+//! host.
 //!
 //! The icon and menu belong to the main thread (GTK's); [`redraw`] works
 //! out the view wherever it is called and hands it to the main thread,
@@ -35,7 +36,7 @@ struct Drawn {
 }
 
 /// The icon of a state (PNGs rendered from `icons/*.svg`).
-pub fn icon_png(state: State) -> &'static [u8] {
+fn icon_png(state: State) -> &'static [u8] {
     match state {
         State::Running => include_bytes!("../../icons/state-running.png"),
         State::Stale => include_bytes!("../../icons/state-stale.png"),
