@@ -6,9 +6,9 @@
 use lockwatch::{ack, flags};
 
 use crate::clock::{desktop_now_ms, next_midnight_ms};
+use crate::desk::Desk;
 use crate::menu_id::Mute;
 use crate::model::{Note, OwnFlip, Refusal};
-use crate::desk::Desk;
 use crate::settings::Settings;
 use crate::{autostart, notify, runtime, store, supervisor, window};
 

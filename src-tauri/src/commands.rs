@@ -75,10 +75,7 @@ pub async fn validate_settings(desk: State<'_, Desk>, form: SettingsForm) -> Res
 
 /// Validates, stores (the password to the keyring) and applies the settings form.
 #[tauri::command]
-pub async fn save_settings(
-    desk: State<'_, Desk>,
-    form: SettingsForm,
-) -> Result<Option<String>, Invalid> {
+pub async fn save_settings(desk: State<'_, Desk>, form: SettingsForm) -> Result<Option<String>, Invalid> {
     let base = desk.state().lock().settings.clone();
     let accepted = form.accept(&base).map_err(|fields| Invalid { fields })?;
     let mut note = None;

@@ -35,7 +35,9 @@ impl Surface for Page {
 /// Runs the dashboard until its window closes or the tray app goes.
 pub fn run() {
     let Some(view) = window::dashboard_arg() else {
-        eprintln!("lockwatch-dashboard: the tray app opens the dashboard (run lockwatch-tray and choose Open dashboard)");
+        eprintln!(
+            "lockwatch-dashboard: the tray app opens the dashboard (run lockwatch-tray and choose Open dashboard)"
+        );
         std::process::exit(2);
     };
     window::become_dashboard();

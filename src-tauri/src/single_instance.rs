@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use dbus::blocking::Connection;
+use dbus::blocking::stdintf::org_freedesktop_dbus::RequestNameReply;
 use dbus::channel::MatchingReceiver;
 use dbus::message::MatchRule;
-use dbus::blocking::stdintf::org_freedesktop_dbus::RequestNameReply;
 
 const NAME: &str = "app.lockwatch.tray.SingleInstance";
 const PATH: &str = "/app/lockwatch/tray/SingleInstance";

@@ -40,7 +40,11 @@ fn parse(bytes: &[u8]) -> Result<Settings, String> {
 fn set_aside(path: &Path, bad: &str) -> String {
     let aside = path.with_extension(format!("json.bad-{}", crate::clock::desktop_now_ms() / 1000));
     let msg = if std::fs::rename(path, &aside).is_ok() {
-        format!("{} could not be read ({bad}); it was kept as {} and the defaults are used", path.display(), aside.display())
+        format!(
+            "{} could not be read ({bad}); it was kept as {} and the defaults are used",
+            path.display(),
+            aside.display()
+        )
     } else {
         format!("{} could not be read ({bad}); the defaults are used", path.display())
     };

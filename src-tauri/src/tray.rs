@@ -186,7 +186,8 @@ fn render(tray: &TrayIcon, current: &mut Option<TrayMenu>, view: &TrayView, auto
         let mute_items: [&dyn IsMenuItem; 4] = [&mute_for[0], &mute_for[1], &mute_for[2], &unmute];
         let mute = Submenu::with_id_and_items(MenuId::MuteMenu.to_string(), &view.mute_label, true, &mute_items)
             .map_err(built)?;
-        let autostart_item = CheckMenuItem::with_id(MenuId::Autostart.to_string(), &labels.autostart, true, autostart, None);
+        let autostart_item =
+            CheckMenuItem::with_id(MenuId::Autostart.to_string(), &labels.autostart, true, autostart, None);
         menu.append_items(&[
             &item(MenuId::Open, &labels.open, true),
             &mute,

@@ -13,7 +13,9 @@ use crate::settings::Overrides;
 use crate::single_instance::Claim;
 use crate::state::AppState;
 use crate::window::Dashboard;
-use crate::{actions, i18n, logging, model, notify, runtime, single_instance, store, supervisor, tray, tray_host, window};
+use crate::{
+    actions, i18n, logging, model, notify, runtime, single_instance, store, supervisor, tray, tray_host, window,
+};
 
 /// The tray, as the shared modules see it.
 struct Tray {
