@@ -4,7 +4,8 @@
 //! another slot, read in two round trips); a Redisson-style release by
 //! `DEL` and `SPUBLISH` wakes the watcher at once; the worker's release reaches an
 //! `SSUBSCRIBE`r; the job's slot migrated to another primary while the job
-//! runs; and the worker's refusal of a lock key outside the job's slot.
+//! runs; a `kill -9` of the holder told by its sharded presence subscription
+//! closing; and the worker's refusal of a lock key outside the job's slot.
 
 mod common;
 
@@ -43,8 +44,12 @@ fn status_json(url: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value, St
 }
 
 fn worker(url: &str, node: &str, journal: &Path) -> Proc {
+    worker_leased(url, node, journal, "3s")
+}
+
+fn worker_leased(url: &str, node: &str, journal: &Path, lease: &str) -> Proc {
     let mut cmd = lockwatch(url);
-    cmd.args(["worker", "--node", node, "--lease", "3s", "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
+    cmd.args(["worker", "--node", node, "--lease", lease, "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
     Proc(cmd.env("JOURNAL", journal).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
 }
 
@@ -308,6 +313,62 @@ async fn the_jobs_slot_migrating_to_another_primary_keeps_the_job_running_once_w
     for (_, state, reason) in seen.iter() {
         assert_ne!(*state, State::Stopped, "the watcher said stopped: {reason}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_holder_is_told_dying_within_a_second_and_a_half_and_healthy_running_raises_no_alarm() {
+    let cluster = tokio::task::block_in_place(Cluster::start);
+    let owner = cluster.owner_of(LOCK_KEY);
+    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+    {
+        let mut c = connect(owner).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    // A lease and a grace far beyond the bound: only the holder's closed
+    // connection can explain a verdict in time.
+    let mut workers =
+        [("srv-a", worker_leased(&seed, "srv-a", &j, "30s")), ("srv-b", worker_leased(&seed, "srv-b", &j, "30s"))];
+    eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
+    let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), Options::default());
+    let (seen, recorder) = record(&watcher);
+    let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
+    eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
+
+    let healthy_from = Instant::now();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    for (t, state, reason) in seen.lock().unwrap().iter().filter(|(t, _, _)| *t > healthy_from) {
+        assert_eq!(*state, State::Running, "healthy running, {:?} in: {reason}", t.duration_since(healthy_from));
+    }
+
+    let holder = journal(&j).last().map(|l| l.1.clone()).unwrap();
+    let i = workers.iter().position(|(n, _)| *n == holder).unwrap();
+    let killed = Instant::now();
+    workers[i].1.0.kill().unwrap();
+    workers[i].1.0.wait().unwrap();
+    let (after, reason) = eventually("the watcher to say the holder is dying", Duration::from_secs(15), || {
+        let seen = seen.lock().unwrap();
+        seen.iter()
+            .find(|(t, s, r)| *t > killed && *s == State::Stale && r.contains("dying"))
+            .map(|(t, _, r)| (t.duration_since(killed), r.clone()))
+    })
+    .await;
+    eprintln!(
+        "kill -9 of the holder {holder} (lease 30 s, grace 10 s) -> stale after {} ms: {reason}",
+        after.as_millis()
+    );
+    assert!(after < Duration::from_millis(1_500), "told after {after:?}, not within 1.5 s: {reason}");
+    assert!(reason.contains("expires in"), "says when the lease ends: {reason}");
+
+    // The survivor's presence is counted where the probe reads it: on the slot's owner.
+    let survivor = workers[1 - i].0;
+    let counts: Vec<redis::Value> =
+        query(owner, redis::cmd("PUBSUB").arg("SHARDNUMSUB").arg(format!("{{outbound}}:alive:{survivor}"))).unwrap();
+    assert_eq!(counts.get(1), Some(&redis::Value::Int(1)), "{survivor}'s presence on the owner: {counts:?}");
+    watcher.stop().await;
+    recorder.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
