@@ -29,8 +29,10 @@ const COMMANDS: &[&str] = &[
     "+hstrlen",
     "+scard",
     "+smembers",
-    // Whether the holder's process lives: its presence channel's subscribers.
+    // Whether the holder's process lives: its presence channel's subscribers
+    // (sharded ones on a Redis Cluster).
     "+pubsub|numsub",
+    "+pubsub|shardnumsub",
     // The flag flip (`flags::set_flag`): Redis time, the own flag, the registration check.
     "+sismember",
     "+hset",
@@ -133,6 +135,7 @@ mod tests {
         }
         assert!(!granted.iter().any(|g| g.starts_with("+client")), "{line}");
         assert!(granted.contains(&"+eval_ro") && granted.contains(&"+hset"), "{line}");
+        assert!(granted.contains(&"+pubsub|numsub") && granted.contains(&"+pubsub|shardnumsub"), "{line}");
     }
 
     #[test]

@@ -167,19 +167,25 @@ end
 
 -- For each node whose heartbeat says it holds a presence subscription, how
 -- many subscribers its channel has (-1 for the others); tagged like the tail.
--- Refused (a user provisioned before PUBSUB NUMSUB was granted) is no error:
+-- The heartbeat says which kind it holds: plain ('1'), counted by PUBSUB NUMSUB,
+-- or sharded on the slot's owner of a Redis Cluster ('sharded'), counted by
+-- PUBSUB SHARDNUMSUB (both allowed in EVAL_RO; neither needs a channel grant).
+-- Refused (a user provisioned before the count was granted) is no error:
 -- the heartbeat's grace still applies.
+local COUNTED_BY = {['1'] = 'NUMSUB', ['sharded'] = 'SHARDNUMSUB'}
 local function read_presence(names, beats, prefix)
   if prefix == nil or prefix == '' then
     return {'alive', 'unread', {}}
   end
-  local channels, at = {}, {}
+  local asked = {NUMSUB = {channels = {}, at = {}}, SHARDNUMSUB = {channels = {}, at = {}}}
   for i, beat in ipairs(beats) do
     local found = beat[3] or {}
     for j = 1, #found - 1, 2 do
-      if found[j] == 'presence' and found[j + 1] == '1' then
-        channels[#channels + 1] = prefix .. names[i]
-        at[#channels] = i
+      local how = found[j] == 'presence' and COUNTED_BY[found[j + 1]]
+      if how then
+        local q = asked[how]
+        q.channels[#q.channels + 1] = prefix .. names[i]
+        q.at[#q.channels] = i
       end
     end
   end
@@ -187,13 +193,16 @@ local function read_presence(names, beats, prefix)
   for i = 1, #beats do
     counts[i] = -1
   end
-  if #channels > 0 then
-    local reply = redis.pcall('PUBSUB', 'NUMSUB', unpack(channels))
-    if reply.err then
-      return {'alive', 'refused', {}}
-    end
-    for k = 1, #channels do
-      counts[at[k]] = reply[2 * k]
+  for _, how in ipairs({'NUMSUB', 'SHARDNUMSUB'}) do
+    local q = asked[how]
+    if #q.channels > 0 then
+      local reply = redis.pcall('PUBSUB', how, unpack(q.channels))
+      if reply.err then
+        return {'alive', 'refused', {}}
+      end
+      for k = 1, #q.channels do
+        counts[q.at[k]] = reply[2 * k]
+      end
     end
   end
   return {'alive', 'read', counts}

@@ -130,6 +130,14 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
         let _: () = redis::cmd("ACL").arg("SETUSER").arg("alice").arg(">pw").query(&mut conn).unwrap();
         let _: () = redis::cmd("ACL").arg("LOG").arg("RESET").query(&mut conn).unwrap();
     }
+    // A worker's sharded presence, as a live worker holds it on the slot's
+    // owner: alice's probe counts its subscribers (PUBSUB SHARDNUMSUB).
+    let mut owner_conn = connect(owner).unwrap();
+    common::beat(&mut owner_conn, "outbound", "srv-a", "", 0, "idle", 0);
+    let _: () =
+        redis::cmd("HSET").arg("{outbound}:node:srv-a").arg("presence").arg("sharded").query(&mut owner_conn).unwrap();
+    let mut presence = connect(owner).unwrap();
+    presence.send_packed_command(&redis::cmd("SSUBSCRIBE").arg("{outbound}:alive:srv-a").get_packed_command()).unwrap();
     let as_alice = seed.replace("redis://", "redis://alice:pw@");
     let (out, text) = run(lockwatch(&as_alice).args(["enable"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
