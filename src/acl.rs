@@ -56,6 +56,11 @@ const COMMANDS: &[&str] = &[
     // cluster client's and the sharded subscriber's look-up), and the
     // sharded channels Redisson 3.22+ and lockwatch use there.
     "+cluster|slots",
+    // Whether the node a probe reached owns the job's slot, asked only when
+    // a holder's sharded presence looks gone (a migrating slot's keys are
+    // read on the importing node, its subscribers are on the owner).
+    "+cluster|myid",
+    "+cluster|keyslot",
     "+ssubscribe",
     "+sunsubscribe",
 ];
