@@ -29,8 +29,10 @@ const COMMANDS: &[&str] = &[
     "+hstrlen",
     "+scard",
     "+smembers",
-    // Whether the holder's process lives: its presence channel's subscribers.
+    // Whether the holder's process lives: its presence channel's subscribers
+    // (sharded ones on a Redis Cluster).
     "+pubsub|numsub",
+    "+pubsub|shardnumsub",
     // The flag flip (`flags::set_flag`): Redis time, the own flag, the registration check.
     "+sismember",
     "+hset",
@@ -54,6 +56,11 @@ const COMMANDS: &[&str] = &[
     // cluster client's and the sharded subscriber's look-up), and the
     // sharded channels Redisson 3.22+ and lockwatch use there.
     "+cluster|slots",
+    // Whether the node a probe reached owns the job's slot, asked only when
+    // a holder's sharded presence looks gone (a migrating slot's keys are
+    // read on the importing node, its subscribers are on the owner).
+    "+cluster|myid",
+    "+cluster|keyslot",
     "+ssubscribe",
     "+sunsubscribe",
 ];
@@ -133,6 +140,7 @@ mod tests {
         }
         assert!(!granted.iter().any(|g| g.starts_with("+client")), "{line}");
         assert!(granted.contains(&"+eval_ro") && granted.contains(&"+hset"), "{line}");
+        assert!(granted.contains(&"+pubsub|numsub") && granted.contains(&"+pubsub|shardnumsub"), "{line}");
     }
 
     #[test]

@@ -6,6 +6,11 @@
 //! heartbeat's grace or the lease. The heartbeat says whether the
 //! subscription is up (field `presence`), so a connection that broke while
 //! the process lives is said in the next beat rather than taken for a death.
+//!
+//! On a Redis Cluster the subscription is sharded (`SSUBSCRIBE`) and held on
+//! the owner of the job's slot, where the probe runs and counts it with
+//! `PUBSUB SHARDNUMSUB`; it follows the slot when it moves
+//! ([`crate::sharded`]). The heartbeat says which kind it is.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,9 +21,22 @@ use tokio::sync::{Notify, watch};
 use tokio::time::sleep;
 
 use crate::connect::Target;
+use crate::sharded::{Change, Shard, follow_shard};
 
 /// How long subscribing may take before the connection counts as dead.
 const SUBSCRIBE_PATIENCE: Duration = Duration::from_secs(3);
+
+/// The heartbeat's `presence` while a plain subscription is held: the probe
+/// counts it with `PUBSUB NUMSUB`.
+pub(crate) const PLAIN: &str = "1";
+/// The heartbeat's `presence` while a sharded subscription is held on the
+/// slot's owner (a Redis Cluster): the probe counts it with `PUBSUB SHARDNUMSUB`.
+pub(crate) const SHARDED: &str = "sharded";
+
+/// What a worker's heartbeat says of a presence subscription it holds on `target`.
+pub(crate) fn claim(target: &Target) -> &'static str {
+    if target.is_cluster() { SHARDED } else { PLAIN }
+}
 
 /// Keeps the subscription to `channel` until `stop`; `up` says whether it is
 /// held right now. A change of `up` wakes the supervision loop (`changed`),
@@ -30,6 +48,19 @@ pub async fn keep(
     changed: Arc<Notify>,
     mut stop: watch::Receiver<bool>,
 ) {
+    if target.is_cluster() {
+        let on_change = |change| {
+            let now = match change {
+                Change::Subscribed { .. } => true,
+                Change::Lost => false,
+                Change::Message => return,
+            };
+            if up.swap(now, Ordering::SeqCst) != now {
+                changed.notify_one();
+            }
+        };
+        return follow_shard(&target, Shard::channel(channel), on_change, stop).await;
+    }
     let mut failures = 0u32;
     while !*stop.borrow() {
         let held = tokio::select! {

@@ -165,21 +165,60 @@ local function read_acks(members, prefix)
   return {'acks', 'read', out}
 end
 
+-- The lock's holders (the fields of a hash lock), as a set.
+local function holders_of(lock)
+  local out = {}
+  if lock[1] == 'hash' then
+    local flat = lock[4] or {}
+    for i = 1, #flat - 1, 2 do
+      out[flat[i]] = true
+    end
+  end
+  return out
+end
+
+-- Whether this node owns the slot of `key`. While a slot migrates, a probe whose
+-- keys have already moved reaches the importing node by ASK, and the workers'
+-- sharded subscriptions are still on the owner: counted there, they would look
+-- gone. nil when it cannot be told (not a cluster, or a user not granted these).
+local function owns_slot(key)
+  local me = redis.pcall('CLUSTER', 'MYID')
+  local slot = redis.pcall('CLUSTER', 'KEYSLOT', key)
+  local ranges = redis.pcall('CLUSTER', 'SLOTS')
+  if type(me) ~= 'string' or type(slot) ~= 'number' or ranges.err then
+    return nil
+  end
+  for _, range in ipairs(ranges) do
+    if range[1] <= slot and slot <= range[2] then
+      return range[3][3] == me
+    end
+  end
+  return false
+end
+
 -- For each node whose heartbeat says it holds a presence subscription, how
 -- many subscribers its channel has (-1 for the others); tagged like the tail.
--- Refused (a user provisioned before PUBSUB NUMSUB was granted) is no error:
+-- The heartbeat says which kind it holds: plain ('1'), counted by PUBSUB NUMSUB,
+-- or sharded on the slot's owner of a Redis Cluster ('sharded'), counted by
+-- PUBSUB SHARDNUMSUB (both allowed in EVAL_RO; neither needs a channel grant).
+-- A holder's sharded subscription found missing counts only where this node owns
+-- the slot (checked then only, so a healthy look pays nothing for it).
+-- Refused (a user provisioned before the count was granted) is no error:
 -- the heartbeat's grace still applies.
-local function read_presence(names, beats, prefix)
+local COUNTED_BY = {['1'] = 'NUMSUB', ['sharded'] = 'SHARDNUMSUB'}
+local function read_presence(names, beats, prefix, holders)
   if prefix == nil or prefix == '' then
     return {'alive', 'unread', {}}
   end
-  local channels, at = {}, {}
+  local asked = {NUMSUB = {channels = {}, at = {}}, SHARDNUMSUB = {channels = {}, at = {}}}
   for i, beat in ipairs(beats) do
     local found = beat[3] or {}
     for j = 1, #found - 1, 2 do
-      if found[j] == 'presence' and found[j + 1] == '1' then
-        channels[#channels + 1] = prefix .. names[i]
-        at[#channels] = i
+      local how = found[j] == 'presence' and COUNTED_BY[found[j + 1]]
+      if how then
+        local q = asked[how]
+        q.channels[#q.channels + 1] = prefix .. names[i]
+        q.at[#q.channels] = i
       end
     end
   end
@@ -187,13 +226,35 @@ local function read_presence(names, beats, prefix)
   for i = 1, #beats do
     counts[i] = -1
   end
-  if #channels > 0 then
-    local reply = redis.pcall('PUBSUB', 'NUMSUB', unpack(channels))
-    if reply.err then
-      return {'alive', 'refused', {}}
+  for _, how in ipairs({'NUMSUB', 'SHARDNUMSUB'}) do
+    local q = asked[how]
+    if #q.channels > 0 then
+      local reply = redis.pcall('PUBSUB', how, unpack(q.channels))
+      if reply.err then
+        return {'alive', 'refused', {}}
+      end
+      for k = 1, #q.channels do
+        counts[q.at[k]] = reply[2 * k]
+      end
     end
-    for k = 1, #channels do
-      counts[at[k]] = reply[2 * k]
+  end
+  local sharded = asked.SHARDNUMSUB
+  for k = 1, #sharded.channels do
+    local i = sharded.at[k]
+    local found = beats[i][3] or {}
+    local field = nil
+    for j = 1, #found - 1, 2 do
+      if found[j] == 'lock_field' then
+        field = found[j + 1]
+      end
+    end
+    if counts[i] == 0 and field and holders[field] then
+      if owns_slot(sharded.channels[k]) ~= true then
+        for m = 1, #sharded.channels do
+          counts[sharded.at[m]] = -1
+        end
+      end
+      break
     end
   end
   return {'alive', 'read', counts}
@@ -228,17 +289,19 @@ if known ~= nil and KEYS[5] ~= nil then
   if seen == known then
     local names = redis.call('SMEMBERS', KEYS[4])
     local beats = read_each(names, ARGV[2])
-    return {'glance', seen, redis.call('TIME'), read_lock(KEYS[1]), names, beats,
-            read_presence(names, beats, ARGV[4])}
+    local lock = read_lock(KEYS[1])
+    return {'glance', seen, redis.call('TIME'), lock, names, beats,
+            read_presence(names, beats, ARGV[4], holders_of(lock))}
   end
 end
 
 local users = read_set(KEYS[3])
 local nodes = read_set(KEYS[4])
 local beats = read_each(nodes[3], ARGV[2])
+local lock = read_lock(KEYS[1])
 return {
   redis.call('TIME'),
-  read_lock(KEYS[1]),
+  lock,
   read_fence(KEYS[2]),
   users,
   read_each(users[3], ARGV[1]),
@@ -246,6 +309,6 @@ return {
   beats,
   read_tail(KEYS[5]),
   read_acks(users[3], ARGV[3]),
-  read_presence(nodes[3], beats, ARGV[4]),
+  read_presence(nodes[3], beats, ARGV[4], holders_of(lock)),
   {'fingerprint', seen or ''},
 }

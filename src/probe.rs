@@ -10,6 +10,7 @@ use redis::aio::ConnectionLike;
 use crate::connect::Endpoint;
 use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
+use crate::presence::{PLAIN, SHARDED};
 use crate::snapshot::{Ack, Beat, Flag, Lock, LockKind, Snapshot, StreamEntry, StreamId, escape_bytes};
 
 const PROBE_SOURCE: &str = include_str!("probe.lua");
@@ -449,7 +450,7 @@ fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<String>) -> 
         wait_until_ms: unsigned("wait_until_ms"),
         // Known once the subscriber count is read; `Some(_)` here only marks
         // that the worker says it holds the subscription.
-        present: (text("presence").as_deref() == Some("1")).then_some(true),
+        present: matches!(text("presence").as_deref(), Some(PLAIN | SHARDED)).then_some(true),
     }
 }
 
@@ -697,7 +698,7 @@ mod tests {
     }
 
     #[test]
-    fn presence_is_known_only_for_workers_that_say_they_hold_it() {
+    fn presence_is_known_only_for_workers_that_say_they_hold_a_plain_or_sharded_one() {
         let nodes = arr(vec![s(b"set"), Value::Int(3), arr(vec![s(b"srv-a"), s(b"srv-b"), s(b"java")])]);
         let beat = |presence: &[u8]| {
             let mut fields = vec![s(b"beat_ms"), s(b"99")];
@@ -714,7 +715,8 @@ mod tests {
                 empty_set(),
                 arr(vec![]),
                 nodes.clone(),
-                arr(vec![beat(b"1"), beat(b"1"), beat(b"")]),
+                // A plain subscription, a sharded one, and a claim of no known kind.
+                arr(vec![beat(b"1"), beat(b"sharded"), beat(b"yes")]),
                 alive,
             ]);
             let snap = decode(&Keys::new("outbound"), &r, None).unwrap();

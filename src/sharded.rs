@@ -4,6 +4,9 @@
 //! unlock and wake channels there, and listen to that node's keyspace
 //! notifications (each node sends only its own keys' events).
 //!
+//! A worker's presence (`{job}:alive:<node>`, see [`crate::presence`]) is
+//! held the same way, on a connection of its own.
+//!
 //! Each slot owner gets a plain RESP3 connection used for nothing else.
 //! When the slot moves away the server ends the subscription with a
 //! `sunsubscribe` nobody asked for; on a connection that also sent commands
@@ -26,8 +29,20 @@ use crate::watch::Backoff;
 /// counts as failed.
 const PATIENCE: Duration = Duration::from_secs(5);
 
+/// What happens to a shard's subscriptions, told to whoever follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// Subscribed on the slot's owner; `again` after an earlier loss.
+    Subscribed { again: bool },
+    /// A message on one of the channels or patterns.
+    Message,
+    /// The subscriptions ended: the slot moved away or the connection closed.
+    /// Subscribing again follows at once.
+    Lost,
+}
+
 /// The subscriptions that live on one slot's owner.
-struct Shard {
+pub(crate) struct Shard {
     /// A key of the slot: names the owner to ask for.
     key: String,
     /// Sharded channels, and whether a refusal of it fails the subscriber
@@ -35,6 +50,13 @@ struct Shard {
     channels: Vec<(String, bool)>,
     /// Keyspace-notification patterns: a bonus where the server sends them.
     patterns: Vec<String>,
+}
+
+impl Shard {
+    /// One required sharded channel; its own slot names the owner.
+    pub(crate) fn channel(channel: String) -> Shard {
+        Shard { key: channel.clone(), channels: vec![(channel, true)], patterns: Vec::new() }
+    }
 }
 
 /// Wakes `wake` on every unlock message, flip announcement and keyspace
@@ -57,11 +79,20 @@ pub(crate) async fn follow(target: Target, keys: Keys, wake: Arc<Notify>, stop: 
         });
     }
     shards.push(job);
-    let followers = shards.into_iter().map(|shard| follow_shard(&target, shard, &wake, stop.clone()));
+    // Anything but the first subscription is news: a message, or a moment
+    // nobody listened (a message may have gone out then; Redis may be gone).
+    let on_change = |change| {
+        if change != (Change::Subscribed { again: false }) {
+            wake.notify_one();
+        }
+    };
+    let followers = shards.into_iter().map(|shard| follow_shard(&target, shard, on_change, stop.clone()));
     futures_util::future::join_all(followers).await;
 }
 
-async fn follow_shard(target: &Target, shard: Shard, wake: &Notify, mut stop: watch::Receiver<bool>) {
+/// Holds the shard's subscriptions on its slot's owner until `stop`, and
+/// on its next owner when the slot moves; tells `on` of every [`Change`].
+pub(crate) async fn follow_shard(target: &Target, shard: Shard, on: impl Fn(Change), mut stop: watch::Receiver<bool>) {
     let mut backoff = Backoff::default();
     let mut first = true;
     while !*stop.borrow() {
@@ -85,21 +116,21 @@ async fn follow_shard(target: &Target, shard: Shard, wake: &Notify, mut stop: wa
             }
         };
         backoff.reset();
-        if !first {
-            // A message may have gone out while nobody listened.
-            wake.notify_one();
-        }
+        on(Change::Subscribed { again: !first });
         first = false;
         loop {
             tokio::select! {
                 push = received.recv() => match push.map(|p| p.kind) {
-                    Some(PushKind::Message | PushKind::SMessage | PushKind::PMessage) => wake.notify_one(),
+                    Some(PushKind::Message | PushKind::SMessage | PushKind::PMessage) => on(Change::Message),
                     Some(PushKind::SUnsubscribe) => {
                         tracing::debug!(key = %shard.key, "the slot moved; subscribing on its new owner");
-                        wake.notify_one();
+                        on(Change::Lost);
                         break;
                     }
-                    Some(PushKind::Disconnection) | None => break,
+                    Some(PushKind::Disconnection) | None => {
+                        on(Change::Lost);
+                        break;
+                    }
                     Some(_) => {}
                 },
                 _ = stop.changed() => return,

@@ -158,19 +158,13 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let (stop_tx, stop_rx) = watch::channel(false);
     let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop_rx.clone()));
     let present = Arc::new(AtomicBool::new(false));
-    // On a cluster a plain subscription lands on whichever node the client
-    // reaches, not on the slot's owner where the probe counts subscribers:
-    // there a worker claims no presence, and a crash is told after the
-    // heartbeat's grace.
-    let presence = (!target.is_cluster()).then(|| {
-        tokio::spawn(crate::presence::keep(
-            target.clone(),
-            keys.alive_channel(&opts.node),
-            present.clone(),
-            wake.clone(),
-            stop_rx,
-        ))
-    });
+    let presence = tokio::spawn(crate::presence::keep(
+        target.clone(),
+        keys.alive_channel(&opts.node),
+        present.clone(),
+        wake.clone(),
+        stop_rx,
+    ));
     let mut w = Worker {
         target,
         keys,
@@ -225,9 +219,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let _ = w.beat("idle", None, None).await;
     let _ = stop_tx.send(true);
     let _ = waker.await;
-    if let Some(presence) = presence {
-        let _ = presence.await;
-    }
+    let _ = presence.await;
     result
 }
 
@@ -643,7 +635,7 @@ impl Worker {
     async fn beat(&mut self, state: &str, holding: Option<(&str, i64)>, child: Option<u32>) -> Result<(), Error> {
         self.seq += 1;
         let (field, fence) = holding.map(|(f, n)| (f.to_owned(), n.to_string())).unwrap_or_default();
-        let presence = if self.present.load(Ordering::SeqCst) { "1" } else { "" };
+        let presence = if self.present.load(Ordering::SeqCst) { crate::presence::claim(&self.target) } else { "" };
         let pairs: [(&str, String); 10] = [
             ("node", self.opts.node.clone()),
             ("host", self.host.clone()),

@@ -4,7 +4,9 @@
 //! another slot, read in two round trips); a Redisson-style release by
 //! `DEL` and `SPUBLISH` wakes the watcher at once; the worker's release reaches an
 //! `SSUBSCRIBE`r; the job's slot migrated to another primary while the job
-//! runs; and the worker's refusal of a lock key outside the job's slot.
+//! runs; a `kill -9` of the holder told by its sharded presence subscription
+//! closing, and no alarm while the slot is half migrated; and the worker's
+//! refusal of a lock key outside the job's slot.
 
 mod common;
 
@@ -43,8 +45,12 @@ fn status_json(url: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value, St
 }
 
 fn worker(url: &str, node: &str, journal: &Path) -> Proc {
+    worker_leased(url, node, journal, "3s")
+}
+
+fn worker_leased(url: &str, node: &str, journal: &Path, lease: &str) -> Proc {
     let mut cmd = lockwatch(url);
-    cmd.args(["worker", "--node", node, "--lease", "3s", "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
+    cmd.args(["worker", "--node", node, "--lease", lease, "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
     Proc(cmd.env("JOURNAL", journal).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
 }
 
@@ -125,12 +131,22 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
         let _: () = redis::cmd("ACL").arg("SETUSER").arg("alice").arg(">pw").query(&mut conn).unwrap();
         let _: () = redis::cmd("ACL").arg("LOG").arg("RESET").query(&mut conn).unwrap();
     }
+    // A holder that just died: its heartbeat claims a sharded presence that
+    // is gone from the slot's owner. Only alice's probe counting it (PUBSUB
+    // SHARDNUMSUB) and checking that it reads on the owner (CLUSTER MYID,
+    // KEYSLOT, SLOTS) can tell it dying while its last beat is fresh.
+    let mut owner_conn = connect(owner).unwrap();
+    common::beat(&mut owner_conn, "outbound", "srv-a", "uuid-a:1", 0, "running", 0);
+    let _: () =
+        redis::cmd("HSET").arg("{outbound}:node:srv-a").arg("presence").arg("sharded").query(&mut owner_conn).unwrap();
+    redisson_lock(&mut owner_conn, LOCK_KEY, "uuid-a:1", 60_000);
     let as_alice = seed.replace("redis://", "redis://alice:pw@");
     let (out, text) = run(lockwatch(&as_alice).args(["enable"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
     let (code, status, text) = status_json(&as_alice, &[]);
     assert_eq!(status["enabled_users"], serde_json::json!(["alice"]), "{text}");
-    assert_ne!(code, Some(3), "{text}");
+    assert_eq!((code, status["state"].as_str()), (Some(1), Some("stale")), "{text}");
+    assert!(status["reason"].as_str().unwrap().contains("dying"), "{text}");
     let (out, text) = run(lockwatch(&as_alice).args(["history", "--json"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
     for port in cluster.ports() {
@@ -311,6 +327,62 @@ async fn the_jobs_slot_migrating_to_another_primary_keeps_the_job_running_once_w
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_holder_is_told_dying_within_a_second_and_a_half_and_healthy_running_raises_no_alarm() {
+    let cluster = tokio::task::block_in_place(Cluster::start);
+    let owner = cluster.owner_of(LOCK_KEY);
+    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+    {
+        let mut c = connect(owner).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    // A lease and a grace far beyond the bound: only the holder's closed
+    // connection can explain a verdict in time.
+    let mut workers =
+        [("srv-a", worker_leased(&seed, "srv-a", &j, "30s")), ("srv-b", worker_leased(&seed, "srv-b", &j, "30s"))];
+    eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
+    let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), Options::default());
+    let (seen, recorder) = record(&watcher);
+    let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
+    eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
+
+    let healthy_from = Instant::now();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    for (t, state, reason) in seen.lock().unwrap().iter().filter(|(t, _, _)| *t > healthy_from) {
+        assert_eq!(*state, State::Running, "healthy running, {:?} in: {reason}", t.duration_since(healthy_from));
+    }
+
+    let holder = journal(&j).last().map(|l| l.1.clone()).unwrap();
+    let i = workers.iter().position(|(n, _)| *n == holder).unwrap();
+    let killed = Instant::now();
+    workers[i].1.0.kill().unwrap();
+    workers[i].1.0.wait().unwrap();
+    let (after, reason) = eventually("the watcher to say the holder is dying", Duration::from_secs(15), || {
+        let seen = seen.lock().unwrap();
+        seen.iter()
+            .find(|(t, s, r)| *t > killed && *s == State::Stale && r.contains("dying"))
+            .map(|(t, _, r)| (t.duration_since(killed), r.clone()))
+    })
+    .await;
+    eprintln!(
+        "kill -9 of the holder {holder} (lease 30 s, grace 10 s) -> stale after {} ms: {reason}",
+        after.as_millis()
+    );
+    assert!(after < Duration::from_millis(1_500), "told after {after:?}, not within 1.5 s: {reason}");
+    assert!(reason.contains("expires in"), "says when the lease ends: {reason}");
+
+    // The survivor's presence is counted where the probe reads it: on the slot's owner.
+    let survivor = workers[1 - i].0;
+    let counts: Vec<redis::Value> =
+        query(owner, redis::cmd("PUBSUB").arg("SHARDNUMSUB").arg(format!("{{outbound}}:alive:{survivor}"))).unwrap();
+    assert_eq!(counts.get(1), Some(&redis::Value::Int(1)), "{survivor}'s presence on the owner: {counts:?}");
+    watcher.stop().await;
+    recorder.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_slot_owner_is_unknown_within_seconds_and_never_stopped() {
     let mut cluster = tokio::task::block_in_place(Cluster::start);
     let owner = cluster.owner_of(LOCK_KEY);
@@ -394,4 +466,73 @@ async fn a_hundred_jobs_spread_over_the_cluster_probe_p50_p99() {
         let q = |p: usize| times[(times.len() * p / 100).min(times.len() - 1)].as_secs_f64() * 1e6;
         eprintln!("{name}: {} probes of {JOBS} jobs, p50 {:.0} µs, p99 {:.0} µs", times.len(), q(50), q(99));
     }
+}
+
+/// A slot whose keys have moved but whose ownership has not yet (a
+/// resharding between `MIGRATE` and `SETSLOT … NODE`): the probe reaches the
+/// keys on the importing node by `ASK`, where no worker's sharded presence
+/// is; that must not pass for the holder dying.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_left_half_migrated_raises_no_alarm_and_the_presence_follows_the_slot() {
+    let cluster = tokio::task::block_in_place(Cluster::start);
+    let owner = cluster.owner_of(LOCK_KEY);
+    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+    {
+        let mut c = connect(owner).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    }
+    let options = Options { poll: Duration::from_millis(200), ..Options::default() };
+    let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), options);
+    let (seen, recorder) = record(&watcher);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let _workers = [worker_leased(&seed, "srv-a", &j, "30s"), worker_leased(&seed, "srv-b", &j, "30s")];
+    eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
+    let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
+    eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let slot = cluster.slot_of(LOCK_KEY);
+    let target = cluster.ports().into_iter().find(|&p| p != owner).unwrap();
+    let started = Instant::now();
+    let from = tokio::task::block_in_place(|| {
+        let from = cluster.begin_migration(slot, target);
+        cluster.move_keys(slot, from, target, 100);
+        from
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let looks_while_half = seen.lock().unwrap().iter().filter(|(t, _, _)| *t > started).count();
+    tokio::task::block_in_place(|| cluster.finish_migration(slot, from, target));
+
+    // Each worker claims its presence again, now counted on the new owner.
+    let alive = ["{outbound}:alive:srv-a", "{outbound}:alive:srv-b"];
+    eventually("both presences claimed and counted on the new owner", Duration::from_secs(10), || {
+        let counts: Vec<redis::Value> = query(target, redis::cmd("PUBSUB").arg("SHARDNUMSUB").arg(&alive)).ok()?;
+        let claims: Vec<Option<String>> = ["srv-a", "srv-b"]
+            .iter()
+            .map(|n| query(target, redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg("presence")).unwrap())
+            .collect();
+        (counts.get(1) == Some(&redis::Value::Int(1))
+            && counts.get(3) == Some(&redis::Value::Int(1))
+            && claims.iter().all(|c| c.as_deref() == Some("sharded")))
+        .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    watcher.stop().await;
+    recorder.abort();
+    let seen = seen.lock().unwrap();
+    let after: Vec<String> = seen
+        .iter()
+        .filter(|(t, _, _)| *t > started)
+        .map(|(t, s, r)| format!("{:+.2}s {s:?} {r}", t.duration_since(started).as_secs_f64()))
+        .collect();
+    eprintln!("{} statuses in the 3 s the slot was half migrated", looks_while_half);
+    for (t, state, reason) in seen.iter().filter(|(t, _, _)| *t > started) {
+        assert_eq!(*state, State::Running, "{:?} after the move began: {reason}; all: {after:#?}", *t - started);
+    }
+    // Looks come every 200 ms: a wake-up storm (workers announcing a live
+    // holder gone, over and over) would show as far more.
+    assert!(looks_while_half < 40, "{looks_while_half} statuses in 3 s: {after:#?}");
 }
