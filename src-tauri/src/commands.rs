@@ -9,7 +9,7 @@ use tauri::State;
 
 use crate::actions::{self, Effect};
 use crate::desk::Desk;
-use crate::i18n;
+use crate::{i18n, store};
 use crate::passwords::{KEYRING, PasswordStore, account};
 use crate::settings::{FieldError, Overrides, SettingsForm};
 
@@ -76,7 +76,10 @@ pub async fn validate_settings(desk: State<'_, Desk>, form: SettingsForm) -> Res
 /// Validates, stores (the password to the keyring) and applies the settings form.
 #[tauri::command]
 pub async fn save_settings(desk: State<'_, Desk>, form: SettingsForm) -> Result<Option<String>, Invalid> {
-    let base = desk.state().lock().settings.clone();
+    // The tray's process may have changed what the form does not show (the
+    // mute, start at login) since this window opened: the form applies onto
+    // the settings as saved, not onto this process's copy.
+    let base = store::load().0;
     let accepted = form.accept(&base).map_err(|fields| Invalid { fields })?;
     let mut note = None;
     if let Some(password) = &accepted.password

@@ -275,8 +275,18 @@ def main():
         s.view("settings")
         s.type("#redis_url", url)
         s.type("#heartbeat_grace", "7s")
+        # Meanwhile the tray's menu mutes notifications (the tray's process writes the file, as here):
+        # saving the form must keep that.
+        store = f"{tmp}/home/.local/share/app.lockwatch.tray/settings.json"
+        os.makedirs(os.path.dirname(store), exist_ok=True)
+        muted_until = int(time.time() * 1000) + 3_600_000
+        with open(store, "w") as f:
+            json.dump({"settings": {"mute_until_ms": muted_until}}, f)
         s.click("form.settings button[type=submit]")
         until("Saved", lambda: (s.text("form.settings .result") or "").startswith("Saved"), 10)
+        with open(store) as f:
+            kept = json.load(f)["settings"].get("mute_until_ms")
+        assert kept == muted_until, f"saving the form undid the tray's mute: {kept}"
         # The dashboard runs in a process of its own: the tray's process
         # must take the saved settings too, and watch the new Redis.
         tray = s.tray_pid()
@@ -288,7 +298,7 @@ def main():
         assert s.js("return document.getElementById('heartbeat_grace').value") == "7s"
         s.view("live")
         until("Running from the saved settings", lambda: s.text(f"{card} .badge .word") == "Running", 15)
-        ok("settings survive a restart and take effect")
+        ok("settings survive a restart and take effect; the tray's mute made meanwhile is kept")
         print(f"{passed} passed, 0 failed", flush=True)
         return 0
     except Exception as e:  # noqa: BLE001 - report and fail
