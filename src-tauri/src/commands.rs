@@ -9,9 +9,9 @@ use tauri::State;
 
 use crate::actions::{self, Effect};
 use crate::desk::Desk;
-use crate::{i18n, store};
 use crate::passwords::{KEYRING, PasswordStore, account};
 use crate::settings::{FieldError, Overrides, SettingsForm};
+use crate::{i18n, store};
 
 /// Everything the page shows at first; updates arrive as `status` and `event` events.
 #[tauri::command]

@@ -100,7 +100,7 @@ impl Dashboard {
         }
         match spawn(self, desk, view) {
             Ok(r) => *running = Some(r),
-            Err(err) => tracing::error!(error = %err, "cannot open the dashboard ({EXE})"),
+            Err(err) => tracing::error!("cannot open the dashboard: {err}; {EXE} must sit beside lockwatch-tray"),
         }
     }
 
@@ -115,12 +115,12 @@ impl Dashboard {
 
 fn spawn(dashboard: &Arc<Dashboard>, desk: &Desk, view: &str) -> std::io::Result<Running> {
     let exe = std::env::current_exe()?.with_file_name(EXE);
-    let mut cmd = Command::new(exe);
+    let mut cmd = Command::new(&exe);
     cmd.arg(format!("{ARG}{view}")).stdin(Stdio::piped()).stdout(Stdio::piped());
     if GL_PROBE_SKIPPED.load(Ordering::Relaxed) {
         cmd.env_remove("GDK_GL");
     }
-    let mut child = cmd.spawn()?;
+    let mut child = cmd.spawn().map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", exe.display())))?;
     let pid = child.id();
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(std::io::Error::other("the dashboard's pipes are missing"));
