@@ -22,6 +22,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection, PubSub};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisError, RedisFuture};
 
 use crate::error::{Action, Error, RedisFailure, describe};
@@ -499,6 +500,24 @@ impl Conn {
     /// `PUBLISH`, or `SPUBLISH` on a cluster.
     pub fn publish_command(&self) -> &'static str {
         if self.sharded() { "SPUBLISH" } else { "PUBLISH" }
+    }
+
+    /// Asks the node that serves `key` whether it still answers: a `PING`,
+    /// the cheapest command there is. On a cluster it goes to the owner of
+    /// `key`'s slot alone (the crate would send a plain `PING` to every primary).
+    ///
+    /// # Errors
+    /// The connection's error when the node cannot be reached or refuses.
+    pub async fn ping_owner(&mut self, key: &str) -> redis::RedisResult<()> {
+        let ping = redis::cmd("PING");
+        match &mut self.0 {
+            Inner::Cluster(cluster) => {
+                let owner = SingleNodeRoutingInfo::SpecificNode(Route::with_key(key, SlotAddr::Master));
+                cluster.route_command(ping, RoutingInfo::SingleNode(owner)).await.map(drop)
+            }
+            Inner::Managed(node) => ping.query_async(node).await,
+            Inner::Plain(node) => ping.query_async(node).await,
+        }
     }
 }
 

@@ -4,11 +4,12 @@
 //! notification, or the moment the engine says the verdict may change (a
 //! lease running out, a heartbeat ageing past its grace). Most looks are
 //! glances ([`look`]): the full read comes when its fingerprint changed, a
-//! flip was announced, and every `full_every`. A read that does
-//! not answer within the patience counts as a failed look while it is still
-//! awaited, so a frozen Redis shows as `unknown` within seconds while one
-//! slow reply changes nothing. It publishes the latest status and every
-//! event to any number of subscribers.
+//! flip was announced, and every `full_every`. Between looks, a `PING`
+//! every `alive_every` asks whether Redis still answers. A read or a `PING`
+//! that does not answer within the patience counts as a failed look while it
+//! is still awaited, so a frozen Redis shows as `unknown` within seconds,
+//! however long the poll interval, while one slow reply changes nothing. It
+//! publishes the latest status and every event to any number of subscribers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use redis::Value;
 
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinHandle;
-use tokio::time::{Instant, sleep};
+use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::acl::keyspace_pattern;
 use crate::connect::{Conn, Target};
@@ -33,6 +34,14 @@ use crate::status::{self, Engine, Event, Status, Step};
 pub struct Options {
     /// Regular probe interval.
     pub poll: Duration,
+    /// How often, between looks, the watcher asks Redis whether it still
+    /// answers: a `PING` on the look's own connection (to the node that
+    /// serves the job, on a cluster), far cheaper than a look. One left
+    /// unanswered for `patience` counts like a failed look, so a Redis that
+    /// froze with its connections open is `unknown` within this plus
+    /// `engine.confirmations` × `patience` (2.6 s with the defaults),
+    /// however far away the next look is.
+    pub alive_every: Duration,
     /// Longest wait between attempts while Redis cannot be reached.
     pub max_backoff: Duration,
     /// How long a read may go unanswered before each further stretch of
@@ -49,6 +58,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             poll: Duration::from_secs(10),
+            alive_every: Duration::from_secs(1),
             max_backoff: Duration::from_secs(10),
             patience: Duration::from_millis(800),
             full_every: Duration::from_secs(60),
@@ -142,6 +152,9 @@ impl Shell {
         let mut engine = Engine::new(&keys.job, &keys.lock, options.engine.clone());
         let mut conn: Option<Conn> = None;
         let mut last = Instant::now();
+        // When the next look is due; between looks, liveness checks.
+        let mut look_at = Instant::now();
+        let alive_key = keys.fence();
         let publish = |step: Step| {
             status.send_if_modified(|shown| {
                 let changed = shown.as_ref() != Some(&step.status);
@@ -156,18 +169,26 @@ impl Shell {
         };
         loop {
             let asked = Instant::now();
-            if asked >= full_at {
+            let looking = asked >= look_at || conn.is_none();
+            if looking && asked >= full_at {
                 known.forget();
                 full_at = asked + options.full_every;
             }
-            let answer = {
-                let reading = read(&target, &keys, &mut conn, &mut known);
-                tokio::pin!(reading);
+            let mut silences = 0u32;
+            let reply = {
+                let request = async {
+                    if let (false, Some(node)) = (looking, conn.as_mut()) {
+                        return Reply::Alive(node.ping_owner(&alive_key).await);
+                    }
+                    Reply::Look(read(&target, &keys, &mut conn, &mut known).await)
+                };
+                tokio::pin!(request);
                 loop {
                     tokio::select! {
-                        answer = &mut reading => break Some(answer),
+                        reply = &mut request => break Some(reply),
                         _ = sleep(options.patience) => {
                             // Silence is a failed look; the answer, when it comes, still counts.
+                            silences += 1;
                             let waited = asked.elapsed().as_secs_f64();
                             let reason = format!(
                                 "Redis on {} has not answered for {waited:.1} s; check the server's load and the network",
@@ -180,25 +201,47 @@ impl Shell {
                     }
                 }
             };
-            let Some(answer) = answer else { break };
-            let elapsed_ms = millis(std::mem::replace(&mut last, Instant::now()).elapsed());
-            let step = match answer {
-                Ok(snapshot) => engine.handle_read(&snapshot),
-                Err(err) => {
-                    tracing::debug!(job = %keys.job, error = %err, "probe failed");
-                    engine.handle_failure(err.to_string(), elapsed_ms)
+            let Some(reply) = reply else { break };
+            match reply {
+                Reply::Look(answer) => {
+                    let elapsed_ms = millis(std::mem::replace(&mut last, Instant::now()).elapsed());
+                    let step = match answer {
+                        Ok(snapshot) => engine.handle_read(&snapshot),
+                        Err(err) => {
+                            tracing::debug!(job = %keys.job, error = %err, "probe failed");
+                            engine.handle_failure(err.to_string(), elapsed_ms)
+                        }
+                    };
+                    let next_check_ms = publish(step);
+                    look_at = Instant::now() + next_wait(&options, next_check_ms, engine.failures());
                 }
-            };
-            let next_check_ms = publish(step);
-            let wait = next_wait(&options, next_check_ms, engine.failures());
+                // Redis answers as it did at the last look: nothing new.
+                Reply::Alive(Ok(())) if silences == 0 => {}
+                Reply::Alive(result) => {
+                    // A late answer (the silence counted) or a refusal: the look tells what it means.
+                    if let Err(err) = result {
+                        tracing::debug!(job = %keys.job, error = %err, "liveness check failed");
+                    }
+                    look_at = Instant::now();
+                    continue;
+                }
+            }
+            // Only a Redis that answered the last look is checked between looks:
+            // while it does not, the looks themselves retry, backed off.
+            let checking = conn.is_some() && engine.failures() == 0;
+            let until = if checking { look_at.min(asked + options.alive_every) } else { look_at };
             tokio::select! {
-                _ = sleep(wait) => {}
+                _ = sleep_until(until) => {}
                 _ = wake.notified() => {
                     known.forget();
                     // Writes come in bursts (an acquisition touches several keys): let it settle.
                     sleep(Duration::from_millis(15)).await;
+                    look_at = Instant::now();
                 }
-                _ = entry.notified() => sleep(Duration::from_millis(15)).await,
+                _ = entry.notified() => {
+                    sleep(Duration::from_millis(15)).await;
+                    look_at = Instant::now();
+                }
                 _ = stop.changed() => break,
             }
         }
@@ -206,6 +249,13 @@ impl Shell {
             let _ = task.await;
         }
     }
+}
+
+/// What came back from Redis: a look, or a liveness check between looks.
+#[allow(clippy::large_enum_variant)] // one at a time, moved once; boxing would only add noise
+enum Reply {
+    Look(Result<Snapshot, Error>),
+    Alive(redis::RedisResult<()>),
 }
 
 /// One look, on a connection made when there is none.

@@ -419,6 +419,66 @@ async fn a_dead_slot_owner_is_unknown_within_seconds_and_never_stopped() {
     }
 }
 
+/// Freezes a cluster node (SIGSTOP) until dropped, even when the test fails halfway.
+struct Frozen(libc::pid_t);
+
+impl Frozen {
+    fn node(port: u16) -> Frozen {
+        let info: String = query(port, redis::cmd("INFO").arg("server")).unwrap();
+        let pid = info.lines().find_map(|l| l.strip_prefix("process_id:")).unwrap().trim().parse().unwrap();
+        // SAFETY: kill(2) on one of the test's own redis-server processes.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on one of the test's own redis-server processes.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_slot_owner_is_unknown_within_4_s_and_another_frozen_primary_changes_nothing() {
+    let cluster = tokio::task::block_in_place(Cluster::start);
+    let owner = cluster.owner_of(LOCK_KEY);
+    let seed = cluster.a_node_not_owning(LOCK_KEY);
+    let mut conn = connect(owner).unwrap();
+    flag(&mut conn, "outbound", "alice", true);
+    redisson_lock(&mut conn, LOCK_KEY, "8d3c-uuid:57", 60_000);
+    // The defaults: a look every 10 s, a liveness check every second between looks.
+    let mut options = Options::default();
+    options.engine.heartbeats = false;
+    let watcher = Watcher::spawn(cluster_spec(&cluster.url(seed)).target().unwrap(), Keys::new("outbound"), options);
+    let (seen, recorder) = record(&watcher);
+    let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
+    eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
+
+    // Another primary frozen for 3 s (under the cluster's node timeout): the job's slot still answers.
+    let other = cluster.ports().into_iter().find(|&p| p != owner).unwrap();
+    let frozen = Frozen::node(other);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    drop(frozen);
+    assert!(running(), "a frozen primary that does not serve the job changed the status: {:?}", seen.lock().unwrap());
+
+    let frozen = Frozen::node(owner);
+    let stopped = Instant::now();
+    let after = eventually("the watcher to say unknown", Duration::from_secs(4), || {
+        let seen = seen.lock().unwrap();
+        seen.iter().any(|(t, s, _)| *t > stopped && *s == State::Unknown).then(|| stopped.elapsed())
+    })
+    .await;
+    eprintln!("SIGSTOP of the slot's owner -> unknown after {} ms (default options)", after.as_millis());
+    drop(frozen);
+    eventually("the watcher to say running again", Duration::from_secs(5), || running().then_some(())).await;
+    watcher.stop().await;
+    recorder.abort();
+    for (_, state, reason) in seen.lock().unwrap().iter() {
+        assert_ne!(*state, State::Stopped, "the watcher said stopped: {reason}");
+    }
+}
+
 /// The figure for the README: 100 jobs spread over the three primaries,
 /// each with a flag, a holder's heartbeat and a Redisson lock; one cluster
 /// connection probes them all, round after round, and the same on one

@@ -381,6 +381,45 @@ async fn redis_frozen_is_unknown_within_3_s_and_one_slow_reply_changes_nothing()
 }
 
 #[tokio::test]
+async fn redis_frozen_between_looks_is_unknown_within_4_s_with_the_default_options() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    take(&mut c, "srv-a", "uuid-a:1", 1);
+    let target = Target::new(&server.url(), None).unwrap();
+    let w = Watcher::spawn(target, Keys::new("outbound"), Options::default());
+    let mut rx = w.events();
+    let status = w.status();
+    wait_state(&w, State::Running).await;
+    // Just after a look, the next regular one is a whole poll interval (10 s) away.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let pid = redis_pid(&mut c);
+    let stopped = Instant::now();
+    signal(pid, libc::SIGSTOP);
+    let resume = Continue(pid);
+    let deadline = stopped + Duration::from_secs(4);
+    let took = loop {
+        let state = status.borrow().as_ref().map(|s| s.state);
+        assert_ne!(state, Some(State::Stopped), "a frozen Redis was shown as stopped");
+        if state == Some(State::Unknown) {
+            break stopped.elapsed();
+        }
+        assert!(Instant::now() < deadline, "still {state:?} 4 s after Redis froze (default options)");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    println!("frozen Redis shown as unknown after {took:?} (default options: poll 10 s)");
+    let reason = status.borrow().as_ref().map(|s| s.reason.clone()).unwrap_or_default();
+    assert!(reason.contains("not answered"), "{reason}");
+
+    drop(resume);
+    wait_state(&w, State::Running).await;
+    let seen = events_within(&mut rx, Duration::from_millis(300)).await;
+    assert_eq!(names(&seen), ["unreachable", "reachable"], "{seen:?}");
+    w.stop().await;
+}
+
+#[tokio::test]
 async fn redis_losing_the_jobs_data_is_unknown_with_one_data_lost_never_stopped() {
     let server = RedisServer::start();
     let mut c = server.conn();
