@@ -34,10 +34,7 @@ MEASURES = {
     "takeover_s": ("hand-over", "kill -9 of the holder → other server's job runs", "s", None, "— (lease)",
                    "bounded by the lease left at the kill: 30 s minus the time since the last renewal"),
     "handover_ms": ("hand-over", "SIGTERM of the holder → other server's job runs", "ms", None, "—", ""),
-    "handover_program_ms": ("hand-over", "the same, the job a program (`exec sleep`)", "ms", None, "—",
-                            "the job starts with SIGTERM, SIGINT and SIGHUP blocked (the reaper's signal mask), "
-                            "so its stop waits the whole --stop-grace (10 s) and ends in SIGKILL; a shell job "
-                            "clears its mask and stops at once"),
+    "handover_program_ms": ("hand-over", "the same, the job a program (`exec sleep`)", "ms", None, "—", ""),
     "flag_off_ms": ("hand-over", "last flag off → a Redisson waiter holds the lock", "ms", 200, "≤ 200 ms",
                     "from the flag write (Redis time)"),
     "redispy_kill_s": ("peers", "redis-py Lock: holder kill -9 → waiter holds", "s", None, "peer", ""),
