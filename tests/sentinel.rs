@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::journal::{JOURNAL_LOOP, Proc, assert_no_overlap, journal, now_ns};
-use common::topology::{SentinelSet, connect, query};
+use common::topology::{SentinelSet, connect, is_primary, query};
 use common::{eventually, flag, free_port};
 use lockwatch::spec::{ConnectionSpec, Topology};
 use lockwatch::watch::{Options, Watcher};
-use lockwatch::{Keys, State};
+use lockwatch::{EventKind, Keys, State};
 
 /// Only user, password and TLS of this URL count with Sentinel: its host
 /// is one where nothing listens.
@@ -30,8 +30,12 @@ fn lockwatch(set: &SentinelSet, master: &str) -> Command {
 }
 
 fn worker(set: &SentinelSet, node: &str, journal: &Path) -> Proc {
+    leased_worker(set, node, journal, "3s")
+}
+
+fn leased_worker(set: &SentinelSet, node: &str, journal: &Path, lease: &str) -> Proc {
     let mut cmd = lockwatch(set, &set.master_name);
-    cmd.args(["worker", "--node", node, "--lease", "3s", "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
+    cmd.args(["worker", "--node", node, "--lease", lease, "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
     Proc(cmd.env("JOURNAL", journal).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
 }
 
@@ -225,4 +229,257 @@ async fn a_demoted_primary_answering_readonly_is_dropped_and_the_worker_follows_
     let lines = journal(&j);
     assert_no_overlap(&lines);
     assert!(lines.iter().any(|l| l.2 > swapped_ns + 1_000_000_000), "the job kept running after the switch");
+}
+
+/// How the primary goes in a failover test.
+#[derive(Debug, Clone, Copy)]
+enum Failover {
+    /// `SENTINEL FAILOVER`: the old primary lives on as the new one's replica.
+    Asked,
+    /// `kill -9` of the primary.
+    Killed,
+}
+
+/// What a spy saw on the new primary while the failover went on, probing
+/// every data node every 10 ms.
+#[derive(Debug, Default)]
+struct Sighting {
+    /// Looks at which the holder's heartbeat claimed a presence subscription
+    /// and its channel had no subscriber (`PUBSUB NUMSUB` 0).
+    claim_without_subscriber: Vec<Instant>,
+    /// Looks at which the library's probe read the holder's presence as gone.
+    probe_said_gone: Vec<Instant>,
+}
+
+/// The holder's node, whether its heartbeat claims a plain presence
+/// subscription, and its channel's subscriber count: read in one script.
+const CLAIM_AND_COUNT: &str = r"
+local holders = redis.call('HKEYS', KEYS[1])
+if #holders == 0 then return {} end
+for _, node in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  local beat = redis.call('HMGET', ARGV[1] .. node, 'lock_field', 'presence')
+  if beat[1] == holders[1] then
+    return {node, beat[2] or '', redis.call('PUBSUB', 'NUMSUB', ARGV[2] .. node)[2]}
+  end
+end
+return {}
+";
+
+/// Probes each of `ports` that answers as a primary other than `old`, every
+/// 10 ms, until `stop`.
+async fn spy(ports: Vec<u16>, old: u16, seen: Arc<Mutex<Sighting>>, stop: Arc<std::sync::atomic::AtomicBool>) {
+    let keys = Keys::new("outbound");
+    let script = redis::Script::new(CLAIM_AND_COUNT);
+    let mut conns: std::collections::HashMap<u16, redis::aio::MultiplexedConnection> = Default::default();
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        for &port in ports.iter().filter(|&&p| p != old) {
+            let conn = match conns.get_mut(&port) {
+                Some(conn) => conn,
+                None => {
+                    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
+                    let connect = client.get_multiplexed_async_connection();
+                    let Ok(Ok(conn)) = tokio::time::timeout(Duration::from_millis(200), connect).await else {
+                        continue;
+                    };
+                    conns.entry(port).or_insert(conn)
+                }
+            };
+            let role: redis::RedisResult<redis::Role> = redis::cmd("ROLE").query_async(conn).await;
+            match role {
+                Ok(redis::Role::Primary { .. }) => {}
+                Ok(_) => continue,
+                Err(_) => {
+                    conns.remove(&port);
+                    continue;
+                }
+            }
+            let raw: redis::RedisResult<(String, String, i64)> = script
+                .key(keys.lock.as_str())
+                .key(keys.nodes())
+                .arg(keys.node(""))
+                .arg(keys.alive_channel(""))
+                .invoke_async(conn)
+                .await;
+            let at = Instant::now();
+            let endpoint = lockwatch::connect::Endpoint::new(format!("127.0.0.1:{port}"), false);
+            let snap = lockwatch::probe::probe(conn, &keys, &endpoint).await;
+            let mut seen = seen.lock().unwrap();
+            if let Ok((_, claim, 0)) = &raw
+                && claim == "1"
+            {
+                seen.claim_without_subscriber.push(at);
+            }
+            if let Ok(snap) = snap
+                && let Some(field) = snap.lock.holders.first()
+                && snap
+                    .beats
+                    .iter()
+                    .any(|b| b.lock_field.as_deref() == Some(field.as_str()) && b.present == Some(false))
+            {
+                seen.probe_said_gone.push(at);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Two workers run the job while a watcher with default options looks
+/// through the sentinels; the primary is failed over `how`. The job runs
+/// on after it, and the watcher never says the healthy holder is dying
+/// (`stale`), nor tells a `stalled` or `died`, although the new primary
+/// has the holder's heartbeat claiming a presence subscription that was
+/// made on the old one (subscriptions are not replicated).
+async fn failover_keeps_a_healthy_holder_healthy(how: Failover) {
+    let mut set = SentinelSet::start();
+    let primary = set.primary_port();
+    {
+        let mut c = connect(primary).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+        assert_eq!(acked, 1);
+    }
+
+    let watcher = Watcher::spawn(sentinel_spec(&set).target().unwrap(), Keys::new("outbound"), Options::default());
+    let statuses: Arc<Mutex<Vec<(Instant, State, String)>>> = Arc::default();
+    let events: Arc<Mutex<Vec<(Instant, EventKind, String)>>> = Arc::default();
+    let recorders = {
+        let mut rx = watcher.status();
+        let statuses = statuses.clone();
+        let mut event_rx = watcher.events();
+        let events = events.clone();
+        [
+            tokio::spawn(async move {
+                loop {
+                    if let Some(s) = rx.borrow_and_update().clone() {
+                        statuses.lock().unwrap().push((Instant::now(), s.state, s.reason.clone()));
+                    }
+                    if rx.changed().await.is_err() {
+                        break;
+                    }
+                }
+            }),
+            tokio::spawn(async move {
+                while let Ok(e) = event_rx.recv().await {
+                    events.lock().unwrap().push((Instant::now(), e.event, e.reason.clone()));
+                }
+            }),
+        ]
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    // The default lease: it outlasts the old primary's life as a primary
+    // after an asked failover (until a sentinel converts it, up to 10 s).
+    let _workers = [leased_worker(&set, "srv-a", &j, "30s"), leased_worker(&set, "srv-b", &j, "30s")];
+    eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
+    let running = || statuses.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
+    eventually("the watcher to say running", Duration::from_secs(15), || running().then_some(())).await;
+    // Both workers beat with their presence held.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let sighting: Arc<Mutex<Sighting>> = Arc::default();
+    let stop_spy = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let started = Instant::now();
+    let started_ns = now_ns();
+    let old = match how {
+        Failover::Asked => tokio::task::block_in_place(|| set.fail_over()),
+        Failover::Killed => tokio::task::block_in_place(|| set.kill_primary()),
+    };
+    let spying = tokio::spawn(spy(set.server_ports(), old, sighting.clone(), stop_spy.clone()));
+    let new = tokio::task::block_in_place(|| set.wait_for_new_primary(Duration::from_secs(30)));
+    let promoted = started.elapsed();
+    // A look that begins while the new primary shows the claim made on the
+    // old one, as a monitoring system's check or a desktop starting would.
+    let shown = || (!sighting.lock().unwrap().claim_without_subscriber.is_empty()).then_some(started.elapsed());
+    let shown_at = eventually("the holder's claim without a subscriber", Duration::from_secs(10), shown).await;
+    let (out, text) = tokio::task::block_in_place(|| run(lockwatch(&set, &set.master_name).args(["status", "--json"])));
+    let first_look: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let first_look = format!("{} at {:.2} s: {}", first_look["state"], shown_at.as_secs_f64(), first_look["reason"]);
+    if matches!(how, Failover::Asked) {
+        // The workers and the watcher stay on the old primary until a
+        // sentinel turns it into a replica and closes their connections.
+        let converted = || tokio::task::block_in_place(|| (!is_primary(old)).then_some(()));
+        eventually("the old primary to become a replica", Duration::from_secs(30), converted).await;
+    }
+    let promoted_ns = now_ns();
+
+    let at = eventually("the job to run after the failover", Duration::from_secs(30), || {
+        journal(&j).iter().any(|l| l.2 > promoted_ns + 500_000_000).then_some(started.elapsed())
+    })
+    .await;
+    // Long enough for a resubscription, the heartbeat's grace and the lease.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    stop_spy.store(true, std::sync::atomic::Ordering::SeqCst);
+    spying.await.unwrap();
+    let holders: Vec<String> = query(new, redis::cmd("HKEYS").arg("{outbound}:lock")).unwrap();
+    drop(_workers);
+    watcher.stop().await;
+    for r in recorders {
+        r.abort();
+    }
+
+    let lines = journal(&j);
+    let when = |t: &Instant| format!("{:+.2}s", t.duration_since(started).as_secs_f64());
+    let mut runs: Vec<(i64, String, u128, u128)> = Vec::new();
+    for (fence, node, ns) in &lines {
+        match runs.iter_mut().find(|r| r.0 == *fence && r.1 == *node) {
+            Some(run) => run.3 = *ns,
+            None => runs.push((*fence, node.clone(), *ns, *ns)),
+        }
+    }
+    let ms = |ns: u128| (ns as f64 - started_ns as f64) / 1e6;
+    let runs: Vec<String> = runs
+        .iter()
+        .map(|(f, n, a, b)| format!("fence {f} on {n} from {:+.0} ms to {:+.0} ms", ms(*a), ms(*b)))
+        .collect();
+    eprintln!("runs: {runs:#?}");
+    if matches!(how, Failover::Killed) {
+        assert_no_overlap(&lines);
+    }
+    let statuses = statuses.lock().unwrap();
+    let events = events.lock().unwrap();
+    let sighting = sighting.lock().unwrap();
+    let said: Vec<String> =
+        statuses.iter().filter(|(t, ..)| *t >= started).map(|(t, s, r)| format!("{} {s:?}: {r}", when(t))).collect();
+    let told: Vec<String> =
+        events.iter().filter(|(t, ..)| *t >= started).map(|(t, e, r)| format!("{} {e:?}: {r}", when(t))).collect();
+    let window = |times: &[Instant]| match (times.first(), times.last()) {
+        (Some(a), Some(b)) => format!("{} looks from {} to {}", times.len(), when(a), when(b)),
+        _ => "none".to_owned(),
+    };
+    eprintln!(
+        "{how:?}: new primary after {:.2} s, job running after {:.2} s; on the new primary the holder's claim \
+         without a subscriber: {}; the probe said it gone: {}\nstatus in that window: {first_look}\n\
+         statuses: {said:#?}\nevents: {told:#?}",
+        promoted.as_secs_f64(),
+        at.as_secs_f64(),
+        window(&sighting.claim_without_subscriber),
+        window(&sighting.probe_said_gone),
+    );
+    assert_eq!(holders.len(), 1, "the new primary holds the lock of one server: {holders:?}");
+    assert!(out.status.code() == Some(0) && first_look.starts_with("\"running\""), "status said {first_look}; {text}");
+    // The test proves something only if the new primary did show the claim
+    // made on the old one with nobody subscribed.
+    assert!(
+        !sighting.claim_without_subscriber.is_empty(),
+        "the spy never saw the holder's claim without a subscriber on the new primary"
+    );
+    for (_, state, reason) in statuses.iter() {
+        assert_ne!(*state, State::Stale, "the watcher said the healthy holder {reason}");
+        assert_ne!(*state, State::Stopped, "the watcher said stopped: {reason}");
+    }
+    for (_, event, reason) in events.iter() {
+        assert!(!matches!(event, EventKind::Stalled | EventKind::Died), "the watcher told {event:?}: {reason}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_failover_never_tells_the_healthy_holder_dying() {
+    failover_keeps_a_healthy_holder_healthy(Failover::Asked).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_the_primary_never_tells_the_healthy_holder_dying() {
+    failover_keeps_a_healthy_holder_healthy(Failover::Killed).await;
 }

@@ -146,8 +146,8 @@ pub struct SentinelSet {
     /// The primary first, then the replica; a failover swaps their roles.
     servers: Vec<Process>,
     sentinels: Vec<Process>,
-    /// The port of the primary `kill_primary` killed last.
-    killed: Option<u16>,
+    /// The port of the primary replaced last (killed, or failed over).
+    replaced: Option<u16>,
     dir: tempfile::TempDir,
 }
 
@@ -195,7 +195,7 @@ impl SentinelSet {
                 })
             })
             .collect();
-        let set = SentinelSet { master_name, servers: vec![primary, replica], sentinels, killed: None, dir };
+        let set = SentinelSet { master_name, servers: vec![primary, replica], sentinels, replaced: None, dir };
         for sentinel in &set.sentinels {
             wait_until(&format!("{} to see the replica and reach quorum", sentinel.name), START_TIMEOUT, || {
                 let replicas: Vec<redis::Value> =
@@ -240,7 +240,23 @@ impl SentinelSet {
         let port = self.primary_port();
         let server = self.servers.iter_mut().find(|s| s.port == port).expect("the primary is one of the set's servers");
         server.kill();
-        self.killed = Some(port);
+        self.replaced = Some(port);
+        port
+    }
+
+    /// Asks a sentinel for a failover (`SENTINEL FAILOVER`), as an admin
+    /// does before maintenance: the replica is promoted, then the sentinels
+    /// turn the old primary into its replica, closing its clients'
+    /// connections (`CLIENT KILL TYPE normal` and `pubsub`). Returns the old
+    /// primary's port; [`SentinelSet::wait_for_new_primary`] waits for the new one.
+    pub fn fail_over(&mut self) -> u16 {
+        let port = self.primary_port();
+        let sentinel = self.sentinel_ports()[0];
+        // A sentinel refuses while it has not yet judged the replica fit (NOGOODSLAVE).
+        wait_until("a sentinel to start a failover", START_TIMEOUT, || {
+            query::<()>(sentinel, redis::cmd("SENTINEL").arg("FAILOVER").arg(&self.master_name)).ok()
+        });
+        self.replaced = Some(port);
         port
     }
 
@@ -273,10 +289,10 @@ impl SentinelSet {
         new
     }
 
-    /// Waits until a sentinel names a primary other than the one killed last
-    /// (or than the first one) and that node answers `ROLE` as a primary.
+    /// Waits until a sentinel names a primary other than the one replaced
+    /// last (or than the first one) and that node answers `ROLE` as a primary.
     pub fn wait_for_new_primary(&self, timeout: Duration) -> u16 {
-        let old = self.killed.unwrap_or(self.servers[0].port);
+        let old = self.replaced.unwrap_or(self.servers[0].port);
         wait_until("the sentinels to promote a new primary", timeout, || {
             self.sentinel_ports()
                 .into_iter()
