@@ -131,14 +131,23 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
         let _: () = redis::cmd("ACL").arg("SETUSER").arg("alice").arg(">pw").query(&mut conn).unwrap();
         let _: () = redis::cmd("ACL").arg("LOG").arg("RESET").query(&mut conn).unwrap();
     }
-    // A holder that just died: its heartbeat claims a sharded presence that
-    // is gone from the slot's owner. Only alice's probe counting it (PUBSUB
-    // SHARDNUMSUB) and checking that it reads on the owner (CLUSTER MYID,
-    // KEYSLOT, SLOTS) can tell it dying while its last beat is fresh.
+    // A holder that just died: its heartbeat claims a sharded presence, made
+    // in the owner's process, that is gone from there. Only alice's probe
+    // counting it (PUBSUB SHARDNUMSUB), checking that it reads in that process
+    // (INFO server) and on the owner (CLUSTER MYID, KEYSLOT, SLOTS) can tell it
+    // dying while its last beat is fresh.
     let mut owner_conn = connect(owner).unwrap();
     common::beat(&mut owner_conn, "outbound", "srv-a", "uuid-a:1", 0, "running", 0);
-    let _: () =
-        redis::cmd("HSET").arg("{outbound}:node:srv-a").arg("presence").arg("sharded").query(&mut owner_conn).unwrap();
+    let info: String = redis::cmd("INFO").arg("server").query(&mut owner_conn).unwrap();
+    let run_id = info.lines().find_map(|l| l.strip_prefix("run_id:")).unwrap().trim().to_owned();
+    let _: () = redis::cmd("HSET")
+        .arg("{outbound}:node:srv-a")
+        .arg("presence")
+        .arg("sharded")
+        .arg("presence_on")
+        .arg(&run_id)
+        .query(&mut owner_conn)
+        .unwrap();
     redisson_lock(&mut owner_conn, LOCK_KEY, "uuid-a:1", 60_000);
     let as_alice = seed.replace("redis://", "redis://alice:pw@");
     let (out, text) = run(lockwatch(&as_alice).args(["enable"]));
