@@ -47,18 +47,29 @@ pub(crate) fn claim(target: &Target) -> &'static str {
 /// Whether a worker's presence subscription is held right now, and in which
 /// server process: its heartbeat says both.
 #[derive(Debug, Default)]
-pub struct Held(Mutex<Option<String>>);
+pub struct Held {
+    on: Mutex<Option<String>>,
+    /// Asks for the subscription to be made again, where the job is read now.
+    again: Notify,
+}
 
 impl Held {
     /// The run id of the server process that holds the subscription (empty
     /// when it could not be read), or `None` while none is held.
     pub fn on(&self) -> Option<String> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.on.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Drops the subscription and makes it again: it is held in a process
+    /// where no probe counts it, such as a Redis Cluster node that a failover
+    /// turned into a replica (the server keeps sharded subscriptions there).
+    pub fn subscribe_again(&self) {
+        self.again.notify_one();
     }
 
     /// Records what is held now; true when that changed.
     fn set(&self, now: Option<String>) -> bool {
-        let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut held = self.on.lock().unwrap_or_else(PoisonError::into_inner);
         let changed = *held != now;
         *held = now;
         changed
@@ -89,12 +100,12 @@ pub async fn keep(
             };
             record(now);
         };
-        return follow_shard(&target, Shard::presence(channel), on_change, stop).await;
+        return follow_shard(&target, Shard::presence(channel), on_change, Some(&held.again), stop).await;
     }
     let mut failures = 0u32;
     while !*stop.borrow() {
         let held = tokio::select! {
-            held = hold(&target, &channel, &record) => held,
+            held = hold(&target, &channel, &record, &held.again) => held,
             _ = stop.changed() => return,
         };
         record(None);
@@ -110,8 +121,8 @@ pub async fn keep(
 }
 
 /// Subscribes, tells `record` in which server process, and waits until the
-/// connection ends; true when it was held.
-async fn hold(target: &Target, channel: &str, record: &impl Fn(Option<String>)) -> bool {
+/// connection ends or `again` asks for a new one; true when it was held.
+async fn hold(target: &Target, channel: &str, record: &impl Fn(Option<String>), again: &Notify) -> bool {
     let (pushes, mut received) = mpsc::unbounded_channel();
     let subscribing = async {
         let mut conn = target.subscriber(pushes).await?;
@@ -131,11 +142,16 @@ async fn hold(target: &Target, channel: &str, record: &impl Fn(Option<String>)) 
     };
     record(Some(server.unwrap_or_default()));
     // Nobody publishes here: the connection's end is the only news.
-    while let Some(push) = received.recv().await {
-        if push.kind == PushKind::Disconnection {
-            break;
+    let closed = async {
+        while let Some(push) = received.recv().await {
+            if push.kind == PushKind::Disconnection {
+                break;
+            }
         }
+    };
+    tokio::select! {
+        _ = closed => tracing::debug!(channel, "the presence connection closed; subscribing again"),
+        _ = again.notified() => tracing::info!(channel, "the presence is not counted where the job is read; subscribing again"),
     }
-    tracing::debug!(channel, "the presence connection closed; subscribing again");
     true
 }

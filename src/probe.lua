@@ -217,7 +217,8 @@ local function run_id()
 end
 
 -- For each node whose heartbeat says it holds a presence subscription, how
--- many subscribers its channel has (-1 for the others); tagged like the tail.
+-- many subscribers its channel has (-1 for the others, -2 for a claim made in
+-- another server process); tagged like the tail.
 -- The heartbeat says which kind it holds: plain ('1'), counted by PUBSUB NUMSUB,
 -- or sharded on the slot's owner of a Redis Cluster ('sharded'), counted by
 -- PUBSUB SHARDNUMSUB (both allowed in EVAL_RO; neither needs a channel grant).
@@ -226,7 +227,7 @@ end
 -- are not replicated, so a replica promoted since has the claim without it.
 -- A sharded one counts only where this node owns the slot too. Both are checked
 -- then only, so a healthy look pays nothing for them; a count that cannot be
--- trusted is -1, and the heartbeat's grace applies.
+-- trusted is -1 or -2, and the heartbeat's grace applies.
 -- Refused (a user provisioned before the count was granted) is no error:
 -- the heartbeat's grace still applies.
 local COUNTED_BY = {['1'] = 'NUMSUB', ['sharded'] = 'SHARDNUMSUB'}
@@ -269,14 +270,17 @@ local function read_presence(names, beats, prefix, holders)
   if missing == nil then
     return {'alive', 'read', counts}
   end
-  -- Claims made in another process (or in one this user may not name) are not
-  -- counted; a claim naming none (a worker before presence_on) still is.
+  -- Claims made in another process are not counted (-2: the worker learns
+  -- from it that its subscription is where nobody counts it), nor any when this
+  -- user may not ask (-1); a claim naming none (a worker before presence_on) still is.
   if (beat_field(beats[missing.at], 'presence_on') or '') ~= '' then
     local here = run_id()
     for i = 1, #beats do
       local on = beat_field(beats[i], 'presence_on') or ''
-      if on ~= '' and on ~= here then
+      if on ~= '' and here == nil then
         counts[i] = -1
+      elseif on ~= '' and on ~= here then
+        counts[i] = -2
       end
     end
   end

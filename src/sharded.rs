@@ -94,13 +94,20 @@ pub(crate) async fn follow(target: Target, keys: Keys, wake: Arc<Notify>, stop: 
             wake.notify_one();
         }
     };
-    let followers = shards.into_iter().map(|shard| follow_shard(&target, shard, on_change, stop.clone()));
+    let followers = shards.into_iter().map(|shard| follow_shard(&target, shard, on_change, None, stop.clone()));
     futures_util::future::join_all(followers).await;
 }
 
 /// Holds the shard's subscriptions on its slot's owner until `stop`, and
-/// on its next owner when the slot moves; tells `on` of every [`Change`].
-pub(crate) async fn follow_shard(target: &Target, shard: Shard, on: impl Fn(Change), mut stop: watch::Receiver<bool>) {
+/// on its next owner when the slot moves or `again` asks for it; tells `on`
+/// of every [`Change`].
+pub(crate) async fn follow_shard(
+    target: &Target,
+    shard: Shard,
+    on: impl Fn(Change),
+    again: Option<&Notify>,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut backoff = Backoff::default();
     let mut first = true;
     while !*stop.borrow() {
@@ -141,6 +148,11 @@ pub(crate) async fn follow_shard(target: &Target, shard: Shard, on: impl Fn(Chan
                     }
                     Some(_) => {}
                 },
+                _ = async { match again { Some(again) => again.notified().await, None => std::future::pending().await } } => {
+                    tracing::info!(key = %shard.key, "subscribing again on the slot's owner");
+                    on(Change::Lost);
+                    break;
+                }
                 _ = stop.changed() => return,
             }
         }

@@ -573,7 +573,25 @@ impl Worker {
             self.record_flips(&changed).await;
         }
         self.tell_if_holder_gone(&snap).await;
+        self.check_own_presence(&snap);
         Ok(snap.enabled())
+    }
+
+    /// Makes the presence subscription again when the heartbeat just read
+    /// names the process that holds it, yet it was not counted there: it is
+    /// held where no probe reads (after a Redis Cluster failover the demoted
+    /// owner keeps its sharded subscribers; after a switchover without
+    /// `CLIENT KILL`, the old primary its plain ones), so a crash would be
+    /// told only after the heartbeat's grace.
+    fn check_own_presence(&self, snap: &crate::snapshot::Snapshot) {
+        let Some(held_on) = self.present.on().filter(|id| !id.is_empty()) else { return };
+        let own = snap.beats.iter().find(|b| b.node == self.opts.node);
+        if let Some(beat) = own
+            && beat.presence_on.as_deref() == Some(held_on.as_str())
+            && (beat.present == Some(false) || beat.presence_elsewhere)
+        {
+            self.present.subscribe_again();
+        }
     }
 
     /// Announces, once, a holder whose presence subscription Redis dropped:

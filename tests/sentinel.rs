@@ -3,7 +3,9 @@
 //! primary name or no sentinel is one sentence and UNKNOWN; and a `kill -9`
 //! of the primary while two workers run the job leaves the job running on
 //! one server within 30 s, the watcher never saying `stopped`, and the
-//! workers' journal without overlap.
+//! workers' journal without overlap; a failover (asked, or a `kill -9` of the
+//! primary) never has a healthy holder told dying; and a worker follows a
+//! switchover to the new primary, its presence with it.
 
 mod common;
 
@@ -13,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::journal::{JOURNAL_LOOP, Proc, assert_no_overlap, journal, now_ns};
+use common::spy::{Spy, window};
 use common::topology::{SentinelSet, connect, is_primary, query};
 use common::{eventually, flag, free_port};
 use lockwatch::spec::{ConnectionSpec, Topology};
@@ -225,6 +228,14 @@ async fn a_demoted_primary_answering_readonly_is_dropped_and_the_worker_follows_
     assert!(errors.contains("errorstat_READONLY"), "the old primary answered no READONLY: {errors}");
     let ttl: i64 = query(new, redis::cmd("PTTL").arg("{outbound}:lock")).unwrap();
     assert!(ttl > 0, "the lock is held and renewed on the new primary");
+    // Its presence subscription stayed on the old primary (no CLIENT KILL),
+    // where no probe counts it: the worker makes it again on the new one.
+    let counted = || {
+        let counts: (String, i64) =
+            query(new, redis::cmd("PUBSUB").arg("NUMSUB").arg("{outbound}:alive:srv-a")).unwrap_or_default();
+        (counts.1 == 1).then_some(())
+    };
+    eventually("the worker's presence counted on the new primary", Duration::from_secs(5), counted).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let lines = journal(&j);
     assert_no_overlap(&lines);
@@ -238,89 +249,6 @@ enum Failover {
     Asked,
     /// `kill -9` of the primary.
     Killed,
-}
-
-/// What a spy saw on the new primary while the failover went on, probing
-/// every data node every 10 ms.
-#[derive(Debug, Default)]
-struct Sighting {
-    /// Looks at which the holder's heartbeat claimed a presence subscription
-    /// and its channel had no subscriber (`PUBSUB NUMSUB` 0).
-    claim_without_subscriber: Vec<Instant>,
-    /// Looks at which the library's probe read the holder's presence as gone.
-    probe_said_gone: Vec<Instant>,
-}
-
-/// The holder's node, whether its heartbeat claims a plain presence
-/// subscription, and its channel's subscriber count: read in one script.
-const CLAIM_AND_COUNT: &str = r"
-local holders = redis.call('HKEYS', KEYS[1])
-if #holders == 0 then return {} end
-for _, node in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-  local beat = redis.call('HMGET', ARGV[1] .. node, 'lock_field', 'presence')
-  if beat[1] == holders[1] then
-    return {node, beat[2] or '', redis.call('PUBSUB', 'NUMSUB', ARGV[2] .. node)[2]}
-  end
-end
-return {}
-";
-
-/// Probes each of `ports` that answers as a primary other than `old`, every
-/// 10 ms, until `stop`.
-async fn spy(ports: Vec<u16>, old: u16, seen: Arc<Mutex<Sighting>>, stop: Arc<std::sync::atomic::AtomicBool>) {
-    let keys = Keys::new("outbound");
-    let script = redis::Script::new(CLAIM_AND_COUNT);
-    let mut conns: std::collections::HashMap<u16, redis::aio::MultiplexedConnection> = Default::default();
-    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-        for &port in ports.iter().filter(|&&p| p != old) {
-            let conn = match conns.get_mut(&port) {
-                Some(conn) => conn,
-                None => {
-                    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
-                    let connect = client.get_multiplexed_async_connection();
-                    let Ok(Ok(conn)) = tokio::time::timeout(Duration::from_millis(200), connect).await else {
-                        continue;
-                    };
-                    conns.entry(port).or_insert(conn)
-                }
-            };
-            let role: redis::RedisResult<redis::Role> = redis::cmd("ROLE").query_async(conn).await;
-            match role {
-                Ok(redis::Role::Primary { .. }) => {}
-                Ok(_) => continue,
-                Err(_) => {
-                    conns.remove(&port);
-                    continue;
-                }
-            }
-            let raw: redis::RedisResult<(String, String, i64)> = script
-                .key(keys.lock.as_str())
-                .key(keys.nodes())
-                .arg(keys.node(""))
-                .arg(keys.alive_channel(""))
-                .invoke_async(conn)
-                .await;
-            let at = Instant::now();
-            let endpoint = lockwatch::connect::Endpoint::new(format!("127.0.0.1:{port}"), false);
-            let snap = lockwatch::probe::probe(conn, &keys, &endpoint).await;
-            let mut seen = seen.lock().unwrap();
-            if let Ok((_, claim, 0)) = &raw
-                && claim == "1"
-            {
-                seen.claim_without_subscriber.push(at);
-            }
-            if let Ok(snap) = snap
-                && let Some(field) = snap.lock.holders.first()
-                && snap
-                    .beats
-                    .iter()
-                    .any(|b| b.lock_field.as_deref() == Some(field.as_str()) && b.present == Some(false))
-            {
-                seen.probe_said_gone.push(at);
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Two workers run the job while a watcher with default options looks
@@ -378,20 +306,18 @@ async fn failover_keeps_a_healthy_holder_healthy(how: Failover) {
     // Both workers beat with their presence held.
     tokio::time::sleep(Duration::from_secs(2)).await;
 
-    let sighting: Arc<Mutex<Sighting>> = Arc::default();
-    let stop_spy = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let started = Instant::now();
     let started_ns = now_ns();
     let old = match how {
         Failover::Asked => tokio::task::block_in_place(|| set.fail_over()),
         Failover::Killed => tokio::task::block_in_place(|| set.kill_primary()),
     };
-    let spying = tokio::spawn(spy(set.server_ports(), old, sighting.clone(), stop_spy.clone()));
+    let spy = Spy::start(set.server_ports(), old);
     let new = tokio::task::block_in_place(|| set.wait_for_new_primary(Duration::from_secs(30)));
     let promoted = started.elapsed();
     // A look that begins while the new primary shows the claim made on the
     // old one, as a monitoring system's check or a desktop starting would.
-    let shown = || (!sighting.lock().unwrap().claim_without_subscriber.is_empty()).then_some(started.elapsed());
+    let shown = || (!spy.sighting().claim_without_subscriber.is_empty()).then_some(started.elapsed());
     let shown_at = eventually("the holder's claim without a subscriber", Duration::from_secs(10), shown).await;
     let (out, text) = tokio::task::block_in_place(|| run(lockwatch(&set, &set.master_name).args(["status", "--json"])));
     let first_look: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
@@ -410,8 +336,7 @@ async fn failover_keeps_a_healthy_holder_healthy(how: Failover) {
     .await;
     // Long enough for a resubscription, the heartbeat's grace and the lease.
     tokio::time::sleep(Duration::from_secs(10)).await;
-    stop_spy.store(true, std::sync::atomic::Ordering::SeqCst);
-    spying.await.unwrap();
+    let sighting = spy.stop().await;
     let holders: Vec<String> = query(new, redis::cmd("HKEYS").arg("{outbound}:lock")).unwrap();
     drop(_workers);
     watcher.stop().await;
@@ -439,23 +364,18 @@ async fn failover_keeps_a_healthy_holder_healthy(how: Failover) {
     }
     let statuses = statuses.lock().unwrap();
     let events = events.lock().unwrap();
-    let sighting = sighting.lock().unwrap();
     let said: Vec<String> =
         statuses.iter().filter(|(t, ..)| *t >= started).map(|(t, s, r)| format!("{} {s:?}: {r}", when(t))).collect();
     let told: Vec<String> =
         events.iter().filter(|(t, ..)| *t >= started).map(|(t, e, r)| format!("{} {e:?}: {r}", when(t))).collect();
-    let window = |times: &[Instant]| match (times.first(), times.last()) {
-        (Some(a), Some(b)) => format!("{} looks from {} to {}", times.len(), when(a), when(b)),
-        _ => "none".to_owned(),
-    };
     eprintln!(
         "{how:?}: new primary after {:.2} s, job running after {:.2} s; on the new primary the holder's claim \
          without a subscriber: {}; the probe said it gone: {}\nstatus in that window: {first_look}\n\
          statuses: {said:#?}\nevents: {told:#?}",
         promoted.as_secs_f64(),
         at.as_secs_f64(),
-        window(&sighting.claim_without_subscriber),
-        window(&sighting.probe_said_gone),
+        window(&sighting.claim_without_subscriber, started),
+        window(&sighting.probe_said_gone, started),
     );
     assert_eq!(holders.len(), 1, "the new primary holds the lock of one server: {holders:?}");
     assert!(out.status.code() == Some(0) && first_look.starts_with("\"running\""), "status said {first_look}; {text}");
