@@ -26,7 +26,6 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::sleep;
 
 use crate::connect::{Target, run_id};
-use crate::error::{Action, Error, describe};
 use crate::sharded::{Change, Shard, follow_shard};
 
 /// How long subscribing may take before the connection counts as dead.
@@ -124,16 +123,15 @@ pub async fn keep(
 /// connection ends or `again` asks for a new one; true when it was held.
 async fn hold(target: &Target, channel: &str, record: &impl Fn(Option<String>), again: &Notify) -> bool {
     let (pushes, mut received) = mpsc::unbounded_channel();
+    // Held until the connection ends.
+    let Ok(mut conn) = target.subscriber(pushes).await else { return false };
     let subscribing = async {
-        let mut conn = target.subscriber(pushes).await?;
         // Asked on the connection that subscribes: the process it lives in.
         let server = run_id(&mut conn).await;
-        conn.subscribe(channel).await.map_err(|e| describe(e, Action::Subscribing, target.endpoint()))?;
-        Ok::<_, Error>((conn, server))
+        conn.subscribe(channel).await.map(|()| server)
     };
-    // Held until the connection ends.
-    let (_conn, server) = match tokio::time::timeout(SUBSCRIBE_PATIENCE, subscribing).await {
-        Ok(Ok(held)) => held,
+    let server = match tokio::time::timeout(SUBSCRIBE_PATIENCE, subscribing).await {
+        Ok(Ok(server)) => server,
         Ok(Err(err)) => {
             tracing::debug!(channel, error = %err, "cannot subscribe to the presence channel");
             return false;
