@@ -33,6 +33,10 @@ const COMMANDS: &[&str] = &[
     // (sharded ones on a Redis Cluster).
     "+pubsub|numsub",
     "+pubsub|shardnumsub",
+    // Whether the server a probe reached is the process the holder's missing
+    // subscription was made in (`INFO server`'s run id): after a failover the
+    // promoted replica has the claim but not the subscription. Asked only then.
+    "+info",
     // The flag flip (`flags::set_flag`): Redis time, the own flag, the registration check.
     "+sismember",
     "+hset",

@@ -380,6 +380,38 @@ impl Target {
             .map_err(|e| describe(e, Action::Subscribing, &at))
     }
 
+    /// Of a single server or a Sentinel primary: a RESP3 connection of its
+    /// own to the data node (the URL's host, or the primary the sentinels
+    /// name now), its pushes (messages, and the news that it closed) sent to
+    /// `pushes`. Commands still run on it beside a subscription, so it can
+    /// say which server process holds that ([`run_id`]).
+    ///
+    /// # Errors
+    /// [`Error::Redis`] or [`Error::Timeout`] when no connection can be made.
+    pub(crate) async fn subscriber(
+        &self,
+        pushes: tokio::sync::mpsc::UnboundedSender<redis::PushInfo>,
+    ) -> Result<MultiplexedConnection, Error> {
+        let info = self.client().await?.get_connection_info().clone();
+        let settings = info.redis_settings().clone().set_protocol(redis::ProtocolVersion::RESP3);
+        // The TLS settings (a private CA included) live in the address and come along.
+        let client = Client::open(info.set_redis_settings(settings)).map_err(|e| Error::Redis {
+            action: Action::Subscribing,
+            host: self.endpoint.clone(),
+            cause: e.to_string(),
+            hint: "check the Redis URL",
+            kind: RedisFailure::Server,
+        })?;
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(TIMEOUT))
+            .set_response_timeout(Some(TIMEOUT))
+            .set_push_sender(pushes);
+        client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(|e| describe(e, Action::Subscribing, &self.endpoint))
+    }
+
     /// A pub/sub connection.
     ///
     /// # Errors
@@ -391,6 +423,20 @@ impl Target {
             Err(_) => Err(Error::Timeout { action: Action::Subscribing, host: self.endpoint.clone(), after: TIMEOUT }),
         }
     }
+}
+
+/// The run id of the server process at the other end of `conn` (`INFO
+/// server`), which changes with every start of a server and differs between
+/// a primary and its replicas; `None` when it cannot be read.
+pub(crate) async fn run_id(conn: &mut MultiplexedConnection) -> Option<String> {
+    let info: String = redis::cmd("INFO").arg("server").query_async(conn).await.ok()?;
+    parse_run_id(&info)
+}
+
+/// The `run_id` of an `INFO server` reply.
+fn parse_run_id(info: &str) -> Option<String> {
+    let id = info.lines().find_map(|line| line.strip_prefix("run_id:"))?.trim();
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_owned())
 }
 
 /// What went wrong, without the where and the hint (said once for all sentinels).
@@ -794,6 +840,16 @@ fn redact_query(query: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_run_id_is_read_from_info_server() {
+        let info =
+            "# Server\r\nredis_version:7.0.15\r\nrun_id:592028868d9641a85afd365a7b836baf63e65f53\r\ntcp_port:6379\r\n";
+        assert_eq!(parse_run_id(info).as_deref(), Some("592028868d9641a85afd365a7b836baf63e65f53"));
+        assert_eq!(parse_run_id("# Server\r\nredis_version:7.0.15\r\n"), None);
+        assert_eq!(parse_run_id("run_id:\r\n"), None);
+        assert_eq!(parse_run_id("run_id:not hex\r\n"), None);
+    }
 
     #[test]
     fn redact_hides_passwords_only() {

@@ -22,7 +22,7 @@ local READ = {
   [ARGV[1]] = {measure = true, fields = {'on', 'time', 'host', 'reason'}},
   [ARGV[2]] = {measure = false, fields = {'node', 'host', 'pid', 'lock_field', 'fence', 'seq', 'beat_ms',
                                           'state', 'version', 'started_ms', 'child_pid', 'last_exit',
-                                          'wait_until_ms', 'presence'}},
+                                          'wait_until_ms', 'presence', 'presence_on'}},
 }
 
 -- Acknowledgements, like flags, are written by the supervisors: measured first.
@@ -196,13 +196,38 @@ local function owns_slot(key)
   return false
 end
 
+-- A field's value in a heartbeat as read_fields returns it, or nil.
+local function beat_field(beat, name)
+  local found = beat[3] or {}
+  for j = 1, #found - 1, 2 do
+    if found[j] == name then
+      return found[j + 1]
+    end
+  end
+  return nil
+end
+
+-- This server process's run id; nil when it cannot be told (a user not granted INFO).
+local function run_id()
+  local info = redis.pcall('INFO', 'server')
+  if type(info) ~= 'string' then
+    return nil
+  end
+  return string.match(info, 'run_id:(%x+)')
+end
+
 -- For each node whose heartbeat says it holds a presence subscription, how
--- many subscribers its channel has (-1 for the others); tagged like the tail.
+-- many subscribers its channel has (-1 for the others, -2 for a claim made in
+-- another server process); tagged like the tail.
 -- The heartbeat says which kind it holds: plain ('1'), counted by PUBSUB NUMSUB,
 -- or sharded on the slot's owner of a Redis Cluster ('sharded'), counted by
 -- PUBSUB SHARDNUMSUB (both allowed in EVAL_RO; neither needs a channel grant).
--- A holder's sharded subscription found missing counts only where this node owns
--- the slot (checked then only, so a healthy look pays nothing for it).
+-- A holder's subscription found missing counts only in the server process it
+-- was made in, which the heartbeat names (presence_on, a run id): subscriptions
+-- are not replicated, so a replica promoted since has the claim without it.
+-- A sharded one counts only where this node owns the slot too. Both are checked
+-- then only, so a healthy look pays nothing for them; a count that cannot be
+-- trusted is -1 or -2, and the heartbeat's grace applies.
 -- Refused (a user provisioned before the count was granted) is no error:
 -- the heartbeat's grace still applies.
 local COUNTED_BY = {['1'] = 'NUMSUB', ['sharded'] = 'SHARDNUMSUB'}
@@ -212,20 +237,19 @@ local function read_presence(names, beats, prefix, holders)
   end
   local asked = {NUMSUB = {channels = {}, at = {}}, SHARDNUMSUB = {channels = {}, at = {}}}
   for i, beat in ipairs(beats) do
-    local found = beat[3] or {}
-    for j = 1, #found - 1, 2 do
-      local how = found[j] == 'presence' and COUNTED_BY[found[j + 1]]
-      if how then
-        local q = asked[how]
-        q.channels[#q.channels + 1] = prefix .. names[i]
-        q.at[#q.channels] = i
-      end
+    local how = COUNTED_BY[beat_field(beat, 'presence') or '']
+    if how then
+      local q = asked[how]
+      q.channels[#q.channels + 1] = prefix .. names[i]
+      q.at[#q.channels] = i
     end
   end
   local counts = {}
   for i = 1, #beats do
     counts[i] = -1
   end
+  -- The holder whose claimed subscription has no subscriber here, if any.
+  local missing = nil
   for _, how in ipairs({'NUMSUB', 'SHARDNUMSUB'}) do
     local q = asked[how]
     if #q.channels > 0 then
@@ -234,27 +258,36 @@ local function read_presence(names, beats, prefix, holders)
         return {'alive', 'refused', {}}
       end
       for k = 1, #q.channels do
-        counts[q.at[k]] = reply[2 * k]
+        local i = q.at[k]
+        counts[i] = reply[2 * k]
+        local field = beat_field(beats[i], 'lock_field')
+        if counts[i] == 0 and field and holders[field] then
+          missing = {at = i, how = how, channel = q.channels[k]}
+        end
       end
     end
   end
-  local sharded = asked.SHARDNUMSUB
-  for k = 1, #sharded.channels do
-    local i = sharded.at[k]
-    local found = beats[i][3] or {}
-    local field = nil
-    for j = 1, #found - 1, 2 do
-      if found[j] == 'lock_field' then
-        field = found[j + 1]
+  if missing == nil then
+    return {'alive', 'read', counts}
+  end
+  -- Claims made in another process are not counted (-2: the worker learns
+  -- from it that its subscription is where nobody counts it), nor any when this
+  -- user may not ask (-1); a claim naming none (a worker before presence_on) still is.
+  if (beat_field(beats[missing.at], 'presence_on') or '') ~= '' then
+    local here = run_id()
+    for i = 1, #beats do
+      local on = beat_field(beats[i], 'presence_on') or ''
+      if on ~= '' and here == nil then
+        counts[i] = -1
+      elseif on ~= '' and on ~= here then
+        counts[i] = -2
       end
     end
-    if counts[i] == 0 and field and holders[field] then
-      if owns_slot(sharded.channels[k]) ~= true then
-        for m = 1, #sharded.channels do
-          counts[sharded.at[m]] = -1
-        end
-      end
-      break
+  end
+  if counts[missing.at] == 0 and missing.how == 'SHARDNUMSUB' and owns_slot(missing.channel) ~= true then
+    local sharded = asked.SHARDNUMSUB
+    for k = 1, #sharded.channels do
+      counts[sharded.at[k]] = -1
     end
   end
   return {'alive', 'read', counts}

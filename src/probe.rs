@@ -231,7 +231,9 @@ fn decode_beats(
         .enumerate()
         .map(|(i, (node, reply))| {
             let mut beat = decode_beat(&keys.node(node), node, reply, problems);
-            beat.present = beat.present.and(subscribers.get(i).copied().flatten()).map(|n| n > 0);
+            let count = beat.present.and(subscribers.get(i).copied().flatten());
+            beat.presence_elsewhere = count == Some(CLAIMED_ELSEWHERE);
+            beat.present = count.filter(|n| *n >= 0).map(|n| n > 0);
             beat
         })
         .collect();
@@ -239,15 +241,19 @@ fn decode_beats(
     out
 }
 
+/// The presence count of a claim made in another server process than the
+/// one the probe read (`probe.lua`'s -2).
+const CLAIMED_ELSEWHERE: i64 = -2;
+
 /// Subscribers of each node's presence channel, in the order of the nodes
-/// read (`None`: not asked, or not known).
+/// read (`None`: not asked; negative: not known, or [`CLAIMED_ELSEWHERE`]).
 fn presence_counts(later: &[Value]) -> Vec<Option<i64>> {
     let Some(part) = later.iter().find(|part| tagged(part, "alive")).and_then(array) else { return Vec::new() };
     if part.get(1).and_then(text).as_deref() != Some("read") {
         return Vec::new();
     }
     let counts = part.get(2).and_then(array).unwrap_or_default();
-    counts.iter().map(|c| int(c).filter(|n| *n >= 0)).collect()
+    counts.iter().map(int).collect()
 }
 
 /// True when a later part of the reply is the one named `tag`.
@@ -451,6 +457,9 @@ fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<String>) -> 
         // Known once the subscriber count is read; `Some(_)` here only marks
         // that the worker says it holds the subscription.
         present: matches!(text("presence").as_deref(), Some(PLAIN | SHARDED)).then_some(true),
+        presence_on: text("presence_on").filter(|id| !id.is_empty()),
+        // Known with the count, as `present` is.
+        presence_elsewhere: false,
     }
 }
 
@@ -727,6 +736,9 @@ mod tests {
             with(read),
             vec![("java".into(), None), ("srv-a".into(), Some(true)), ("srv-b".into(), Some(false))]
         );
+        // Claims made in another server process (Redis failed over since) blame nobody.
+        let elsewhere = arr(vec![s(b"alive"), s(b"read"), arr(vec![Value::Int(-2), Value::Int(-2), Value::Int(-1)])]);
+        assert!(with(elsewhere).iter().all(|(_, p)| p.is_none()), "a claim made elsewhere blames nobody");
         let refused = arr(vec![s(b"alive"), s(b"refused"), arr(vec![])]);
         assert!(with(refused).iter().all(|(_, p)| p.is_none()), "a refused count blames nobody");
     }

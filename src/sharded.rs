@@ -5,7 +5,8 @@
 //! notifications (each node sends only its own keys' events).
 //!
 //! A worker's presence (`{job}:alive:<node>`, see [`crate::presence`]) is
-//! held the same way, on a connection of its own.
+//! held the same way, on a connection of its own, which also says which
+//! server process holds it.
 //!
 //! Each slot owner gets a plain RESP3 connection used for nothing else.
 //! When the slot moves away the server ends the subscription with a
@@ -30,10 +31,11 @@ use crate::watch::Backoff;
 const PATIENCE: Duration = Duration::from_secs(5);
 
 /// What happens to a shard's subscriptions, told to whoever follows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Change {
     /// Subscribed on the slot's owner; `again` after an earlier loss.
-    Subscribed { again: bool },
+    /// `server` is the owner's run id, for a shard that asks for it.
+    Subscribed { again: bool, server: Option<String> },
     /// A message on one of the channels or patterns.
     Message,
     /// The subscriptions ended: the slot moved away or the connection closed.
@@ -50,12 +52,16 @@ pub(crate) struct Shard {
     channels: Vec<(String, bool)>,
     /// Keyspace-notification patterns: a bonus where the server sends them.
     patterns: Vec<String>,
+    /// Whether to read the owner's run id before subscribing: a presence
+    /// claim names the server process its subscription lives in.
+    identify: bool,
 }
 
 impl Shard {
-    /// One required sharded channel; its own slot names the owner.
-    pub(crate) fn channel(channel: String) -> Shard {
-        Shard { key: channel.clone(), channels: vec![(channel, true)], patterns: Vec::new() }
+    /// A worker's presence: one required sharded channel, whose own slot
+    /// names the owner, and the owner's run id.
+    pub(crate) fn presence(channel: String) -> Shard {
+        Shard { key: channel.clone(), channels: vec![(channel, true)], patterns: Vec::new(), identify: true }
     }
 }
 
@@ -66,6 +72,7 @@ pub(crate) async fn follow(target: Target, keys: Keys, wake: Arc<Notify>, stop: 
         key: keys.fence(),
         channels: vec![(keys.wake_channel(), false)],
         patterns: vec![keyspace_pattern(&keys.prefix, true)],
+        identify: false,
     };
     let mut shards = Vec::new();
     // The unlock channel hashes like the lock key: with the job, or apart.
@@ -76,23 +83,31 @@ pub(crate) async fn follow(target: Target, keys: Keys, wake: Arc<Notify>, stop: 
             key: keys.lock.clone(),
             channels: vec![(keys.unlock_channel(), true)],
             patterns: vec![keyspace_pattern(&keys.lock, false)],
+            identify: false,
         });
     }
     shards.push(job);
     // Anything but the first subscription is news: a message, or a moment
     // nobody listened (a message may have gone out then; Redis may be gone).
     let on_change = |change| {
-        if change != (Change::Subscribed { again: false }) {
+        if !matches!(change, Change::Subscribed { again: false, .. }) {
             wake.notify_one();
         }
     };
-    let followers = shards.into_iter().map(|shard| follow_shard(&target, shard, on_change, stop.clone()));
+    let followers = shards.into_iter().map(|shard| follow_shard(&target, shard, on_change, None, stop.clone()));
     futures_util::future::join_all(followers).await;
 }
 
 /// Holds the shard's subscriptions on its slot's owner until `stop`, and
-/// on its next owner when the slot moves; tells `on` of every [`Change`].
-pub(crate) async fn follow_shard(target: &Target, shard: Shard, on: impl Fn(Change), mut stop: watch::Receiver<bool>) {
+/// on its next owner when the slot moves or `again` asks for it; tells `on`
+/// of every [`Change`].
+pub(crate) async fn follow_shard(
+    target: &Target,
+    shard: Shard,
+    on: impl Fn(Change),
+    again: Option<&Notify>,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut backoff = Backoff::default();
     let mut first = true;
     while !*stop.borrow() {
@@ -102,8 +117,8 @@ pub(crate) async fn follow_shard(target: &Target, shard: Shard, on: impl Fn(Chan
             _ = stop.changed() => return,
         };
         // Held for as long as the subscriptions are wanted.
-        let _conn = match subscribed {
-            Ok(Ok(conn)) => conn,
+        let (_conn, server) = match subscribed {
+            Ok(Ok(held)) => held,
             Ok(Err(err)) => {
                 tracing::debug!(key = %shard.key, error = %err, "sharded subscription failed");
                 backoff.wait(&mut stop).await;
@@ -116,7 +131,7 @@ pub(crate) async fn follow_shard(target: &Target, shard: Shard, on: impl Fn(Chan
             }
         };
         backoff.reset();
-        on(Change::Subscribed { again: !first });
+        on(Change::Subscribed { again: !first, server });
         first = false;
         loop {
             tokio::select! {
@@ -133,6 +148,11 @@ pub(crate) async fn follow_shard(target: &Target, shard: Shard, on: impl Fn(Chan
                     }
                     Some(_) => {}
                 },
+                _ = async { match again { Some(again) => again.notified().await, None => std::future::pending().await } } => {
+                    tracing::info!(key = %shard.key, "subscribing again on the slot's owner");
+                    on(Change::Lost);
+                    break;
+                }
                 _ = stop.changed() => return,
             }
         }
@@ -140,17 +160,21 @@ pub(crate) async fn follow_shard(target: &Target, shard: Shard, on: impl Fn(Chan
 }
 
 /// Subscribes on the owner of the shard's slot, following a redirection
-/// when the cluster's map was already out of date.
+/// when the cluster's map was already out of date; returns the connection
+/// and, if the shard asks for it, the owner's run id.
 async fn subscribe(
     target: &Target,
     shard: &Shard,
     pushes: mpsc::UnboundedSender<PushInfo>,
-) -> Result<redis::aio::MultiplexedConnection, Error> {
+) -> Result<(redis::aio::MultiplexedConnection, Option<String>), Error> {
     let mut owner = target.slot_owner(&shard.key).await?;
     let mut hops = 0;
     'node: loop {
         let at = crate::connect::Endpoint::new(format!("{}:{}", owner.0, owner.1), target.endpoint().tls());
         let mut conn = target.node_subscriber(&owner, pushes.clone()).await?;
+        // Asked before subscribing: on this connection a server's answer
+        // cannot be mistaken for the `sunsubscribe` of a moved slot.
+        let server = if shard.identify { crate::connect::run_id(&mut conn).await } else { None };
         for (channel, required) in &shard.channels {
             match redis::cmd("SSUBSCRIBE").arg(channel).query_async::<Value>(&mut conn).await {
                 Ok(_) => {}
@@ -171,7 +195,7 @@ async fn subscribe(
                 tracing::debug!(pattern = %pattern, error = %err, "keyspace notifications unavailable");
             }
         }
-        return Ok(conn);
+        return Ok((conn, server));
     }
 }
 

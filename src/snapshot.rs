@@ -157,6 +157,15 @@ pub struct Beat {
     /// none (another program writes this heartbeat) or the count was not read.
     #[serde(skip)]
     pub present: Option<bool>,
+    /// The run id of the server process the worker says holds its presence
+    /// subscription, when it says one.
+    #[serde(skip)]
+    pub presence_on: Option<String>,
+    /// The presence subscription was not counted because the heartbeat names
+    /// another server process than the one read (Redis failed over since):
+    /// `present` is then `None`.
+    #[serde(skip)]
+    pub presence_elsewhere: bool,
 }
 
 impl Beat {

@@ -7,7 +7,6 @@
 //! event stream.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -20,6 +19,7 @@ use crate::history::{self, Cause, FlagFlip, Record, WaitCause};
 use crate::job::{Job, JobEnv, Killer, Work};
 use crate::keys::Keys;
 use crate::lock::{Acquire, Lock, Renew, Wait};
+use crate::presence::Held;
 use crate::probe::probe;
 use crate::snapshot::{Enabled, Flag};
 use crate::watch::follow_pubsub;
@@ -157,7 +157,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let wake = Arc::new(Notify::new());
     let (stop_tx, stop_rx) = watch::channel(false);
     let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop_rx.clone()));
-    let present = Arc::new(AtomicBool::new(false));
+    let present = Arc::new(Held::default());
     let presence = tokio::spawn(crate::presence::keep(
         target.clone(),
         keys.alive_channel(&opts.node),
@@ -270,9 +270,10 @@ struct Worker {
     /// The holder (node, heartbeat seq) last announced gone, to say it once.
     told_gone: Option<(String, Option<u64>)>,
     last_exit: String,
-    /// Whether the presence subscription (`{job}:alive:<node>`) is held,
-    /// which the heartbeat says so that watchers may read a closed one as a death.
-    present: Arc<AtomicBool>,
+    /// Whether the presence subscription (`{job}:alive:<node>`) is held, and
+    /// in which server process, which the heartbeat says so that watchers
+    /// may read a closed one as a death, on that process only.
+    present: Arc<Held>,
 }
 
 impl Worker {
@@ -572,7 +573,25 @@ impl Worker {
             self.record_flips(&changed).await;
         }
         self.tell_if_holder_gone(&snap).await;
+        self.check_own_presence(&snap);
         Ok(snap.enabled())
+    }
+
+    /// Makes the presence subscription again when the heartbeat just read
+    /// names the process that holds it, yet it was not counted there: it is
+    /// held where no probe reads (after a Redis Cluster failover the demoted
+    /// owner keeps its sharded subscribers; after a switchover without
+    /// `CLIENT KILL`, the old primary its plain ones), so a crash would be
+    /// told only after the heartbeat's grace.
+    fn check_own_presence(&self, snap: &crate::snapshot::Snapshot) {
+        let Some(held_on) = self.present.on().filter(|id| !id.is_empty()) else { return };
+        let own = snap.beats.iter().find(|b| b.node == self.opts.node);
+        if let Some(beat) = own
+            && beat.presence_on.as_deref() == Some(held_on.as_str())
+            && (beat.present == Some(false) || beat.presence_elsewhere)
+        {
+            self.present.subscribe_again();
+        }
     }
 
     /// Announces, once, a holder whose presence subscription Redis dropped:
@@ -635,8 +654,11 @@ impl Worker {
     async fn beat(&mut self, state: &str, holding: Option<(&str, i64)>, child: Option<u32>) -> Result<(), Error> {
         self.seq += 1;
         let (field, fence) = holding.map(|(f, n)| (f.to_owned(), n.to_string())).unwrap_or_default();
-        let presence = if self.present.load(Ordering::SeqCst) { crate::presence::claim(&self.target) } else { "" };
-        let pairs: [(&str, String); 10] = [
+        let (presence, presence_on) = match self.present.on() {
+            Some(server) => (crate::presence::claim(&self.target), server),
+            None => ("", String::new()),
+        };
+        let pairs: [(&str, String); 11] = [
             ("node", self.opts.node.clone()),
             ("host", self.host.clone()),
             ("pid", std::process::id().to_string()),
@@ -647,6 +669,7 @@ impl Worker {
             ("version", env!("CARGO_PKG_VERSION").to_owned()),
             ("child_pid", child.map(|p| p.to_string()).unwrap_or_default()),
             ("presence", presence.to_owned()),
+            ("presence_on", presence_on),
         ];
         let keys = (self.keys.node(&self.opts.node), self.keys.nodes());
         let node = self.opts.node.clone();

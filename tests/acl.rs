@@ -291,6 +291,26 @@ fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_w
     let _ = watch.wait();
     let first: serde_json::Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
     assert_eq!(first["status"]["state"], "running", "{first}");
+    // The holder dies: its subscription goes with its connection. Its claim
+    // names this server process, which alice's look must ask (INFO server)
+    // before it may say dying on the count.
+    let info: String = redis::cmd("INFO").arg("server").query(&mut admin).unwrap();
+    let run_id = info.lines().find_map(|l| l.strip_prefix("run_id:")).unwrap().trim().to_owned();
+    let _: () =
+        redis::cmd("HSET").arg("{outbound}:node:srv-a").arg("presence_on").arg(&run_id).query(&mut admin).unwrap();
+    drop(presence);
+    let subscribers = |admin: &mut redis::Connection| -> i64 {
+        let counts: (String, i64) =
+            redis::cmd("PUBSUB").arg("NUMSUB").arg("{outbound}:alive:srv-a").query(admin).unwrap();
+        counts.1
+    };
+    while subscribers(&mut admin) > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let status = cli(&["status", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(json["state"], "stale", "{json}");
+    assert!(json["reason"].as_str().unwrap().contains("dying"), "{json}");
     let refused: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut admin).unwrap();
     assert!(refused.is_empty(), "Redis refused alice's ordinary use: {refused:?}");
 

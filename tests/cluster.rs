@@ -5,8 +5,9 @@
 //! `DEL` and `SPUBLISH` wakes the watcher at once; the worker's release reaches an
 //! `SSUBSCRIBE`r; the job's slot migrated to another primary while the job
 //! runs; a `kill -9` of the holder told by its sharded presence subscription
-//! closing, and no alarm while the slot is half migrated; and the worker's
-//! refusal of a lock key outside the job's slot.
+//! closing, and no alarm while the slot is half migrated; no alarm when the
+//! slot's owner fails over to its replica, and the workers' presence follows;
+//! and the worker's refusal of a lock key outside the job's slot.
 
 mod common;
 
@@ -16,11 +17,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::journal::{JOURNAL_LOOP, Proc, assert_no_overlap, journal, now_ns};
+use common::spy::{Spy, window};
 use common::topology::{Cluster, connect, query};
 use common::{eventually, flag, redisson_lock};
 use lockwatch::spec::{ConnectionSpec, Topology};
 use lockwatch::watch::{Options, Watcher};
-use lockwatch::{Keys, State};
+use lockwatch::{EventKind, Keys, State};
 
 const LOCK_KEY: &str = "{outbound}:lock";
 const UNLOCK_CHANNEL: &str = "redisson_lock__channel:{outbound}:lock";
@@ -131,14 +133,23 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
         let _: () = redis::cmd("ACL").arg("SETUSER").arg("alice").arg(">pw").query(&mut conn).unwrap();
         let _: () = redis::cmd("ACL").arg("LOG").arg("RESET").query(&mut conn).unwrap();
     }
-    // A holder that just died: its heartbeat claims a sharded presence that
-    // is gone from the slot's owner. Only alice's probe counting it (PUBSUB
-    // SHARDNUMSUB) and checking that it reads on the owner (CLUSTER MYID,
-    // KEYSLOT, SLOTS) can tell it dying while its last beat is fresh.
+    // A holder that just died: its heartbeat claims a sharded presence, made
+    // in the owner's process, that is gone from there. Only alice's probe
+    // counting it (PUBSUB SHARDNUMSUB), checking that it reads in that process
+    // (INFO server) and on the owner (CLUSTER MYID, KEYSLOT, SLOTS) can tell it
+    // dying while its last beat is fresh.
     let mut owner_conn = connect(owner).unwrap();
     common::beat(&mut owner_conn, "outbound", "srv-a", "uuid-a:1", 0, "running", 0);
-    let _: () =
-        redis::cmd("HSET").arg("{outbound}:node:srv-a").arg("presence").arg("sharded").query(&mut owner_conn).unwrap();
+    let info: String = redis::cmd("INFO").arg("server").query(&mut owner_conn).unwrap();
+    let run_id = info.lines().find_map(|l| l.strip_prefix("run_id:")).unwrap().trim().to_owned();
+    let _: () = redis::cmd("HSET")
+        .arg("{outbound}:node:srv-a")
+        .arg("presence")
+        .arg("sharded")
+        .arg("presence_on")
+        .arg(&run_id)
+        .query(&mut owner_conn)
+        .unwrap();
     redisson_lock(&mut owner_conn, LOCK_KEY, "uuid-a:1", 60_000);
     let as_alice = seed.replace("redis://", "redis://alice:pw@");
     let (out, text) = run(lockwatch(&as_alice).args(["enable"]));
@@ -595,4 +606,106 @@ async fn a_slot_left_half_migrated_raises_no_alarm_and_the_presence_follows_the_
     // Looks come every 200 ms: a wake-up storm (workers announcing a live
     // holder gone, over and over) would show as far more.
     assert!(looks_while_half < 40, "{looks_while_half} statuses in 3 s: {after:#?}");
+}
+
+/// The owner of the job's slot fails over to its replica (`CLUSTER
+/// FAILOVER`, as before maintenance) while two workers run the job. The new
+/// owner has the holder's sharded presence claim, replicated, without its
+/// subscription until the worker subscribes there again: neither the watcher
+/// nor a look in that window may take it for a death.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_failover_never_tells_the_healthy_holder_dying() {
+    let mut cluster = tokio::task::block_in_place(Cluster::start);
+    let owner = cluster.owner_of(LOCK_KEY);
+    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+    let replica = tokio::task::block_in_place(|| cluster.add_replica(owner));
+    {
+        let mut c = connect(owner).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+        assert_eq!(acked, 1);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let _workers = [worker_leased(&seed, "srv-a", &j, "30s"), worker_leased(&seed, "srv-b", &j, "30s")];
+    eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
+    let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), Options::default());
+    let (seen, recorder) = record(&watcher);
+    let events: Arc<Mutex<Vec<(Instant, EventKind, String)>>> = Arc::default();
+    let event_recorder = {
+        let mut rx = watcher.events();
+        let events = events.clone();
+        tokio::spawn(async move {
+            while let Ok(e) = rx.recv().await {
+                events.lock().unwrap().push((Instant::now(), e.event, e.reason.clone()));
+            }
+        })
+    };
+    let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
+    eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let spy = Spy::start(vec![replica], owner);
+    let started = Instant::now();
+    let started_ns = now_ns();
+    tokio::task::block_in_place(|| cluster.fail_over_to(replica));
+    let promoted = started.elapsed();
+    // A look as soon as the new owner serves the slot.
+    let (code, first_look, text) = tokio::task::block_in_place(|| status_json(&seed, &[]));
+    let looked = started.elapsed();
+    eventually("the job to run after the failover", Duration::from_secs(30), || {
+        journal(&j).iter().any(|l| l.2 > started_ns + 1_000_000_000).then_some(())
+    })
+    .await;
+    // The demoted owner keeps the workers' sharded subscriptions, where no
+    // probe counts them: each worker subscribes again on the new owner. (The
+    // window in which the new owner has the holder's claim without it is
+    // short here, as the paused holder beats there first; before the worker
+    // subscribed again it lasted until the connection broke.)
+    let alive = ["{outbound}:alive:srv-a", "{outbound}:alive:srv-b"];
+    let counted = eventually("both presences counted on the new owner", Duration::from_secs(10), || {
+        let counts: Vec<redis::Value> = query(replica, redis::cmd("PUBSUB").arg("SHARDNUMSUB").arg(&alive)).ok()?;
+        let one = Some(&redis::Value::Int(1));
+        (counts.get(1) == one && counts.get(3) == one).then_some(started.elapsed())
+    })
+    .await;
+    // Past the watcher's regular look (every 10 s by default).
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let sighting = spy.stop().await;
+    let holders: Vec<String> = query(replica, redis::cmd("HKEYS").arg(LOCK_KEY)).unwrap();
+    watcher.stop().await;
+    recorder.abort();
+    event_recorder.abort();
+
+    let when = |t: &Instant| format!("{:+.2}s", t.duration_since(started).as_secs_f64());
+    let seen = seen.lock().unwrap();
+    let events = events.lock().unwrap();
+    let said: Vec<String> =
+        seen.iter().filter(|(t, ..)| *t >= started).map(|(t, s, r)| format!("{} {s:?}: {r}", when(t))).collect();
+    let told: Vec<String> =
+        events.iter().filter(|(t, ..)| *t >= started).map(|(t, e, r)| format!("{} {e:?}: {r}", when(t))).collect();
+    eprintln!(
+        "shard failover: new owner after {:.2} s, both presences counted there after {:.2} s; on it the holder's \
+         claim without a subscriber: {}; the probe said it gone: {}\nstatus at {:.2} s: {} {}\n\
+         statuses: {said:#?}\nevents: {told:#?}",
+        promoted.as_secs_f64(),
+        counted.as_secs_f64(),
+        window(&sighting.claim_without_subscriber, started),
+        window(&sighting.probe_said_gone, started),
+        looked.as_secs_f64(),
+        first_look["state"],
+        first_look["reason"],
+    );
+    assert_no_overlap(&journal(&j));
+    assert_eq!(holders.len(), 1, "the new owner holds the lock of one server: {holders:?}");
+    assert!(sighting.probe_said_gone.is_empty(), "the probe read the healthy holder gone on the new owner");
+    assert_eq!((code, first_look["state"].as_str()), (Some(0), Some("running")), "{text}");
+    for (_, state, reason) in seen.iter() {
+        assert_ne!(*state, State::Stale, "the watcher said the healthy holder {reason}");
+        assert_ne!(*state, State::Stopped, "the watcher said stopped: {reason}");
+    }
+    for (_, event, reason) in events.iter() {
+        assert!(!matches!(event, EventKind::Stalled | EventKind::Died), "the watcher told {event:?}: {reason}");
+    }
 }

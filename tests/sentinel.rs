@@ -3,7 +3,9 @@
 //! primary name or no sentinel is one sentence and UNKNOWN; and a `kill -9`
 //! of the primary while two workers run the job leaves the job running on
 //! one server within 30 s, the watcher never saying `stopped`, and the
-//! workers' journal without overlap.
+//! workers' journal without overlap; a failover (asked, or a `kill -9` of the
+//! primary) never has a healthy holder told dying; and a worker follows a
+//! switchover to the new primary, its presence with it.
 
 mod common;
 
@@ -13,11 +15,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::journal::{JOURNAL_LOOP, Proc, assert_no_overlap, journal, now_ns};
-use common::topology::{SentinelSet, connect, query};
+use common::spy::{Spy, window};
+use common::topology::{SentinelSet, connect, is_primary, query};
 use common::{eventually, flag, free_port};
 use lockwatch::spec::{ConnectionSpec, Topology};
 use lockwatch::watch::{Options, Watcher};
-use lockwatch::{Keys, State};
+use lockwatch::{EventKind, Keys, State};
 
 /// Only user, password and TLS of this URL count with Sentinel: its host
 /// is one where nothing listens.
@@ -30,8 +33,12 @@ fn lockwatch(set: &SentinelSet, master: &str) -> Command {
 }
 
 fn worker(set: &SentinelSet, node: &str, journal: &Path) -> Proc {
+    leased_worker(set, node, journal, "3s")
+}
+
+fn leased_worker(set: &SentinelSet, node: &str, journal: &Path, lease: &str) -> Proc {
     let mut cmd = lockwatch(set, &set.master_name);
-    cmd.args(["worker", "--node", node, "--lease", "3s", "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
+    cmd.args(["worker", "--node", node, "--lease", lease, "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
     Proc(cmd.env("JOURNAL", journal).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
 }
 
@@ -221,8 +228,178 @@ async fn a_demoted_primary_answering_readonly_is_dropped_and_the_worker_follows_
     assert!(errors.contains("errorstat_READONLY"), "the old primary answered no READONLY: {errors}");
     let ttl: i64 = query(new, redis::cmd("PTTL").arg("{outbound}:lock")).unwrap();
     assert!(ttl > 0, "the lock is held and renewed on the new primary");
+    // Its presence subscription stayed on the old primary (no CLIENT KILL),
+    // where no probe counts it: the worker makes it again on the new one.
+    let counted = || {
+        let counts: (String, i64) =
+            query(new, redis::cmd("PUBSUB").arg("NUMSUB").arg("{outbound}:alive:srv-a")).unwrap_or_default();
+        (counts.1 == 1).then_some(())
+    };
+    eventually("the worker's presence counted on the new primary", Duration::from_secs(5), counted).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let lines = journal(&j);
     assert_no_overlap(&lines);
     assert!(lines.iter().any(|l| l.2 > swapped_ns + 1_000_000_000), "the job kept running after the switch");
+}
+
+/// How the primary goes in a failover test.
+#[derive(Debug, Clone, Copy)]
+enum Failover {
+    /// `SENTINEL FAILOVER`: the old primary lives on as the new one's replica.
+    Asked,
+    /// `kill -9` of the primary.
+    Killed,
+}
+
+/// Two workers run the job while a watcher with default options looks
+/// through the sentinels; the primary is failed over `how`. The job runs
+/// on after it, and the watcher never says the healthy holder is dying
+/// (`stale`), nor tells a `stalled` or `died`, although the new primary
+/// has the holder's heartbeat claiming a presence subscription that was
+/// made on the old one (subscriptions are not replicated).
+async fn failover_keeps_a_healthy_holder_healthy(how: Failover) {
+    let mut set = SentinelSet::start();
+    let primary = set.primary_port();
+    {
+        let mut c = connect(primary).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+        assert_eq!(acked, 1);
+    }
+
+    let watcher = Watcher::spawn(sentinel_spec(&set).target().unwrap(), Keys::new("outbound"), Options::default());
+    let statuses: Arc<Mutex<Vec<(Instant, State, String)>>> = Arc::default();
+    let events: Arc<Mutex<Vec<(Instant, EventKind, String)>>> = Arc::default();
+    let recorders = {
+        let mut rx = watcher.status();
+        let statuses = statuses.clone();
+        let mut event_rx = watcher.events();
+        let events = events.clone();
+        [
+            tokio::spawn(async move {
+                loop {
+                    if let Some(s) = rx.borrow_and_update().clone() {
+                        statuses.lock().unwrap().push((Instant::now(), s.state, s.reason.clone()));
+                    }
+                    if rx.changed().await.is_err() {
+                        break;
+                    }
+                }
+            }),
+            tokio::spawn(async move {
+                while let Ok(e) = event_rx.recv().await {
+                    events.lock().unwrap().push((Instant::now(), e.event, e.reason.clone()));
+                }
+            }),
+        ]
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    // The default lease: it outlasts the old primary's life as a primary
+    // after an asked failover (until a sentinel converts it, up to 10 s).
+    let _workers = [leased_worker(&set, "srv-a", &j, "30s"), leased_worker(&set, "srv-b", &j, "30s")];
+    eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
+    let running = || statuses.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
+    eventually("the watcher to say running", Duration::from_secs(15), || running().then_some(())).await;
+    // Both workers beat with their presence held.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let started = Instant::now();
+    let started_ns = now_ns();
+    let old = match how {
+        Failover::Asked => tokio::task::block_in_place(|| set.fail_over()),
+        Failover::Killed => tokio::task::block_in_place(|| set.kill_primary()),
+    };
+    let spy = Spy::start(set.server_ports(), old);
+    let new = tokio::task::block_in_place(|| set.wait_for_new_primary(Duration::from_secs(30)));
+    let promoted = started.elapsed();
+    // A look that begins while the new primary shows the claim made on the
+    // old one, as a monitoring system's check or a desktop starting would.
+    let shown = || (!spy.sighting().claim_without_subscriber.is_empty()).then_some(started.elapsed());
+    let shown_at = eventually("the holder's claim without a subscriber", Duration::from_secs(10), shown).await;
+    let (out, text) = tokio::task::block_in_place(|| run(lockwatch(&set, &set.master_name).args(["status", "--json"])));
+    let first_look: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let first_look = format!("{} at {:.2} s: {}", first_look["state"], shown_at.as_secs_f64(), first_look["reason"]);
+    if matches!(how, Failover::Asked) {
+        // The workers and the watcher stay on the old primary until a
+        // sentinel turns it into a replica and closes their connections.
+        let converted = || tokio::task::block_in_place(|| (!is_primary(old)).then_some(()));
+        eventually("the old primary to become a replica", Duration::from_secs(30), converted).await;
+    }
+    let promoted_ns = now_ns();
+
+    let at = eventually("the job to run after the failover", Duration::from_secs(30), || {
+        journal(&j).iter().any(|l| l.2 > promoted_ns + 500_000_000).then_some(started.elapsed())
+    })
+    .await;
+    // Long enough for a resubscription, the heartbeat's grace and the lease.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let sighting = spy.stop().await;
+    let holders: Vec<String> = query(new, redis::cmd("HKEYS").arg("{outbound}:lock")).unwrap();
+    drop(_workers);
+    watcher.stop().await;
+    for r in recorders {
+        r.abort();
+    }
+
+    let lines = journal(&j);
+    let when = |t: &Instant| format!("{:+.2}s", t.duration_since(started).as_secs_f64());
+    let mut runs: Vec<(i64, String, u128, u128)> = Vec::new();
+    for (fence, node, ns) in &lines {
+        match runs.iter_mut().find(|r| r.0 == *fence && r.1 == *node) {
+            Some(run) => run.3 = *ns,
+            None => runs.push((*fence, node.clone(), *ns, *ns)),
+        }
+    }
+    let ms = |ns: u128| (ns as f64 - started_ns as f64) / 1e6;
+    let runs: Vec<String> = runs
+        .iter()
+        .map(|(f, n, a, b)| format!("fence {f} on {n} from {:+.0} ms to {:+.0} ms", ms(*a), ms(*b)))
+        .collect();
+    eprintln!("runs: {runs:#?}");
+    if matches!(how, Failover::Killed) {
+        assert_no_overlap(&lines);
+    }
+    let statuses = statuses.lock().unwrap();
+    let events = events.lock().unwrap();
+    let said: Vec<String> =
+        statuses.iter().filter(|(t, ..)| *t >= started).map(|(t, s, r)| format!("{} {s:?}: {r}", when(t))).collect();
+    let told: Vec<String> =
+        events.iter().filter(|(t, ..)| *t >= started).map(|(t, e, r)| format!("{} {e:?}: {r}", when(t))).collect();
+    eprintln!(
+        "{how:?}: new primary after {:.2} s, job running after {:.2} s; on the new primary the holder's claim \
+         without a subscriber: {}; the probe said it gone: {}\nstatus in that window: {first_look}\n\
+         statuses: {said:#?}\nevents: {told:#?}",
+        promoted.as_secs_f64(),
+        at.as_secs_f64(),
+        window(&sighting.claim_without_subscriber, started),
+        window(&sighting.probe_said_gone, started),
+    );
+    assert_eq!(holders.len(), 1, "the new primary holds the lock of one server: {holders:?}");
+    assert!(out.status.code() == Some(0) && first_look.starts_with("\"running\""), "status said {first_look}; {text}");
+    // The test proves something only if the new primary did show the claim
+    // made on the old one with nobody subscribed.
+    assert!(
+        !sighting.claim_without_subscriber.is_empty(),
+        "the spy never saw the holder's claim without a subscriber on the new primary"
+    );
+    for (_, state, reason) in statuses.iter() {
+        assert_ne!(*state, State::Stale, "the watcher said the healthy holder {reason}");
+        assert_ne!(*state, State::Stopped, "the watcher said stopped: {reason}");
+    }
+    for (_, event, reason) in events.iter() {
+        assert!(!matches!(event, EventKind::Stalled | EventKind::Died), "the watcher told {event:?}: {reason}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_failover_never_tells_the_healthy_holder_dying() {
+    failover_keeps_a_healthy_holder_healthy(Failover::Asked).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_the_primary_never_tells_the_healthy_holder_dying() {
+    failover_keeps_a_healthy_holder_healthy(Failover::Killed).await;
 }

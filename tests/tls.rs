@@ -1,5 +1,6 @@
 //! `rediss://` against a real TLS-only redis-server whose certificate is
-//! signed by a private CA made here with openssl, given with `--tls-ca`.
+//! signed by a private CA made here with openssl, given with `--tls-ca`:
+//! `status`, and a worker's presence subscription (its own connection).
 
 mod common;
 
@@ -72,7 +73,7 @@ fn make_certs(dir: &Path) {
 }
 
 #[test]
-fn status_over_tls_with_a_private_ca() {
+fn status_and_a_workers_presence_over_tls_with_a_private_ca() {
     let certs = tempfile::tempdir().unwrap();
     make_certs(certs.path());
     let p = |f: &str| certs.path().join(f).display().to_string();
@@ -118,5 +119,42 @@ fn status_over_tls_with_a_private_ca() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["state"], "unknown");
     assert!(json["reason"].as_str().unwrap().contains("TLS"), "{json}");
+
+    // A worker over TLS holds its presence there (a connection of its own,
+    // with the CA): its kill -9 is told dying, not after the heartbeat's grace.
+    let cli = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+        cmd.args(["--redis", &url, "--tls-ca", &p("ca.crt")]).args(args);
+        cmd
+    };
+    assert!(cli(&["enable", "--user", "alice"]).output().unwrap().status.success());
+    let mut worker = cli(&["worker", "--node", "srv-a", "--lease", "30s", "--", "sleep", "60"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let state = || -> serde_json::Value {
+        serde_json::from_slice(&cli(&["status", "--json"]).output().unwrap().stdout).unwrap_or_default()
+    };
+    let until = |what: &str, check: &dyn Fn(&serde_json::Value) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(8);
+        loop {
+            let json = state();
+            if check(&json) {
+                return json;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: {json}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    // A new Redis has no fence counter: the holder waits a lease before it
+    // starts the job, and holds the lock meanwhile.
+    until("srv-a holding", &|j| j["holder"]["node"] == "srv-a");
+    // The beat that says the presence is held follows the subscription.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    let json = until("dying", &|j| j["state"] == "stale");
+    assert!(json["reason"].as_str().unwrap().contains("connection to Redis closed"), "{json}");
     drop(server);
 }

@@ -5,6 +5,7 @@
 
 pub mod journal;
 pub mod proxy;
+pub mod spy;
 pub mod topology;
 
 use std::net::TcpListener;

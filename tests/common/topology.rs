@@ -146,8 +146,8 @@ pub struct SentinelSet {
     /// The primary first, then the replica; a failover swaps their roles.
     servers: Vec<Process>,
     sentinels: Vec<Process>,
-    /// The port of the primary `kill_primary` killed last.
-    killed: Option<u16>,
+    /// The port of the primary replaced last (killed, or failed over).
+    replaced: Option<u16>,
     dir: tempfile::TempDir,
 }
 
@@ -195,7 +195,7 @@ impl SentinelSet {
                 })
             })
             .collect();
-        let set = SentinelSet { master_name, servers: vec![primary, replica], sentinels, killed: None, dir };
+        let set = SentinelSet { master_name, servers: vec![primary, replica], sentinels, replaced: None, dir };
         for sentinel in &set.sentinels {
             wait_until(&format!("{} to see the replica and reach quorum", sentinel.name), START_TIMEOUT, || {
                 let replicas: Vec<redis::Value> =
@@ -240,7 +240,23 @@ impl SentinelSet {
         let port = self.primary_port();
         let server = self.servers.iter_mut().find(|s| s.port == port).expect("the primary is one of the set's servers");
         server.kill();
-        self.killed = Some(port);
+        self.replaced = Some(port);
+        port
+    }
+
+    /// Asks a sentinel for a failover (`SENTINEL FAILOVER`), as an admin
+    /// does before maintenance: the replica is promoted, then the sentinels
+    /// turn the old primary into its replica, closing its clients'
+    /// connections (`CLIENT KILL TYPE normal` and `pubsub`). Returns the old
+    /// primary's port; [`SentinelSet::wait_for_new_primary`] waits for the new one.
+    pub fn fail_over(&mut self) -> u16 {
+        let port = self.primary_port();
+        let sentinel = self.sentinel_ports()[0];
+        // A sentinel refuses while it has not yet judged the replica fit (NOGOODSLAVE).
+        wait_until("a sentinel to start a failover", START_TIMEOUT, || {
+            query::<()>(sentinel, redis::cmd("SENTINEL").arg("FAILOVER").arg(&self.master_name)).ok()
+        });
+        self.replaced = Some(port);
         port
     }
 
@@ -273,10 +289,10 @@ impl SentinelSet {
         new
     }
 
-    /// Waits until a sentinel names a primary other than the one killed last
-    /// (or than the first one) and that node answers `ROLE` as a primary.
+    /// Waits until a sentinel names a primary other than the one replaced
+    /// last (or than the first one) and that node answers `ROLE` as a primary.
     pub fn wait_for_new_primary(&self, timeout: Duration) -> u16 {
-        let old = self.killed.unwrap_or(self.servers[0].port);
+        let old = self.replaced.unwrap_or(self.servers[0].port);
         wait_until("the sentinels to promote a new primary", timeout, || {
             self.sentinel_ports()
                 .into_iter()
@@ -320,6 +336,16 @@ fn sentinel_conf(port: u16, log: &Path, dir: &Path, name: &str, primary_port: u1
     )
 }
 
+/// The arguments of a cluster node on `port` with its data in `dir`.
+fn cluster_node_args(port: u16, log: &Path, dir: &Path) -> Vec<String> {
+    let mut args = server_args(port, log, dir);
+    args.extend(
+        ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"]
+            .map(String::from),
+    );
+    args
+}
+
 /// A free port whose cluster bus port (port + 10000) is free as well.
 pub fn free_cluster_port() -> u16 {
     loop {
@@ -330,7 +356,8 @@ pub fn free_cluster_port() -> u16 {
     }
 }
 
-/// Three primaries sharing the 16384 slots, without replicas.
+/// Three primaries sharing the 16384 slots, without replicas unless a test
+/// adds one.
 pub struct Cluster {
     nodes: Vec<ClusterNode>,
     dir: tempfile::TempDir,
@@ -355,19 +382,7 @@ impl Cluster {
             let name = format!("node {}", i + 1);
             let node_dir = dir.path().join(format!("node-{}", i + 1));
             let process = Process::start(&name, "redis-server", dir.path(), free_cluster_port, |port, log| {
-                let mut args = server_args(port, log, &node_dir);
-                args.extend(
-                    [
-                        "--cluster-enabled",
-                        "yes",
-                        "--cluster-config-file",
-                        "nodes.conf",
-                        "--cluster-node-timeout",
-                        "5000",
-                    ]
-                    .map(String::from),
-                );
-                args
+                cluster_node_args(port, log, &node_dir)
             });
             let port = process.port;
             let id: String = query(port, redis::cmd("CLUSTER").arg("MYID")).unwrap();
@@ -386,6 +401,46 @@ impl Cluster {
         cluster
     }
 
+    /// Starts another node as a replica of the primary at `of` (`CLUSTER
+    /// MEET`, then `CLUSTER REPLICATE`), waits until it has synced and every
+    /// node knows it, and returns its port.
+    pub fn add_replica(&mut self, of: u16) -> u16 {
+        let n = self.nodes.len() + 1;
+        let node_dir = self.dir.path().join(format!("node-{n}"));
+        let process =
+            Process::start(&format!("node {n}"), "redis-server", self.dir.path(), free_cluster_port, |port, log| {
+                cluster_node_args(port, log, &node_dir)
+            });
+        let port = process.port;
+        let id: String = query(port, redis::cmd("CLUSTER").arg("MYID")).unwrap();
+        let primary_id = self.id_of(of).to_string();
+        self.nodes.push(ClusterNode { process, id });
+        let _: () = query(of, redis::cmd("CLUSTER").arg("MEET").arg("127.0.0.1").arg(port)).unwrap();
+        // It must know the primary before it can replicate it.
+        wait_until("the new node to know the primary", START_TIMEOUT, || {
+            let nodes: String = query(port, redis::cmd("CLUSTER").arg("NODES")).ok()?;
+            nodes.contains(&primary_id).then_some(())
+        });
+        let _: () = query(port, redis::cmd("CLUSTER").arg("REPLICATE").arg(&primary_id)).unwrap();
+        wait_until("the replica's link to its primary", START_TIMEOUT, || {
+            let info: String = query(port, redis::cmd("INFO").arg("replication")).ok()?;
+            (info_field(&info, "master_link_status")? == "up").then_some(())
+        });
+        self.wait_ready(START_TIMEOUT);
+        port
+    }
+
+    /// Fails the primary of the replica at `replica` over to it, as an admin
+    /// does before maintenance (`CLUSTER FAILOVER` on the replica: the
+    /// primary stops writes until the replica has caught up), and waits until
+    /// it serves the old primary's slots.
+    pub fn fail_over_to(&self, replica: u16) {
+        let _: () = query(replica, redis::cmd("CLUSTER").arg("FAILOVER")).unwrap();
+        wait_until("the replica to take over its primary's slots", START_TIMEOUT, || {
+            (!own_slots(replica).is_empty()).then_some(())
+        });
+    }
+
     /// The nodes' ports, in the order of their slot ranges at start.
     pub fn ports(&self) -> Vec<u16> {
         self.nodes.iter().map(|n| n.process.port).collect()
@@ -396,7 +451,7 @@ impl Cluster {
         format!("redis://127.0.0.1:{port}")
     }
 
-    /// Waits until every node reports `cluster_state:ok`, knows all three
+    /// Waits until every node reports `cluster_state:ok`, knows all the
     /// nodes and sees all slots assigned.
     pub fn wait_ready(&self, timeout: Duration) {
         wait_until("cluster_state:ok on every node", timeout, || {
@@ -407,7 +462,7 @@ impl Cluster {
                         return false;
                     };
                     info_field(&info, "cluster_state").as_deref() == Some("ok")
-                        && info_field(&info, "cluster_known_nodes").as_deref() == Some("3")
+                        && info_field(&info, "cluster_known_nodes") == Some(self.nodes.len().to_string())
                         && info_field(&info, "cluster_slots_assigned").as_deref() == Some("16384")
                 })
                 .then_some(())
