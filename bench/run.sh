@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages it needs beyond the tests' (python3-redis for the peers,
-# python3-xlib to close the dashboard like a window manager does).
+# python3-xlib to find the dashboard's window by its process).
 packages=(redis-server xvfb dbus python3-dbus python3-gi python3-redis python3-xlib)
 missing=()
 for p in "${packages[@]}"; do

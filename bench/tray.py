@@ -21,71 +21,25 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-import dbus
-import dbus.mainloop.glib
-import dbus.service
-from gi.repository import GLib
-from Xlib import X, display, protocol
+from Xlib import X, display
 
-from common import anon_mb, cpu_ns, cpu_ticks_s, pss_mb, rss_mb, tree_pids, until
+from common import ROOT, anon_mb, cpu_ns, cpu_ticks_s, pss_mb, rss_mb
 
-dbus.mainloop.glib.threads_init()
-dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
-
-
-class TrayHost(dbus.service.Object):
-    """Just enough of a StatusNotifierWatcher for the app to register."""
-
-    def __init__(self, bus):
-        self.items = []
-        super().__init__(bus, "/StatusNotifierWatcher")
-
-    @dbus.service.method("org.kde.StatusNotifierWatcher", in_signature="s", sender_keyword="sender")
-    def RegisterStatusNotifierItem(self, service, sender=None):
-        self.items.append(f"{sender}{service}" if service.startswith("/") else service)
-
-    @dbus.service.method("org.kde.StatusNotifierWatcher", in_signature="s")
-    def RegisterStatusNotifierHost(self, service):
-        pass
-
-    @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="ss", out_signature="v")
-    def Get(self, interface, prop):
-        return self.GetAll(interface)[prop]
-
-    @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="s", out_signature="a{sv}")
-    def GetAll(self, interface):
-        return {"RegisteredStatusNotifierItems": dbus.Array(self.items, signature="s"),
-                "IsStatusNotifierHostRegistered": True, "ProtocolVersion": dbus.Int32(0)}
-
-
-class Notifications(dbus.service.Object):
-    """Swallows notifications, so no real daemon gets activated."""
-
-    def __init__(self, bus):
-        super().__init__(bus, "/org/freedesktop/Notifications")
-
-    @dbus.service.method("org.freedesktop.Notifications", in_signature="susssasa{sv}i", out_signature="u")
-    def Notify(self, app, replaces, icon, summary, body, actions, hints, timeout):
-        return 1
-
-    @dbus.service.method("org.freedesktop.Notifications", out_signature="as")
-    def GetCapabilities(self):
-        return ["body"]
-
-    @dbus.service.method("org.freedesktop.Notifications", out_signature="ssss")
-    def GetServerInformation(self):
-        return ("bench", "lockwatch", "1", "1.2")
-
-    @dbus.service.method("org.freedesktop.Notifications", in_signature="u")
-    def CloseNotification(self, nid):
-        pass
+# The fake desktop, the app's environment and start, the processes below it
+# and a window manager's close are the tray's end-to-end tests' own.
+sys.path.append(os.path.join(ROOT, "src-tauri", "tests", "e2e"))
+from support import Desktop, app_env, close_window, descendants, start_app, until  # noqa: E402
 
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
+
+
+def tree_pids(pid):
+    """pid and all its descendants."""
+    return [pid, *(p for p, _ in descendants(pid))]
 
 
 def dashboard(x, pid):
@@ -100,14 +54,6 @@ def dashboard(x, pid):
         except Exception:  # noqa: BLE001 - a window may vanish while we look
             continue
     return None
-
-
-def close(x, window):
-    """What a window manager's close button does: WM_DELETE_WINDOW."""
-    protocols, delete = x.intern_atom("WM_PROTOCOLS"), x.intern_atom("WM_DELETE_WINDOW")
-    event = protocol.event.ClientMessage(window=window, client_type=protocols, data=(32, [delete, X.CurrentTime, 0, 0, 0]))
-    window.send_event(event, event_mask=X.NoEventMask)
-    x.flush()
 
 
 def tree_rss(pid):
@@ -167,28 +113,14 @@ def idle_window(pids, seconds, step):
 def main():
     tray, url, seconds, step, cycles = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
     workers = [int(p) for p in sys.argv[6:]]
-    bus = dbus.SessionBus()
-    names = [dbus.service.BusName("org.kde.StatusNotifierWatcher", bus), dbus.service.BusName("org.freedesktop.Notifications", bus)]
-    served = [TrayHost(bus), Notifications(bus)]  # kept for the whole run
-    host = served[0]
-    loop = GLib.MainLoop()
-    threading.Thread(target=loop.run, daemon=True).start()
-
-    home = tempfile.mkdtemp(prefix="lockwatch-bench-tray-")
-    runtime = os.path.join(home, "run")
-    os.makedirs(runtime, mode=0o700)
-    env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=runtime, XDG_CONFIG_HOME=f"{home}/.config",
-               XDG_DATA_HOME=f"{home}/.local/share", XDG_CACHE_HOME=f"{home}/.cache",
-               LOCKWATCH_REDIS_URL=url, LOCKWATCH_USER="alice")
-    env.pop("LOCKWATCH_OPEN_DASHBOARD", None)
-    app_log = open(os.path.join(home, "app.log"), "w")
-    app = subprocess.Popen([tray], env=env, stdout=app_log, stderr=app_log)
-    result = {"names": [str(n.get_name()) for n in names]}
+    desktop = Desktop(capabilities=["body"])
+    scratch = tempfile.mkdtemp(prefix="lockwatch-bench-tray-")
+    env = app_env(scratch, LOCKWATCH_REDIS_URL=url, LOCKWATCH_USER="alice")
+    app = start_app(tray, env, os.path.join(scratch, "app.log"))
+    result = {"names": [str(n.get_name()) for n in desktop.names]}
     try:
-        until("the tray item to register", lambda: host.items or app.poll() is not None, 60, every=0.1)
-        if app.poll() is not None:
-            raise RuntimeError(f"the app exited ({app.returncode}) before its tray item registered")
-        log(f"  tray item registered: {host.items[-1]}; settling 10 s")
+        name, path = desktop.wait_for_item(app, 60)
+        log(f"  tray item registered: {name}{path}; settling 10 s")
         time.sleep(10)
         pids = [app.pid, *workers]
         cpu, rss, total = idle_window(pids, seconds, step)
@@ -203,11 +135,11 @@ def main():
         result["dashboard"] = []
         for i in range(cycles):
             second = subprocess.run([tray], env=env, capture_output=True, timeout=30)
-            window = until("the dashboard window", lambda: dashboard(x, app.pid), 30, every=0.1)
+            window = until("the dashboard window", lambda: dashboard(x, app.pid), 30)
             time.sleep(5)
             opened, opened_tree = rss_mb(app.pid), tree_rss(app.pid)
-            close(x, window)
-            until("the dashboard to close", lambda: dashboard(x, app.pid) is None, 15, every=0.1)
+            close_window(window.id)
+            until("the dashboard to close", lambda: dashboard(x, app.pid) is None, 15)
             time.sleep(10)
             after, after_tree = rss_mb(app.pid), tree_rss(app.pid)
             # Against the tree: what the dashboard left anywhere, in the app
@@ -220,7 +152,7 @@ def main():
             log(f"  dashboard {i + 1}/{cycles}: open: app {opened:.0f} MB, with the dashboard and WebKit {opened_tree:.0f} MB; "
                 f"closed: app {after:.0f} MB ({after - idle_rss:+.1f}), with all below it {after_tree:.0f} MB "
                 f"({after_tree - idle_tree:+.1f} MB vs never opened)")
-    except (TimeoutError, RuntimeError, OSError, subprocess.SubprocessError) as e:
+    except (AssertionError, RuntimeError, OSError, subprocess.SubprocessError) as e:
         result["error"] = str(e)
         log(f"  tray: {e}")
     finally:
@@ -235,10 +167,9 @@ def main():
                 os.kill(p, 9)
             except OSError:
                 pass
-        loop.quit()
-        app_log.close()
-        result["app_log_tail"] = open(os.path.join(home, "app.log")).read()[:2500]
-        subprocess.run(["rm", "-rf", home])
+        desktop.stop()
+        result["app_log_tail"] = open(os.path.join(scratch, "app.log")).read()[:2500]
+        subprocess.run(["rm", "-rf", scratch])
     print(json.dumps(result), flush=True)
 
 

@@ -10,21 +10,17 @@ Env: LOCKWATCH_BIN, LOCKWATCH_TRAY_BIN, TAURI_DRIVER, SCREENSHOT_DIR (optional).
 import base64
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 import urllib.error
 import urllib.request
 
 import support
 from support import free_port
 
-LOCKWATCH = os.environ["LOCKWATCH_BIN"]
 TRAY = os.environ["LOCKWATCH_TRAY_BIN"]
 DRIVER = os.environ["TAURI_DRIVER"]
 SHOTS = os.environ.get("SCREENSHOT_DIR") or None
@@ -35,18 +31,12 @@ def until(what, check, timeout):
     return support.until(what, check, timeout, retry_on=(urllib.error.URLError, OSError, KeyError))
 
 
-def bus(method, arg):
-    out = subprocess.run(["dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
-                          f"org.freedesktop.DBus.{method}", f"string:{arg}"], capture_output=True, text=True)
-    return out.stdout.split()[-1] if out.returncode == 0 and out.stdout.split() else None
-
-
 def release_app_name():
     """True once no app holds the single-instance name; kills a straggler."""
     name = "app.lockwatch.tray.SingleInstance"
-    if bus("NameHasOwner", name) != "true":
+    if support.ask_bus("NameHasOwner", name) != "true":
         return True
-    pid = bus("GetConnectionUnixProcessID", name)
+    pid = support.ask_bus("GetConnectionUnixProcessID", name)
     if pid and pid.isdigit():
         try:
             os.kill(int(pid), signal.SIGKILL)
@@ -154,48 +144,23 @@ class Session:
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="lockwatch-dashboard-e2e-")
-    port = free_port()
-    url = f"redis://127.0.0.1:{port}"
-    procs, sessions, passed = [], [], 0
-
-    def ok(name):
-        nonlocal passed
-        passed += 1
-        print(f"ok {passed}: {name}", flush=True)
-
-    def redis(*args):
-        return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True, timeout=10).stdout.strip()
-
-    def status():
-        return json.loads(subprocess.run([LOCKWATCH, "--redis", url, "status", "--json"], capture_output=True, text=True, timeout=20).stdout)
+    run = support.Run("dashboard")
+    url, port, sessions = run.url, run.port, []
 
     def open_app(**extra):
-        env = dict(os.environ, HOME=f"{tmp}/home", XDG_RUNTIME_DIR=f"{tmp}/run", XDG_CONFIG_HOME=f"{tmp}/home/.config",
-                   XDG_DATA_HOME=f"{tmp}/home/.local/share", XDG_CACHE_HOME=f"{tmp}/home/.cache", LOCKWATCH_OPEN_DASHBOARD="1", LOCKWATCH_USER="alice")
-        env.pop("LOCKWATCH_REDIS_URL", None)
         # The page's words follow the desktop's language; these checks read English.
-        for var in ("LC_ALL", "LC_MESSAGES", "LANGUAGE"):
-            env.pop(var, None)
-        env["LANG"] = "en_US.UTF-8"
-        env.update(extra)
-        s = Session(env, f"{tmp}/app-{len(sessions) + 1}.log")
+        env = support.app_env(run.tmp, lang="en_US.UTF-8", LOCKWATCH_OPEN_DASHBOARD="1", LOCKWATCH_USER="alice", **extra)
+        s = Session(env, f"{run.tmp}/app-{len(sessions) + 1}.log")
         sessions.append(s)
         return s
 
     try:
-        os.makedirs(f"{tmp}/home")
-        os.makedirs(f"{tmp}/run", mode=0o700)
-        procs.append(subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        until("redis", lambda: redis("PING") == "PONG", 10)
-        subprocess.run([LOCKWATCH, "--redis", url, "enable", "--user", "alice"], check=True, capture_output=True)
+        run.start_redis()
+        run.lockwatch("enable", "--user", "alice", check=True)
         workers = {}
         for node in ["srv-a", "srv-b"]:
-            workers[node] = subprocess.Popen([LOCKWATCH, "--redis", url, "worker", "--node", node, "--lease", "3s", "--stop-grace", "1s", "--",
-                                              "sh", "-c", "while :; do echo tick; sleep 0.2; done"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            procs.append(workers[node])
-        holder = until("a holder", lambda: status()["holder"], 10)["node"]
+            workers[node] = run.worker(node, "--lease", "3s", "--stop-grace", "1s", "--", "sh", "-c", "while :; do echo tick; sleep 0.2; done")
+        holder = until("a holder", run.holder, 10)["node"]
 
         # 1. the live view shows the truth, pushed, on the right server
         s = open_app(LOCKWATCH_REDIS_URL=url)
@@ -203,13 +168,13 @@ def main():
         until("Running", lambda: s.text(f"{card} .badge .word") == "Running", 15)
         until(f"server {holder}", lambda: s.text(f"{card} dd.server") == holder, 10)
         s.screenshot("dashboard-live.png")
-        ok(f"live view: Running on {holder}")
+        run.ok(f"live view: Running on {holder}")
 
         # 2. the own toggle writes alice's flag, both ways
         # alice is the last one on: she is asked why, and nothing is flipped until she answers
         s.set_checked(f"{card} input.mine", False)
         until("the switch-off form", lambda: s.js(f"return !!document.querySelector('{card} form.off')"), 5)
-        assert redis("HGET", "{outbound}:enabled:alice", "on") == "1", "flipped before she answered"
+        assert run.redis("HGET", "{outbound}:enabled:alice", "on") == "1", "flipped before she answered"
         s.click(f"{card} form.off .cancel")
         until("the form gone, still on", lambda: not s.js(f"return !!document.querySelector('{card} form.off')"), 5)
         assert s.js(f"return document.querySelector('{card} input.mine').checked") is True
@@ -217,23 +182,23 @@ def main():
         until("the switch-off form again", lambda: s.js(f"return !!document.querySelector('{card} form.off')"), 5)
         s.type(f"{card} form.off input[name=reason]", "stock count tonight")
         s.js(f"document.querySelector('{card} form.off').requestSubmit()")
-        until("alice's flag off", lambda: redis("HGET", "{outbound}:enabled:alice", "on") == "0", 10)
-        assert redis("HGET", "{outbound}:enabled:alice", "reason") == "stock count tonight"
+        until("alice's flag off", lambda: run.redis("HGET", "{outbound}:enabled:alice", "on") == "0", 10)
+        assert run.redis("HGET", "{outbound}:enabled:alice", "reason") == "stock count tonight"
         until("Stopped", lambda: s.text(f"{card} .badge .word") == "Stopped", 10)
         s.set_checked(f"{card} input.mine", True)
-        until("alice's flag on", lambda: redis("HGET", "{outbound}:enabled:alice", "on") == "1", 10)
+        until("alice's flag on", lambda: run.redis("HGET", "{outbound}:enabled:alice", "on") == "1", 10)
         until("Running again", lambda: s.text(f"{card} .badge .word") == "Running", 10)
-        ok("the own toggle turns the job off (asked why, as the last one on) and on")
+        run.ok("the own toggle turns the job off (asked why, as the last one on) and on")
 
         # 2b. bob's "I'm on it", said on the command line, shows in alice's dashboard
-        redis("SADD", "{outbound}:users", "bob")  # a registered supervisor, who has not switched it on
-        subprocess.run([LOCKWATCH, "--redis", url, "ack", "--user", "bob", "--note", "looking at wh-a"], check=True, capture_output=True)
+        run.redis("SADD", "{outbound}:users", "bob")  # a registered supervisor, who has not switched it on
+        run.lockwatch("ack", "--user", "bob", "--note", "looking at wh-a", check=True)
         line = until("bob on it", lambda: next((li for li in (s.js(f"return [...document.querySelectorAll('{card} .on-it li')].map(l => l.textContent)") or []) if li.startswith("bob since")), None), 10)
         assert line.endswith(": looking at wh-a"), line
-        ok(f"acks in the webview: {line}")
+        run.ok(f"acks in the webview: {line}")
 
         # 3. kill -9 of the holder: the other server shows, and the failover is in the history
-        holder = until("a holder", lambda: status()["holder"], 10)["node"]
+        holder = until("a holder", run.holder, 10)["node"]
         other = "srv-b" if holder == "srv-a" else "srv-a"
         workers[holder].kill()
         until(f"server {other}", lambda: s.text(f"{card} dd.server") == other, 3 + 6)
@@ -250,7 +215,7 @@ def main():
         s.click('.zoom button[data-window="1h"]')
         until("the 1 h strip", lambda: s.text("#view-history .card h2") == "outbound: the last 1 h", 10)
         s.screenshot("dashboard-history.png")
-        ok(f"failover {holder} → {other} in the history: {row}; alice's flip from {flip[3]}: {flip[4]!r}; the strip zooms")
+        run.ok(f"failover {holder} → {other} in the history: {row}; alice's flip from {flip[3]}: {flip[4]!r}; the strip zooms")
 
         # 4. bad input is refused field by field, nothing saved
         s.view("settings")
@@ -258,16 +223,16 @@ def main():
         s.click("form.settings button[type=submit]")
         until("poll marked invalid", lambda: s.js("return document.getElementById('poll').getAttribute('aria-invalid')") == "true", 5)
         assert s.text("#poll-error"), "no sentence for the poll field"
-        assert not os.path.exists(f"{tmp}/home/.local/share/app.lockwatch.tray/settings.json"), "invalid settings were saved"
+        assert not os.path.exists(f"{run.tmp}/home/.local/share/app.lockwatch.tray/settings.json"), "invalid settings were saved"
         assert s.js("return document.querySelector('details.advanced').open") is True, "the refused field is folded away"
         assert s.js("return getComputedStyle(document.querySelector('header')).position") == "sticky"
-        ok(f"invalid poll refused: {s.text('#poll-error')} (opened under Advanced; the tabs stay in view)")
+        run.ok(f"invalid poll refused: {s.text('#poll-error')} (opened under Advanced; the tabs stay in view)")
 
         # 4b. Test connection tries what is in effect: LOCKWATCH_REDIS_URL, not the form's default URL
         s.click("form.settings button.test")
         tested = until("the test's answer", lambda: (lambda r: r if r and not r.endswith("…") and r != "Testing…" else None)(s.text("form.settings .result")), 15)
         assert tested.startswith(f"Connected to 127.0.0.1:{port} ") and "\n" not in tested, tested
-        ok(f"Test connection: {tested}")
+        run.ok(f"Test connection: {tested}")
         s.close()
 
         # 5. settings saved in one run hold in the next
@@ -277,7 +242,7 @@ def main():
         s.type("#heartbeat_grace", "7s")
         # Meanwhile the tray's menu mutes notifications (the tray's process writes the file, as here):
         # saving the form must keep that.
-        store = f"{tmp}/home/.local/share/app.lockwatch.tray/settings.json"
+        store = f"{run.tmp}/home/.local/share/app.lockwatch.tray/settings.json"
         os.makedirs(os.path.dirname(store), exist_ok=True)
         muted_until = int(time.time() * 1000) + 3_600_000
         with open(store, "w") as f:
@@ -298,28 +263,22 @@ def main():
         assert s.js("return document.getElementById('heartbeat_grace').value") == "7s"
         s.view("live")
         until("Running from the saved settings", lambda: s.text(f"{card} .badge .word") == "Running", 15)
-        ok("settings survive a restart and take effect; the tray's mute made meanwhile is kept")
-        print(f"{passed} passed, 0 failed", flush=True)
-        return 0
+        run.ok("settings survive a restart and take effect; the tray's mute made meanwhile is kept")
+        return run.finish()
     except Exception as e:  # noqa: BLE001 - report and fail
-        print(f"FAILED after {passed} checks: {e!r}", flush=True)
-        traceback.print_exc()
+        run.failed(e)
         for s in sessions:
-            with open(s.log, errors="replace") as f:
-                print(f"--- {s.log}:\n{f.read()[-3000:]}", flush=True)
-        print(f"{passed} passed, 1 failed", flush=True)
-        return 1
+            run.show_log(s.log, s.log)
+        return run.finish(failed=1)
     finally:
         # Workers and Redis first: nothing below may keep them alive.
-        for p in procs:
-            p.kill()
-            p.wait()
+        run.stop_all()
         for s in sessions:
             try:
                 s.close()
             except Exception as e:  # noqa: BLE001 - cleanup must go on
                 print(f"cleanup: {e!r}", flush=True)
-        shutil.rmtree(tmp, ignore_errors=True)
+        run.cleanup()
 
 
 if __name__ == "__main__":
