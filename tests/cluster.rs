@@ -280,18 +280,24 @@ fn next_push(conn: &mut redis::Connection) -> Vec<String> {
         .collect()
 }
 
+/// The job enabled by alice, its fence at 0, on the slot's owner (returned),
+/// and a watcher (200 ms poll) through a seed node (returned) that does not
+/// own the slot.
+fn enabled_and_watched(cluster: &Cluster) -> (u16, String, Watcher) {
+    let owner = cluster.owner_of(LOCK_KEY);
+    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+    let mut c = connect(owner).unwrap();
+    flag(&mut c, "outbound", "alice", true);
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    let options = Options { poll: Duration::from_millis(200), ..Options::default() };
+    let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), options);
+    (owner, seed, watcher)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_jobs_slot_migrating_to_another_primary_keeps_the_job_running_once_without_stopped() {
     let cluster = tokio::task::block_in_place(Cluster::start);
-    let owner = cluster.owner_of(LOCK_KEY);
-    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
-    {
-        let mut c = connect(owner).unwrap();
-        flag(&mut c, "outbound", "alice", true);
-        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
-    }
-    let options = Options { poll: Duration::from_millis(200), ..Options::default() };
-    let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), options);
+    let (owner, seed, watcher) = enabled_and_watched(&cluster);
     let (seen, recorder) = record(&watcher);
 
     let dir = tempfile::tempdir().unwrap();
@@ -546,15 +552,7 @@ async fn a_hundred_jobs_spread_over_the_cluster_probe_p50_p99() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slot_left_half_migrated_raises_no_alarm_and_the_presence_follows_the_slot() {
     let cluster = tokio::task::block_in_place(Cluster::start);
-    let owner = cluster.owner_of(LOCK_KEY);
-    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
-    {
-        let mut c = connect(owner).unwrap();
-        flag(&mut c, "outbound", "alice", true);
-        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
-    }
-    let options = Options { poll: Duration::from_millis(200), ..Options::default() };
-    let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), options);
+    let (owner, seed, watcher) = enabled_and_watched(&cluster);
     let (seen, recorder) = record(&watcher);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
