@@ -80,7 +80,7 @@ note-body = { $kind ->
         [conflict] { $at }：两台服务器都声称在运行此任务，请立即检查。
         [failover] { $at }：现在由 { $to } 运行。
         [restarted] { $at }：同一台服务器重新接管了任务。
-        [stalled] { $at }：锁仍被占用，但心跳已超时：任务可能卡住或正在退出。
+        [stalled] { $at }：锁仍被占用，但服务器已失去响应：任务可能卡住，也可能进程已退出（锁到期后释放）。
         [recovered] { $at }：心跳恢复正常。
         [started] { $at }：任务已开始运行。
         [stopped] { $at }：所有人都已停用，任务已停止。
