@@ -6,18 +6,14 @@
 //! When the primary has replicas, an acquisition or renewal counts only once
 //! one replica confirmed it (`WAIT 1`, on the same connection right after the
 //! script, as Redisson does with its sync slaves): a failover to a replica
-//! then cannot hand the lock to a second holder. A holding once confirmed by
-//! a replica goes on only with a replica's confirmation: a primary that lost
-//! every replica may be one Sentinel has just replaced (it stays a primary,
-//! alone, for seconds), where renewals reach nobody while the lease runs out
-//! on the new primary. Fences never repeat or go back, even when Redis loses
-//! its data.
+//! then cannot hand the lock to a second holder. Fences never repeat or go
+//! back, even when Redis loses its data.
 //!
 //! An acquisition that finds the fence counter missing cannot know whether
 //! an earlier holder, whose lock vanished with Redis's data, still runs its
 //! job: it says how long to wait before starting the job ([`Wait`]).
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -97,8 +93,6 @@ pub struct Lock {
     /// Replicas online on the primary at the last look (`INFO replication`,
     /// read with every acquisition and renewal).
     replicas: Arc<AtomicUsize>,
-    /// The current holding was confirmed by a replica: its renewals need one.
-    replicated: Arc<AtomicBool>,
     /// On a Redis Cluster the unlock message goes out with `SPUBLISH`,
     /// where Redisson 3.22+ waiters listen.
     sharded: bool,
@@ -126,7 +120,6 @@ impl Lock {
             host: host.clone(),
             seen: Arc::default(),
             replicas: Arc::default(),
-            replicated: Arc::default(),
             sharded: false,
         }
     }
@@ -189,7 +182,6 @@ impl Lock {
     /// # Errors
     /// [`Error::Redis`] when Redis cannot be reached or refuses.
     pub async fn release<C: ConnectionLike>(&self, conn: &mut C) -> Result<bool, Error> {
-        self.replicated.store(false, Ordering::SeqCst);
         Ok(self.call(conn, "release", false).await?.ok)
     }
 
@@ -251,24 +243,9 @@ impl Lock {
                 }),
                 _ => None,
             };
-            let confirmed = self.confirmed(op, ok == 1, replicas, waited && acked >= 1);
+            let confirmed = replicas == 0 || (waited && acked >= 1);
             return Ok(Reply { ok: ok == 1, value, fence, wait, confirmed });
         }
-    }
-
-    /// Whether a write of `op` counts, `replicas` being online and a replica
-    /// having `acked` it, and what the holding needs from now on. A new
-    /// holding starts afresh; a renewal of one a replica confirmed needs a
-    /// replica (see the module doc).
-    fn confirmed(&self, op: &str, ok: bool, replicas: usize, acked: bool) -> bool {
-        let needed = op == "renew" && self.replicated.load(Ordering::SeqCst);
-        let confirmed = if replicas > 0 { acked } else { !needed };
-        match op {
-            "acquire" => self.replicated.store(ok && confirmed && replicas > 0, Ordering::SeqCst),
-            _ if ok && confirmed && replicas > 0 => self.replicated.store(true, Ordering::SeqCst),
-            _ => {}
-        }
-        confirmed
     }
 
     fn decode<T: redis::FromRedisValue>(&self, value: Option<Value>, what: &str) -> Result<T, Error> {
@@ -327,24 +304,5 @@ mod tests {
         let lock = |ms| Lock::new(Keys::new("j"), "n", Duration::from_millis(ms), &Endpoint::new("h", false));
         assert_eq!(lock(2_000).confirm_within(), Duration::from_millis(200));
         assert_eq!(lock(30_000).confirm_within(), Duration::from_secs(2));
-    }
-
-    #[test]
-    fn a_holding_a_replica_confirmed_needs_one_until_a_new_holding() {
-        let lock = Lock::new(Keys::new("j"), "n", Duration::from_secs(3), &Endpoint::new("h", false));
-        // No replica at all: nothing to confirm, ever.
-        assert!(lock.confirmed("acquire", true, 0, false));
-        assert!(lock.confirmed("renew", true, 0, false));
-        // A replica appears and confirms: from then on one is needed.
-        assert!(lock.confirmed("renew", true, 1, true));
-        assert!(!lock.confirmed("renew", true, 0, false), "a primary left alone is no confirmation");
-        assert!(!lock.confirmed("renew", true, 1, false));
-        assert!(lock.confirmed("renew", true, 1, true));
-        // A new holding on a primary without replicas starts afresh.
-        assert!(lock.confirmed("acquire", true, 0, false));
-        assert!(lock.confirmed("renew", true, 0, false));
-        // An unconfirmed acquisition leaves nothing needed behind it.
-        assert!(!lock.confirmed("acquire", true, 1, false));
-        assert!(lock.confirmed("renew", true, 0, false));
     }
 }
