@@ -4,7 +4,8 @@
 -- ARGV[2] our field (<client-uuid>:<thread-id>), ARGV[3] lease in ms
 -- ARGV[4] unlock channel, ARGV[5] node name, ARGV[6] the highest fence the caller has seen
 -- ARGV[7] '1' on a Redis Cluster: the unlock message goes out sharded (SPUBLISH), as Redisson 3.22+ sends it
--- acquire answers {1, fence, ms to wait before starting the job, 1 if the counter was missing}
+-- acquire answers {1, fence, ms to wait before starting the job, 1 if the counter was missing,
+-- 1 if the lock was already ours}
 -- or {0, PTTL, fence} when someone else holds the lock
 local lock, fence_key, node_key, nodes_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op, field, lease, channel, node = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -70,7 +71,7 @@ if op == 'acquire' then
     'state', wait > 0 and 'starting' or 'running', 'beat_ms', now, 'started_ms', now,
     'wait_until_ms', wait > 0 and string.format('%d', now + wait) or '')
   redis.call('SADD', nodes_key, node)
-  return {1, fence, wait, missing and 1 or 0}
+  return {1, fence, wait, missing and 1 or 0, free and 0 or 1}
 elseif op == 'renew' then
   if redis.call('HEXISTS', lock, field) == 1 then
     redis.call('PEXPIRE', lock, lease)

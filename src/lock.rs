@@ -9,12 +9,26 @@
 //! then cannot hand the lock to a second holder. Fences never repeat or go
 //! back, even when Redis loses its data.
 //!
+//! A holding that has seen a replica online on its primary needs a
+//! replica's confirmation for the rest of it, also once the primary has no
+//! replica left. A primary that lost all its replicas may have been deposed:
+//! after `SENTINEL FAILOVER` the old primary stays a writable primary, its
+//! clients' connections and subscriptions open, until a sentinel converts
+//! it about 10 s later; renewals there reach nobody, while the promoted
+//! replica lets the lease run out and hands the lock to another server.
+//! A primary is told by its replication id, which a promotion changes: a
+//! holding that follows the lock to the promoted replica, and any
+//! acquisition of a free lock, start fresh (a primary without replicas
+//! needs none); taking again a lock that is still ours on the same primary
+//! continues the holding. A replica that restarts is not missed as long as
+//! it is back before 3/4 of the lease from the last confirmation.
+//!
 //! An acquisition that finds the fence counter missing cannot know whether
 //! an earlier holder, whose lock vanished with Redis's data, still runs its
 //! job: it says how long to wait before starting the job ([`Wait`]).
 
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
 use redis::Value;
@@ -36,8 +50,8 @@ pub enum Acquire {
     /// The lock is ours, with this fencing token; `wait` says how long the
     /// job must not start yet.
     Acquired { fence: i64, wait: Option<Wait> },
-    /// Taken on the primary, but no replica confirmed it in time: not a
-    /// holding. It expires unless a later attempt gets the confirmation.
+    /// Taken on the primary, but no replica confirmed it in time (or none
+    /// is online where the holding, taken again, saw one): not a holding. It expires unless a later attempt gets the confirmation.
     Unconfirmed { fence: i64 },
     /// Somebody else holds it; it expires in this long unless renewed
     /// (`None`: no expiry set).
@@ -74,7 +88,8 @@ pub enum Renew {
     Renewed,
     /// The lock is not ours any more.
     NotOurs,
-    /// Extended on the primary, but no replica confirmed it in time.
+    /// Extended on the primary, but no replica confirmed it in time, or
+    /// none is online on a primary where this holding saw one.
     Unconfirmed,
 }
 
@@ -93,6 +108,9 @@ pub struct Lock {
     /// Replicas online on the primary at the last look (`INFO replication`,
     /// read with every acquisition and renewal).
     replicas: Arc<AtomicUsize>,
+    /// The replication id of the primary on which the current holding saw a
+    /// replica online: writes there count only with a replica's confirmation.
+    replicated_on: Arc<Mutex<Option<String>>>,
     /// On a Redis Cluster the unlock message goes out with `SPUBLISH`,
     /// where Redisson 3.22+ waiters listen.
     sharded: bool,
@@ -120,6 +138,7 @@ impl Lock {
             host: host.clone(),
             seen: Arc::default(),
             replicas: Arc::default(),
+            replicated_on: Arc::default(),
             sharded: false,
         }
     }
@@ -225,6 +244,9 @@ impl Lock {
             let acked: i64 = if waited { self.decode(values.next(), "WAIT")? } else { 0 };
             let replicas = online_replicas(&info);
             self.replicas.store(replicas, Ordering::SeqCst);
+            let took = script.first() == Some(&1);
+            let fresh = op == "acquire" && script.get(4) != Some(&1);
+            let needs_replica = self.holding_needs_replica(took, fresh, replicas, replication_id(&info));
             if replicas > 0 && !waited && first {
                 first = false;
                 continue;
@@ -243,9 +265,24 @@ impl Lock {
                 }),
                 _ => None,
             };
-            let confirmed = replicas == 0 || (waited && acked >= 1);
+            let confirmed = if replicas == 0 { !needs_replica } else { waited && acked >= 1 };
             return Ok(Reply { ok: ok == 1, value, fence, wait, confirmed });
         }
+    }
+
+    /// Whether the holding needs a replica's confirmation on this primary
+    /// because it saw one online there before; remembers the primary when
+    /// a write that `took` sees one now. A `fresh` acquisition forgets.
+    fn holding_needs_replica(&self, took: bool, fresh: bool, replicas: usize, primary: &str) -> bool {
+        let mut replicated_on = self.replicated_on.lock().unwrap_or_else(PoisonError::into_inner);
+        if fresh {
+            *replicated_on = None;
+        }
+        let needed = replicated_on.as_deref() == Some(primary);
+        if took && replicas > 0 {
+            *replicated_on = Some(primary.to_owned());
+        }
+        needed
     }
 
     fn decode<T: redis::FromRedisValue>(&self, value: Option<Value>, what: &str) -> Result<T, Error> {
@@ -284,6 +321,12 @@ fn online_replicas(info: &str) -> usize {
         .count()
 }
 
+/// The primary's replication id (`master_replid`), which a promotion or a
+/// restart changes; empty when the answer has none.
+fn replication_id(info: &str) -> &str {
+    info.lines().find_map(|line| line.strip_prefix("master_replid:")).map_or("", str::trim)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,6 +340,35 @@ mod tests {
             slave_read_repl_offset:1\r\nmaster_repl_offset:1\r\n";
         assert_eq!(online_replicas(info), 2);
         assert_eq!(online_replicas("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"), 0);
+    }
+
+    #[test]
+    fn the_replication_id_names_the_primary() {
+        let info = "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\
+            master_replid:8c3f2a\r\nmaster_replid2:0000\r\n";
+        assert_eq!(replication_id(info), "8c3f2a");
+        assert_eq!(replication_id("# Replication\r\nrole:master\r\n"), "");
+    }
+
+    #[test]
+    fn a_holding_that_saw_a_replica_needs_one_on_that_primary_until_a_fresh_acquisition() {
+        let lock = Lock::new(Keys::new("j"), "n", Duration::from_secs(3), &Endpoint::new("h", false));
+        // Acquired without replicas: none needed.
+        assert!(!lock.holding_needs_replica(true, true, 0, "a"));
+        assert!(!lock.holding_needs_replica(true, false, 0, "a"));
+        // A replica comes online: from then on one is needed on this primary.
+        assert!(!lock.holding_needs_replica(true, false, 1, "a"));
+        assert!(lock.holding_needs_replica(true, false, 0, "a"));
+        // Taking again the lock still ours there continues the holding.
+        assert!(lock.holding_needs_replica(true, false, 0, "a"));
+        // Another primary (the promoted replica) does not need one.
+        assert!(!lock.holding_needs_replica(true, false, 0, "b"));
+        // A fresh acquisition on the first primary forgets.
+        assert!(!lock.holding_needs_replica(true, true, 0, "a"));
+        assert!(!lock.holding_needs_replica(true, false, 0, "a"));
+        // A write that was refused remembers nothing.
+        assert!(!lock.holding_needs_replica(false, false, 1, "a"));
+        assert!(!lock.holding_needs_replica(true, false, 0, "a"));
     }
 
     #[test]

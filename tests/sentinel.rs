@@ -346,19 +346,7 @@ async fn failover_keeps_a_healthy_holder_healthy(how: Failover) {
 
     let lines = journal(&j);
     let when = |t: &Instant| format!("{:+.2}s", t.duration_since(started).as_secs_f64());
-    let mut runs: Vec<(i64, String, u128, u128)> = Vec::new();
-    for (fence, node, ns) in &lines {
-        match runs.iter_mut().find(|r| r.0 == *fence && r.1 == *node) {
-            Some(run) => run.3 = *ns,
-            None => runs.push((*fence, node.clone(), *ns, *ns)),
-        }
-    }
-    let ms = |ns: u128| (ns as f64 - started_ns as f64) / 1e6;
-    let runs: Vec<String> = runs
-        .iter()
-        .map(|(f, n, a, b)| format!("fence {f} on {n} from {:+.0} ms to {:+.0} ms", ms(*a), ms(*b)))
-        .collect();
-    eprintln!("runs: {runs:#?}");
+    eprintln!("runs: {:#?}", describe_runs(&lines, started_ns));
     if matches!(how, Failover::Killed) {
         assert_no_overlap(&lines);
     }
@@ -402,4 +390,59 @@ async fn a_sentinel_failover_never_tells_the_healthy_holder_dying() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_the_primary_never_tells_the_healthy_holder_dying() {
     failover_keeps_a_healthy_holder_healthy(Failover::Killed).await;
+}
+
+/// Runs of the journal, one line each, with times from `started_ns`.
+fn describe_runs(lines: &[(i64, String, u128)], started_ns: u128) -> Vec<String> {
+    let mut runs: Vec<(i64, String, u128, u128)> = Vec::new();
+    for (fence, node, ns) in lines {
+        match runs.iter_mut().find(|r| r.0 == *fence && r.1 == *node) {
+            Some(run) => run.3 = *ns,
+            None => runs.push((*fence, node.clone(), *ns, *ns)),
+        }
+    }
+    let ms = |ns: u128| (ns as f64 - started_ns as f64) / 1e6;
+    runs.iter().map(|(f, n, a, b)| format!("fence {f} on {n} from {:+.0} ms to {:+.0} ms", ms(*a), ms(*b))).collect()
+}
+
+/// After `SENTINEL FAILOVER` the old primary stays a primary, without its
+/// replica, until a sentinel converts it (up to ~10 s): a holder still
+/// renewing there must stop before its lease, as the promoted replica knows
+/// it, runs out and another server takes the job on the new primary (the
+/// other worker once it follows, or a third one started after the switch,
+/// which finds the new primary at once), and must not take the lock still
+/// its own there again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_asked_failover_with_a_short_lease_never_runs_the_job_on_two_servers() {
+    let mut set = SentinelSet::start();
+    {
+        let mut c = connect(set.primary_port()).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+        assert_eq!(acked, 1);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let _workers = [worker(&set, "srv-a", &j), worker(&set, "srv-b", &j)];
+    eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let started_ns = now_ns();
+    let old = tokio::task::block_in_place(|| set.fail_over());
+    let new = tokio::task::block_in_place(|| set.wait_for_new_primary(Duration::from_secs(30)));
+    assert_ne!(old, new);
+    let promoted_ns = now_ns();
+    let _late = worker(&set, "srv-c", &j);
+    // The old primary's conversion to a replica, the lease on the new one
+    // and a take-over there all fall in this time.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let converted = !tokio::task::block_in_place(|| is_primary(old));
+    drop(_workers);
+    drop(_late);
+
+    let lines = journal(&j);
+    eprintln!("old primary converted to a replica: {converted}; runs: {:#?}", describe_runs(&lines, started_ns));
+    assert_no_overlap(&lines);
+    assert!(lines.iter().any(|l| l.2 > promoted_ns + 10_000_000_000), "the job runs again after the failover");
 }
