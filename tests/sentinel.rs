@@ -50,6 +50,16 @@ fn sentinel_spec(set: &SentinelSet) -> ConnectionSpec {
     }
 }
 
+/// alice's flag on and the fence counter at 0 (so the first start need not
+/// wait a lease) on the primary at `port`, confirmed by its replica.
+fn enabled_and_replicated(port: u16) {
+    let mut c = connect(port).unwrap();
+    flag(&mut c, "outbound", "alice", true);
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+    assert_eq!(acked, 1);
+}
+
 fn run(cmd: &mut Command) -> (Output, String) {
     let out = cmd.output().unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -114,14 +124,7 @@ fn the_urls_user_and_password_log_in_to_the_data_nodes_found_through_the_sentine
 async fn kill_9_of_the_primary_leaves_the_job_running_on_one_server_without_overlap_or_stopped() {
     let mut set = SentinelSet::start();
     let primary = set.primary_port();
-    {
-        let mut c = connect(primary).unwrap();
-        flag(&mut c, "outbound", "alice", true);
-        // The fence counter exists: the first start need not wait a lease.
-        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
-        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
-        assert_eq!(acked, 1);
-    }
+    enabled_and_replicated(primary);
 
     let keys = Keys::new("outbound");
     let options = Options { poll: Duration::from_millis(200), ..Options::default() };
@@ -196,13 +199,7 @@ async fn kill_9_of_the_primary_leaves_the_job_running_on_one_server_without_over
 async fn a_demoted_primary_answering_readonly_is_dropped_and_the_worker_follows_to_the_new_one() {
     let mut set = SentinelSet::start();
     let old = set.primary_port();
-    {
-        let mut c = connect(old).unwrap();
-        flag(&mut c, "outbound", "alice", true);
-        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
-        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
-        assert_eq!(acked, 1);
-    }
+    enabled_and_replicated(old);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let _worker = worker(&set, "srv-a", &j);
@@ -260,13 +257,7 @@ enum Failover {
 async fn failover_keeps_a_healthy_holder_healthy(how: Failover) {
     let mut set = SentinelSet::start();
     let primary = set.primary_port();
-    {
-        let mut c = connect(primary).unwrap();
-        flag(&mut c, "outbound", "alice", true);
-        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
-        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
-        assert_eq!(acked, 1);
-    }
+    enabled_and_replicated(primary);
 
     let watcher = Watcher::spawn(sentinel_spec(&set).target().unwrap(), Keys::new("outbound"), Options::default());
     let statuses: Arc<Mutex<Vec<(Instant, State, String)>>> = Arc::default();
@@ -415,13 +406,7 @@ fn describe_runs(lines: &[(i64, String, u128)], started_ns: u128) -> Vec<String>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_asked_failover_with_a_short_lease_never_runs_the_job_on_two_servers() {
     let mut set = SentinelSet::start();
-    {
-        let mut c = connect(set.primary_port()).unwrap();
-        flag(&mut c, "outbound", "alice", true);
-        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
-        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
-        assert_eq!(acked, 1);
-    }
+    enabled_and_replicated(set.primary_port());
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let _workers = [worker(&set, "srv-a", &j), worker(&set, "srv-b", &j)];
