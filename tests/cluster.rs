@@ -280,15 +280,20 @@ fn next_push(conn: &mut redis::Connection) -> Vec<String> {
         .collect()
 }
 
-/// The job enabled by alice, its fence at 0, on the slot's owner (returned),
-/// and a watcher (200 ms poll) through a seed node (returned) that does not
-/// own the slot.
-fn enabled_and_watched(cluster: &Cluster) -> (u16, String, Watcher) {
+/// The job enabled by alice, its fence at 0, on the slot's owner: the
+/// owner's port and the URL of a seed node that does not own the slot.
+fn enabled(cluster: &Cluster) -> (u16, String) {
     let owner = cluster.owner_of(LOCK_KEY);
     let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
     let mut c = connect(owner).unwrap();
     flag(&mut c, "outbound", "alice", true);
     let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    (owner, seed)
+}
+
+/// [`enabled`], and a watcher (200 ms poll) through the seed node.
+fn enabled_and_watched(cluster: &Cluster) -> (u16, String, Watcher) {
+    let (owner, seed) = enabled(cluster);
     let options = Options { poll: Duration::from_millis(200), ..Options::default() };
     let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), options);
     (owner, seed, watcher)
@@ -346,13 +351,7 @@ async fn the_jobs_slot_migrating_to_another_primary_keeps_the_job_running_once_w
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_holder_is_told_dying_within_a_second_and_a_half_and_healthy_running_raises_no_alarm() {
     let cluster = tokio::task::block_in_place(Cluster::start);
-    let owner = cluster.owner_of(LOCK_KEY);
-    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
-    {
-        let mut c = connect(owner).unwrap();
-        flag(&mut c, "outbound", "alice", true);
-        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
-    }
+    let (owner, seed) = enabled(&cluster);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     // A lease and a grace far beyond the bound: only the holder's closed
