@@ -225,10 +225,14 @@ async fn all_flags_off_stop_the_job_and_release_the_lock() {
         (!exists).then_some(())
     })
     .await;
-    let events: Vec<redis::Value> =
-        redis::cmd("XRANGE").arg("{outbound}:events").arg("-").arg("+").query(&mut c).unwrap();
-    let text = format!("{events:?}");
-    assert!(text.contains("released") && text.contains("job-exited"), "{text}");
+    // The release is recorded right after it took effect, in a write of its own.
+    eventually("released and job-exited on the event stream", Duration::from_secs(5), || {
+        let events: Vec<redis::Value> =
+            redis::cmd("XRANGE").arg("{outbound}:events").arg("-").arg("+").query(&mut c).unwrap();
+        let text = format!("{events:?}");
+        (text.contains("released") && text.contains("job-exited")).then_some(())
+    })
+    .await;
     kill9(&mut a);
 }
 
