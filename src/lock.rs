@@ -51,7 +51,8 @@ pub enum Acquire {
     /// job must not start yet.
     Acquired { fence: i64, wait: Option<Wait> },
     /// Taken on the primary, but no replica confirmed it in time (or none
-    /// is online where the holding, taken again, saw one): not a holding. It expires unless a later attempt gets the confirmation.
+    /// is online where the holding, taken again, saw one): not a holding.
+    /// It expires unless a later attempt gets the confirmation.
     Unconfirmed { fence: i64 },
     /// Somebody else holds it; it expires in this long unless renewed
     /// (`None`: no expiry set).

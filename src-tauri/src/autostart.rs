@@ -8,9 +8,7 @@ use std::path::PathBuf;
 const ENTRY: &str = "lockwatch.desktop";
 
 fn entry() -> io::Result<PathBuf> {
-    crate::paths::autostart_dir()
-        .map(|dir| dir.join(ENTRY))
-        .ok_or_else(|| io::Error::other("neither XDG_CONFIG_HOME nor HOME is set"))
+    crate::paths::autostart_dir().map(|dir| dir.join(ENTRY))
 }
 
 /// Whether the entry is there.

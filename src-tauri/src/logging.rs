@@ -7,7 +7,7 @@ use tracing_subscriber::fmt::writer::MakeWriterExt;
 /// Starts logging; a log file that cannot be opened leaves stderr alone.
 pub fn init() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("LOCKWATCH_LOG").unwrap_or_else(|_| "info".into());
-    let file = crate::paths::log_dir().and_then(|dir| {
+    let file = crate::paths::log_dir().ok().and_then(|dir| {
         std::fs::create_dir_all(&dir).ok()?;
         std::fs::OpenOptions::new().create(true).append(true).open(dir.join("lockwatch.log")).ok()
     });

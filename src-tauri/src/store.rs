@@ -12,15 +12,18 @@ use serde_json::{Map, Value};
 
 use crate::settings::{STORE_FILE, STORE_KEY, Settings};
 
-fn file() -> Option<PathBuf> {
+fn file() -> std::io::Result<PathBuf> {
     crate::paths::data_dir().map(|dir| dir.join(STORE_FILE))
 }
 
 /// The settings, and a sentence when the file had to be set aside.
 pub fn load() -> (Settings, Option<String>) {
-    let Some(path) = file() else {
-        tracing::warn!("neither XDG_DATA_HOME nor HOME is set: the settings are the defaults and cannot be saved");
-        return (Settings::default(), None);
+    let path = match file() {
+        Ok(path) => path,
+        Err(err) => {
+            tracing::warn!("{err}: the settings are the defaults and cannot be saved");
+            return (Settings::default(), None);
+        }
     };
     let Ok(bytes) = std::fs::read(&path) else { return (Settings::default(), None) };
     match parse(&bytes) {
@@ -61,7 +64,7 @@ pub fn save(settings: &Settings) {
 }
 
 fn write(settings: &Settings) -> std::io::Result<()> {
-    let path = file().ok_or_else(|| std::io::Error::other("neither XDG_DATA_HOME nor HOME is set"))?;
+    let path = file()?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
