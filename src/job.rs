@@ -23,6 +23,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::clock::Boot;
 use crate::reaper;
 #[cfg(unix)]
 use crate::reaper::Control;
@@ -354,6 +355,9 @@ pub struct Killer(Arc<Mutex<Aim>>);
 struct Aim {
     target: Option<KillTarget>,
     fired: bool,
+    /// The last dead-man deadline: the end of the lease last confirmed,
+    /// less a margin, told to every reaper the killer is pointed at.
+    deadline: Option<Boot>,
 }
 
 #[derive(Debug)]
@@ -365,6 +369,15 @@ enum KillTarget {
 }
 
 impl KillTarget {
+    fn deadline(&self, at: Boot) {
+        #[cfg(unix)]
+        if let KillTarget::Reaper(control) = self {
+            control.deadline(at);
+        }
+        #[cfg(not(unix))]
+        let _ = at;
+    }
+
     fn kill(self) {
         match self {
             #[cfg(unix)]
@@ -393,7 +406,22 @@ impl Killer {
                 target.kill();
             }
         } else {
+            if let (Some(target), Some(at)) = (&target, aim.deadline) {
+                target.deadline(at);
+            }
             aim.target = target;
+        }
+    }
+
+    /// Sets the dead-man deadline: a job below a reaper is killed at `at` by
+    /// the reaper itself unless a later deadline comes first, even while
+    /// this process cannot run. Embedded tasks and direct children have no
+    /// reaper; for them the lease watchdog alone enforces the lease.
+    pub fn feed(&self, at: Boot) {
+        let mut aim = self.aim();
+        aim.deadline = Some(at);
+        if let Some(target) = &aim.target {
+            target.deadline(at);
         }
     }
 

@@ -37,6 +37,19 @@ impl Keys {
         format!("{}:fence", self.prefix)
     }
 
+    /// The earliest Redis time (ms) a new holder may start the job, while a
+    /// wait for an earlier holder that may still run it is not over; it
+    /// expires with the wait.
+    pub fn start_after(&self) -> String {
+        format!("{}:start_after", self.prefix)
+    }
+
+    /// The run id of the Redis process that issued the last fence: a
+    /// counter another process issued came back with a restart.
+    pub fn fence_run(&self) -> String {
+        format!("{}:fence_run", self.prefix)
+    }
+
     /// Set of supervisor names whose flags count.
     pub fn users(&self) -> String {
         format!("{}:users", self.prefix)

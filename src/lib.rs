@@ -10,9 +10,12 @@
 //! - [`watch`]: the async shell around the engine: reads, wakes, publishes.
 //! - `sharded`: sharded pub/sub on a Redis Cluster, on the slot owner, resubscribed when the slot moves.
 //! - [`lock`]: a Redisson-compatible lock client with fencing tokens.
+//! - [`handover`]: when a new holder may start: not while another server's heartbeat still runs the job.
 //! - [`worker`], [`job`]: run a command on exactly one server, with heartbeat and events.
 //! - [`presence`]: the worker's presence subscription, which Redis drops the moment the process dies.
-//! - [`reaper`]: the process between worker and job that takes the job's whole tree down.
+//! - [`reaper`]: the process between worker and job that takes the job's whole tree down,
+//!   and kills it by itself when the lease the worker last vouched for runs out.
+//! - [`clock`]: the clock leases are measured on, which counts a suspended host.
 //! - [`flags`]: flipping a supervisor's own enable flag.
 //! - [`ack`]: "I'm on it": a supervisor's own acknowledgement, with a note and an end.
 //! - [`history`]: the job's shared history: typed stream entries, read back and built into runs, failovers, deaths, flips.
@@ -23,9 +26,11 @@
 
 pub mod ack;
 pub mod acl;
+pub mod clock;
 pub mod connect;
 pub mod error;
 pub mod flags;
+pub mod handover;
 pub mod history;
 pub mod job;
 pub mod keys;

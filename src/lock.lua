@@ -1,13 +1,16 @@
 -- Redisson-compatible RLock operations, one per script call.
--- KEYS[1] lock hash, KEYS[2] fence counter, KEYS[3] the node's heartbeat hash, KEYS[4] the nodes set
+-- KEYS[1] lock hash, KEYS[2] fence counter, KEYS[3] the node's heartbeat hash, KEYS[4] the nodes set,
+-- KEYS[5] the earliest time (Redis ms) a new holder may start the job,
+-- KEYS[6] the run id of the Redis process that issued the last fence
 -- ARGV[1] operation: acquire | renew | release
 -- ARGV[2] our field (<client-uuid>:<thread-id>), ARGV[3] lease in ms
 -- ARGV[4] unlock channel, ARGV[5] node name, ARGV[6] the highest fence the caller has seen
 -- ARGV[7] '1' on a Redis Cluster: the unlock message goes out sharded (SPUBLISH), as Redisson 3.22+ sends it
--- acquire answers {1, fence, ms to wait before starting the job, 1 if the counter was missing,
--- 1 if the lock was already ours}
+-- acquire answers {1, fence, ms to wait before starting the job, why (0 none, 1 the counter was
+-- missing, 2 Redis restarted less than a lease ago, 3 an earlier wait still runs), 1 if the lock
+-- was already ours}
 -- or {0, PTTL, fence} when someone else holds the lock
-local lock, fence_key, node_key, nodes_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lock, fence_key, node_key, nodes_key, start_key, run_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local op, field, lease, channel, node = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local seen = tonumber(ARGV[6]) or 0
 
@@ -16,36 +19,57 @@ local function redis_ms()
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 
--- The next fence: above the counter and above every fence the caller has
--- seen. A counter lost with the data (a restart without persistence,
--- FLUSHALL) starts above Redis time in ms as well, so that no fence ever
--- repeats or goes back, even for a caller that remembers nothing. Returns
--- the fence and whether the counter was missing.
-local function next_fence(now)
-  local floor = seen
+-- The next fence: above the counter, above every fence the caller has seen,
+-- and above Redis time in ms. A counter lost with the data, or brought back
+-- older by a restore, then still gives fences above every one issued before
+-- (they were below the time they were issued at), and two primaries that
+-- share a replicated counter give the same fence only in the same ms.
+-- Notes which Redis process issued it. Returns the fence and the counter found.
+local function next_fence(now, run)
   local current = tonumber(redis.call('GET', fence_key))
-  if current then
-    floor = math.max(floor, current)
-  else
-    floor = math.max(floor, now)
-  end
-  local fence = floor + 1
+  local fence = math.max(seen, current or 0, now) + 1
   redis.call('SET', fence_key, string.format('%d', fence))
-  return fence, current == nil
+  if run then
+    redis.call('SET', run_key, run)
+  end
+  return fence, current
 end
 
--- How long a new holder must wait before it starts the job. A missing
--- counter means Redis is new or lost its data, maybe under a holder that
--- still runs its job until its next renewal finds the lock gone (at most
--- 3/4 of a lease later): wait a whole lease. A counter restarted less than
--- a lease ago (it restarts at Redis time in ms, and grows by one per
--- acquisition) means a holder since that loss let go early: wait the rest.
-local function start_wait(fence, missing, now)
-  local lease_ms = tonumber(lease)
-  if missing then
-    return lease_ms
+-- This Redis process's run id, and the ms since it started (floored to the
+-- second, so never more than the truth); nil when INFO is not granted.
+local function server_run()
+  local info = redis.pcall('INFO', 'server')
+  if type(info) ~= 'string' then
+    return nil, nil
   end
-  return math.max(0, math.min(lease_ms, fence + lease_ms - now))
+  local s = tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+  return string.match(info, 'run_id:(%x+)'), s and s * 1000
+end
+
+-- How long a new holder of a free lock must wait before it starts the job,
+-- and why. An earlier holder runs its job until its next look finds the lock
+-- gone, and at most until its lease runs out. It may have held the lock in
+-- data Redis no longer has: a missing counter (Redis new, or lost its data)
+-- waits a whole lease; a counter another Redis process issued (the process
+-- restarted, maybe from an older snapshot) waits until a lease after this
+-- process started, unless the counter is 0, seeded by whoever started this
+-- new Redis; a wait an earlier new holder began and did not finish is finished.
+local function start_wait(counter, issued_by, now, run, up)
+  local lease_ms = tonumber(lease)
+  local wait, why = 0, 0
+  if counter == nil then
+    wait, why = lease_ms, 1
+  elseif counter ~= 0 and issued_by ~= run and up and up < lease_ms then
+    wait, why = lease_ms - up, 2
+  end
+  local pending = (tonumber(redis.call('GET', start_key)) or 0) - now
+  if pending > wait then
+    wait, why = pending, 3
+  end
+  if wait > 0 then
+    redis.call('SET', start_key, string.format('%d', now + wait), 'PX', wait)
+  end
+  return wait, why
 end
 
 if op == 'acquire' then
@@ -60,21 +84,27 @@ if op == 'acquire' then
   redis.call('PEXPIRE', lock, lease)
   local now = redis_ms()
   local fence = (not free) and tonumber(redis.call('GET', fence_key))
-  local missing = false
+  local wait, why = 0, 0
   if not fence then
-    fence, missing = next_fence(now)
+    local run, up = server_run()
+    local issued_by = redis.call('GET', run_key)
+    local counter
+    fence, counter = next_fence(now, run)
+    wait, why = start_wait(counter, issued_by, now, run, up)
   end
-  local wait = start_wait(fence, missing, now)
   -- The heartbeat names the new holding in the same step, so no reader sees
   -- a lock that no heartbeat claims; `starting` while the job waits.
   redis.call('HSET', node_key, 'node', node, 'lock_field', field, 'fence', fence,
     'state', wait > 0 and 'starting' or 'running', 'beat_ms', now, 'started_ms', now,
     'wait_until_ms', wait > 0 and string.format('%d', now + wait) or '')
   redis.call('SADD', nodes_key, node)
-  return {1, fence, wait, missing and 1 or 0, free and 0 or 1}
+  return {1, fence, wait, why, free and 0 or 1}
 elseif op == 'renew' then
   if redis.call('HEXISTS', lock, field) == 1 then
     redis.call('PEXPIRE', lock, lease)
+    -- When the lease was last extended: a new holder waits for this
+    -- holder's job until the reaper's deadline counted from here.
+    redis.call('HSET', node_key, 'renewed_ms', redis_ms())
     return {1, 0}
   end
   return {0, 0}

@@ -59,27 +59,46 @@ pub enum Acquire {
     Held { ttl: Option<Duration> },
 }
 
-/// Why and how long a new holder waits before it starts the job: Redis is
-/// new or lost its data less than a lease ago, so an earlier holder may
-/// still run the job until its next renewal finds the lock gone (at most
-/// 3/4 of its lease). Every worker of a job must use the same lease.
+/// Why and how long a new holder waits before it starts the job: an earlier
+/// holder may still run the job in data Redis no longer has, until its next
+/// look finds the lock gone or, at the latest, its lease runs out. Every
+/// worker of a job must use the same lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wait {
     /// How long, from the acquisition.
     pub left: Duration,
-    /// The fence counter was missing (else it restarted less than a lease ago).
-    pub counter_missing: bool,
+    pub why: WaitWhy,
+}
+
+/// What makes a new holder wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitWhy {
+    /// The fence counter was missing: Redis is new or lost its data.
+    CounterMissing,
+    /// The Redis process started less than a lease ago: it may have come
+    /// back from an older snapshot, without a lock still held.
+    RedisRestarted,
+    /// An earlier new holder's wait is not over (it let go during it).
+    EarlierWait,
 }
 
 impl Wait {
-    /// Why the job waits, for logs and the event stream.
+    /// Why the job waits, for logs.
     pub fn reason(&self) -> &'static str {
-        if self.counter_missing {
-            "the fence counter is missing: Redis is new or lost its data"
-        } else {
-            "the fence counter restarted less than a lease ago: Redis is new or lost its data"
+        match self.why {
+            WaitWhy::CounterMissing => "the fence counter is missing: Redis is new or lost its data",
+            WaitWhy::RedisRestarted => "Redis restarted less than a lease ago, maybe from an older snapshot",
+            WaitWhy::EarlierWait => "an earlier holder's wait for the one before it is not over",
         }
     }
+}
+
+/// How long after its lease was last confirmed a job may run at most: its
+/// reaper kills it then, whatever its worker is doing (the worker itself
+/// stops it at three quarters). The lease's last eighth is the margin for
+/// the kill and for clocks.
+pub fn dead_man(lease: Duration) -> Duration {
+    lease * 7 / 8
 }
 
 /// Outcome of one renewal.
@@ -216,6 +235,8 @@ impl Lock {
             .key(self.keys.fence())
             .key(self.keys.node(&self.node))
             .key(self.keys.nodes())
+            .key(self.keys.start_after())
+            .key(self.keys.fence_run())
             .arg(op)
             .arg(&self.field)
             .arg(u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX))
@@ -259,11 +280,15 @@ impl Lock {
                 });
             };
             let fence = if ok == 1 { Some(value) } else { script.get(2).copied() };
-            let wait = match (ok, script.get(2), script.get(3)) {
-                (1, Some(&ms), missing) if ms > 0 => Some(Wait {
-                    left: Duration::from_millis(u64::try_from(ms).unwrap_or(0)),
-                    counter_missing: missing == Some(&1),
-                }),
+            let why = match script.get(3) {
+                Some(1) => WaitWhy::CounterMissing,
+                Some(2) => WaitWhy::RedisRestarted,
+                _ => WaitWhy::EarlierWait,
+            };
+            let wait = match (ok, script.get(2)) {
+                (1, Some(&ms)) if ms > 0 => {
+                    Some(Wait { left: Duration::from_millis(u64::try_from(ms).unwrap_or(0)), why })
+                }
                 _ => None,
             };
             let confirmed = if replicas == 0 { !needs_replica } else { waited && acked >= 1 };

@@ -22,7 +22,8 @@ local READ = {
   [ARGV[1]] = {measure = true, fields = {'on', 'time', 'host', 'reason'}},
   [ARGV[2]] = {measure = false, fields = {'node', 'host', 'pid', 'lock_field', 'fence', 'seq', 'beat_ms',
                                           'state', 'version', 'started_ms', 'child_pid', 'last_exit',
-                                          'wait_until_ms', 'presence', 'presence_on'}},
+                                          'wait_until_ms', 'presence', 'presence_on', 'waits_for',
+                                          'renewed_ms'}},
 }
 
 -- Acknowledgements, like flags, are written by the supervisors: measured first.

@@ -200,6 +200,15 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         // status, a worker) takes them for "nobody has it enabled".
         snap.flags.push(Flag { user: keys.users(), on: None, at_ms: None, host: None });
     }
+    if redis_type(users) == Some("none") && snap.fence.is_some_and(|f| f > 0) {
+        // A fence counter above 0 means a server took the job, which needs a
+        // registered user's flag on: the registry was lost, not never made.
+        snap.problems.push(format!(
+            "Redis lost the registry {} (the fence counter shows the job ran), so whose flags count cannot be told; provision the supervisors again (lockwatch acl prints the SADD) or have each switch their flag again",
+            keys.users()
+        ));
+        snap.flags.push(Flag { user: keys.users(), on: None, at_ms: None, host: None });
+    }
     let node_names = decode_set(&keys.nodes(), nodes, &mut snap.problems).unwrap_or_default();
     snap.beats = decode_beats(keys, &node_names, beats, later, &mut snap.problems);
     snap.recent_events = later
@@ -214,7 +223,25 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
             .collect();
         snap.acks.sort_by(|a, b| a.user.cmp(&b.user));
     }
+    let tail_type = later.iter().find(|part| tagged(part, "events")).and_then(|p| array(p)?.get(1)).and_then(text);
+    let absent = [lock, fence, users, nodes].iter().all(|v| redis_type(v) == Some("none"))
+        && tail_type.as_deref() == Some("none");
+    snap.job_absent = absent.then(|| {
+        format!(
+            "no job named {} on this Redis (no lock, supervisors, servers, fence or history under {}:*): check the job name (--job) and the Redis address",
+            keys.job, keys.prefix
+        )
+    });
     Ok(snap)
+}
+
+/// The Redis type a part of the probe's reply starts with (`none` for a missing key).
+fn redis_type(v: &Value) -> Option<&str> {
+    match array(v)?.first()? {
+        Value::BulkString(b) => std::str::from_utf8(b).ok(),
+        Value::SimpleString(s) => Some(s.as_str()),
+        _ => None,
+    }
 }
 
 /// The heartbeats of `names`, with each worker's presence from the part
@@ -454,6 +481,8 @@ fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<String>) -> 
         child_pid: unsigned("child_pid"),
         last_exit: text("last_exit"),
         wait_until_ms: unsigned("wait_until_ms"),
+        waits_for: text("waits_for").filter(|n| !n.is_empty()),
+        renewed_ms: unsigned("renewed_ms"),
         // Known once the subscriber count is read; `Some(_)` here only marks
         // that the worker says it holds the subscription.
         present: matches!(text("presence").as_deref(), Some(PLAIN | SHARDED)).then_some(true),
@@ -545,7 +574,19 @@ mod tests {
         assert_eq!(snap.lock.holders, vec!["8d3c-uuid:57"]);
         assert_eq!(snap.lock.ttl_ms, Some(29_500));
         assert_eq!(snap.fence, Some(42));
-        assert!(snap.problems.is_empty());
+        // A fence above 0 says a server ran the job, which needs registered
+        // users: a missing registry was lost, and no flag can be trusted.
+        assert_eq!(snap.problems.len(), 1, "{:?}", snap.problems);
+        assert!(snap.problems[0].starts_with("Redis lost the registry {outbound}:users"));
+        assert!(matches!(snap.enabled(), crate::snapshot::Enabled::Unknown { .. }));
+        assert_eq!(snap.job_absent, None);
+        // A counter at 0 (seeded, never taken) or none: nothing was lost.
+        for fence in [arr(vec![s(b"string"), s(b"0")]), arr(vec![s(b"none")])] {
+            let lock = arr(vec![s(b"none"), Value::Int(-2)]);
+            let snap = decode(&Keys::new("outbound"), &reply(lock, fence), None).unwrap();
+            assert!(snap.problems.is_empty(), "{:?}", snap.problems);
+            assert_eq!(snap.enabled(), crate::snapshot::Enabled::No);
+        }
     }
 
     #[test]

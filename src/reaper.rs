@@ -11,7 +11,13 @@
 //!
 //! - `T`: SIGTERM to every descendant (a clean stop);
 //! - `K`, or the pipe's end (the worker died, even by `kill -9`): SIGKILL to
-//!   every descendant, then exit.
+//!   every descendant, then exit;
+//! - `D<ms>;`: the deadline, on the [`clock`](crate::clock), by which the
+//!   worker must send a later one. The reaper is a dead-man switch: when the
+//!   deadline passes, it SIGKILLs every descendant by itself, whatever the
+//!   worker is doing (stopped by SIGSTOP or a debugger, stuck, swapping, or
+//!   the host suspended), so the job never outlives the lease the worker
+//!   last had confirmed. No deadline sent, none enforced.
 //!
 //! When the job's own process ends, whatever it left running is killed too.
 //! The worker never SIGKILLs the reaper itself: that would orphan the tree.
@@ -73,18 +79,25 @@ mod unix {
     impl Control {
         /// Asks for SIGTERM to every process of the job.
         pub(crate) fn terminate(&self) {
-            self.send(b'T');
+            self.send(b"T");
         }
 
         /// Asks for SIGKILL to every process of the job.
         pub(crate) fn kill(&self) {
-            self.send(b'K');
+            self.send(b"K");
         }
 
-        fn send(&self, command: u8) {
-            // Non-blocking, one byte into a pipe nobody else writes: it cannot
-            // block; a reaper that is gone already is no error.
-            let _ = (&self.0).write(&[command]);
+        /// Sets the dead-man deadline: unless a later one comes first, the
+        /// reaper kills the job's whole tree at `at` by itself.
+        pub(crate) fn deadline(&self, at: crate::clock::Boot) {
+            self.send(format!("D{};", at.as_millis()).as_bytes());
+        }
+
+        fn send(&self, command: &[u8]) {
+            // Non-blocking, a few bytes (below PIPE_BUF, so written whole or
+            // not at all) into a pipe nobody else writes: it cannot block; a
+            // reaper that is gone already is no error.
+            let _ = (&self.0).write(command);
         }
     }
 
@@ -189,7 +202,7 @@ mod unix {
         };
         // SAFETY: the worker passed these two descriptors for this process
         // alone; nothing else here owns them.
-        let (mut control, mut report) = unsafe { (File::from_raw_fd(control), File::from_raw_fd(report)) };
+        let (control, mut report) = unsafe { (File::from_raw_fd(control), File::from_raw_fd(report)) };
         for fd in [control.as_raw_fd(), report.as_raw_fd()] {
             // SAFETY: fcntl on our own descriptor; the job must not inherit it.
             unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
@@ -241,24 +254,7 @@ mod unix {
         }
         drop(report);
 
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 64];
-            loop {
-                match control.read(&mut buf) {
-                    Ok(n) if n > 0 && !buf[..n].contains(&b'K') => {
-                        if buf[..n].contains(&b'T') {
-                            kill_tree(libc::SIGTERM);
-                        }
-                    }
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                    // K, or the worker is gone: nothing may outlive it.
-                    _ => {
-                        kill_tree(libc::SIGKILL);
-                        return;
-                    }
-                }
-            }
-        });
+        std::thread::spawn(move || serve_control(control));
         std::thread::spawn(move || {
             loop {
                 let mut sig = 0;
@@ -276,6 +272,142 @@ mod unix {
 
         let status = reap_all();
         exit_as(status)
+    }
+
+    /// What the worker asked for on the control pipe.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(super) enum Ask {
+        Terminate,
+        Kill,
+        Deadline(u64),
+    }
+
+    /// Takes the complete commands off the front of `pending`; what is left
+    /// is the start of a command still arriving. Unknown bytes are skipped.
+    pub(super) fn parse_asks(pending: &mut Vec<u8>) -> Vec<Ask> {
+        let mut asks = Vec::new();
+        let mut i = 0;
+        while i < pending.len() {
+            match pending[i] {
+                b'T' => asks.push(Ask::Terminate),
+                b'K' => asks.push(Ask::Kill),
+                b'D' => {
+                    let Some(end) = pending[i..].iter().position(|b| *b == b';') else { break };
+                    let digits = std::str::from_utf8(&pending[i + 1..i + end]).ok();
+                    if let Some(ms) = digits.and_then(|d| d.parse().ok()) {
+                        asks.push(Ask::Deadline(ms));
+                    }
+                    i += end;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        pending.drain(..i);
+        asks
+    }
+
+    /// Serves the control pipe until the job must die: on `K`, on the
+    /// pipe's end (the worker is gone: nothing may outlive it), or when the
+    /// dead-man deadline passes without a later one.
+    fn serve_control(mut control: File) {
+        let mut deadline = Deadline::new();
+        let mut pending = Vec::new();
+        let mut buf = [0u8; 256];
+        loop {
+            if deadline.passed() {
+                kill_tree(libc::SIGKILL);
+                return;
+            }
+            if !deadline.wait_for(&control) {
+                continue;
+            }
+            let n = match control.read(&mut buf) {
+                Ok(n) => n,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => 0,
+            };
+            if n == 0 {
+                kill_tree(libc::SIGKILL);
+                return;
+            }
+            pending.extend_from_slice(&buf[..n]);
+            for ask in parse_asks(&mut pending) {
+                match ask {
+                    Ask::Terminate => kill_tree(libc::SIGTERM),
+                    Ask::Kill => {
+                        kill_tree(libc::SIGKILL);
+                        return;
+                    }
+                    Ask::Deadline(ms) => deadline.set(ms),
+                }
+            }
+        }
+    }
+
+    /// The dead-man deadline, on the worker's clock. On Linux a timerfd on
+    /// `CLOCK_BOOTTIME` wakes the reaper at it, also when it passed while
+    /// the host was suspended; elsewhere the wait is cut into short slices.
+    struct Deadline {
+        at: Option<u64>,
+        #[cfg(target_os = "linux")]
+        timer: Option<OwnedFd>,
+    }
+
+    impl Deadline {
+        fn new() -> Deadline {
+            #[cfg(target_os = "linux")]
+            {
+                // SAFETY: timerfd_create takes no pointers; a negative
+                // answer is an error, else a descriptor we now own.
+                let fd = unsafe { libc::timerfd_create(libc::CLOCK_BOOTTIME, libc::TFD_CLOEXEC) };
+                let timer = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
+                Deadline { at: None, timer }
+            }
+            #[cfg(not(target_os = "linux"))]
+            Deadline { at: None }
+        }
+
+        fn set(&mut self, ms: u64) {
+            self.at = Some(ms);
+            #[cfg(target_os = "linux")]
+            if let Some(timer) = &self.timer {
+                let spec = libc::itimerspec {
+                    it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+                    it_value: libc::timespec {
+                        tv_sec: libc::time_t::try_from(ms / 1000).unwrap_or(libc::time_t::MAX),
+                        tv_nsec: libc::c_long::try_from(ms % 1000 * 1_000_000).unwrap_or(0),
+                    },
+                };
+                // SAFETY: arms our own timerfd with a valid itimerspec.
+                unsafe {
+                    libc::timerfd_settime(timer.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut())
+                };
+            }
+        }
+
+        fn passed(&self) -> bool {
+            self.at.is_some_and(|at| crate::clock::Boot::now().as_millis() >= at)
+        }
+
+        /// Waits until the control pipe has something to read (true) or the
+        /// deadline may have passed (false).
+        fn wait_for(&self, control: &File) -> bool {
+            let mut fds = vec![libc::pollfd { fd: control.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+            let mut timeout: libc::c_int = -1;
+            #[cfg(target_os = "linux")]
+            if let (Some(_), Some(timer)) = (self.at, &self.timer) {
+                fds.push(libc::pollfd { fd: timer.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+            }
+            let sliced = cfg!(not(target_os = "linux")) || (self.at.is_some() && fds.len() == 1);
+            if sliced && let Some(at) = self.at {
+                let left = at.saturating_sub(crate::clock::Boot::now().as_millis());
+                timeout = libc::c_int::try_from(left.min(100)).unwrap_or(100);
+            }
+            // SAFETY: poll on descriptors we own, with the array's true length.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            n > 0 && fds[0].revents != 0
+        }
     }
 
     fn parse_spec(spec: &OsStr) -> Option<(RawFd, RawFd, i32)> {
@@ -424,6 +556,19 @@ mod unix {
             found.sort();
             assert_eq!(found, [2, 3, 4, 5, 6]);
             assert!(below(9, &links).is_empty());
+        }
+
+        #[test]
+        fn control_commands_are_parsed_whole_and_a_partial_one_waits() {
+            let mut pending = b"TD1234;K".to_vec();
+            assert_eq!(parse_asks(&mut pending), [Ask::Terminate, Ask::Deadline(1234), Ask::Kill]);
+            assert!(pending.is_empty());
+            let mut pending = b"D99;D100".to_vec();
+            assert_eq!(parse_asks(&mut pending), [Ask::Deadline(99)]);
+            assert_eq!(pending, b"D100");
+            pending.extend_from_slice(b"0;xD;");
+            assert_eq!(parse_asks(&mut pending), [Ask::Deadline(1000)], "garbage and an empty deadline are skipped");
+            assert!(pending.is_empty());
         }
 
         #[test]

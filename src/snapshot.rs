@@ -25,9 +25,12 @@ pub struct Snapshot {
     /// The registered users' acknowledgements ("I'm on it") still in force
     /// at `time_ms`, by user name.
     pub acks: Vec<Ack>,
-    /// Things found that could not be read (wrong types, bad numbers), one
-    /// sentence each, so the status can say why it is unsure.
+    /// Things found that could not be read (wrong types, bad numbers), or
+    /// data Redis lost, one sentence each, so the status can say why it is unsure.
     pub problems: Vec<String>,
+    /// Why nothing of the job is on this Redis (no lock, users, servers,
+    /// fence or history: a job name mistyped, or the wrong Redis), when nothing is.
+    pub job_absent: Option<String>,
 }
 
 impl Snapshot {
@@ -48,6 +51,19 @@ impl Snapshot {
             self.problems.join("; ")
         };
         Enabled::Unknown { reason }
+    }
+}
+
+impl Snapshot {
+    /// The users of `were_on`, whose flags were on at an earlier look, whose
+    /// flag hash is gone now although they are still registered: Redis lost
+    /// it (evicted, deleted), and nobody switched it off.
+    pub fn flags_lost<'a>(&self, were_on: &'a [String]) -> Vec<&'a str> {
+        were_on
+            .iter()
+            .filter(|user| self.flags.iter().any(|f| &f.user == *user && f.is_missing()))
+            .map(String::as_str)
+            .collect()
     }
 }
 
@@ -118,6 +134,14 @@ pub struct Flag {
     pub host: Option<String>,
 }
 
+impl Flag {
+    /// True when the flag's hash does not exist: it reads as off, with no
+    /// time and no host, which no flip ever writes.
+    pub fn is_missing(&self) -> bool {
+        self.on == Some(false) && self.at_ms.is_none() && self.host.is_none()
+    }
+}
+
 /// A supervisor's "I'm on it": since when, until when (Redis time, ms),
 /// and what they are doing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -151,6 +175,11 @@ pub struct Beat {
     pub last_exit: Option<String>,
     /// While `starting`: Redis time the job is to start, ms.
     pub wait_until_ms: Option<u64>,
+    /// While `starting`: the server whose heartbeat still says it runs the
+    /// job, which this one waits for (`None`: it waits for Redis's sake).
+    pub waits_for: Option<String>,
+    /// Redis time of the holder's last lease renewal, ms.
+    pub renewed_ms: Option<u64>,
     /// Whether the worker's presence subscription is there: `Some(false)`
     /// when the heartbeat says the worker holds one but Redis counts none
     /// (its process died, or its connection broke); `None` when it holds

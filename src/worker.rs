@@ -13,15 +13,18 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, sleep, sleep_until};
 
+use crate::clock::Boot;
+
 use crate::connect::{Conn, Target};
 use crate::error::{Action, Error, describe};
+use crate::handover::busy_elsewhere;
 use crate::history::{self, Cause, FlagFlip, Record, WaitCause};
 use crate::job::{Job, JobEnv, Killer, Work};
 use crate::keys::Keys;
-use crate::lock::{Acquire, Lock, Renew, Wait};
+use crate::lock::{Acquire, Lock, Renew, Wait, WaitWhy, dead_man};
 use crate::presence::Held;
 use crate::probe::probe;
-use crate::snapshot::{Enabled, Flag};
+use crate::snapshot::{Enabled, Flag, Snapshot};
 use crate::watch::follow_pubsub;
 
 static BEAT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("worker.lua")));
@@ -51,13 +54,23 @@ pub struct Options {
 
 /// The lock while held, with the job and the watchdog that renews it.
 struct Holding {
-    lock_ok_at: Instant,
+    /// When the lease was last confirmed (the confirming call's send time),
+    /// on the clock that counts a suspended host.
+    lock_ok_at: Boot,
     fence: i64,
     job: Option<Job>,
     next_start: Instant,
     /// Until then the job must not start: an earlier holder may still run
-    /// it (Redis lost its data, or is new). The heartbeat says `starting`.
+    /// it (Redis lost its data, is new or restarted). The heartbeat says `starting`.
     waits_until: Option<Instant>,
+    /// The same, in Redis time (ms), for the heartbeat.
+    waits_until_ms: Option<u64>,
+    /// Another server whose heartbeat still says it runs the job: the job
+    /// must not start before it stops (looked at again each turn until the
+    /// job first starts).
+    waits_for: Option<Waiting>,
+    /// Whether the job has started in this holding.
+    started: bool,
     restarts: u32,
     renewals: watch::Receiver<Renewal>,
     /// Set from the first failed renewal until the next good one, to record it once.
@@ -67,15 +80,36 @@ struct Holding {
     watchdog: tokio::task::JoinHandle<()>,
 }
 
+impl Holding {
+    /// What the heartbeat says the job waits for: the server (empty: none,
+    /// it waits for Redis's sake) and until when (Redis ms), the later of both.
+    fn shown_wait(&self) -> Option<(&str, u64)> {
+        let redis = self.waits_until_ms.filter(|_| self.waits_until.is_some_and(|t| Instant::now() < t));
+        match (&self.waits_for, redis) {
+            (Some(w), r) => Some((w.node.as_str(), w.until_ms.max(r.unwrap_or(0)))),
+            (None, Some(r)) => Some(("", r)),
+            (None, None) => None,
+        }
+    }
+}
+
 impl Drop for Holding {
     fn drop(&mut self) {
         self.watchdog.abort();
     }
 }
 
+/// Another server the job waits for, and until when at the latest.
+struct Waiting {
+    node: String,
+    until: Instant,
+    /// The same, in Redis time (ms).
+    until_ms: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Renewal {
-    Renewed(Instant),
+    Renewed(Boot),
     /// A renewal found the lock is not ours any more.
     Lost,
     /// A renewal failed; retrying.
@@ -174,6 +208,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         conn: None,
         seq: 0,
         enabled: None,
+        were_on: Vec::new(),
         flags_seen: None,
         beat_state: String::new(),
         told_gone: None,
@@ -189,7 +224,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
             Ok(None) => {}
             Err(err) => break Err(err),
         }
-        let safety = holding.as_ref().map(|h| h.lock_ok_at + w.opts.lease * 3 / 4);
+        let safety = holding.as_ref().map(|h| Instant::now() + (h.lock_ok_at + w.opts.lease * 3 / 4).remaining());
         // Wakes on the job's exit or on news from the watchdog.
         let holding_news = async {
             match holding.as_mut() {
@@ -216,7 +251,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     if let Some(h) = holding.take() {
         w.let_go(h, Cause::Shutdown).await;
     }
-    let _ = w.beat("idle", None, None).await;
+    let _ = w.beat("idle", None, None, None).await;
     let _ = stop_tx.send(true);
     let _ = waker.await;
     let _ = presence.await;
@@ -263,6 +298,9 @@ struct Worker {
     conn: Option<Conn>,
     seq: u64,
     enabled: Option<bool>,
+    /// The users whose flags were on at the last look (and those whose flag
+    /// Redis lost since), to tell a lost flag from one switched off.
+    were_on: Vec<String>,
     /// Each flag as last read (`None` before the first read), to record flips.
     flags_seen: Option<Vec<Flag>>,
     /// The state the last heartbeat said, to announce a change of it.
@@ -306,10 +344,28 @@ impl Worker {
             }
         }
 
-        let enabled = match self.read_flags().await {
-            Ok(Enabled::Yes) => Some(true),
-            Ok(Enabled::No) => Some(false),
-            Ok(Enabled::Unknown { reason }) => {
+        let snap = match self.look().await {
+            Ok(snap) => snap,
+            Err(err) => {
+                tracing::warn!(node = %self.opts.node, error = %err, "cannot read the job");
+                self.conn = None;
+                return Ok(Some(Duration::from_millis(500)));
+            }
+        };
+        // The lock gone from under a running holder (deleted, force-unlocked,
+        // evicted, lost in a restart) or taken by another: stop now, not at
+        // the next renewal, and say so, so a new holder waiting for this
+        // server's job may start.
+        if holding.is_some() && !snap.lock.holders.iter().any(|f| f == self.lock.field()) {
+            let h = holding.take();
+            self.lose(h, Cause::Lost).await;
+            self.say_idle().await;
+            return Ok(None);
+        }
+        let enabled = match self.enabled_in(&snap) {
+            Enabled::Yes => Some(true),
+            Enabled::No => Some(false),
+            Enabled::Unknown { reason } => {
                 // Once per spell of unreadable flags (`self.enabled` is `None`
                 // during one), or at start, before the first heartbeat.
                 if self.enabled.is_some() || self.seq == 0 {
@@ -317,11 +373,6 @@ impl Worker {
                     tracing::warn!(node = %self.opts.node, problem = %reason, "cannot tell whether the job is enabled; {doing} until the flags can be read");
                 }
                 None
-            }
-            Err(err) => {
-                tracing::warn!(node = %self.opts.node, error = %err, "cannot read the job's flags");
-                self.conn = None;
-                return Ok(Some(Duration::from_millis(500)));
             }
         };
         self.enabled = enabled;
@@ -334,7 +385,7 @@ impl Worker {
                 Ok((Acquire::Acquired { fence, wait }, since)) => {
                     // Counted from when the answer came, the latest the
                     // acquisition can have happened.
-                    let waits_until = wait.map(|w| Instant::now() + w.left);
+                    let waits_until = wait.map(|w| (Instant::now() + w.left, snap.time_ms + millis(w.left)));
                     *holding = Some(self.hold(fence, since, waits_until));
                     self.note_acquired(fence, wait).await;
                 }
@@ -363,13 +414,16 @@ impl Worker {
         }
 
         if let Some(h) = holding.as_mut() {
+            if !h.started {
+                self.wait_for_others(h, &snap);
+            }
             self.tend_job(h).await?;
         }
         let (state, field, fence, child) = match holding.as_ref() {
             Some(h) => {
                 let stalled =
                     self.opts.stall_after.zip(h.job.as_ref()).is_some_and(|(d, j)| j.liveness.silent_for() >= d);
-                let waiting = h.job.is_none() && h.waits_until.is_some_and(|t| Instant::now() < t);
+                let waiting = h.job.is_none() && !h.started;
                 (
                     if stalled {
                         "stalled"
@@ -385,7 +439,8 @@ impl Worker {
             }
             None => ("idle", None, None, None),
         };
-        match self.beat(state, field.as_deref().zip(fence), child).await {
+        let wait = holding.as_ref().filter(|h| !h.started).and_then(Holding::shown_wait);
+        match self.beat(state, field.as_deref().zip(fence), child, wait).await {
             Ok(()) if state != self.beat_state => {
                 // Watchers glance seldom: a job turning stalled (or running
                 // again) is told to them at once, as a flip is.
@@ -404,7 +459,8 @@ impl Worker {
         if let Some(h) = holding.as_ref()
             && h.job.is_none()
         {
-            hint = Some(h.next_start.saturating_duration_since(Instant::now()));
+            let start = h.waits_for.as_ref().map_or(h.next_start, |w| w.until.max(h.next_start));
+            hint = Some(start.saturating_duration_since(Instant::now()));
         }
         Ok(hint)
     }
@@ -426,7 +482,8 @@ impl Worker {
                 }
             };
         }
-        if h.job.is_none() && Instant::now() >= h.next_start && self.lease_vouched_for(h) {
+        let others_done = h.waits_for.as_ref().is_none_or(|w| Instant::now() >= w.until);
+        if h.job.is_none() && Instant::now() >= h.next_start && others_done && self.lease_vouched_for(h) {
             let env = JobEnv { fence: h.fence, node: &self.opts.node, job: &self.keys.job };
             // The killer is pointed at the job as it starts, before any wait.
             let job = Job::start(&self.opts.work, &env, &h.killer)
@@ -437,6 +494,7 @@ impl Worker {
             }
             let pid = job.pid;
             h.job = Some(job);
+            h.started = true;
             self.record(Record::JobStarted { fence: Some(h.fence), pid }).await;
         }
         Ok(())
@@ -452,19 +510,45 @@ impl Worker {
         renewal.stop_reason().is_none() && !h.killer.fired() && h.lock_ok_at.elapsed() < self.opts.lease * 3 / 4
     }
 
+    /// Looks again, before the job first starts in this holding, whether
+    /// another server's heartbeat still says it runs the job; says so once.
+    fn wait_for_others(&self, h: &mut Holding, snap: &Snapshot) {
+        let busy = busy_elsewhere(snap, &self.opts.node, self.lock.field(), self.opts.lease);
+        if let Some(b) = &busy
+            && h.waits_for.as_ref().is_none_or(|w| w.node != b.node)
+        {
+            tracing::warn!(
+                node = %self.opts.node,
+                other = %b.node,
+                "holds the lock, but {}'s heartbeat still says it runs the job; waiting up to {:.1} s for it to stop",
+                b.node,
+                b.left.as_secs_f64()
+            );
+        }
+        h.waits_for = busy.map(|b| Waiting {
+            until: Instant::now() + b.left,
+            until_ms: snap.time_ms + millis(b.left),
+            node: b.node,
+        });
+    }
+
     /// Starts holding: `since` is when the acquiring call was sent, the
     /// earliest the lease can have begun; the job starts at once, or once
     /// `waits_until` has passed.
-    fn hold(&self, fence: i64, since: Instant, waits_until: Option<Instant>) -> Holding {
+    fn hold(&self, fence: i64, since: Boot, waits_until: Option<(Instant, u64)>) -> Holding {
         let (tx, rx) = watch::channel(Renewal::Renewed(since));
         let killer = Killer::default();
+        killer.feed(since + dead_man(self.opts.lease));
         let watchdog = tokio::spawn(watchdog(self.target.clone(), self.lock.clone(), tx, killer.clone(), since));
         Holding {
             lock_ok_at: since,
             fence,
             job: None,
-            next_start: waits_until.unwrap_or_else(Instant::now),
-            waits_until,
+            next_start: waits_until.map_or_else(Instant::now, |w| w.0),
+            waits_until: waits_until.map(|w| w.0),
+            waits_until_ms: waits_until.map(|w| w.1),
+            waits_for: None,
+            started: false,
             restarts: 0,
             renew_failing: false,
             killer,
@@ -489,7 +573,11 @@ impl Worker {
             wait.left.as_secs_f64()
         );
         let wait_ms = u64::try_from(wait.left.as_millis()).unwrap_or(u64::MAX);
-        let cause = if wait.counter_missing { WaitCause::CounterMissing } else { WaitCause::CounterRestarted };
+        let cause = match wait.why {
+            WaitWhy::CounterMissing => WaitCause::CounterMissing,
+            WaitWhy::RedisRestarted => WaitCause::RedisRestarted,
+            WaitWhy::EarlierWait => WaitCause::EarlierWait,
+        };
         self.record(Record::Acquired { fence: Some(fence), field, wait: Some((wait_ms, Some(cause))) }).await;
     }
 
@@ -508,14 +596,14 @@ impl Worker {
     async fn let_go(&mut self, mut h: Holding, cause: Cause) {
         if let Some(job) = h.job.take() {
             let field = self.lock.field().to_owned();
-            let _ = self.beat("stopping", Some((&field, h.fence)), job.pid).await;
+            let _ = self.beat("stopping", Some((&field, h.fence)), job.pid, None).await;
             if let Some(status) = job.stop(self.opts.stop_grace).await {
                 self.last_exit = status.clone();
                 self.record(Record::JobExited { fence: Some(h.fence), status }).await;
             }
         }
         h.watchdog.abort();
-        let _ = self.beat("idle", None, None).await;
+        let _ = self.beat("idle", None, None, None).await;
         let lock = self.lock.clone();
         let released = match self.conn().await {
             Ok(conn) => lock.release(conn).await,
@@ -541,16 +629,34 @@ impl Worker {
 
     /// One acquisition attempt, and when it was sent: the earliest the
     /// lease can have begun.
-    async fn try_acquire(&mut self) -> Result<(Acquire, Instant), Error> {
+    async fn try_acquire(&mut self) -> Result<(Acquire, Boot), Error> {
         let lock = self.lock.clone();
         let conn = self.conn().await?;
-        let sent = Instant::now();
+        let sent = Boot::now();
         Ok((lock.acquire(conn).await?, sent))
     }
 
-    /// Whether anybody has the job enabled; records the flips seen since
-    /// the last read (every worker does: supervisors may not write the stream).
-    async fn read_flags(&mut self) -> Result<Enabled, Error> {
+    /// Whether anybody has the job enabled: as `snap` says, unless Redis lost
+    /// the flag of a user whose flag was on at an earlier look (evicted or
+    /// deleted, never switched off): then it cannot be told, and the job
+    /// neither starts nor stops until that user's flag is written again.
+    fn enabled_in(&mut self, snap: &Snapshot) -> Enabled {
+        let lost: Vec<String> = snap.flags_lost(&self.were_on).into_iter().map(str::to_owned).collect();
+        self.were_on = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.clone()).collect();
+        if lost.is_empty() {
+            return snap.enabled();
+        }
+        let reason = format!(
+            "Redis lost the flag of {} (switched on at the last look; its hash is gone, no flip switched it off); it counts again once written again",
+            lost.join(", ")
+        );
+        self.were_on.extend(lost);
+        Enabled::Unknown { reason }
+    }
+
+    /// Reads the whole job; records the flips seen since the last read
+    /// (every worker does: supervisors may not write the stream).
+    async fn look(&mut self) -> Result<Snapshot, Error> {
         let keys = self.keys.clone();
         let host = self.target.endpoint().clone();
         let conn = self.conn().await?;
@@ -574,7 +680,17 @@ impl Worker {
         }
         self.tell_if_holder_gone(&snap).await;
         self.check_own_presence(&snap);
-        Ok(snap.enabled())
+        Ok(snap)
+    }
+
+    /// Beats `idle` at once after the job was stopped under a lock found
+    /// gone, and tells every watcher and worker: a new holder waiting for
+    /// this server's job may start.
+    async fn say_idle(&mut self) {
+        if self.beat("idle", None, None, None).await.is_ok() && self.beat_state != "idle" {
+            "idle".clone_into(&mut self.beat_state);
+            self.announce().await;
+        }
     }
 
     /// Makes the presence subscription again when the heartbeat just read
@@ -651,14 +767,23 @@ impl Worker {
         }
     }
 
-    async fn beat(&mut self, state: &str, holding: Option<(&str, i64)>, child: Option<u32>) -> Result<(), Error> {
+    /// Writes the heartbeat; `wait` is the server the job waits for (empty:
+    /// none, it waits for Redis's sake) and until when, while it waits.
+    async fn beat(
+        &mut self,
+        state: &str,
+        holding: Option<(&str, i64)>,
+        child: Option<u32>,
+        wait: Option<(&str, u64)>,
+    ) -> Result<(), Error> {
         self.seq += 1;
         let (field, fence) = holding.map(|(f, n)| (f.to_owned(), n.to_string())).unwrap_or_default();
         let (presence, presence_on) = match self.present.on() {
             Some(server) => (crate::presence::claim(&self.target), server),
             None => ("", String::new()),
         };
-        let pairs: [(&str, String); 11] = [
+        let (waits_for, wait_until) = wait.map(|(node, ms)| (node.to_owned(), ms.to_string())).unwrap_or_default();
+        let pairs: [(&str, String); 13] = [
             ("node", self.opts.node.clone()),
             ("host", self.host.clone()),
             ("pid", std::process::id().to_string()),
@@ -670,6 +795,8 @@ impl Worker {
             ("child_pid", child.map(|p| p.to_string()).unwrap_or_default()),
             ("presence", presence.to_owned()),
             ("presence_on", presence_on),
+            ("waits_for", waits_for),
+            ("wait_until_ms", wait_until),
         ];
         let keys = (self.keys.node(&self.opts.node), self.keys.nodes());
         let node = self.opts.node.clone();
@@ -706,17 +833,17 @@ impl Worker {
 /// lock is no longer ours, or three quarters of the lease pass without a
 /// successful renewal, it kills the job itself, whatever the supervision
 /// loop is waiting on, so the job never outlives the lease.
-async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, killer: Killer, since: Instant) {
+async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, killer: Killer, since: Boot) {
     let lease = lock.lease();
     let mut last_ok = since;
     let mut conn: Option<Conn> = None;
     // The last attempt reached Redis but no replica confirmed it.
     let mut unconfirmed = false;
     loop {
-        sleep_until(last_ok + lease / 3).await;
+        sleep((last_ok + lease / 3).remaining()).await;
         loop {
-            let deadline = last_ok + lease * 3 / 4;
-            let sent = Instant::now();
+            let deadline = Instant::now() + (last_ok + lease * 3 / 4).remaining();
+            let sent = Boot::now();
             let attempt = async {
                 let c = match conn.take() {
                     Some(c) => c,
@@ -729,6 +856,7 @@ async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, ki
                 Ok(Ok(Renew::Renewed)) => {
                     last_ok = sent;
                     unconfirmed = false;
+                    killer.feed(sent + dead_man(lease));
                     let _ = report.send(Renewal::Renewed(sent));
                     break;
                 }
@@ -761,4 +889,8 @@ async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, ki
             }
         }
     }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -88,7 +88,8 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
     let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
 
     let (code, status, text) = status_json(&seed, &[]);
-    assert_eq!((code, status["state"].as_str()), (Some(0), Some("stopped")), "{text}");
+    assert_eq!((code, status["state"].as_str()), (Some(3), Some("unknown")), "{text}");
+    assert!(status["reason"].as_str().unwrap().starts_with("no job named outbound on this Redis"), "{text}");
 
     let (out, text) = run(lockwatch(&seed).args(["enable", "--user", "alice", "--reason", "night shift"]));
     assert_eq!(out.status.code(), Some(0), "{text}");

@@ -42,6 +42,8 @@ fn no_failure_prints_the_password_in_any_url_form() {
         .arg("~*")
         .query(&mut admin)
         .unwrap();
+    // The job exists (a job this Redis never saw is `unknown`, exit 3).
+    flag(&mut admin, "outbound", "alice", false);
     let port = server.port;
     let gone = dir.path().join("gone.sock");
     let gone = gone.to_str().unwrap();

@@ -69,6 +69,8 @@ fn run(cmd: &mut Command) -> (Output, String) {
 #[test]
 fn status_finds_the_primary_through_the_sentinels_and_a_bad_name_or_no_sentinel_is_unknown() {
     let set = SentinelSet::start();
+    // The job exists (a job this Redis never saw is `unknown`, exit 3).
+    flag(&mut connect(set.primary_port()).unwrap(), "outbound", "alice", false);
     let (out, text) = run(lockwatch(&set, &set.master_name).args(["status", "--json"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -5,9 +5,13 @@
 //! seeded random sequence of faults follows: a proxy that drops, resets,
 //! delays or blackholes a worker's (or every worker's) connections, Redis
 //! frozen with SIGSTOP, Redis restarted empty (no persistence) after which
-//! the supervisor enables the job again, a worker killed with `kill -9` and
-//! started again a moment later. Then the journals are read back: runs of
-//! different servers never overlap in time, and fences only grow.
+//! the supervisor enables the job again, Redis restarted from an older
+//! snapshot (taken at a random earlier cycle), a worker killed with
+//! `kill -9` and started again a moment later, a worker paused (SIGSTOP)
+//! past its lease, the lock force-unlocked (DEL and the unlock message), and
+//! the lock evicted (`maxmemory` with `volatile-ttl` while a cache fills
+//! memory). Then the journals are read back: runs of different servers
+//! never overlap in time, and fences only grow.
 //!
 //! `cargo test --test soak -- --nocapture` runs the short soak (2
 //! minutes) and two quick checks of the tools; `cargo test --test soak
@@ -204,7 +208,7 @@ fn soak(length: Duration, min_cycles: usize) {
         .unwrap_or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64);
     println!("soak: seed {seed} (replay with LOCKWATCH_SOAK_SEED={seed})");
     let mut rng = Rng(seed);
-    let mut first_round = [0, 1, 2, 3, 4, 5, 6];
+    let mut first_round: [u64; KINDS] = std::array::from_fn(|i| i as u64);
     for i in (1..first_round.len()).rev() {
         first_round.swap(i, rng.below(i as u64 + 1) as usize);
     }
@@ -225,6 +229,10 @@ fn soak(length: Duration, min_cycles: usize) {
         let how = cluster.apply(&fault);
         println!("cycle {:>3} at {since:>6.1} s: {fault}{how}", cycles.len() + 1);
         cycles.push(Cycle { fault, at, healed: now_us() });
+        // Now and then a snapshot, which a later restore brings back.
+        if rng.below(4) == 0 {
+            cluster.save();
+        }
         std::thread::sleep(rng.ms(100, 2_000));
     }
     // Everything healed: a server must run the job again (generous deadline:
@@ -331,27 +339,45 @@ enum Fault {
     Restart { reenable: Duration },
     /// `kill -9` of a worker, started again `after` later.
     Kill { aim: Aim, after: Duration },
+    /// Redis killed and started again from the last snapshot the soak took
+    /// (older by up to many cycles), or empty if it took none yet.
+    Restore,
+    /// A worker stopped (SIGSTOP) for `hold`, past its lease, then SIGCONT.
+    Freeze { aim: Aim, hold: Duration },
+    /// Redisson's `forceUnlock`: DEL of the lock and the unlock message.
+    Unlock,
+    /// `maxmemory` with `volatile-ttl`, and a cache filling memory until the
+    /// lock (the shortest expiry) is evicted; then the cache goes, and the limit.
+    Evict,
 }
 
+/// How many kinds of fault there are: each strikes once in the first round.
+const KINDS: usize = 11;
+
 impl Fault {
-    /// The fault of cycle `n` (from 0): the first seven cycles strike each
-    /// kind once, in a seeded order, so even a short soak sees them all;
-    /// after that the kinds come at random, weighted.
-    fn pick(rng: &mut Rng, n: usize, first_round: &[u64; 7]) -> Fault {
+    /// The fault of cycle `n` (from 0): the first cycles strike each kind
+    /// once, in a seeded order, so even a short soak sees them all; after
+    /// that the kinds come at random, weighted.
+    fn pick(rng: &mut Rng, n: usize, first_round: &[u64; KINDS]) -> Fault {
         let aim = |rng: &mut Rng, all: bool| match rng.below(100) {
             0..60 => Aim::Holder,
             60..85 => Aim::Node(rng.below(NODES.len() as u64) as usize),
             _ if all => Aim::All,
             _ => Aim::Node(rng.below(NODES.len() as u64) as usize),
         };
-        // Kinds 0..4 are the proxy modes, 4 a pause, 5 a restart, 6 a kill.
+        // Kinds 0..4 are the proxy modes, 4 a pause, 5 a restart, 6 a kill,
+        // 7 a restore, 8 a frozen worker, 9 a forced unlock, 10 an eviction.
         let kind = match first_round.get(n) {
             Some(&kind) => kind,
             None => match rng.below(100) {
-                0..40 => rng.below(4),
-                40..55 => 4,
-                55..65 => 5,
-                _ => 6,
+                0..30 => rng.below(4),
+                30..40 => 4,
+                40..47 => 5,
+                47..65 => 6,
+                65..72 => 7,
+                72..84 => 8,
+                84..92 => 9,
+                _ => 10,
             },
         };
         match kind {
@@ -367,7 +393,11 @@ impl Fault {
             }
             4 => Fault::Pause { hold: rng.ms(200, 5_000) },
             5 => Fault::Restart { reenable: rng.ms(0, 3_000) },
-            _ => Fault::Kill { aim: aim(rng, false), after: rng.ms(100, 3_000) },
+            6 => Fault::Kill { aim: aim(rng, false), after: rng.ms(100, 3_000) },
+            7 => Fault::Restore,
+            8 => Fault::Freeze { aim: aim(rng, false), hold: rng.ms(LEASE_MS, LEASE_MS * 3) },
+            9 => Fault::Unlock,
+            _ => Fault::Evict,
         }
     }
 
@@ -381,6 +411,10 @@ impl Fault {
             Fault::Pause { .. } => "redis SIGSTOP",
             Fault::Restart { .. } => "redis restart, data lost",
             Fault::Kill { .. } => "worker kill -9",
+            Fault::Restore => "redis restored from a snapshot",
+            Fault::Freeze { .. } => "worker SIGSTOP past its lease",
+            Fault::Unlock => "forced unlock",
+            Fault::Evict => "lock evicted",
         }
     }
 }
@@ -392,6 +426,10 @@ impl fmt::Display for Fault {
             Fault::Pause { hold } => write!(f, "Redis SIGSTOP for {hold:?}"),
             Fault::Restart { reenable } => write!(f, "Redis restarted empty, job enabled again after {reenable:?}"),
             Fault::Kill { aim, after } => write!(f, "kill -9 of the worker of {aim}, restarted after {after:?}"),
+            Fault::Restore => f.write_str("Redis restarted from the last snapshot taken"),
+            Fault::Freeze { aim, hold } => write!(f, "worker of {aim} stopped (SIGSTOP) for {hold:?}"),
+            Fault::Unlock => f.write_str("lock force-unlocked (DEL and the unlock message)"),
+            Fault::Evict => f.write_str("lock evicted: maxmemory with volatile-ttl under a filling cache"),
         }
     }
 }
@@ -567,7 +605,81 @@ impl Cluster {
                 self.spawn_worker(i);
                 format!(" → {}", NODES[i])
             }
+            Fault::Restore => {
+                let port = self.redis.port;
+                self.redis.restart_from_snapshot();
+                if self.redis.port != port {
+                    self.proxies.iter().for_each(|p| p.retarget(self.redis.port));
+                }
+                // A snapshot taken while nobody had the job enabled (none
+                // is) brings back flags off: the supervisor enables it again.
+                self.enable();
+                String::new()
+            }
+            Fault::Freeze { aim, hold } => {
+                let i = self.aimed(*aim)[0];
+                let Some(pid) = self.workers[i].as_ref().map(Child::id) else { return String::new() };
+                // SAFETY: kill(2) on the pid of our own child, not yet reaped.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+                std::thread::sleep(*hold);
+                // SAFETY: as above.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGCONT) };
+                format!(" → {}", NODES[i])
+            }
+            Fault::Unlock => {
+                let done = self.redis.client().get_connection_with_timeout(Duration::from_secs(1)).and_then(|mut c| {
+                    redis::pipe()
+                        .del("{outbound}:lock")
+                        .ignore()
+                        .publish("redisson_lock__channel:{outbound}:lock", 0)
+                        .ignore()
+                        .query::<()>(&mut c)
+                });
+                done.err().map(|e| format!(" (not done: {e})")).unwrap_or_default()
+            }
+            Fault::Evict => self.evict_lock().err().map(|e| format!(" (not done: {e})")).unwrap_or_default(),
         }
+    }
+
+    /// Takes a snapshot (`SAVE`) for a later restore; a failure is no fault.
+    fn save(&self) {
+        if let Ok(mut c) = self.redis.client().get_connection_with_timeout(Duration::from_secs(1)) {
+            let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+            let _: redis::RedisResult<()> = redis::cmd("SAVE").query(&mut c);
+        }
+    }
+
+    /// Fills memory under `volatile-ttl` until the lock is evicted (or 3 s
+    /// pass), then frees it and lifts the limit.
+    fn evict_lock(&self) -> redis::RedisResult<()> {
+        let mut c = self.redis.client().get_connection_with_timeout(Duration::from_secs(1))?;
+        c.set_read_timeout(Some(Duration::from_secs(2)))?;
+        let used: String = redis::cmd("INFO").arg("memory").query(&mut c)?;
+        let used: u64 =
+            used.lines().find_map(|l| l.strip_prefix("used_memory:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory-policy")
+            .arg("volatile-ttl")
+            .arg("maxmemory")
+            .arg(used + 4 * 1024 * 1024)
+            .query::<()>(&mut c)?;
+        let value = vec![b'x'; 64 * 1024];
+        let t = Instant::now();
+        let mut n = 0;
+        while t.elapsed() < Duration::from_secs(3) {
+            redis::cmd("SET").arg(format!("cache:{n}")).arg(&value).arg("EX").arg(3600).query::<()>(&mut c)?;
+            n += 1;
+            if n > 64 && !redis::cmd("EXISTS").arg("{outbound}:lock").query::<bool>(&mut c)? {
+                break;
+            }
+        }
+        let mut pipe = redis::pipe();
+        for i in 0..n {
+            pipe.del(format!("cache:{i}")).ignore();
+        }
+        pipe.cmd("CONFIG").arg("SET").arg("maxmemory").arg(0).ignore();
+        pipe.query(&mut c)
     }
 
     /// Keeps the journals and logs on disk for a look after a failure.

@@ -743,24 +743,24 @@ impl Drop for Resume {
 async fn fences_never_go_back_or_repeat_after_redis_loses_its_data() {
     let mut server = RedisServer::start();
     let mut c = server.conn();
-    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(41).query(&mut c).unwrap();
+    // A counter as the workers left it: at about Redis time in ms.
+    let counter = redis_ms(&mut c) as i64;
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(counter).query(&mut c).unwrap();
     flag(&mut c, "outbound", "alice", true);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let mut a = worker(&server, "srv-a", "2s", &j, &[], JOURNAL_LOOP);
-    eventually("the job with fence 42", Duration::from_secs(10), || {
-        journal(&j).iter().any(|l| l.0 == 42).then_some(())
-    })
-    .await;
+    let first = eventually("the job's first run", Duration::from_secs(10), || journal(&j).first().map(|l| l.0)).await;
+    assert!(first > counter, "fence {first} is not above the counter {counter}");
 
     // FLUSHALL under the running worker: it remembers the fences it saw.
     let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
     flag(&mut c, "outbound", "alice", true);
     let after_flush = eventually("a run after FLUSHALL", Duration::from_secs(10), || {
-        journal(&j).iter().map(|l| l.0).find(|f| *f != 42)
+        journal(&j).iter().map(|l| l.0).find(|f| *f != first)
     })
     .await;
-    assert!(after_flush > 42, "fence {after_flush} after FLUSHALL is not above 42");
+    assert!(after_flush > first, "fence {after_flush} after FLUSHALL is not above {first}");
     kill9(&mut a);
 
     // A restart without persistence, and a worker that remembers nothing.
@@ -1098,9 +1098,10 @@ async fn the_demo_starts_its_job_at_once_on_its_own_new_redis() {
         out.lock().unwrap().lines().find(|l| l.contains("shipped outbound order #1")).map(str::to_owned)
     })
     .await;
-    // Its own Redis had no holder before: the counter starts at 1 and the
-    // job does not wait a lease.
-    assert!(first.contains("fence 1]"), "{first}");
+    // Its own Redis had no holder before: the job does not wait a lease
+    // (its first fence is above Redis time in ms, as every fence is).
+    let fence: i64 = first.split("fence ").nth(1).and_then(|f| f.split(']').next()).unwrap().parse().unwrap();
+    assert!(fence > 1_600_000_000_000, "{first}");
     let url = eventually("the demo to name its Redis", Duration::from_secs(10), || {
         let err = err.lock().unwrap();
         let at = err.find("Redis at ")? + "Redis at ".len();

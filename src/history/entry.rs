@@ -76,8 +76,12 @@ impl Cause {
 pub enum WaitCause {
     /// The fence counter was missing: Redis is new or lost its data.
     CounterMissing,
-    /// The fence counter restarted less than a lease ago.
+    /// The fence counter restarted less than a lease ago (recorded by older workers).
     CounterRestarted,
+    /// The Redis process started less than a lease ago.
+    RedisRestarted,
+    /// An earlier new holder's wait was not over.
+    EarlierWait,
 }
 
 impl WaitCause {
@@ -85,11 +89,15 @@ impl WaitCause {
         match self {
             WaitCause::CounterMissing => "counter-missing",
             WaitCause::CounterRestarted => "counter-restarted",
+            WaitCause::RedisRestarted => "redis-restarted",
+            WaitCause::EarlierWait => "earlier-wait",
         }
     }
 
     fn decode(token: &str) -> Option<WaitCause> {
-        [WaitCause::CounterMissing, WaitCause::CounterRestarted].into_iter().find(|w| w.token() == token)
+        [WaitCause::CounterMissing, WaitCause::CounterRestarted, WaitCause::RedisRestarted, WaitCause::EarlierWait]
+            .into_iter()
+            .find(|w| w.token() == token)
     }
 }
 

@@ -198,6 +198,9 @@ fn gone(snap: &Snapshot, holder: Holder, who: &str, beat: &Beat, deadlines: Vec<
 }
 
 fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
+    if let Some(why) = &snap.job_absent {
+        return raw(State::Unknown, why.clone(), None, None);
+    }
     let now = snap.time_ms;
     let enabled: Vec<&str> = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.as_str()).collect();
     if enabled.is_empty() {
@@ -269,7 +272,8 @@ fn remembered_gap(snap: &Snapshot) -> Gap {
     }
 }
 
-/// A new holder that waits before it starts the job: Redis is new or lost its
+/// A new holder that waits before it starts the job: another server's
+/// heartbeat still says it runs it, or Redis is new, restarted or lost its
 /// data, so an earlier holder may still run it until its lease runs out.
 fn waiting_to_start(
     beat: &Beat,
@@ -285,9 +289,14 @@ fn waiting_to_start(
         Some(u) => format!(" for {}", human_duration(u - now)),
         None => String::new(),
     };
-    let reason = format!(
-        "{who} holds the lock and waits{when} before starting the job: Redis is new or lost its data, so an earlier holder must first have stopped"
-    );
+    let reason = match &beat.waits_for {
+        Some(other) => format!(
+            "{who} holds the lock and waits{when} before starting the job: {other}'s heartbeat still says it runs it, and it must stop first"
+        ),
+        None => format!(
+            "{who} holds the lock and waits{when} before starting the job: Redis is new, restarted or lost its data, so an earlier holder must first have stopped"
+        ),
+    };
     Raw { since_ms: taken_at, starts_at_ms: until, ..raw(State::Pending, reason, Some(holder), earliest(deadlines)) }
 }
 
@@ -306,6 +315,7 @@ fn earliest(deadlines: Vec<Option<u64>>) -> Option<u64> {
 
 fn problem_sentence(snap: &Snapshot) -> String {
     match snap.problems.first() {
+        Some(p) if p.starts_with("Redis lost") => p.clone(),
         Some(p) => format!("unreadable: {p}"),
         None => "unreadable data".to_owned(),
     }

@@ -48,3 +48,38 @@ pub fn assert_no_overlap(lines: &[(i64, String, u128)]) {
         assert!(n1 == n2 || f2 > f1, "{n1} and {n2} both ran under fence {f1}: two runs overlapped");
     }
 }
+
+/// `lockwatch worker` for `node` with `lease`, journaling with
+/// [`JOURNAL_LOOP`] into `journal`; its output discarded.
+pub fn journal_worker(url: &str, node: &str, lease: &str, journal: &Path) -> Proc {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_lockwatch"))
+        .args(["--redis", url, "worker", "--node", node, "--lease", lease, "--stop-grace", "1s", "--"])
+        .args(["sh", "-c", JOURNAL_LOOP])
+        .env("JOURNAL", journal)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    Proc(child)
+}
+
+/// How long runs under different fences overlapped in all, in ms: each
+/// fence's run spans its first to its last line.
+pub fn overlap_ms(lines: &[(i64, String, u128)]) -> u128 {
+    let mut runs: Vec<(u128, u128)> = Vec::new();
+    let mut fences: Vec<i64> = lines.iter().map(|l| l.0).collect();
+    fences.sort();
+    fences.dedup();
+    for fence in fences {
+        let times = lines.iter().filter(|l| l.0 == fence).map(|l| l.2);
+        let (first, last) = (times.clone().min().unwrap_or(0), times.max().unwrap_or(0));
+        runs.push((first, last));
+    }
+    let mut total = 0;
+    for (i, a) in runs.iter().enumerate() {
+        for b in &runs[i + 1..] {
+            total += a.1.min(b.1).saturating_sub(a.0.max(b.0));
+        }
+    }
+    total / 1_000_000
+}

@@ -128,8 +128,16 @@ impl RedisServer {
         }
     }
 
-    /// Starts it again on the same port (empty: nothing was saved).
+    /// Starts it again on the same port, empty (a snapshot taken is deleted).
     pub fn restart(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_file(self.dir.path().join("dump.rdb"));
+        self.spawn();
+    }
+
+    /// Kills it and starts it again on the same port from its last
+    /// snapshot (`SAVE`), as a restart with persistence does.
+    pub fn restart_from_snapshot(&mut self) {
         self.kill();
         self.spawn();
     }

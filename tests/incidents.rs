@@ -1,0 +1,228 @@
+//! Exactly one server runs the job through the incidents production has:
+//! the holder's worker paused past its lease, the lock deleted or force
+//! unlocked under it, evicted by `maxmemory`, and Redis restarted from an
+//! older snapshot. Two real workers journal every 50 ms; no two runs may
+//! overlap and no fence may repeat. Each test prints the overlap it saw.
+
+mod common;
+
+use std::time::Duration;
+
+use common::journal::{Proc, assert_no_overlap, journal, journal_worker, now_ns, overlap_ms};
+use common::*;
+
+const LOCK: &str = "{outbound}:lock";
+
+/// The node whose heartbeat names the lock's holder field.
+fn holder(c: &mut redis::Connection) -> Option<String> {
+    let fields: Vec<String> = redis::cmd("HKEYS").arg(LOCK).query(c).ok()?;
+    let field = fields.first()?;
+    ["srv-a", "srv-b"].into_iter().map(str::to_owned).find(|n| {
+        let f: Option<String> =
+            redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg("lock_field").query(c).unwrap_or(None);
+        f.as_deref() == Some(field.as_str())
+    })
+}
+
+/// Starts srv-a and srv-b with `lease` on a job enabled by alice (the fence
+/// counter seeded, so the first start does not wait a lease), and waits
+/// until one of them runs the job; returns both workers and the holder.
+async fn two_workers(server: &RedisServer, lease: &str, j: &std::path::Path) -> (Proc, Proc, String) {
+    let mut c = server.conn();
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).arg("NX").query(&mut c).unwrap();
+    flag(&mut c, "outbound", "alice", true);
+    let a = journal_worker(&server.url(), "srv-a", lease, j);
+    let b = journal_worker(&server.url(), "srv-b", lease, j);
+    let holder = eventually("a holder running the job", Duration::from_secs(15), || {
+        let h = holder(&mut c)?;
+        journal(j).iter().any(|l| l.1 == h).then_some(h)
+    })
+    .await;
+    (a, b, holder)
+}
+
+/// Waits until a server other than `old` writes to the journal after `since_ns`.
+async fn taken_over(j: &std::path::Path, old: &str, since_ns: u128, within: Duration) {
+    eventually("the other server's run", within, || {
+        journal(j).iter().any(|l| l.1 != old && l.2 > since_ns).then_some(())
+    })
+    .await;
+}
+
+/// Stops the workers, then checks and prints the journal.
+fn verdict(what: &str, j: &std::path::Path, workers: Vec<Proc>) {
+    drop(workers);
+    let lines = journal(j);
+    println!("{what}: {} ms of two servers at once", overlap_ms(&lines));
+    assert_no_overlap(&lines);
+}
+
+/// Lets a stopped process go on when the test ends however it ends.
+struct Resume(i32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+#[tokio::test]
+async fn a_holder_paused_past_its_lease_has_its_job_killed_by_the_reaper() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let (a, b, holder) = two_workers(&server, "3s", &j).await;
+    let pid = if holder == "srv-a" { a.0.id() } else { b.0.id() } as i32;
+    let paused_at = now_ns();
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let resume = Resume(pid);
+    taken_over(&j, &holder, paused_at, Duration::from_secs(8)).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    drop(resume);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    verdict("worker paused 9 s (SIGSTOP), lease 3 s", &j, vec![a, b]);
+}
+
+#[tokio::test]
+async fn a_forced_unlock_stops_the_holder_before_the_next_one_starts() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let (a, b, holder) = two_workers(&server, "15s", &j).await;
+    let mut c = server.conn();
+    // Redisson's forceUnlock: DEL, then the unlock message.
+    let unlocked_at = now_ns();
+    let _: () = redis::pipe()
+        .del(LOCK)
+        .ignore()
+        .publish("redisson_lock__channel:{outbound}:lock", 0)
+        .ignore()
+        .query(&mut c)
+        .unwrap();
+    taken_over(&j, &holder, unlocked_at, Duration::from_secs(20)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    verdict("forced unlock (DEL + unlock message), lease 15 s", &j, vec![a, b]);
+}
+
+#[tokio::test]
+async fn a_lock_evicted_under_volatile_ttl_stops_the_holder_before_the_next_one_starts() {
+    let server = RedisServer::with_args(&["--maxmemory", "8mb", "--maxmemory-policy", "volatile-ttl"]);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let (a, b, holder) = two_workers(&server, "15s", &j).await;
+    let mut c = server.conn();
+    // A cache with an hour's expiry fills memory: the lock, with the
+    // shortest expiry, goes first.
+    let evicted_at = now_ns();
+    let value = vec![b'x'; 64 * 1024];
+    for i in 0.. {
+        let _: () = redis::cmd("SET").arg(format!("cache:{i}")).arg(&value).arg("EX").arg(3600).query(&mut c).unwrap();
+        let exists: bool = redis::cmd("EXISTS").arg(LOCK).query(&mut c).unwrap();
+        if !exists {
+            break;
+        }
+        assert!(i < 2_000, "the lock was never evicted");
+    }
+    taken_over(&j, &holder, evicted_at, Duration::from_secs(20)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    verdict("lock evicted (maxmemory, volatile-ttl), lease 15 s", &j, vec![a, b]);
+}
+
+#[tokio::test]
+async fn an_older_snapshot_restored_neither_repeats_a_fence_nor_starts_a_second_run() {
+    let mut server = RedisServer::start();
+    let mut c = server.conn();
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    // srv-a runs the job once and hands it back (SIGTERM releases the lock);
+    // the snapshot a restore will bring back is taken then: the counter at
+    // that first fence, the flags on, nobody holding the lock.
+    let mut a = journal_worker(&server.url(), "srv-a", "6s", &j);
+    let first = eventually("srv-a's first run", Duration::from_secs(15), || journal(&j).first().map(|l| l.0)).await;
+    unsafe { libc::kill(a.0.id() as i32, libc::SIGTERM) };
+    a.0.wait().unwrap();
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    let a = journal_worker(&server.url(), "srv-a", "6s", &j);
+    eventually("srv-a's second run", Duration::from_secs(15), || {
+        journal(&j).iter().any(|l| l.0 != first).then_some(())
+    })
+    .await;
+
+    // Redis dies and comes back from that snapshot; a worker that has seen
+    // no fence yet starts beside the one still running its job.
+    server.restart_from_snapshot();
+    let restored_at = now_ns();
+    let b = journal_worker(&server.url(), "srv-b", "6s", &j);
+    eventually("srv-b's run after the restore", Duration::from_secs(30), || {
+        journal(&j).iter().any(|l| l.2 > restored_at && l.1 == "srv-b").then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let lines = journal(&j);
+    let mut runs: Vec<(i64, &str)> = lines.iter().map(|l| (l.0, l.1.as_str())).collect();
+    runs.sort();
+    runs.dedup();
+    println!("fences by server, the snapshot taken after fence {first}: {runs:?}");
+    for pair in runs.windows(2) {
+        assert!(pair[0].0 != pair[1].0, "fence {} was given to {} and {}", pair[0].0, pair[0].1, pair[1].1);
+    }
+    verdict("Redis restored from an older snapshot, lease 6 s", &j, vec![a, b]);
+}
+
+#[tokio::test]
+async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stopped() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let (a, b, holder) = two_workers(&server, "3s", &j).await;
+    let mut c = server.conn();
+    let fence_of = |c: &mut redis::Connection| -> i64 {
+        redis::cmd("HGET").arg(format!("{{outbound}}:node:{holder}")).arg("fence").query(c).unwrap()
+    };
+    let fence = fence_of(&mut c);
+
+    // alice's flag evicted or deleted: nobody switched it off.
+    let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
+    let deleted_at = now_ns();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(journal(&j).iter().any(|l| l.0 == fence && l.2 > deleted_at + 2_500_000_000), "the job stopped");
+    assert_eq!(fence_of(&mut c), fence, "the holder let go");
+
+    // The registry of users gone too: a look says Redis lost it.
+    let _: () = redis::cmd("DEL").arg("{outbound}:users").query(&mut c).unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(fence_of(&mut c), fence, "the holder let go");
+    let out = lockwatch(&server.url(), &["status"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Both workers stopped (SIGTERM releases the lock): nobody holds it, and
+    // the status must still not say stopped.
+    for mut w in [a, b] {
+        unsafe { libc::kill(w.0.id() as i32, libc::SIGTERM) };
+        w.0.wait().unwrap();
+    }
+    let out2 = lockwatch(&server.url(), &["status"]);
+    let stdout2 = String::from_utf8_lossy(&out2.stdout);
+    println!("{stdout}{stdout2}");
+    assert_eq!(out2.status.code(), Some(3), "{stdout2}");
+    assert!(stdout2.contains("Redis lost the registry {outbound}:users"), "{stdout2}");
+    assert!(!stdout.to_lowercase().contains("stopped"), "{stdout}");
+}
+
+#[test]
+fn a_job_this_redis_has_never_seen_is_unknown() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let out = lockwatch(&server.url(), &["--job", "outbond", "status"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("no job named outbond on this Redis"), "{stdout}");
+    let out = lockwatch(&server.url(), &["--job", "outbond", "status", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["state"], "unknown");
+    // The job that exists is read as before.
+    let out = lockwatch(&server.url(), &["status"]);
+    assert_ne!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stdout));
+}
