@@ -326,7 +326,7 @@ async fn a_down_job_says_nothing_new_after_redis_comes_back() {
     let _: () = redis::cmd("SAVE").query(&mut server.conn()).unwrap();
     server.kill();
     let _unknown = wait_named(&w, "unknown", Duration::from_secs(10)).await;
-    server.restart();
+    server.restart_from_snapshot();
     let again = wait_named(&w, "down", Duration::from_secs(20)).await;
     let seen = events_within(&mut rx, Duration::from_millis(500)).await;
     assert!(seen.iter().all(|e| matches!(e.event.as_str(), "unreachable" | "reachable")), "{seen:?}");

@@ -452,3 +452,28 @@ fn a_holder_that_waits_before_starting_is_pending_then_the_takeover_is_one_failo
     assert_eq!(s.status.state, State::Running);
     assert_eq!(kinds(&s), vec![EventKind::Failover]);
 }
+
+#[test]
+fn a_holder_that_waits_for_another_servers_job_says_which() {
+    let mut t = engine();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    // The lock was deleted under srv-a; srv-b took it and waits for srv-a's job.
+    w.hand_to(Some(("srv-b", "uuid-b:1")));
+    let mut snap = w.snapshot();
+    let until = w.time_ms + 2_000;
+    for b in snap.beats.iter_mut() {
+        b.state = Some("starting".into());
+        b.wait_until_ms = Some(until);
+        b.waits_for = Some("srv-a".into());
+    }
+    let waiting = feed(&mut t, Observation::Read(snap));
+    assert_eq!(waiting.status.state, State::Pending, "{}", waiting.status.reason);
+    assert!(
+        waiting.status.reason.contains(
+            "srv-b holds the lock and waits for 2 s before starting the job: srv-a's heartbeat still says it runs it"
+        ),
+        "{}",
+        waiting.status.reason
+    );
+}
