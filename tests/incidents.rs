@@ -57,15 +57,6 @@ fn verdict(what: &str, j: &std::path::Path, workers: Vec<Proc>) {
     assert_no_overlap(&lines);
 }
 
-/// Lets a stopped process go on when the test ends however it ends.
-struct Resume(i32);
-
-impl Drop for Resume {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.0, libc::SIGCONT) };
-    }
-}
-
 #[tokio::test]
 async fn a_holder_paused_past_its_lease_has_its_job_killed_by_the_reaper() {
     let server = RedisServer::start();

@@ -234,16 +234,6 @@ fn signal(pid: i32, sig: i32) {
     assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
 }
 
-/// Continues a stopped redis-server even when the test fails halfway.
-struct Continue(i32);
-
-impl Drop for Continue {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) on the test's own redis-server.
-        unsafe { libc::kill(self.0, libc::SIGCONT) };
-    }
-}
-
 #[tokio::test]
 async fn a_job_just_enabled_is_pending_until_a_server_starts_it() {
     let server = RedisServer::start();
@@ -319,7 +309,7 @@ async fn a_down_job_says_nothing_new_after_redis_comes_back() {
     // Frozen, then killed and started again from its saved data.
     let pid = redis_pid(&mut c);
     signal(pid, libc::SIGSTOP);
-    let resume = Continue(pid);
+    let resume = Resume(pid);
     wait_state(&w, State::Unknown).await;
     drop(resume);
     wait_state(&w, State::Down).await;
@@ -367,7 +357,7 @@ async fn redis_frozen_is_unknown_within_3_s_and_one_slow_reply_changes_nothing()
     let pid = redis_pid(&mut c);
     let stopped = Instant::now();
     signal(pid, libc::SIGSTOP);
-    let resume = Continue(pid);
+    let resume = Resume(pid);
     let unknown = wait_named(&w, "unknown", Duration::from_secs(20)).await;
     let took = stopped.elapsed();
     println!("frozen Redis shown as unknown after {took:?} (poll 500 ms)");
@@ -397,7 +387,7 @@ async fn redis_frozen_between_looks_is_unknown_within_4_s_with_the_default_optio
     let pid = redis_pid(&mut c);
     let stopped = Instant::now();
     signal(pid, libc::SIGSTOP);
-    let resume = Continue(pid);
+    let resume = Resume(pid);
     let deadline = stopped + Duration::from_secs(4);
     let took = loop {
         let state = status.borrow().as_ref().map(|s| s.state);

@@ -730,15 +730,6 @@ async fn without_a_replica_confirming_the_lock_the_job_stops_and_does_not_start(
     assert_no_overlap(&journal(&j));
 }
 
-/// Lets a stopped process run again when the test ends however it ends.
-struct Resume(i32);
-
-impl Drop for Resume {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.0, libc::SIGCONT) };
-    }
-}
-
 #[tokio::test]
 async fn fences_never_go_back_or_repeat_after_redis_loses_its_data() {
     let mut server = RedisServer::start();

@@ -149,6 +149,16 @@ impl Drop for RedisServer {
     }
 }
 
+/// Lets a stopped process (SIGSTOP) go on when the test ends however it ends.
+pub struct Resume(pub i32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on a process the test started and stopped itself.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
