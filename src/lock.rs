@@ -36,6 +36,7 @@ use redis::aio::ConnectionLike;
 
 use crate::connect::Endpoint;
 use crate::error::{Action, Error, describe};
+use crate::history::WaitCause;
 use crate::keys::Keys;
 
 static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("lock.lua")));
@@ -67,28 +68,18 @@ pub enum Acquire {
 pub struct Wait {
     /// How long, from the acquisition.
     pub left: Duration,
-    pub why: WaitWhy,
-}
-
-/// What makes a new holder wait.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitWhy {
-    /// The fence counter was missing: Redis is new or lost its data.
-    CounterMissing,
-    /// The Redis process started less than a lease ago: it may have come
-    /// back from an older snapshot, without a lock still held.
-    RedisRestarted,
-    /// An earlier new holder's wait is not over (it let go during it).
-    EarlierWait,
+    /// Why, as the event stream records it.
+    pub why: WaitCause,
 }
 
 impl Wait {
     /// Why the job waits, for logs.
     pub fn reason(&self) -> &'static str {
         match self.why {
-            WaitWhy::CounterMissing => "the fence counter is missing: Redis is new or lost its data",
-            WaitWhy::RedisRestarted => "Redis restarted less than a lease ago, maybe from an older snapshot",
-            WaitWhy::EarlierWait => "an earlier holder's wait for the one before it is not over",
+            WaitCause::CounterMissing => "the fence counter is missing: Redis is new or lost its data",
+            WaitCause::CounterRestarted => "the fence counter restarted less than a lease ago",
+            WaitCause::RedisRestarted => "Redis restarted less than a lease ago, maybe from an older snapshot",
+            WaitCause::EarlierWait => "an earlier holder's wait for the one before it is not over",
         }
     }
 }
@@ -281,9 +272,9 @@ impl Lock {
             };
             let fence = if ok == 1 { Some(value) } else { script.get(2).copied() };
             let why = match script.get(3) {
-                Some(1) => WaitWhy::CounterMissing,
-                Some(2) => WaitWhy::RedisRestarted,
-                _ => WaitWhy::EarlierWait,
+                Some(1) => WaitCause::CounterMissing,
+                Some(2) => WaitCause::RedisRestarted,
+                _ => WaitCause::EarlierWait,
             };
             let wait = match (ok, script.get(2)) {
                 (1, Some(&ms)) if ms > 0 => {

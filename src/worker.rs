@@ -18,10 +18,10 @@ use crate::clock::Boot;
 use crate::connect::{Conn, Target};
 use crate::error::{Action, Error, describe};
 use crate::handover::busy_elsewhere;
-use crate::history::{self, Cause, FlagFlip, Record, WaitCause};
+use crate::history::{self, Cause, FlagFlip, Record};
 use crate::job::{Job, JobEnv, Killer, Work};
 use crate::keys::Keys;
-use crate::lock::{Acquire, Lock, Renew, Wait, WaitWhy, dead_man};
+use crate::lock::{Acquire, Lock, Renew, Wait, dead_man};
 use crate::presence::Held;
 use crate::probe::probe;
 use crate::snapshot::{Enabled, Flag, Snapshot};
@@ -573,12 +573,7 @@ impl Worker {
             wait.left.as_secs_f64()
         );
         let wait_ms = u64::try_from(wait.left.as_millis()).unwrap_or(u64::MAX);
-        let cause = match wait.why {
-            WaitWhy::CounterMissing => WaitCause::CounterMissing,
-            WaitWhy::RedisRestarted => WaitCause::RedisRestarted,
-            WaitWhy::EarlierWait => WaitCause::EarlierWait,
-        };
-        self.record(Record::Acquired { fence: Some(fence), field, wait: Some((wait_ms, Some(cause))) }).await;
+        self.record(Record::Acquired { fence: Some(fence), field, wait: Some((wait_ms, Some(wait.why))) }).await;
     }
 
     /// Lost the lock: kill the job at once, say so if Redis listens.
