@@ -62,9 +62,7 @@ struct Holding {
     next_start: Instant,
     /// Until then the job must not start: an earlier holder may still run
     /// it (Redis lost its data, is new or restarted). The heartbeat says `starting`.
-    waits_until: Option<Instant>,
-    /// The same, in Redis time (ms), for the heartbeat.
-    waits_until_ms: Option<u64>,
+    waits_until: Option<Until>,
     /// Another server whose heartbeat still says it runs the job: the job
     /// must not start before it stops (looked at again each turn until the
     /// job first starts).
@@ -81,12 +79,18 @@ struct Holding {
 }
 
 impl Holding {
+    /// When the job may start: not before `next_start` (which a wait for
+    /// Redis's sake set), nor before the server it waits for has stopped.
+    fn start_at(&self) -> Instant {
+        self.waits_for.as_ref().map_or(self.next_start, |w| w.until.at.max(self.next_start))
+    }
+
     /// What the heartbeat says the job waits for: the server (empty: none,
     /// it waits for Redis's sake) and until when (Redis ms), the later of both.
     fn shown_wait(&self) -> Option<(&str, u64)> {
-        let redis = self.waits_until_ms.filter(|_| self.waits_until.is_some_and(|t| Instant::now() < t));
+        let redis = self.waits_until.filter(|u| Instant::now() < u.at).map(|u| u.redis_ms);
         match (&self.waits_for, redis) {
-            (Some(w), r) => Some((w.node.as_str(), w.until_ms.max(r.unwrap_or(0)))),
+            (Some(w), r) => Some((w.node.as_str(), w.until.redis_ms.max(r.unwrap_or(0)))),
             (None, Some(r)) => Some(("", r)),
             (None, None) => None,
         }
@@ -99,12 +103,25 @@ impl Drop for Holding {
     }
 }
 
+/// The end of a wait, as this process waits for it and, for the
+/// heartbeat, in Redis time (ms).
+#[derive(Debug, Clone, Copy)]
+struct Until {
+    at: Instant,
+    redis_ms: u64,
+}
+
+impl Until {
+    /// `left` from now, which is `now_ms` in Redis time.
+    fn after(left: Duration, now_ms: u64) -> Until {
+        Until { at: Instant::now() + left, redis_ms: now_ms.saturating_add(millis(left)) }
+    }
+}
+
 /// Another server the job waits for, and until when at the latest.
 struct Waiting {
     node: String,
-    until: Instant,
-    /// The same, in Redis time (ms).
-    until_ms: u64,
+    until: Until,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -385,7 +402,7 @@ impl Worker {
                 Ok((Acquire::Acquired { fence, wait }, since)) => {
                     // Counted from when the answer came, the latest the
                     // acquisition can have happened.
-                    let waits_until = wait.map(|w| (Instant::now() + w.left, snap.time_ms + millis(w.left)));
+                    let waits_until = wait.map(|w| Until::after(w.left, snap.time_ms));
                     *holding = Some(self.hold(fence, since, waits_until));
                     self.note_acquired(fence, wait).await;
                 }
@@ -423,11 +440,10 @@ impl Worker {
             Some(h) => {
                 let stalled =
                     self.opts.stall_after.zip(h.job.as_ref()).is_some_and(|(d, j)| j.liveness.silent_for() >= d);
-                let waiting = h.job.is_none() && !h.started;
                 (
                     if stalled {
                         "stalled"
-                    } else if waiting {
+                    } else if !h.started {
                         "starting"
                     } else {
                         "running"
@@ -459,8 +475,7 @@ impl Worker {
         if let Some(h) = holding.as_ref()
             && h.job.is_none()
         {
-            let start = h.waits_for.as_ref().map_or(h.next_start, |w| w.until.max(h.next_start));
-            hint = Some(start.saturating_duration_since(Instant::now()));
+            hint = Some(h.start_at().saturating_duration_since(Instant::now()));
         }
         Ok(hint)
     }
@@ -482,8 +497,7 @@ impl Worker {
                 }
             };
         }
-        let others_done = h.waits_for.as_ref().is_none_or(|w| Instant::now() >= w.until);
-        if h.job.is_none() && Instant::now() >= h.next_start && others_done && self.lease_vouched_for(h) {
+        if h.job.is_none() && Instant::now() >= h.start_at() && self.lease_vouched_for(h) {
             let env = JobEnv { fence: h.fence, node: &self.opts.node, job: &self.keys.job };
             // The killer is pointed at the job as it starts, before any wait.
             let job = Job::start(&self.opts.work, &env, &h.killer)
@@ -525,17 +539,13 @@ impl Worker {
                 b.left.as_secs_f64()
             );
         }
-        h.waits_for = busy.map(|b| Waiting {
-            until: Instant::now() + b.left,
-            until_ms: snap.time_ms + millis(b.left),
-            node: b.node,
-        });
+        h.waits_for = busy.map(|b| Waiting { until: Until::after(b.left, snap.time_ms), node: b.node });
     }
 
     /// Starts holding: `since` is when the acquiring call was sent, the
     /// earliest the lease can have begun; the job starts at once, or once
     /// `waits_until` has passed.
-    fn hold(&self, fence: i64, since: Boot, waits_until: Option<(Instant, u64)>) -> Holding {
+    fn hold(&self, fence: i64, since: Boot, waits_until: Option<Until>) -> Holding {
         let (tx, rx) = watch::channel(Renewal::Renewed(since));
         let killer = Killer::default();
         killer.feed(since + dead_man(self.opts.lease));
@@ -544,9 +554,8 @@ impl Worker {
             lock_ok_at: since,
             fence,
             job: None,
-            next_start: waits_until.map_or_else(Instant::now, |w| w.0),
-            waits_until: waits_until.map(|w| w.0),
-            waits_until_ms: waits_until.map(|w| w.1),
+            next_start: waits_until.map_or_else(Instant::now, |w| w.at),
+            waits_until,
             waits_for: None,
             started: false,
             restarts: 0,
