@@ -23,7 +23,7 @@ impl Boot {
 
     /// Milliseconds since the clock's start (for passing to another process).
     pub fn as_millis(self) -> u64 {
-        u64::try_from(self.0.as_millis()).unwrap_or(u64::MAX)
+        millis(self.0)
     }
 
     /// Time since this point; zero for a point not reached yet.
@@ -71,6 +71,11 @@ fn since_boot() -> Duration {
 fn monotonic() -> Duration {
     static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     START.get_or_init(std::time::Instant::now).elapsed()
+}
+
+/// A duration in whole milliseconds, as Redis takes them (saturating).
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use crate::clock::millis;
 use crate::lock::dead_man;
 use crate::snapshot::Snapshot;
 
@@ -26,7 +27,7 @@ pub struct Busy {
 /// another lock field, and its process is not known dead: a worker's death
 /// closes its presence subscription and its reaper kills the job at once.
 pub fn busy_elsewhere(snap: &Snapshot, node: &str, field: &str, lease: Duration) -> Option<Busy> {
-    let may_run = u64::try_from(dead_man(lease).as_millis()).unwrap_or(u64::MAX);
+    let may_run = millis(dead_man(lease));
     snap.beats
         .iter()
         .filter(|b| b.node != node && matches!(b.state.as_deref(), Some("running" | "stalled" | "stopping")))

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::clock::millis;
 use crate::connect::{Target, redact};
 use crate::error::Error;
 use crate::keys::{DEFAULT_JOB, Keys};
@@ -445,9 +446,9 @@ impl JobSpec {
     pub fn engine(&self) -> status::Config {
         status::Config {
             heartbeats: self.heartbeats,
-            heartbeat_grace_ms: ms(self.timing.heartbeat_grace),
-            failover_window_ms: ms(self.timing.failover_window),
-            start_grace_ms: ms(self.timing.start_grace),
+            heartbeat_grace_ms: millis(self.timing.heartbeat_grace),
+            failover_window_ms: millis(self.timing.failover_window),
+            start_grace_ms: millis(self.timing.start_grace),
             ..status::Config::default()
         }
     }
@@ -456,10 +457,6 @@ impl JobSpec {
     pub fn watch_options(&self) -> watch::Options {
         watch::Options { poll: self.timing.poll, engine: self.engine(), ..watch::Options::default() }
     }
-}
-
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// How the data nodes are found, each topology with its own inputs.

@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::acl::keyspace_pattern;
+use crate::clock::millis;
 use crate::connect::{Conn, Target};
 use crate::error::{Error, RedisFailure};
 use crate::keys::Keys;
@@ -437,8 +438,4 @@ fn spread() -> f64 {
     use std::hash::BuildHasher;
     let random = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
     (random % 1_000) as f64 / 1_000.0
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, sleep, sleep_until};
 
-use crate::clock::Boot;
+use crate::clock::{Boot, millis};
 
 use crate::connect::{Conn, Target};
 use crate::error::{Action, Error, describe};
@@ -581,8 +581,8 @@ impl Worker {
             "acquired the lock; {why}; waiting {} s so an earlier holder has stopped",
             wait.left.as_secs_f64()
         );
-        let wait_ms = u64::try_from(wait.left.as_millis()).unwrap_or(u64::MAX);
-        self.record(Record::Acquired { fence: Some(fence), field, wait: Some((wait_ms, Some(wait.why))) }).await;
+        self.record(Record::Acquired { fence: Some(fence), field, wait: Some((millis(wait.left), Some(wait.why))) })
+            .await;
     }
 
     /// Lost the lock: kill the job at once, say so if Redis listens.
@@ -893,8 +893,4 @@ async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, ki
             }
         }
     }
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
