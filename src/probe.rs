@@ -195,18 +195,18 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         .map(|(user, reply)| decode_flag(&keys.enabled(user), user, reply, &mut snap.problems))
         .collect();
     snap.flags.sort_by(|a, b| a.user.cmp(&b.user));
-    if user_names.is_none() {
-        // Stands for the flags that could not be read, so that nobody (the
-        // status, a worker) takes them for "nobody has it enabled".
-        snap.flags.push(Flag { user: keys.users(), on: None, at_ms: None, host: None });
-    }
-    if redis_type(users) == Some("none") && snap.fence.is_some_and(|f| f > 0) {
-        // A fence counter above 0 means a server took the job, which needs a
-        // registered user's flag on: the registry was lost, not never made.
+    // A fence counter above 0 means a server took the job, which needs a
+    // registered user's flag on: a missing registry was lost, not never made.
+    let registry_lost = redis_type(users).as_deref() == Some("none") && snap.fence.is_some_and(|f| f > 0);
+    if registry_lost {
         snap.problems.push(format!(
             "Redis lost the registry {} (the fence counter shows the job ran), so whose flags count cannot be told; provision the supervisors again (lockwatch acl prints the SADD) or have each switch their flag again",
             keys.users()
         ));
+    }
+    if user_names.is_none() || registry_lost {
+        // Stands for the flags that could not be read, so that nobody (the
+        // status, a worker) takes them for "nobody has it enabled".
         snap.flags.push(Flag { user: keys.users(), on: None, at_ms: None, host: None });
     }
     let node_names = decode_set(&keys.nodes(), nodes, &mut snap.problems).unwrap_or_default();
@@ -224,7 +224,7 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         snap.acks.sort_by(|a, b| a.user.cmp(&b.user));
     }
     let tail_type = later.iter().find(|part| tagged(part, "events")).and_then(|p| array(p)?.get(1)).and_then(text);
-    let absent = [lock, fence, users, nodes].iter().all(|v| redis_type(v) == Some("none"))
+    let absent = [lock, fence, users, nodes].iter().all(|v| redis_type(v).as_deref() == Some("none"))
         && tail_type.as_deref() == Some("none");
     snap.job_absent = absent.then(|| {
         format!(
@@ -236,12 +236,8 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
 }
 
 /// The Redis type a part of the probe's reply starts with (`none` for a missing key).
-fn redis_type(v: &Value) -> Option<&str> {
-    match array(v)?.first()? {
-        Value::BulkString(b) => std::str::from_utf8(b).ok(),
-        Value::SimpleString(s) => Some(s.as_str()),
-        _ => None,
-    }
+fn redis_type(v: &Value) -> Option<String> {
+    array(v)?.first().and_then(text)
 }
 
 /// The heartbeats of `names`, with each worker's presence from the part

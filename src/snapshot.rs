@@ -52,9 +52,7 @@ impl Snapshot {
         };
         Enabled::Unknown { reason }
     }
-}
 
-impl Snapshot {
     /// The users of `were_on`, whose flags were on at an earlier look, whose
     /// flag hash is gone now although they are still registered: Redis lost
     /// it (evicted, deleted), and nobody switched it off.
