@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use common::journal::{Proc, assert_no_overlap, journal, journal_worker, now_ns, overlap_ms};
@@ -24,29 +25,53 @@ fn holder(c: &mut redis::Connection) -> Option<String> {
     })
 }
 
-/// Starts srv-a and srv-b with `lease` on a job enabled by alice (the fence
-/// counter seeded, so the first start does not wait a lease), and waits
-/// until one of them runs the job; returns both workers and the holder.
-async fn two_workers(server: &RedisServer, lease: &str, j: &std::path::Path) -> (Proc, Proc, String) {
-    let mut c = server.conn();
-    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).arg("NX").query(&mut c).unwrap();
-    flag(&mut c, "outbound", "alice", true);
-    let a = journal_worker(&server.url(), "srv-a", lease, j);
-    let b = journal_worker(&server.url(), "srv-b", lease, j);
-    let holder = eventually("a holder running the job", Duration::from_secs(15), || {
-        let h = holder(&mut c)?;
-        journal(j).iter().any(|l| l.1 == h).then_some(h)
-    })
-    .await;
-    (a, b, holder)
+/// srv-a and srv-b journaling into one file, one of them running the job.
+struct Two {
+    _dir: tempfile::TempDir,
+    j: PathBuf,
+    a: Proc,
+    b: Proc,
+    holder: String,
 }
 
-/// Waits until a server other than `old` writes to the journal after `since_ns`.
-async fn taken_over(j: &std::path::Path, old: &str, since_ns: u128, within: Duration) {
-    eventually("the other server's run", within, || {
-        journal(j).iter().any(|l| l.1 != old && l.2 > since_ns).then_some(())
-    })
-    .await;
+impl Two {
+    /// Starts srv-a and srv-b with `lease` on a job enabled by alice (the
+    /// fence counter seeded, so the first start does not wait a lease), and
+    /// waits until one of them runs the job.
+    async fn start(server: &RedisServer, lease: &str) -> Two {
+        let dir = tempfile::tempdir().unwrap();
+        let j = dir.path().join("journal");
+        let mut c = server.conn();
+        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).arg("NX").query(&mut c).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        let a = journal_worker(&server.url(), "srv-a", lease, &j);
+        let b = journal_worker(&server.url(), "srv-b", lease, &j);
+        let holder = eventually("a holder running the job", Duration::from_secs(15), || {
+            let h = holder(&mut c)?;
+            journal(&j).iter().any(|l| l.1 == h).then_some(h)
+        })
+        .await;
+        Two { _dir: dir, j, a, b, holder }
+    }
+
+    /// The holder's worker process.
+    fn holder_pid(&self) -> i32 {
+        (if self.holder == "srv-a" { self.a.0.id() } else { self.b.0.id() }) as i32
+    }
+
+    /// Waits until the other server writes to the journal after `since_ns`.
+    async fn taken_over(&self, since_ns: u128, within: Duration) {
+        eventually("the other server's run", within, || {
+            journal(&self.j).iter().any(|l| l.1 != self.holder && l.2 > since_ns).then_some(())
+        })
+        .await;
+    }
+
+    /// Lets both run on for 2 s, stops them, checks and prints the journal.
+    async fn verdict(self, what: &str) {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        verdict(what, &self.j, vec![self.a, self.b]);
+    }
 }
 
 /// Stops the workers, then checks and prints the journal.
@@ -60,26 +85,21 @@ fn verdict(what: &str, j: &std::path::Path, workers: Vec<Proc>) {
 #[tokio::test]
 async fn a_holder_paused_past_its_lease_has_its_job_killed_by_the_reaper() {
     let server = RedisServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let j = dir.path().join("journal");
-    let (a, b, holder) = two_workers(&server, "3s", &j).await;
-    let pid = if holder == "srv-a" { a.0.id() } else { b.0.id() } as i32;
+    let two = Two::start(&server, "3s").await;
+    let pid = two.holder_pid();
     let paused_at = now_ns();
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     let resume = Resume(pid);
-    taken_over(&j, &holder, paused_at, Duration::from_secs(8)).await;
+    two.taken_over(paused_at, Duration::from_secs(8)).await;
     tokio::time::sleep(Duration::from_secs(4)).await;
     drop(resume);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    verdict("worker paused 9 s (SIGSTOP), lease 3 s", &j, vec![a, b]);
+    two.verdict("worker paused 9 s (SIGSTOP), lease 3 s").await;
 }
 
 #[tokio::test]
 async fn a_forced_unlock_stops_the_holder_before_the_next_one_starts() {
     let server = RedisServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let j = dir.path().join("journal");
-    let (a, b, holder) = two_workers(&server, "15s", &j).await;
+    let two = Two::start(&server, "15s").await;
     let mut c = server.conn();
     // Redisson's forceUnlock: DEL, then the unlock message.
     let unlocked_at = now_ns();
@@ -90,17 +110,14 @@ async fn a_forced_unlock_stops_the_holder_before_the_next_one_starts() {
         .ignore()
         .query(&mut c)
         .unwrap();
-    taken_over(&j, &holder, unlocked_at, Duration::from_secs(20)).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    verdict("forced unlock (DEL + unlock message), lease 15 s", &j, vec![a, b]);
+    two.taken_over(unlocked_at, Duration::from_secs(20)).await;
+    two.verdict("forced unlock (DEL + unlock message), lease 15 s").await;
 }
 
 #[tokio::test]
 async fn a_lock_evicted_under_volatile_ttl_stops_the_holder_before_the_next_one_starts() {
     let server = RedisServer::with_args(&["--maxmemory", "8mb", "--maxmemory-policy", "volatile-ttl"]);
-    let dir = tempfile::tempdir().unwrap();
-    let j = dir.path().join("journal");
-    let (a, b, holder) = two_workers(&server, "15s", &j).await;
+    let two = Two::start(&server, "15s").await;
     let mut c = server.conn();
     // A cache with an hour's expiry fills memory: the lock, with the
     // shortest expiry, goes first.
@@ -114,9 +131,8 @@ async fn a_lock_evicted_under_volatile_ttl_stops_the_holder_before_the_next_one_
         }
         assert!(i < 2_000, "the lock was never evicted");
     }
-    taken_over(&j, &holder, evicted_at, Duration::from_secs(20)).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    verdict("lock evicted (maxmemory, volatile-ttl), lease 15 s", &j, vec![a, b]);
+    two.taken_over(evicted_at, Duration::from_secs(20)).await;
+    two.verdict("lock evicted (maxmemory, volatile-ttl), lease 15 s").await;
 }
 
 #[tokio::test]
@@ -165,9 +181,7 @@ async fn an_older_snapshot_restored_neither_repeats_a_fence_nor_starts_a_second_
 #[tokio::test]
 async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stopped() {
     let server = RedisServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let j = dir.path().join("journal");
-    let (a, b, holder) = two_workers(&server, "3s", &j).await;
+    let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
     let mut c = server.conn();
     let fence_of = |c: &mut redis::Connection| -> i64 {
         redis::cmd("HGET").arg(format!("{{outbound}}:node:{holder}")).arg("fence").query(c).unwrap()

@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::RedisServer;
 use common::proxy::{Mode, Proxy};
+use common::{RedisServer, Resume};
 
 /// Whether a fence must also grow across a Redis restart that lost the data:
 /// the worker starts a lost counter above every fence it has seen and above
@@ -621,9 +621,9 @@ impl Cluster {
                 let Some(pid) = self.workers[i].as_ref().map(Child::id) else { return String::new() };
                 // SAFETY: kill(2) on the pid of our own child, not yet reaped.
                 unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+                let resume = Resume(pid as i32);
                 std::thread::sleep(*hold);
-                // SAFETY: as above.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGCONT) };
+                drop(resume);
                 format!(" → {}", NODES[i])
             }
             Fault::Unlock => {

@@ -4,7 +4,7 @@
 
 use super::world::*;
 use super::*;
-use crate::snapshot::{Beat, Lock, LockKind};
+use crate::snapshot::{Beat, Lock, LockKind, Snapshot};
 
 #[test]
 fn first_look_reports_the_state_without_events() {
@@ -428,20 +428,27 @@ fn pending_is_amber_between_running_and_stale() {
     assert_eq!(EventKind::DataLost.as_str(), "data_lost");
 }
 
+/// The lock handed to srv-b, whose heartbeat says it waits until `until`
+/// before starting the job (for `waits_for`, or for Redis's sake).
+fn taken_by_a_waiting_b(w: &mut World, until: u64, waits_for: Option<&str>) -> Snapshot {
+    w.hand_to(Some(("srv-b", "uuid-b:1")));
+    let mut snap = w.snapshot();
+    for b in snap.beats.iter_mut() {
+        b.state = Some("starting".into());
+        b.wait_until_ms = Some(until);
+        b.waits_for = waits_for.map(str::to_owned);
+    }
+    snap
+}
+
 #[test]
 fn a_holder_that_waits_before_starting_is_pending_then_the_takeover_is_one_failover() {
     let mut t = engine();
     let mut w = World::running("srv-a", "uuid-a:1");
     let _ = read(&mut t, &w);
     // srv-b took the lock on a Redis that lost its data and waits out a lease.
-    w.hand_to(Some(("srv-b", "uuid-b:1")));
-    let mut snap = w.snapshot();
     let until = w.time_ms + 30_000;
-    for b in snap.beats.iter_mut() {
-        b.state = Some("starting".into());
-        b.wait_until_ms = Some(until);
-    }
-    let waiting = feed(&mut t, Observation::Read(snap));
+    let waiting = feed(&mut t, Observation::Read(taken_by_a_waiting_b(&mut w, until, None)));
     assert_eq!(waiting.status.state, State::Pending, "{}", waiting.status.reason);
     assert!(waiting.events.is_empty(), "waiting is no news: {:?}", waiting.events);
     assert_eq!(waiting.status.pending_until_ms, Some(until));
@@ -459,15 +466,8 @@ fn a_holder_that_waits_for_another_servers_job_says_which() {
     let mut w = World::running("srv-a", "uuid-a:1");
     let _ = read(&mut t, &w);
     // The lock was deleted under srv-a; srv-b took it and waits for srv-a's job.
-    w.hand_to(Some(("srv-b", "uuid-b:1")));
-    let mut snap = w.snapshot();
     let until = w.time_ms + 2_000;
-    for b in snap.beats.iter_mut() {
-        b.state = Some("starting".into());
-        b.wait_until_ms = Some(until);
-        b.waits_for = Some("srv-a".into());
-    }
-    let waiting = feed(&mut t, Observation::Read(snap));
+    let waiting = feed(&mut t, Observation::Read(taken_by_a_waiting_b(&mut w, until, Some("srv-a"))));
     assert_eq!(waiting.status.state, State::Pending, "{}", waiting.status.reason);
     assert!(
         waiting.status.reason.contains(
