@@ -399,8 +399,10 @@ mod unix {
             if let (Some(_), Some(timer)) = (self.at, &self.timer) {
                 fds.push(libc::pollfd { fd: timer.as_raw_fd(), events: libc::POLLIN, revents: 0 });
             }
-            let sliced = cfg!(not(target_os = "linux")) || (self.at.is_some() && fds.len() == 1);
-            if sliced && let Some(at) = self.at {
+            // Without a timer (not Linux, or none could be made), in slices.
+            if fds.len() == 1
+                && let Some(at) = self.at
+            {
                 let left = at.saturating_sub(crate::clock::Boot::now().as_millis());
                 timeout = libc::c_int::try_from(left.min(100)).unwrap_or(100);
             }
