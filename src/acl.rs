@@ -1,22 +1,22 @@
 //! The Redis ACL rules for one supervisor: read everything of the job, write
-//! only their own enable flag and their own "I'm on it". The server enforces them; the app hides nothing.
+//! only their own enable flag and their own "I'm on it", run no script of
+//! their own. The server enforces them; the app hides nothing. Redis 6.2,
+//! which cannot keep a user's writes to some keys, gets read-only rules.
 
 use crate::keys::Keys;
 
-/// Every command the tray and the CLI send as a supervisor, and nothing
-/// else: no `CLIENT` (pause, kill, list), no `CONFIG`, no plain `EVAL` (a
-/// script that wrote cannot be killed), no key or channel writes but the
-/// flag's `HSET`. The redis crate's handshake needs no grant for `AUTH` and
-/// `HELLO` (Redis lets anyone log in), `SELECT` only for a database other
-/// than 0, and `CLIENT SETINFO` is never sent ([`crate::connect::Target`]
-/// skips it: it is optional, and a refused one would fill the ACL log).
-const COMMANDS: &[&str] = &[
+/// Every command the tray and the CLI send as a supervisor to read the job,
+/// and nothing else: no `CLIENT` (pause, kill, list), no `CONFIG`, no script
+/// of her own (`EVAL*`, `FUNCTION`: an endless one blocks Redis). The redis
+/// crate's handshake needs no grant for `AUTH` and `HELLO` (Redis lets anyone
+/// log in), `SELECT` only for a database other than 0, and `CLIENT SETINFO`
+/// is never sent ([`crate::connect::Target`] skips it: it is optional, and a
+/// refused one would fill the ACL log).
+const READ: &[&str] = &[
     // The connection: a database other than 0, liveness checks.
     "+select",
     "+ping",
-    // The probe (`probe.lua`), run read-only, and the commands it calls.
-    "+eval_ro",
-    "+evalsha_ro",
+    // The commands the probe (`probe.lua`) calls.
     "+time",
     "+type",
     "+pttl",
@@ -29,24 +29,17 @@ const COMMANDS: &[&str] = &[
     "+hstrlen",
     "+scard",
     "+smembers",
-    // Whether the holder's process lives: its presence channel's subscribers
-    // (sharded ones on a Redis Cluster).
+    // The size of her own flag and "on it" hashes: no rule limits what she
+    // writes there, so the probe measures it (`trim.rs` cuts junk away).
+    "+memory|usage",
+    // Whether the holder's process lives: its presence channel's subscribers.
     "+pubsub|numsub",
-    "+pubsub|shardnumsub",
     // Whether the server a probe reached is the process the holder's missing
     // subscription was made in (`INFO server`'s run id): after a failover the
     // promoted replica has the claim but not the subscription. Asked only then.
     "+info",
-    // The flag flip (`flags::set_flag`): Redis time, the own flag, the registration check.
+    // The registration check before a flip (`flags::set_flag`).
     "+sismember",
-    "+hset",
-    // "I'm on it" (`ack::set_ack`, `ack::clear_ack`): the hash and its end in
-    // one transaction, withdrawn field by field.
-    "+multi",
-    "+exec",
-    "+discard",
-    "+pexpireat",
-    "+hdel",
     // The event stream: wake-ups and the history.
     "+xread",
     "+xrange",
@@ -57,31 +50,84 @@ const COMMANDS: &[&str] = &[
     "+unsubscribe",
     "+punsubscribe",
     // On a Redis Cluster: the map of which node serves which slot (the
-    // cluster client's and the sharded subscriber's look-up), and the
-    // sharded channels Redisson 3.22+ and lockwatch use there.
+    // cluster client's and the sharded subscriber's look-up).
     "+cluster|slots",
     // Whether the node a probe reached owns the job's slot, asked only when
     // a holder's sharded presence looks gone (a migrating slot's keys are
     // read on the importing node, its subscribers are on the owner).
     "+cluster|myid",
     "+cluster|keyslot",
-    "+ssubscribe",
-    "+sunsubscribe",
 ];
 
-/// Redis commands (one per line) that give `user` read access to the job
-/// and write access to `{job}:enabled:<user>` and `{job}:ack:<user>` only,
-/// and register the user.
-/// The password is left out: set it with `ACL SETUSER <user> ><password>`.
-pub fn rules(keys: &Keys, user: &str) -> Vec<String> {
-    let mut setuser = vec![format!("ACL SETUSER {user} on resetkeys resetchannels -@all")];
-    setuser.extend(COMMANDS.iter().map(|c| (*c).to_owned()));
-    setuser.push(format!("%R~{}:*", glob_escape(&keys.prefix)));
-    if !keys.lock.starts_with(&keys.prefix) {
-        setuser.push(format!("%R~{}", glob_escape(&keys.lock)));
+/// What reading needs on Redis 7 and later: the probe as the read-only
+/// function workers load, and sharded pub/sub on a Cluster (the channels
+/// Redisson 3.22+ and lockwatch use there).
+const READ_7: &[&str] = &["+fcall_ro", "+pubsub|shardnumsub", "+ssubscribe", "+sunsubscribe"];
+
+/// Her own writes, which only ACL selectors (Redis 7) keep to her own keys:
+/// the flag flip (`flags::set_flag`), and "I'm on it" (`ack::set_ack`,
+/// `ack::clear_ack`): the hash and its end in one transaction, withdrawn
+/// field by field.
+const WRITE: &[&str] = &["+hset", "+multi", "+exec", "+discard", "+pexpireat", "+hdel"];
+
+/// The Redis a supervisor's rules are for, as far as they differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    /// Redis 7+ (Valkey too): ACL selectors and Functions.
+    Modern,
+    /// Redis 6.2: no selectors (a key pattern grants reading and writing
+    /// alike), no Functions, no `EVAL_RO`, no sharded pub/sub.
+    Redis6,
+}
+
+impl Server {
+    /// The server a `redis_version` (`INFO server`) names; `None` for one
+    /// lockwatch does not support (before 6.2: no channel rules).
+    pub fn from_version(version: &str) -> Option<Server> {
+        let mut parts = version.trim().split('.').map(|p| p.parse::<u32>().ok());
+        match (parts.next().flatten(), parts.next().flatten()) {
+            (Some(major), _) if major >= 7 => Some(Server::Modern),
+            (Some(6), Some(minor)) if minor >= 2 => Some(Server::Redis6),
+            _ => None,
+        }
     }
-    setuser.push(format!("%RW~{}", glob_escape(&keys.enabled(user))));
-    setuser.push(format!("%RW~{}", glob_escape(&keys.ack(user))));
+
+    /// What these rules cannot confine on this server, in one sentence.
+    pub fn left_open(self, user: &str) -> Option<String> {
+        match self {
+            Server::Modern => None,
+            Server::Redis6 => Some(format!(
+                "Redis 6 has neither ACL selectors nor Functions (both came in 7.0), so these rules let {user} watch the job but not switch her flag or say she is on it (a write right would reach every key of the job, the lock too), and they let her run scripts, one of which could keep Redis busy for every client until an admin's SCRIPT KILL; Redis 7 or Valkey closes both"
+            )),
+        }
+    }
+}
+
+/// Redis commands (one per line) that give `user` read access to the job
+/// and, on `server`s with selectors, write access to `{job}:enabled:<user>`
+/// and `{job}:ack:<user>` only, and register the user.
+/// The password is left out: set it with `ACL SETUSER <user> ><password>`.
+pub fn rules(keys: &Keys, user: &str, server: Server) -> Vec<String> {
+    let mut setuser = vec![format!("ACL SETUSER {user} on resetkeys resetchannels -@all")];
+    setuser.extend(READ.iter().map(|c| (*c).to_owned()));
+    let modern = server == Server::Modern;
+    if modern {
+        setuser.extend(READ_7.iter().chain(WRITE).map(|c| (*c).to_owned()));
+    } else {
+        // The probe as a script: it may call only what she is granted, all reads.
+        setuser.extend(["+eval".to_owned(), "+evalsha".to_owned()]);
+    }
+    // Without selectors a key pattern grants reading and writing alike: she
+    // is granted no write command there.
+    let read = if modern { "%R~" } else { "~" };
+    setuser.push(format!("{read}{}:*", glob_escape(&keys.prefix)));
+    if !keys.lock.starts_with(&keys.prefix) {
+        setuser.push(format!("{read}{}", glob_escape(&keys.lock)));
+    }
+    if modern {
+        setuser.push(format!("%RW~{}", glob_escape(&keys.enabled(user))));
+        setuser.push(format!("%RW~{}", glob_escape(&keys.ack(user))));
+    }
     setuser.push(format!("&{}", glob_escape(&keys.unlock_channel())));
     setuser.push(format!("&{}", glob_escape(&keys.wake_channel())));
     // Patterns are granted as the exact pattern the watcher subscribes to.
@@ -89,9 +135,11 @@ pub fn rules(keys: &Keys, user: &str) -> Vec<String> {
     if !keys.lock.starts_with(&keys.prefix) {
         setuser.push(format!("&{}", keyspace_pattern(&keys.lock, false)));
     }
-    // Publishing, on the wake channel only: a selector of its own, since a
-    // channel granted at the top would let her publish on the unlock channel too.
-    setuser.push(format!("(+publish +spublish resetchannels &{})", glob_escape(&keys.wake_channel())));
+    if modern {
+        // Publishing, on the wake channel only: a selector of its own, since a
+        // channel granted at the top would let her publish on the unlock channel too.
+        setuser.push(format!("(+publish +spublish resetchannels &{})", glob_escape(&keys.wake_channel())));
+    }
     vec![setuser.join(" "), format!("SADD {} {user}", keys.users())]
 }
 
@@ -120,7 +168,7 @@ mod tests {
 
     #[test]
     fn rules_grant_read_on_the_job_and_write_on_the_own_flag_only() {
-        let lines = rules(&Keys::new("outbound"), "alice");
+        let lines = rules(&Keys::new("outbound"), "alice", Server::Modern);
         assert!(lines[0].starts_with("ACL SETUSER alice on resetkeys resetchannels -@all "));
         assert!(lines[0].contains(" %R~{outbound}:* "));
         assert!(lines[0].contains(" %RW~{outbound}:enabled:alice "));
@@ -135,23 +183,58 @@ mod tests {
 
     #[test]
     fn rules_grant_no_command_that_reaches_beyond_the_own_connection() {
-        let line = &rules(&Keys::new("outbound"), "alice")[0];
+        let line = &rules(&Keys::new("outbound"), "alice", Server::Modern)[0];
         let granted: Vec<&str> = line.split(' ').filter(|w| w.starts_with('+')).collect();
-        for wide in
-            ["+@", "+client", "+eval", "+evalsha", "+config", "+publish", "+del", "+script", "+function", "+cluster"]
-        {
+        for wide in [
+            "+@",
+            "+client",
+            "+eval",
+            "+evalsha",
+            "+eval_ro",
+            "+evalsha_ro",
+            "+config",
+            "+publish",
+            "+del",
+            "+script",
+            "+function",
+            "+fcall",
+            "+cluster",
+        ] {
             assert!(!granted.iter().any(|g| *g == wide || (wide == "+@" && g.starts_with(wide))), "{wide} in {line}");
         }
         assert!(!granted.iter().any(|g| g.starts_with("+client")), "{line}");
-        assert!(granted.contains(&"+eval_ro") && granted.contains(&"+hset"), "{line}");
+        assert!(granted.contains(&"+fcall_ro") && granted.contains(&"+hset"), "{line}");
         assert!(granted.contains(&"+pubsub|numsub") && granted.contains(&"+pubsub|shardnumsub"), "{line}");
     }
 
     #[test]
     fn a_lock_outside_the_job_prefix_gets_its_own_read_rule() {
-        let lines = rules(&Keys::new("outbound").with_lock_key("outbound*Lock"), "bob");
+        let lines = rules(&Keys::new("outbound").with_lock_key("outbound*Lock"), "bob", Server::Modern);
         assert!(lines[0].contains(" %R~outbound\\*Lock "), "{}", lines[0]);
         assert!(lines[0].contains("&redisson_lock__channel:{outbound\\*Lock}"), "{}", lines[0]);
         assert!(lines[0].contains(" &__keyspace@*__:outbound\\*Lock"), "{}", lines[0]);
+    }
+
+    #[test]
+    fn redis_6_gets_read_only_rules_it_accepts_and_a_sentence_on_what_stays_open() {
+        let line = &rules(&Keys::new("outbound"), "alice", Server::Redis6)[0];
+        assert!(line.contains(" ~{outbound}:* "), "{line}");
+        for seven in ["%R~", "%RW~", "(", "+fcall_ro", "+eval_ro", "+ssubscribe", "+pubsub|shardnumsub", "+hset"] {
+            assert!(!line.contains(seven), "{seven} in {line}");
+        }
+        assert!(line.contains(" +eval +evalsha "), "{line}");
+        let open = Server::Redis6.left_open("alice").unwrap();
+        assert!(open.contains("not switch her flag") && open.contains("SCRIPT KILL"), "{open}");
+        assert_eq!(Server::Modern.left_open("alice"), None);
+    }
+
+    #[test]
+    fn the_server_is_told_by_its_version() {
+        assert_eq!(Server::from_version("7.0.15"), Some(Server::Modern));
+        assert_eq!(Server::from_version("7.2.4"), Some(Server::Modern), "Valkey says 7.2.4");
+        assert_eq!(Server::from_version("8.0.1"), Some(Server::Modern));
+        assert_eq!(Server::from_version("6.2.14"), Some(Server::Redis6));
+        assert_eq!(Server::from_version("6.0.20"), None);
+        assert_eq!(Server::from_version("junk"), None);
     }
 }

@@ -106,6 +106,8 @@ pub enum Action {
     Acknowledging { user: String, job: String },
     /// Asking the sentinels which node is the primary named `master`.
     Resolving { master: String },
+    /// Cutting a supervisor's hash that holds junk back to its fields.
+    Trimming { key: String },
 }
 
 impl Action {
@@ -144,6 +146,7 @@ impl fmt::Display for Action {
             Action::ReadingReasons => f.write_str("reading the flags' reasons"),
             Action::Acknowledging { user, job } => write!(f, "setting {user}'s \"on it\" for job {job}"),
             Action::Resolving { master } => write!(f, "finding the primary {master}"),
+            Action::Trimming { key } => write!(f, "trimming {key}"),
         }
     }
 }
@@ -180,6 +183,13 @@ pub fn describe(err: RedisError, action: Action, host: &Endpoint) -> Error {
     let code = err.code().unwrap_or_default().to_owned();
     let (kind, hint) = if code == "NOPERM" {
         (RedisFailure::Permission, "ask the Redis admin to grant the rules printed by `lockwatch acl --user <you>`")
+    } else if err.to_string().contains("Function not found") {
+        // FCALL_RO of the probe on a Redis that has not loaded it, by a
+        // supervisor, who may not load it (see `probe::run_read_only`).
+        (
+            RedisFailure::Permission,
+            "lockwatch's read function is not loaded on this Redis, and only a worker or an admin may load it: it is loaded when a lockwatch worker starts, or by any lockwatch command run as the admin",
+        )
     } else if code == "WRONGPASS" || code == "NOAUTH" || err.kind() == redis::ErrorKind::AuthenticationFailed {
         (RedisFailure::Auth, "check the user and password in the Redis URL (or LOCKWATCH_REDIS_URL)")
     } else if code == "READONLY" {

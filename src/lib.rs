@@ -18,6 +18,7 @@
 //! - [`clock`]: the clock leases are measured on, which counts a suspended host.
 //! - [`flags`]: flipping a supervisor's own enable flag.
 //! - [`ack`]: "I'm on it": a supervisor's own acknowledgement, with a note and an end.
+//! - [`trim`]: a supervisor's hash filled with junk, cut back to its fields by a worker.
 //! - [`history`]: the job's shared history: typed stream entries, read back and built into runs, failovers, deaths, flips.
 //! - [`acl`]: the Redis ACL rules for a supervisor.
 //! - [`connect`]: Redis URLs, connections and their timeouts.
@@ -42,6 +43,7 @@ mod sharded;
 pub mod snapshot;
 pub mod spec;
 pub mod status;
+pub mod trim;
 pub mod watch;
 pub mod worker;
 

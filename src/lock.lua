@@ -5,7 +5,8 @@
 -- ARGV[1] operation: acquire | renew | release
 -- ARGV[2] our field (<client-uuid>:<thread-id>), ARGV[3] lease in ms
 -- ARGV[4] unlock channel, ARGV[5] node name, ARGV[6] the highest fence the caller has seen
--- ARGV[7] '1' on a Redis Cluster: the unlock message goes out sharded (SPUBLISH), as Redisson 3.22+ sends it
+-- ARGV[7] '1' on a Redis Cluster: the unlock message goes out sharded too (SPUBLISH), where Redisson 3.22+
+-- listens; plain PUBLISH reaches Redisson before 3.22 (or with sharded mode off) on every node
 -- acquire answers {1, fence, ms to wait before starting the job, why (0 none, 1 the counter was
 -- missing, 2 Redis restarted less than a lease ago, 3 an earlier wait still runs), 1 if the lock
 -- was already ours}
@@ -118,7 +119,10 @@ elseif op == 'release' then
   end
   redis.call('DEL', lock)
   -- Redisson's waiters listen here for the unlock message 0.
-  redis.call(ARGV[7] == '1' and 'SPUBLISH' or 'PUBLISH', channel, 0)
+  redis.call('PUBLISH', channel, 0)
+  if ARGV[7] == '1' then
+    redis.call('SPUBLISH', channel, 0)
+  end
   return {1, 1}
 end
 return redis.error_reply('unknown lock operation ' .. tostring(op))

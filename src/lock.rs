@@ -122,8 +122,8 @@ pub struct Lock {
     /// The replication id of the primary on which the current holding saw a
     /// replica online: writes there count only with a replica's confirmation.
     replicated_on: Arc<Mutex<Option<String>>>,
-    /// On a Redis Cluster the unlock message goes out with `SPUBLISH`,
-    /// where Redisson 3.22+ waiters listen.
+    /// On a Redis Cluster the unlock message goes out with `SPUBLISH` as
+    /// well as `PUBLISH`: Redisson 3.22+ waiters listen sharded, older ones plain.
     sharded: bool,
 }
 
@@ -154,7 +154,7 @@ impl Lock {
         }
     }
 
-    /// The same lock, publishing its unlock message sharded (`SPUBLISH`)
+    /// The same lock, publishing its unlock message sharded (`SPUBLISH`) too
     /// when `sharded`: on a Redis Cluster.
     pub fn sharded(mut self, sharded: bool) -> Lock {
         self.sharded = sharded;

@@ -3,6 +3,7 @@
 //! decoding of its reply into a [`Snapshot`].
 
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use redis::Value;
 use redis::aio::ConnectionLike;
@@ -139,33 +140,97 @@ pub fn decode_look(keys: &Keys, reply: &Value, base: Option<&Snapshot>) -> Resul
     Ok((Snapshot { time_ms, lock, beats, acks, problems, ..base.clone() }, None))
 }
 
-/// Runs the probe script as read-only (`EVALSHA_RO`, loading it with
-/// `EVAL_RO` when the server does not know it yet), so ACL users with read
-/// access only may run it; servers older than Redis 7 get plain `EVALSHA`.
+/// The ways the probe can run, best first: as the function of [`LIBRARY`]
+/// (Redis 7+), as a read-only script (`EVALSHA_RO`, Redis 7+, rules made by
+/// lockwatch before the function), as a plain script (Redis 6.2, whose
+/// supervisors' rules allow only reads within it).
+const WAYS: [&str; 3] = ["FCALL_RO", "EVALSHA_RO", "EVALSHA"];
+
+/// The way that last worked in this process, tried first: the others
+/// cost a refused call each, which a server notes in its ACL log.
+static WAY: AtomicUsize = AtomicUsize::new(0);
+
+/// The probe as a Redis Functions library: supervisors call it with
+/// `FCALL_RO` and need no right to run scripts of their own (an endless one
+/// would keep Redis busy for every client). Named after the script's hash, so
+/// desktops of two lockwatch versions each find their own.
+static LIBRARY: LazyLock<(String, String)> = LazyLock::new(|| {
+    let name = format!("lockwatch_probe_{}", &PROBE.get_hash()[..16]);
+    let code = format!(
+        "#!lua name={name}\nlocal function probe(KEYS, ARGV)\n{PROBE_SOURCE}\nend\n\
+         redis.register_function{{function_name = '{name}', callback = probe, flags = {{'no-writes'}}}}\n"
+    );
+    (name, code)
+});
+
+/// Runs the probe read-only, the way that last worked first, then the
+/// others (see [`WAYS`]); a server that does not know a way, or a user who
+/// may not use it, moves on to the next. Every other error ends the read.
 async fn run_read_only<C: ConnectionLike>(conn: &mut C, keys: &[String], args: &[String]) -> redis::RedisResult<Value> {
-    let mut read_only = true;
-    let mut by_hash = true;
-    loop {
-        let name = match (read_only, by_hash) {
-            (true, true) => "EVALSHA_RO",
-            (true, false) => "EVAL_RO",
-            (false, true) => "EVALSHA",
-            (false, false) => "EVAL",
+    let first = WAY.load(Ordering::Relaxed);
+    let mut refused = None;
+    for way in std::iter::once(first).chain((0..WAYS.len()).filter(|w| *w != first)) {
+        let result = match WAYS[way] {
+            "FCALL_RO" => run_function(conn, keys, args).await,
+            command => run_script(conn, command, keys, args).await,
         };
-        let mut cmd = redis::cmd(name);
-        if by_hash {
-            cmd.arg(PROBE.get_hash());
-        } else {
-            cmd.arg(PROBE_SOURCE);
-        }
-        cmd.arg(keys.len()).arg(keys).arg(args);
-        match cmd.query_async::<Value>(conn).await {
-            Err(e) if by_hash && e.code() == Some("NOSCRIPT") => by_hash = false,
-            Err(e) if read_only && e.code() == Some("ERR") && e.to_string().contains("unknown command") => {
-                read_only = false
+        match result {
+            Err(e) if e.code() == Some("NOPERM") || unknown_command(&e) => {
+                refused.get_or_insert(e);
             }
-            other => return other,
+            other => {
+                if other.is_ok() {
+                    WAY.store(way, Ordering::Relaxed);
+                }
+                return other;
+            }
         }
+    }
+    Err(refused.unwrap_or_else(|| redis::RedisError::from(std::io::Error::other("no way to read the job"))))
+}
+
+/// The probe as the function of [`LIBRARY`], loaded first when the server
+/// does not have it (workers and admins may; a supervisor cannot, and is
+/// told who loads it).
+async fn run_function<C: ConnectionLike>(conn: &mut C, keys: &[String], args: &[String]) -> redis::RedisResult<Value> {
+    let (name, code) = &*LIBRARY;
+    let fcall = || redis::cmd("FCALL_RO").arg(name).arg(keys.len()).arg(keys).arg(args).clone();
+    match fcall().query_async::<Value>(conn).await {
+        Err(e) if e.to_string().contains("Function not found") => {
+            let loaded: redis::RedisResult<Value> =
+                redis::cmd("FUNCTION").arg("LOAD").arg(code).query_async(conn).await;
+            match loaded {
+                // Another process may have loaded it meanwhile.
+                Err(l) if !l.to_string().contains("already exists") => {
+                    tracing::debug!("loading {name}: {l}");
+                    Err(e)
+                }
+                _ => fcall().query_async(conn).await,
+            }
+        }
+        other => other,
+    }
+}
+
+fn unknown_command(e: &redis::RedisError) -> bool {
+    e.code() == Some("ERR") && e.to_string().contains("unknown command")
+}
+
+/// The probe as a script, by its hash (`EVALSHA_RO` or `EVALSHA`), sent
+/// whole when the server does not know it yet.
+async fn run_script<C: ConnectionLike>(
+    conn: &mut C,
+    by_hash: &str,
+    keys: &[String],
+    args: &[String],
+) -> redis::RedisResult<Value> {
+    let run = |command: &str, script: &str| redis::cmd(command).arg(script).arg(keys.len()).arg(keys).arg(args).clone();
+    match run(by_hash, PROBE.get_hash()).query_async::<Value>(conn).await {
+        Err(e) if e.code() == Some("NOSCRIPT") => {
+            let whole = if by_hash == "EVALSHA_RO" { "EVAL_RO" } else { "EVAL" };
+            run(whole, PROBE_SOURCE).query_async(conn).await
+        }
+        other => other,
     }
 }
 
@@ -192,7 +257,10 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
     snap.fence_unreadable = snap.problems.len() > known_problems;
     let user_names = decode_set(&keys.users(), users, &mut snap.problems);
     snap.flags = pair_up(user_names.as_deref().unwrap_or_default(), flags)
-        .map(|(user, reply)| decode_flag(&keys.enabled(user), user, reply, &mut snap.problems))
+        .map(|(user, reply)| {
+            note_oversized(&keys.enabled(user), reply, &mut snap.oversized);
+            decode_flag(&keys.enabled(user), user, reply, &mut snap.problems)
+        })
         .collect();
     snap.flags.sort_by(|a, b| a.user.cmp(&b.user));
     // A fence counter above 0 means a server took the job, which needs a
@@ -219,7 +287,10 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         let replies = array(part).and_then(|p| p.get(2)).cloned().unwrap_or(Value::Nil);
         let names = user_names.as_deref().unwrap_or_default();
         snap.acks = pair_up(names, &replies)
-            .filter_map(|(user, reply)| decode_ack(&keys.ack(user), user, reply, snap.time_ms, &mut snap.problems))
+            .filter_map(|(user, reply)| {
+                note_oversized(&keys.ack(user), reply, &mut snap.oversized);
+                decode_ack(&keys.ack(user), user, reply, snap.time_ms, &mut snap.problems)
+            })
             .collect();
         snap.acks.sort_by(|a, b| a.user.cmp(&b.user));
     }
@@ -428,6 +499,15 @@ fn decode_hash(key: &str, v: &Value, problems: &mut Vec<String>) -> Option<Vec<(
             problems.push(format!("{key} is a {}, not a hash", other.unwrap_or("?")));
             None
         }
+    }
+}
+
+/// Notes `key` when the probe found its hash too big to read (the reply's
+/// fourth part says how).
+fn note_oversized(key: &str, v: &Value, oversized: &mut Vec<String>) {
+    let parts = array(v).unwrap_or_default();
+    if parts.first().and_then(text).as_deref() == Some("hash") && parts.get(3).is_some() {
+        oversized.push(key.to_owned());
     }
 }
 

@@ -2,7 +2,9 @@
 //! publishes its unlock `0` with `SPUBLISH`, and only the node that owns a
 //! channel's slot serves it: so the watcher and the worker `SSUBSCRIBE` the
 //! unlock and wake channels there, and listen to that node's keyspace
-//! notifications (each node sends only its own keys' events).
+//! notifications (each node sends only its own keys' events). Older
+//! Redisson (or its sharded mode off) publishes plain, which the cluster
+//! sends to every node: the unlock channel is subscribed plain there too.
 //!
 //! A worker's presence (`{job}:alive:<node>`, see [`crate::presence`]) is
 //! held the same way, on a connection of its own, which also says which
@@ -50,6 +52,9 @@ pub(crate) struct Shard {
     /// Sharded channels, and whether a refusal of it fails the subscriber
     /// (the wake channel is optional: users provisioned before it lack it).
     channels: Vec<(String, bool)>,
+    /// Channels subscribed plain as well: Redisson before 3.22 publishes its
+    /// unlock with `PUBLISH`.
+    plain: Vec<String>,
     /// Keyspace-notification patterns: a bonus where the server sends them.
     patterns: Vec<String>,
     /// Whether to read the owner's run id before subscribing: a presence
@@ -61,7 +66,13 @@ impl Shard {
     /// A worker's presence: one required sharded channel, whose own slot
     /// names the owner, and the owner's run id.
     pub(crate) fn presence(channel: String) -> Shard {
-        Shard { key: channel.clone(), channels: vec![(channel, true)], patterns: Vec::new(), identify: true }
+        Shard {
+            key: channel.clone(),
+            channels: vec![(channel, true)],
+            plain: Vec::new(),
+            patterns: Vec::new(),
+            identify: true,
+        }
     }
 }
 
@@ -71,6 +82,7 @@ pub(crate) async fn follow(target: Target, keys: Keys, wake: Arc<Notify>, stop: 
     let mut job = Shard {
         key: keys.fence(),
         channels: vec![(keys.wake_channel(), false)],
+        plain: Vec::new(),
         patterns: vec![keyspace_pattern(&keys.prefix, true)],
         identify: false,
     };
@@ -78,10 +90,12 @@ pub(crate) async fn follow(target: Target, keys: Keys, wake: Arc<Notify>, stop: 
     // The unlock channel hashes like the lock key: with the job, or apart.
     if keys.lock_shares_slot() {
         job.channels.insert(0, (keys.unlock_channel(), true));
+        job.plain.push(keys.unlock_channel());
     } else {
         shards.push(Shard {
             key: keys.lock.clone(),
             channels: vec![(keys.unlock_channel(), true)],
+            plain: vec![keys.unlock_channel()],
             patterns: vec![keyspace_pattern(&keys.lock, false)],
             identify: false,
         });
@@ -188,6 +202,11 @@ async fn subscribe(
                 }
                 Err(err) if *required => return Err(describe(err, Action::Subscribing, &at)),
                 Err(err) => tracing::debug!(channel = %channel, error = %err, "sharded channel unavailable"),
+            }
+        }
+        for channel in &shard.plain {
+            if let Err(err) = redis::cmd("SUBSCRIBE").arg(channel).query_async::<Value>(&mut conn).await {
+                tracing::debug!(channel = %channel, error = %err, "plain channel unavailable");
             }
         }
         for pattern in &shard.patterns {

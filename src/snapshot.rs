@@ -28,6 +28,9 @@ pub struct Snapshot {
     /// Things found that could not be read (wrong types, bad numbers), or
     /// data Redis lost, one sentence each, so the status can say why it is unsure.
     pub problems: Vec<String>,
+    /// Supervisors' flag and "on it" hashes that hold far more than lockwatch
+    /// writes there (junk no ACL rule can keep out): a worker trims them.
+    pub oversized: Vec<String>,
     /// Why nothing of the job is on this Redis (no lock, users, servers,
     /// fence or history: a job name mistyped, or the wrong Redis), when nothing is.
     pub job_absent: Option<String>,

@@ -25,6 +25,7 @@ use crate::lock::{Acquire, Lock, Renew, Wait, dead_man};
 use crate::presence::Held;
 use crate::probe::probe;
 use crate::snapshot::{Enabled, Flag, Snapshot};
+use crate::trim;
 use crate::watch::follow_pubsub;
 
 static BEAT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("worker.lua")));
@@ -684,6 +685,9 @@ impl Worker {
         }
         self.tell_if_holder_gone(&snap).await;
         self.check_own_presence(&snap);
+        for key in &snap.oversized {
+            self.trim(key).await;
+        }
         Ok(snap)
     }
 
@@ -737,6 +741,22 @@ impl Worker {
         let node = self.opts.node.clone();
         if let Ok(conn) = self.conn().await {
             crate::flags::announce(conn, &keys, &node).await;
+        }
+    }
+
+    /// Cuts a supervisor's hash that holds junk back to its fields, and says
+    /// whose it was; failures are logged.
+    async fn trim(&mut self, key: &str) {
+        let keys = self.keys.clone();
+        let host = self.target.endpoint().clone();
+        let Ok(conn) = self.conn().await else { return };
+        match tokio::time::timeout(REDIS_PATIENCE, trim::trim(conn, &keys, key, &host)).await {
+            Ok(Ok(bytes)) => tracing::warn!(
+                node = %self.opts.node,
+                "{key} took {bytes} bytes, far more than lockwatch writes there: cut back to its own fields"
+            ),
+            Ok(Err(err)) => tracing::warn!(node = %self.opts.node, error = %err, "cannot trim {key}"),
+            Err(_) => tracing::warn!(node = %self.opts.node, "cannot trim {key}: Redis did not answer in time"),
         }
     }
 

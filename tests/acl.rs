@@ -4,6 +4,7 @@
 mod common;
 
 use std::process::Command;
+use std::time::Duration;
 
 use common::*;
 use lockwatch::Keys;
@@ -12,9 +13,15 @@ use lockwatch::error::RedisFailure;
 use lockwatch::flags::{Flip, set_flag};
 use lockwatch::probe::probe;
 
-/// Applies the rules `lockwatch acl --user USER` prints, as an admin would.
-fn provision(server: &RedisServer, user: &str, password: &str) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockwatch")).args(["acl", "--user", user]).output().unwrap();
+/// Applies the rules `lockwatch acl --user USER` prints for this server (it
+/// asks the server its version), as an admin would; returns what it said on stderr.
+fn provision(server: &RedisServer, user: &str, password: &str) -> String {
+    provision_with(server, user, password, &[])
+}
+
+/// [`provision`] with more arguments for `lockwatch acl`.
+fn provision_with(server: &RedisServer, user: &str, password: &str, extra: &[&str]) -> String {
+    let out = lockwatch(&server.url(), &[&["acl", "--user", user], extra].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut admin = server.conn();
     for line in String::from_utf8(out.stdout).unwrap().lines() {
@@ -25,6 +32,51 @@ fn provision(server: &RedisServer, user: &str, password: &str) {
         let _: () = cmd.query(&mut admin).unwrap_or_else(|e| panic!("{line}: {e}"));
     }
     let _: () = redis::cmd("ACL").arg("SETUSER").arg(user).arg(format!(">{password}")).query(&mut admin).unwrap();
+    // A supervisor may not load the read function she calls: any lockwatch
+    // command run as the admin does (a worker does when it starts).
+    lockwatch(&server.url(), &["status"]);
+    if redis_major(&mut admin) >= 7 {
+        let libraries: Vec<redis::Value> = redis::cmd("FUNCTION").arg("LIST").query(&mut admin).unwrap();
+        assert_eq!(libraries.len(), 1, "the admin's status loaded the read function");
+    }
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// Redis 6.2's rules (the server cannot keep a user's writes to her own
+/// keys): she watches the job and writes nothing. Tried on every server:
+/// Redis 7 and Valkey take these rules too.
+#[tokio::test]
+async fn redis_6_rules_let_a_supervisor_watch_the_job_and_write_nothing() {
+    let server = RedisServer::start();
+    let said = provision_with(&server, "alice", "alice-pw", &["--redis-version", "6.2"]);
+    let open = said.lines().next().unwrap_or_default();
+    assert!(
+        open.contains("not switch her flag") && open.contains("SCRIPT KILL"),
+        "one sentence on what stays open: {said}"
+    );
+    let mut admin = server.conn();
+    flag(&mut admin, "outbound", "alice", true);
+    redisson_lock(&mut admin, "{outbound}:lock", "uuid-a:1", 30_000);
+
+    let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
+    let target = Target::new(&url, None).unwrap();
+    let mut conn = target.manager().await.unwrap();
+    let snap = probe(&mut conn, &Keys::new("outbound"), target.endpoint()).await.expect("alice may read the job");
+    assert_eq!(snap.lock.holders, vec!["uuid-a:1"]);
+
+    let out = lockwatch(&url, &["disable"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
+    assert_eq!(on, "1", "her flag is untouched");
+    for cmd in [
+        redis::cmd("HSET").arg("{outbound}:lock").arg("x").arg(1).clone(),
+        redis::cmd("DEL").arg("{outbound}:lock").clone(),
+        redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("junk").arg("x").clone(),
+        redis::cmd("EVAL").arg("return redis.call('DEL', KEYS[1])").arg(1).arg("{outbound}:lock").clone(),
+    ] {
+        let err = cmd.query_async::<redis::Value>(&mut conn).await.unwrap_err();
+        assert!(err.code() == Some("NOPERM") || err.to_string().contains("can't run this command"), "{err}");
+    }
 }
 
 #[tokio::test]
@@ -72,7 +124,6 @@ async fn a_supervisor_flips_their_own_flag_and_is_refused_on_another() {
 #[tokio::test]
 async fn a_supervisor_says_they_are_on_it_and_is_refused_for_another() {
     use lockwatch::ack::{Ack, clear_ack, set_ack};
-    use std::time::Duration;
 
     let server = RedisServer::start();
     provision(&server, "alice", "alice-pw");
@@ -140,7 +191,6 @@ async fn a_wrong_password_is_an_auth_failure() {
 async fn a_supervisor_user_is_woken_by_the_stream_and_the_unlock_channel() {
     use lockwatch::watch::{Options, Watcher};
     use lockwatch::{EventKind, State};
-    use std::time::Duration;
 
     let server = RedisServer::start();
     provision(&server, "alice", "alice-pw");
@@ -361,4 +411,75 @@ fn a_supervisor_reads_a_job_kept_in_another_database() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["state"], "stopped", "{json}");
     assert_eq!(json["flags"][0]["user"], "alice", "{json}");
+}
+
+#[tokio::test]
+async fn a_supervisor_can_run_no_script_that_keeps_redis_busy() {
+    let server = RedisServer::start();
+    provision(&server, "alice", "alice-pw");
+    let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
+    let mut alice = redis::Client::open(url).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let endless = "local i = 0 while true do i = i + 1 end";
+    let library = format!(
+        "#!lua name=busy\nredis.register_function{{function_name='busy', callback=function() {endless} end, flags={{'no-writes'}}}}"
+    );
+    let tries = [
+        redis::cmd("EVAL_RO").arg(endless).arg(1).arg("{outbound}:lock").clone(),
+        redis::cmd("EVAL").arg(endless).arg(0).clone(),
+        redis::cmd("FUNCTION").arg("LOAD").arg(&library).clone(),
+        redis::cmd("SCRIPT").arg("LOAD").arg(endless).clone(),
+    ];
+    for cmd in tries {
+        let reply = tokio::time::timeout(Duration::from_secs(3), cmd.query_async::<redis::Value>(&mut alice)).await;
+        let err = reply.expect("Redis answered at once: no script of hers ran").unwrap_err();
+        assert_eq!(err.code(), Some("NOPERM"), "{err}");
+    }
+    // Redis is free for everybody, and the job still reads as her.
+    let pong: String = redis::cmd("PING").query(&mut server.conn()).unwrap();
+    assert_eq!(pong, "PONG");
+    let target = Target::new(&format!("redis://alice:alice-pw@127.0.0.1:{}", server.port), None).unwrap();
+    let mut conn = target.manager().await.unwrap();
+    probe(&mut conn, &Keys::new("outbound"), target.endpoint()).await.expect("alice reads the job");
+}
+
+#[tokio::test]
+async fn a_supervisor_who_fills_her_own_flag_is_cut_back_and_the_job_runs_on() {
+    use common::journal::{assert_no_overlap, journal, journal_worker};
+
+    let server = RedisServer::start();
+    provision(&server, "alice", "alice-pw");
+    let mut admin = server.conn();
+    flag(&mut admin, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal");
+    let _a = journal_worker(&server.url(), "wh-a", "3s", &path);
+    let _b = journal_worker(&server.url(), "wh-b", "3s", &path);
+    eventually("the job runs", Duration::from_secs(10), || (!journal(&path).is_empty()).then_some(())).await;
+
+    // Her ACL lets her write anything into her own flag: no rule limits a value's size.
+    let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
+    let mut alice = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let junk = "x".repeat(10 << 20);
+    let () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("junk").arg(&junk).query(&mut alice).unwrap();
+    let written_at = std::time::Instant::now();
+
+    let size = |admin: &mut redis::Connection| -> u64 {
+        redis::cmd("MEMORY").arg("USAGE").arg("{outbound}:enabled:alice").query(admin).unwrap()
+    };
+    assert!(size(&mut admin) > 10 << 20);
+    eventually("a worker cuts her flag back", Duration::from_secs(5), || (size(&mut admin) < 1024).then_some(())).await;
+    println!("10 MB of junk in her flag lasted {:?}", written_at.elapsed());
+    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
+    assert_eq!(on, "1", "her flag itself is kept");
+    let junk_left: bool = redis::cmd("HEXISTS").arg("{outbound}:enabled:alice").arg("junk").query(&mut admin).unwrap();
+    assert!(!junk_left);
+
+    // The job ran on throughout, on one server at a time.
+    let before = journal(&path).len();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lines = journal(&path);
+    assert!(lines.len() > before + 10, "the job runs on");
+    assert_no_overlap(&lines);
+    let fences: std::collections::BTreeSet<i64> = lines.iter().map(|l| l.0).collect();
+    assert_eq!(fences.len(), 1, "the job never stopped: one run, one fence: {fences:?}");
 }

@@ -2,8 +2,9 @@
 //! node that does not own the job's slot: the CLI's commands (also as a
 //! supervisor with the rules `lockwatch acl` prints, and with a lock key in
 //! another slot, read in two round trips); a Redisson-style release by
-//! `DEL` and `SPUBLISH` wakes the watcher at once; the worker's release reaches an
-//! `SSUBSCRIBE`r; the job's slot migrated to another primary while the job
+//! `DEL` and `SPUBLISH` (or plain `PUBLISH`, as Redisson before 3.22 sends
+//! it) wakes the watcher at once; the worker's release reaches sharded and
+//! plain subscribers; the job's slot migrated to another primary while the job
 //! runs; a `kill -9` of the holder told by its sharded presence subscription
 //! closing, and no alarm while the slot is half migrated; no alarm when the
 //! slot's owner fails over to its replica, and the workers' presence follows;
@@ -194,10 +195,11 @@ fn the_worker_refuses_a_lock_key_outside_the_jobs_slot_in_one_sentence() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redisson_release_by_del_and_spublish_wakes_the_watcher_at_once() {
+async fn a_redisson_release_by_del_and_publish_or_spublish_wakes_the_watcher_at_once() {
     let cluster = tokio::task::block_in_place(Cluster::start);
     let owner = cluster.owner_of(LOCK_KEY);
-    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+    let elsewhere = cluster.a_node_not_owning(LOCK_KEY);
+    let seed = cluster.url(elsewhere);
     let mut conn = connect(owner).unwrap();
     flag(&mut conn, "outbound", "alice", true);
     redisson_lock(&mut conn, LOCK_KEY, "8d3c-uuid:57", 30_000);
@@ -209,25 +211,36 @@ async fn a_redisson_release_by_del_and_spublish_wakes_the_watcher_at_once() {
     let (seen, recorder) = record(&watcher);
     let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
     eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
-    // Let the subscriber settle on the slot's owner.
-    eventually("a sharded subscriber on the owner", Duration::from_secs(10), || {
-        let counts: Vec<redis::Value> =
+    // Let the subscriber settle on the slot's owner, sharded and plain.
+    eventually("a sharded and a plain subscriber on the owner", Duration::from_secs(10), || {
+        let sharded: Vec<redis::Value> =
             query(owner, redis::cmd("PUBSUB").arg("SHARDNUMSUB").arg(UNLOCK_CHANNEL)).ok()?;
-        (counts.get(1) == Some(&redis::Value::Int(1))).then_some(())
+        let plain: Vec<redis::Value> = query(owner, redis::cmd("PUBSUB").arg("NUMSUB").arg(UNLOCK_CHANNEL)).ok()?;
+        (sharded.get(1) == Some(&redis::Value::Int(1)) && plain.get(1) == Some(&redis::Value::Int(1))).then_some(())
     })
     .await;
 
-    let released = Instant::now();
-    let (_, receivers): ((), u32) =
-        redis::pipe().del(LOCK_KEY).cmd("SPUBLISH").arg(UNLOCK_CHANNEL).arg("0").query(&mut conn).unwrap();
-    assert_eq!(receivers, 1);
-    let after = eventually("the watcher to see the lock gone", Duration::from_secs(8), || {
-        let seen = seen.lock().unwrap();
-        seen.iter().any(|(t, s, _)| *t > released && *s != State::Running).then(|| released.elapsed())
-    })
-    .await;
-    eprintln!("DEL + SPUBLISH -> watcher saw it after {} ms", after.as_millis());
-    assert!(after < Duration::from_secs(2), "the watcher took {after:?}: the message did not wake it");
+    // Redisson 3.22+ publishes sharded on the owner; older Redisson plain,
+    // on whichever node it is connected to: the cluster passes it on.
+    for (publish, on) in [("SPUBLISH", owner), ("PUBLISH", elsewhere)] {
+        if publish == "PUBLISH" {
+            redisson_lock(&mut conn, LOCK_KEY, "8d3c-uuid:57", 30_000);
+            eventually("the watcher to say running again", Duration::from_secs(15), || running().then_some(())).await;
+        }
+        let released = Instant::now();
+        let () = redis::cmd("DEL").arg(LOCK_KEY).query(&mut conn).unwrap();
+        let receivers: u32 = query(on, redis::cmd(publish).arg(UNLOCK_CHANNEL).arg("0")).unwrap();
+        if publish == "SPUBLISH" {
+            assert_eq!(receivers, 1);
+        }
+        let after = eventually("the watcher to see the lock gone", Duration::from_secs(8), || {
+            let seen = seen.lock().unwrap();
+            seen.iter().any(|(t, s, _)| *t > released && *s != State::Running).then(|| released.elapsed())
+        })
+        .await;
+        eprintln!("DEL + {publish} -> watcher saw it after {} ms", after.as_millis());
+        assert!(after < Duration::from_secs(2), "the watcher took {after:?}: {publish} did not wake it");
+    }
     watcher.stop().await;
     recorder.abort();
 }
@@ -253,6 +266,10 @@ fn the_workers_release_and_a_flip_reach_sharded_subscribers() {
     let mut sub = connect(owner).unwrap();
     sub.send_packed_command(&redis::cmd("SSUBSCRIBE").arg(UNLOCK_CHANNEL).arg("{outbound}:wake").get_packed_command())
         .unwrap();
+    // Redisson before 3.22 listens plain, on any node.
+    let mut plain = connect(cluster.a_node_not_owning(LOCK_KEY)).unwrap();
+    plain.send_packed_command(&redis::cmd("SUBSCRIBE").arg(UNLOCK_CHANNEL).get_packed_command()).unwrap();
+    assert_eq!(next_push(&mut plain)[0], "subscribe");
     let (out, text) = run(lockwatch(&seed).args(["disable", "--user", "alice"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
     let mut pushes = Vec::new();
@@ -262,6 +279,7 @@ fn the_workers_release_and_a_flip_reach_sharded_subscribers() {
         pushes.push(next_push(&mut sub).join(" "));
     }
     assert!(pushes.contains(&"smessage {outbound}:wake alice".to_owned()), "{pushes:?}");
+    assert_eq!(next_push(&mut plain), ["message", UNLOCK_CHANNEL, "0"], "the plain unlock message");
     let held: bool = query(owner, redis::cmd("EXISTS").arg(LOCK_KEY)).unwrap();
     assert!(!held, "released");
 }

@@ -216,6 +216,13 @@ pub async fn eventually<T>(what: &str, timeout: Duration, mut check: impl FnMut(
     }
 }
 
+/// The major version of the server behind `conn` (Valkey says 7).
+pub fn redis_major(conn: &mut redis::Connection) -> u32 {
+    let info: String = redis::cmd("INFO").arg("server").query(conn).unwrap();
+    let version = info.lines().find_map(|l| l.strip_prefix("redis_version:")).unwrap();
+    version.split('.').next().unwrap().parse().unwrap()
+}
+
 /// Runs the `lockwatch` binary against `url`, with no URL from the environment.
 pub fn lockwatch(url: &str, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_lockwatch"))

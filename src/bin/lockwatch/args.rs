@@ -156,6 +156,10 @@ pub enum Command {
         /// The supervisor's name (also their Redis user name).
         #[arg(long, value_parser = parse_user)]
         user: String,
+        /// The Redis version the rules are for (6.2 gets read-only rules);
+        /// by default asked of the Redis that --redis names, else 7.
+        #[arg(long, value_name = "VERSION")]
+        redis_version: Option<String>,
     },
 }
 
@@ -217,7 +221,7 @@ const SHOWN: &[(&str, &[&str])] = &[
             "failover_window",
         ],
     ),
-    ("acl", &["job", "lock_key"]),
+    ("acl", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     ("demo", &["job"]),
 ];
 

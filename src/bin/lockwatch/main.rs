@@ -17,10 +17,12 @@ mod usage;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
+use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, anyhow};
 use serde_json::json;
 
+use lockwatch::acl::Server;
 use lockwatch::flags;
 use lockwatch::probe::probe;
 use lockwatch::status::{Engine, State};
@@ -98,11 +100,20 @@ async fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Demo => demo::run(g).await,
-        Command::Acl { user } => {
+        Command::Acl { user, redis_version } => {
             let user = flags::check_user(user)?;
+            let server = match redis_version {
+                Some(version) => Server::from_version(version).ok_or_else(|| {
+                    anyhow!("--redis-version {version}: lockwatch needs Redis 6.2 or later (or Valkey); give a version such as 6.2 or 7.2")
+                })?,
+                None => server_of(g).await?,
+            };
             let mut out = io::stdout().lock();
-            for line in lockwatch::acl::rules(&g.keys(), user) {
+            for line in lockwatch::acl::rules(&g.keys(), user, server) {
                 writeln!(out, "{line}")?;
+            }
+            if let Some(open) = server.left_open(user) {
+                eprintln!("lockwatch: {open}.");
             }
             eprintln!(
                 "lockwatch: pipe these lines into redis-cli as an admin, then set {user}'s password with: ACL SETUSER {user} ><password>"
@@ -110,6 +121,35 @@ async fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
     }
+}
+
+/// The kind of server `lockwatch acl` writes rules for: the one `--redis`
+/// names when it answers, else Redis 7 (said on stderr).
+async fn server_of(g: &Global) -> Result<Server> {
+    let target = g.target()?;
+    let asked = async {
+        let mut conn = target.manager().await.map_err(|e| e.to_string())?;
+        let info: String = redis::cmd("INFO").arg("server").query_async(&mut conn).await.map_err(|e| e.to_string())?;
+        Ok::<_, String>(info)
+    };
+    let why = match tokio::time::timeout(Duration::from_secs(3), asked).await {
+        Ok(Ok(info)) => {
+            let version = info.lines().find_map(|l| l.strip_prefix("redis_version:")).unwrap_or("?").trim().to_owned();
+            return Server::from_version(&version).ok_or_else(|| {
+                anyhow!(
+                    "the Redis at {} is version {version}; lockwatch needs Redis 6.2 or later (or Valkey)",
+                    target.endpoint()
+                )
+            });
+        }
+        Ok(Err(err)) => err,
+        Err(_) => "it did not answer within 3 s".to_owned(),
+    };
+    eprintln!(
+        "lockwatch: could not ask {} for its version ({why}); these rules are for Redis 7 and later (Valkey too): for Redis 6.2 add --redis-version 6.2",
+        target.endpoint()
+    );
+    Ok(Server::Modern)
 }
 
 async fn status_once(g: &Global, json: bool) -> Result<u8> {
