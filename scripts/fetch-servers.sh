@@ -73,5 +73,7 @@ EOF
     "$dir/redis-server" --version >/dev/null || { echo "$name: $dir/redis-server does not run here" >&2; exit 1; }
     echo "$req" >"$dir/.source"
   fi
+  # The same binary runs as a sentinel when it is called so.
+  [ -e "$dir/redis-sentinel" ] || ln -sfn "$bin" "$dir/redis-sentinel"
   echo "$name $dir $("$dir/redis-server" --version)"
 done
