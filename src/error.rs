@@ -188,7 +188,7 @@ pub fn describe(err: RedisError, action: Action, host: &Endpoint) -> Error {
         // supervisor, who may not load it (see `probe::run_read_only`).
         (
             RedisFailure::Permission,
-            "lockwatch's read function is not loaded on this Redis, and only a worker or an admin may load it: it is loaded when a lockwatch worker starts, or by any lockwatch command run as the admin",
+            "lockwatch's read function is not loaded on this Redis, and only a worker or an admin may load it: a lockwatch worker loads it when it starts, and `lockwatch acl` when the admin runs it against this Redis",
         )
     } else if code == "WRONGPASS" || code == "NOAUTH" || err.kind() == redis::ErrorKind::AuthenticationFailed {
         (RedisFailure::Auth, "check the user and password in the Redis URL (or LOCKWATCH_REDIS_URL)")

@@ -189,25 +189,34 @@ async fn run_read_only<C: ConnectionLike>(conn: &mut C, keys: &[String], args: &
     Err(refused.unwrap_or_else(|| redis::RedisError::from(std::io::Error::other("no way to read the job"))))
 }
 
+/// Loads lockwatch's read function on the server behind `conn` (Redis 7+),
+/// as an admin setting up supervisors does; a worker's probe loads it too.
+///
+/// # Errors
+/// Redis's: no Functions (Redis 6), or a user who may not load them.
+pub async fn load_function<C: ConnectionLike>(conn: &mut C) -> redis::RedisResult<()> {
+    let loaded: redis::RedisResult<Value> = redis::cmd("FUNCTION").arg("LOAD").arg(&LIBRARY.1).query_async(conn).await;
+    match loaded {
+        // Already there: loaded by a worker, or another process meanwhile.
+        Err(e) if !e.to_string().contains("already exists") => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// The probe as the function of [`LIBRARY`], loaded first when the server
 /// does not have it (workers and admins may; a supervisor cannot, and is
 /// told who loads it).
 async fn run_function<C: ConnectionLike>(conn: &mut C, keys: &[String], args: &[String]) -> redis::RedisResult<Value> {
-    let (name, code) = &*LIBRARY;
+    let name = &LIBRARY.0;
     let fcall = || redis::cmd("FCALL_RO").arg(name).arg(keys.len()).arg(keys).arg(args).clone();
     match fcall().query_async::<Value>(conn).await {
-        Err(e) if e.to_string().contains("Function not found") => {
-            let loaded: redis::RedisResult<Value> =
-                redis::cmd("FUNCTION").arg("LOAD").arg(code).query_async(conn).await;
-            match loaded {
-                // Another process may have loaded it meanwhile.
-                Err(l) if !l.to_string().contains("already exists") => {
-                    tracing::debug!("loading {name}: {l}");
-                    Err(e)
-                }
-                _ => fcall().query_async(conn).await,
+        Err(e) if e.to_string().contains("Function not found") => match load_function(conn).await {
+            Err(l) => {
+                tracing::debug!("loading {name}: {l}");
+                Err(e)
             }
-        }
+            Ok(()) => fcall().query_async(conn).await,
+        },
         other => other,
     }
 }

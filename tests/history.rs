@@ -183,7 +183,8 @@ fn history_since_needs_a_duration() {
 #[test]
 fn a_supervisor_with_only_the_acl_rules_reads_the_history_and_flips_with_a_reason() {
     let server = RedisServer::start();
-    let rules = Command::new(env!("CARGO_BIN_EXE_lockwatch")).args(["acl", "--user", "alice"]).output().unwrap();
+    // As an admin provisions her: `lockwatch acl` also loads the read function she calls.
+    let rules = lockwatch(&server.url(), &["acl", "--user", "alice"]);
     let mut admin = server.conn();
     for line in String::from_utf8(rules.stdout).unwrap().lines() {
         let mut cmd = redis::Cmd::new();
