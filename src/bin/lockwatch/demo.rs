@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 use tokio::process::{Child, Command};
 
-use super::{Global, terminated};
+use super::Global;
 use lockwatch::connect::Target;
 use lockwatch::flags;
 
@@ -155,6 +155,19 @@ fn signal_name(sig: i32) -> &'static str {
         libc::SIGTERM => " (SIGTERM)",
         _ => "",
     }
+}
+
+/// Completes on SIGTERM or SIGINT (Ctrl-C).
+async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    if let Ok(mut term) = signal(SignalKind::terminate()) {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        return;
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 fn tempfile_dir() -> Result<std::path::PathBuf> {

@@ -9,11 +9,24 @@
 //! `--help` or `--version`, which print to stdout.
 
 mod args;
+#[cfg(unix)]
 mod demo;
 mod history;
 mod log;
 mod render;
 mod usage;
+
+/// `lockwatch demo` off Unix (Windows): the demo runs its workers' job as a
+/// `sh` loop and stops them with SIGTERM, so here it only says so.
+#[cfg(not(unix))]
+mod demo {
+    /// Says in one sentence why there is no demo here and what to do instead.
+    pub(super) async fn run(_: &super::Global) -> anyhow::Result<u8> {
+        anyhow::bail!(
+            "the demo runs on Linux and other Unix systems only: it starts a local redis-server and two workers running a shell loop; on Windows, point the tray app or `lockwatch --redis redis://HOST:6379 status` at your own Redis instead"
+        )
+    }
+}
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -124,12 +137,22 @@ async fn run(cli: Cli) -> Result<u8> {
 }
 
 /// The kind of server `lockwatch acl` writes rules for: the one `--redis`
-/// names when it answers, else Redis 7 (said on stderr).
+/// names when it answers, else Redis 7 (said on stderr). On Redis 7 it also
+/// loads lockwatch's read function there, which the rules let a supervisor
+/// call (a worker loads it too when it starts).
 async fn server_of(g: &Global) -> Result<Server> {
     let target = g.target()?;
     let asked = async {
         let mut conn = target.manager().await.map_err(|e| e.to_string())?;
         let info: String = redis::cmd("INFO").arg("server").query_async(&mut conn).await.map_err(|e| e.to_string())?;
+        if let Err(err) = lockwatch::probe::load_function(&mut conn).await
+            && !err.to_string().contains("unknown command")
+        {
+            eprintln!(
+                "lockwatch: could not load lockwatch's read function on {} ({err}); a worker loads it when it starts",
+                target.endpoint()
+            );
+        }
         Ok::<_, String>(info)
     };
     let why = match tokio::time::timeout(Duration::from_secs(3), asked).await {
@@ -275,22 +298,6 @@ fn whose(target: &lockwatch::connect::Target, user: Option<&str>) -> Result<Stri
         Some(user) => user.to_owned(),
         None => flags::default_user(target.user())?,
     })
-}
-
-/// Completes on SIGTERM or SIGINT (Ctrl-C).
-async fn terminated() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
