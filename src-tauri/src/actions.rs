@@ -10,7 +10,9 @@ use crate::desk::Desk;
 use crate::menu_id::Mute;
 use crate::model::{Note, OwnFlip, Refusal};
 use crate::settings::Settings;
-use crate::{autostart, notify, runtime, store, supervisor, window};
+use tauri_plugin_autostart::ManagerExt as _;
+
+use crate::{notify, runtime, store, supervisor, window};
 
 /// What a settings change needs to take effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +31,7 @@ pub fn update_settings(desk: &Desk, change: impl FnOnce(&mut Settings) -> Effect
         let effect = change(&mut inner.settings);
         (inner.settings.clone(), effect)
     };
-    store::save(&settings);
+    store::save(desk.app(), &settings);
     match effect {
         Effect::Redraw => desk.redraw(),
         Effect::Restart => supervisor::restart(desk),
@@ -53,16 +55,19 @@ pub fn mute(desk: &Desk, how: Mute) {
     });
 }
 
-/// Turns start at login on or off, the opposite of what it was. When the
-/// desktop entry cannot be written or removed, the setting stays as it was
+/// Turns start at login on or off, the opposite of what it was
+/// (tauri-plugin-autostart: a desktop entry in `~/.config/autostart` on
+/// Linux, the Run key on Windows). When it cannot be written or removed, the setting stays as it was
 /// (the menu's checkbox shows the truth) and the reason is logged.
 pub fn toggle_autostart(desk: &Desk) {
     let want = !desk.state().lock().settings.autostart;
-    let done = match autostart::set(want) {
+    let launcher = desk.app().autolaunch();
+    let changed = if want { launcher.enable() } else { launcher.disable() };
+    let done = match changed {
         Ok(()) => want,
         Err(err) => {
             tracing::warn!(error = %err, "cannot change start at login");
-            autostart::is_on()
+            launcher.is_enabled().unwrap_or(!want)
         }
     };
     update_settings(desk, |s| {

@@ -79,7 +79,7 @@ pub async fn save_settings(desk: State<'_, Desk>, form: SettingsForm) -> Result<
     // The tray's process may have changed what the form does not show (the
     // mute, start at login) since this window opened: the form applies onto
     // the settings as saved, not onto this process's copy.
-    let base = store::load().0;
+    let base = store::load(desk.app()).0;
     let accepted = form.accept(&base).map_err(|fields| Invalid { fields })?;
     let mut note = None;
     if let Some(password) = &accepted.password

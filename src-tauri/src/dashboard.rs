@@ -1,5 +1,5 @@
-//! The dashboard's process (`lockwatch-dashboard`): a Tauri app with one
-//! web page, started by the tray's process and ended with its window (see
+//! The dashboard's process (`lockwatch-tray --dashboard=<view>`): a Tauri
+//! app with one web page, started by the tray's process and ended with its window (see
 //! [`crate::window`] for why, and for how the two talk). It watches the same
 //! jobs as the tray, answers the page's commands ([`crate::commands`]) and
 //! hands the page each status and event.
@@ -32,24 +32,19 @@ impl Surface for Page {
     }
 }
 
-/// Runs the dashboard until its window closes or the tray app goes.
-pub fn run() {
-    let Some(view) = window::dashboard_arg() else {
-        eprintln!(
-            "lockwatch-dashboard: the tray app opens the dashboard (run lockwatch-tray and choose Open dashboard)"
-        );
-        std::process::exit(2);
-    };
+/// Runs the dashboard on `view` until its window closes or the tray app goes.
+pub fn run(view: String) {
     window::become_dashboard();
     match runtime::start() {
         Ok(handle) => tauri::async_runtime::set(handle),
         Err(err) => {
-            eprintln!("lockwatch-dashboard: cannot start: {err}");
+            eprintln!("lockwatch-tray: the dashboard cannot start: {err}");
             std::process::exit(1);
         }
     }
-    logging::init();
     let app = tauri::Builder::default()
+        .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, None))
+        .plugin(tauri_plugin_store::Builder::default().build())
         .invoke_handler(tauri::generate_handler![
             commands::get_state,
             commands::set_enabled,
@@ -61,21 +56,22 @@ pub fn run() {
             commands::page_texts
         ])
         .setup(move |app| {
-            let (settings, _) = store::load();
+            logging::init(app.path().app_log_dir().ok());
+            let (settings, _) = store::load(app.handle());
             let desktop_lang = i18n::Lang::of_desktop(|name| std::env::var(name).ok());
             let state = AppState::new(settings, Overrides::from_env(), desktop_lang);
-            let desk = Desk::new(state, Page(app.handle().clone()));
+            let desk = Desk::new(state, app.handle().clone(), Page(app.handle().clone()));
             app.manage(desk.clone());
             serve(app.handle(), &desk, &view);
             runtime::spawn(async move { supervisor::restart(&desk) });
             Ok(())
         })
-        .build(tauri::generate_context!());
+        .build(crate::context());
     match app {
         // The process ends with its last window (Tauri's default).
         Ok(app) => app.run(|_, _| {}),
         Err(err) => {
-            eprintln!("lockwatch-dashboard: cannot start: {err}");
+            eprintln!("lockwatch-tray: the dashboard cannot start: {err}");
             std::process::exit(1);
         }
     }

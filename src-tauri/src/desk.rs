@@ -1,13 +1,14 @@
 //! The app's core, the same in its two processes: what it knows
-//! ([`AppState`]) and the surface that shows it ([`Surface`]): the tray's
-//! icon and menu in the tray's process, the web page in the dashboard's.
-//! The shared modules (supervisor, actions, notifications) speak to a
-//! [`Desk`] and never to a toolkit, so the tray's process runs without a
-//! web view.
+//! ([`AppState`]), the Tauri app it runs in (its plugins: the settings
+//! store, start at login) and the surface that shows it ([`Surface`]): the
+//! tray's icon and menu in the tray's process, the web page in the
+//! dashboard's. The shared modules (supervisor, actions, notifications)
+//! speak to a [`Desk`], never to a window or a menu.
 
 use std::sync::Arc;
 
 use serde::Serialize;
+use tauri::AppHandle;
 
 use crate::state::AppState;
 
@@ -27,16 +28,22 @@ pub struct Desk(Arc<Inner>);
 
 struct Inner {
     state: AppState,
+    app: AppHandle,
     surface: Box<dyn Surface>,
 }
 
 impl Desk {
-    pub fn new(state: AppState, surface: impl Surface + 'static) -> Desk {
-        Desk(Arc::new(Inner { state, surface: Box::new(surface) }))
+    pub fn new(state: AppState, app: AppHandle, surface: impl Surface + 'static) -> Desk {
+        Desk(Arc::new(Inner { state, app, surface: Box::new(surface) }))
     }
 
     pub fn state(&self) -> &AppState {
         &self.0.state
+    }
+
+    /// The Tauri app of this process.
+    pub fn app(&self) -> &AppHandle {
+        &self.0.app
     }
 
     /// See [`Surface::redraw`]. Never called with the state locked.

@@ -1,10 +1,10 @@
 //! The lockwatch tray app: the job's state at a glance in the tray, the
 //! user's own enable flag in its menu, a notification when the job dies or
 //! moves, and a dashboard window on demand. The logic lives in the
-//! `lockwatch` library; this crate adds the desktop, in two processes: the
-//! tray's (`lockwatch-tray`, GTK only, runs all day) and the dashboard's
-//! (`lockwatch-dashboard`, Tauri and its web view, runs while its window is
-//! open).
+//! `lockwatch` library; this crate adds the desktop, a Tauri 2 app in two
+//! processes of one executable: the tray's (`lockwatch-tray`, no window,
+//! runs all day) and the dashboard's (`lockwatch-tray --dashboard=<view>`,
+//! its web view, runs while its window is open).
 //!
 //! # Layout
 //! Shared by both processes, no toolkit:
@@ -17,23 +17,20 @@
 //! - [`actions`]: flip, mute, start at login, settings changes (saved and applied once).
 //! - [`settings`]: stored settings, the settings form, environment overrides.
 //! - [`passwords`]: the OS keyring, or memory where there is none.
-//! - [`store`]: loading and saving the settings file.
-//! - [`paths`]: where the settings, the log and the autostart entry live.
-//! - [`autostart`]: start at login.
+//! - [`store`]: the settings file (tauri-plugin-store), kept safe from a crash mid-write.
 //! - [`clock`]: the desktop's clock, for the mute and notifications only.
 //! - [`notify`]: desktop notifications.
 //! - [`window`]: the dashboard's process, started and heard by the tray's.
 //! - [`runtime`], [`logging`]: each process's async runtime and log.
 //!
-//! The tray's process: [`tray_app`] (start, menu clicks), [`tray`] (icon
-//! and menu), [`tray_host`] (is there a tray), [`single_instance`].
+//! The tray's process: [`tray_app`] (start, plugins, menu clicks), [`tray`]
+//! (icon and menu), [`tray_host`] (is there a tray).
 //!
 //! The dashboard's process: [`dashboard`] (start, the window), [`dialog`]
 //! (the small window asking the last one why they switch off), [`commands`]
 //! (the page's thin Tauri commands).
 
 pub mod actions;
-pub mod autostart;
 pub mod clock;
 pub mod commands;
 pub mod dashboard;
@@ -45,10 +42,8 @@ pub mod menu_id;
 pub mod model;
 pub mod notify;
 pub mod passwords;
-pub mod paths;
 pub mod runtime;
 pub mod settings;
-pub mod single_instance;
 pub mod state;
 pub mod store;
 pub mod supervisor;
@@ -56,3 +51,8 @@ pub mod tray;
 pub mod tray_app;
 pub mod tray_host;
 pub mod window;
+
+/// The app's Tauri configuration and its page, built in once for both processes.
+pub(crate) fn context() -> tauri::Context<tauri::Wry> {
+    tauri::generate_context!()
+}

@@ -1,13 +1,15 @@
-//! The log: `lockwatch.log` in [`paths::log_dir`](crate::paths::log_dir)
-//! (both processes append to it) and stderr; `LOCKWATCH_LOG` filters it
-//! like `RUST_LOG` (default `info`).
+//! The log: `lockwatch.log` in the app's log directory (Tauri's
+//! `app_log_dir`: `~/.local/share/app.lockwatch.tray/logs/` on Linux; both
+//! processes append to it) and stderr; `LOCKWATCH_LOG` filters it like
+//! `RUST_LOG` (default `info`).
 
 use tracing_subscriber::fmt::writer::MakeWriterExt;
 
-/// Starts logging; a log file that cannot be opened leaves stderr alone.
-pub fn init() {
+/// Starts logging into `dir` and stderr; without a `dir`, or a log file
+/// that cannot be opened, to stderr alone.
+pub fn init(dir: Option<std::path::PathBuf>) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("LOCKWATCH_LOG").unwrap_or_else(|_| "info".into());
-    let file = crate::paths::log_dir().ok().and_then(|dir| {
+    let file = dir.and_then(|dir| {
         std::fs::create_dir_all(&dir).ok()?;
         std::fs::OpenOptions::new().create(true).append(true).open(dir.join("lockwatch.log")).ok()
     });

@@ -1,7 +1,11 @@
-//! The lockwatch tray app (`lockwatch-tray`); everything is in the library.
+//! The lockwatch tray app (`lockwatch-tray`), and with `--dashboard=<view>`
+//! its dashboard's process; everything is in the library.
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
-    lockwatch_tray::tray_app::run();
+    match lockwatch_tray::window::dashboard_arg() {
+        Some(view) => lockwatch_tray::dashboard::run(view),
+        None => lockwatch_tray::tray_app::run(),
+    }
 }

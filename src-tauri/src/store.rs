@@ -1,79 +1,121 @@
-//! Loading and saving the settings file (`settings.json` in
-//! [`paths::data_dir`](crate::paths::data_dir): a JSON object whose
-//! `settings` member holds them). Both processes read and write it this
-//! way. A file that is not valid is moved aside
-//! (`settings.json.bad-<time>`) and the app starts with defaults, saying so
-//! once: nothing is lost, nothing crashes. A save writes a new file and
-//! renames it over the old one, so a reader never sees half of it.
+//! The settings file, through tauri-plugin-store: `settings.json` in the
+//! app's data directory (`~/.local/share/app.lockwatch.tray/` on Linux,
+//! `%APPDATA%\app.lockwatch.tray\` on Windows), a JSON object whose
+//! `settings` member holds them: the file and format the app has always
+//! used. Both processes read and write it this way.
+//!
+//! The plugin writes the file in place, so a crash mid-write would leave
+//! half of it. Each save therefore first keeps the file as it was
+//! (`settings.json.bak`); a file found unreadable is replaced by that copy,
+//! or, without a good one, moved aside (`settings.json.bad-<time>`) and the
+//! defaults used. Either is said once: nothing is lost, nothing crashes.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
+use tauri::{AppHandle, Wry};
+use tauri_plugin_store::{Store, StoreExt as _, resolve_store_path};
 
 use crate::settings::{STORE_FILE, STORE_KEY, Settings};
 
-fn file() -> std::io::Result<PathBuf> {
-    crate::paths::data_dir().map(|dir| dir.join(STORE_FILE))
-}
-
-/// The settings, and a sentence when the file had to be set aside.
-pub fn load() -> (Settings, Option<String>) {
-    let path = match file() {
-        Ok(path) => path,
+/// The settings, read anew from the file, and a sentence when the file had
+/// to be repaired or set aside.
+pub fn load(app: &AppHandle) -> (Settings, Option<String>) {
+    let problem = match resolve_store_path(app, STORE_FILE) {
+        Ok(path) => repair(&path),
         Err(err) => {
             tracing::warn!("{err}: the settings are the defaults and cannot be saved");
             return (Settings::default(), None);
         }
     };
-    let Ok(bytes) = std::fs::read(&path) else { return (Settings::default(), None) };
-    match parse(&bytes) {
-        Ok(settings) => (settings, None),
-        Err(bad) => (Settings::default(), Some(set_aside(&path, &bad))),
-    }
-}
-
-fn parse(bytes: &[u8]) -> Result<Settings, String> {
-    let file: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    match file.get(STORE_KEY) {
-        Some(s) => serde_json::from_value(s.clone()).map_err(|e| e.to_string()),
-        None => Ok(Settings::default()),
-    }
-}
-
-fn set_aside(path: &Path, bad: &str) -> String {
-    let aside = path.with_extension(format!("json.bad-{}", crate::clock::desktop_now_ms() / 1000));
-    let msg = if std::fs::rename(path, &aside).is_ok() {
-        format!(
-            "{} could not be read ({bad}); it was kept as {} and the defaults are used",
-            path.display(),
-            aside.display()
-        )
-    } else {
-        format!("{} could not be read ({bad}); the defaults are used", path.display())
+    let store = match open(app) {
+        Ok(store) => store,
+        Err(err) => {
+            tracing::warn!("{err}: the settings are the defaults");
+            return (Settings::default(), problem);
+        }
     };
-    tracing::warn!("{msg}");
-    msg
+    // The other process may have saved since this one last read.
+    if let Err(err) = store.reload() {
+        tracing::debug!(error = %err, "no settings file yet");
+    }
+    let settings = store.get(STORE_KEY).map_or(Ok(Settings::default()), |value| settings_of(&value));
+    match settings {
+        Ok(settings) => (settings, problem),
+        Err(bad) => {
+            // Changed under us after the repair: defaults, and the file kept as it is.
+            tracing::warn!("the settings could not be read ({bad}); the defaults are used");
+            (Settings::default(), problem)
+        }
+    }
 }
 
 /// Saves the settings; failures are logged (the running app keeps them).
-pub fn save(settings: &Settings) {
-    match write(settings) {
+pub fn save(app: &AppHandle, settings: &Settings) {
+    match write(app, settings) {
         Ok(()) => crate::window::settings_saved(),
         Err(err) => tracing::warn!(error = %err, "cannot save the settings"),
     }
 }
 
-fn write(settings: &Settings) -> std::io::Result<()> {
-    let path = file()?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+fn write(app: &AppHandle, settings: &Settings) -> Result<(), String> {
+    let path = resolve_store_path(app, STORE_FILE).map_err(|e| e.to_string())?;
+    // Only a good file becomes the copy: a broken one would replace the last good copy.
+    if std::fs::read(&path).is_ok_and(|bytes| parse(&bytes).is_ok()) {
+        std::fs::copy(&path, backup(&path)).map_err(|e| format!("keeping {}: {e}", backup(&path).display()))?;
     }
-    let mut object = Map::new();
-    object.insert(STORE_KEY.to_owned(), serde_json::to_value(settings).map_err(std::io::Error::other)?);
-    let text = serde_json::to_vec_pretty(&Value::Object(object)).map_err(std::io::Error::other)?;
-    let new = path.with_extension("json.new");
-    std::fs::write(&new, text)?;
-    std::fs::rename(&new, &path)
+    let store = open(app)?;
+    store.set(STORE_KEY, serde_json::to_value(settings).map_err(|e| e.to_string())?);
+    store.save().map_err(|e| e.to_string())
+}
+
+/// The plugin's store of the settings file; saved only when asked.
+fn open(app: &AppHandle) -> Result<Arc<Store<Wry>>, String> {
+    app.store_builder(STORE_FILE).disable_auto_save().build().map_err(|e| e.to_string())
+}
+
+fn backup(path: &Path) -> PathBuf {
+    path.with_extension("json.bak")
+}
+
+/// The settings a file holds: none is the defaults; anything but a JSON
+/// object whose `settings` are settings is an error.
+fn parse(bytes: &[u8]) -> Result<Settings, String> {
+    let file: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    match file.get(STORE_KEY) {
+        Some(s) => settings_of(s),
+        None if file.is_object() => Ok(Settings::default()),
+        None => Err("not a JSON object".to_owned()),
+    }
+}
+
+fn settings_of(value: &Value) -> Result<Settings, String> {
+    serde_json::from_value(value.clone()).map_err(|e| e.to_string())
+}
+
+/// Makes the file at `path` readable again when it is not: the copy kept
+/// before the last save put back, or the file set aside. Says what it did.
+fn repair(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let bad = parse(&bytes).err()?;
+    let good_copy = std::fs::read(backup(path)).is_ok_and(|b| parse(&b).is_ok());
+    let msg = if good_copy && std::fs::copy(backup(path), path).is_ok() {
+        format!("{} could not be read ({bad}); the copy kept before the last save was put back", path.display())
+    } else {
+        let aside = path.with_extension(format!("json.bad-{}", crate::clock::desktop_now_ms() / 1000));
+        if std::fs::rename(path, &aside).is_ok() {
+            format!(
+                "{} could not be read ({bad}); it was kept as {} and the defaults are used",
+                path.display(),
+                aside.display()
+            )
+        } else {
+            format!("{} could not be read ({bad}); the defaults are used", path.display())
+        }
+    };
+    tracing::warn!("{msg}");
+    Some(msg)
 }
 
 #[cfg(test)]
@@ -88,5 +130,27 @@ mod tests {
         assert_eq!(settings.redis_url, "redis://elsewhere:6380");
         assert!(parse(b"{\"settings\": 3}").is_err());
         assert!(parse(b"not json").is_err());
+        assert!(parse(b"[]").is_err());
+    }
+
+    #[test]
+    fn a_file_cut_short_by_a_crash_gets_the_copy_kept_before_the_save_back() {
+        let dir = std::env::temp_dir().join(format!("lockwatch-store-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(STORE_FILE);
+        let good = serde_json::json!({ STORE_KEY: { "redis_url": "redis://kept:6380" } }).to_string();
+        std::fs::write(backup(&path), &good).unwrap();
+        std::fs::write(&path, &good[..good.len() / 2]).unwrap();
+        let said = repair(&path).unwrap();
+        assert!(said.contains("the copy kept before the last save was put back"), "{said}");
+        assert_eq!(parse(&std::fs::read(&path).unwrap()).unwrap().redis_url, "redis://kept:6380");
+        assert_eq!(repair(&path), None, "a good file is left alone");
+
+        // No good copy: set aside, nothing deleted.
+        std::fs::write(backup(&path), "{").unwrap();
+        std::fs::write(&path, "{\"settings\":").unwrap();
+        let said = repair(&path).unwrap();
+        assert!(said.contains("it was kept as") && !path.exists(), "{said}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

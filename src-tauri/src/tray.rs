@@ -1,20 +1,22 @@
-//! The tray icon and its menu (tray-icon and muda, on GTK), drawn from a
+//! The tray icon and its menu (Tauri's tray and menu), drawn from a
 //! [`TrayView`]. Texts and checkboxes are updated in place; the menu is
 //! rebuilt only when its shape changes (jobs added or removed, an error or
 //! confirmation line appearing, someone saying they are on it or no
 //! longer), because a rebuild renumbers every item for the desktop's tray
 //! host.
 //!
-//! The icon and menu belong to the main thread (GTK's); [`redraw`] works
-//! out the view wherever it is called and hands it to the main thread,
-//! in order, to draw.
+//! The icon and menu belong to the main thread; [`redraw`] works out the
+//! view wherever it is called and hands it to the main thread, in order,
+//! to draw.
 
 use std::cell::RefCell;
 use std::sync::Mutex;
 
 use lockwatch::State;
-use tray_icon::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
-use tray_icon::{Icon, TrayIcon, TrayIconBuilder};
+use tauri::image::Image;
+use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuEvent, MenuItem, PredefinedMenuItem, Submenu};
+use tauri::tray::{TrayIcon, TrayIconBuilder};
+use tauri::{AppHandle, Wry};
 
 use crate::clock::{desktop_now_ms, time_of_day};
 use crate::desk::Desk;
@@ -48,26 +50,22 @@ fn icon_png(state: State) -> &'static [u8] {
     }
 }
 
-fn icon(state: State) -> Result<Icon, String> {
-    let image = image::load_from_memory_with_format(icon_png(state), image::ImageFormat::Png)
-        .map_err(|e| e.to_string())?
-        .into_rgba8();
-    let (width, height) = image.dimensions();
-    Icon::from_rgba(image.into_raw(), width, height).map_err(|e| e.to_string())
+fn icon(state: State) -> tauri::Result<Image<'static>> {
+    Image::from_bytes(icon_png(state))
 }
 
 /// Puts the icon in the tray, `unknown` and with an empty menu until the
-/// first redraw. On the main thread, after GTK started.
+/// first redraw; menu clicks go to `on_menu`. On the main thread.
 ///
 /// # Errors
-/// The tray library's, as a sentence.
-pub fn show() -> Result<(), String> {
-    let icon = TrayIconBuilder::new()
-        .with_id("lockwatch")
-        .with_icon(icon(State::Unknown)?)
-        .with_menu(Box::new(Menu::new()))
-        .with_tooltip("lockwatch")
-        .build()
+/// Tauri's, as a sentence.
+pub fn show(app: &AppHandle, on_menu: impl Fn(&AppHandle, MenuEvent) + Send + Sync + 'static) -> Result<(), String> {
+    let icon = TrayIconBuilder::with_id("lockwatch")
+        .icon(icon(State::Unknown).map_err(|e| e.to_string())?)
+        .menu(&Menu::new(app).map_err(|e| e.to_string())?)
+        .tooltip("lockwatch")
+        .on_menu_event(on_menu)
+        .build(app)
         .map_err(|e| e.to_string())?;
     TRAY.with(|t| *t.borrow_mut() = Some(Drawn { icon, menu: None }));
     Ok(())
@@ -75,7 +73,7 @@ pub fn show() -> Result<(), String> {
 
 /// Redraws the tray from the app state: works the view out here (never
 /// with the state lock held across a wait) and draws it on the main thread.
-pub fn redraw(desk: &Desk) {
+pub fn redraw(app: &AppHandle, desk: &Desk) {
     let _order = HANDOVER.lock().unwrap_or_else(|p| p.into_inner());
     let (view, autostart) = {
         let inner = desk.state().lock();
@@ -88,15 +86,19 @@ pub fn redraw(desk: &Desk) {
         }
         (view, inner.settings.autostart)
     };
-    glib::MainContext::default().invoke(move || {
+    let handle = app.clone();
+    let drawn = app.run_on_main_thread(move || {
         TRAY.with(|t| {
             if let Some(drawn) = t.borrow_mut().as_mut()
-                && let Err(err) = render(&drawn.icon, &mut drawn.menu, &view, autostart)
+                && let Err(err) = render(&handle, &drawn.icon, &mut drawn.menu, &view, autostart)
             {
                 tracing::warn!(error = %err, "cannot update the tray");
             }
         });
     });
+    if let Err(err) = drawn {
+        tracing::warn!(error = %err, "cannot reach the tray's thread");
+    }
 }
 
 /// What decides the menu's items: per job its name, whether it has an
@@ -108,32 +110,39 @@ type Shape = (Vec<(String, bool, bool, usize)>, Labels, String);
 struct TrayMenu {
     shape: Shape,
     jobs: Vec<JobItems>,
-    unmute: MenuItem,
-    autostart: CheckMenuItem,
+    unmute: Item,
+    autostart: CheckMenuItem<Wry>,
     icon: State,
 }
 
 struct JobItems {
-    status: MenuItem,
-    flip: CheckMenuItem,
-    others: MenuItem,
-    on_it: Vec<MenuItem>,
-    ack: MenuItem,
-    confirm: Option<MenuItem>,
-    error: Option<MenuItem>,
+    status: Item,
+    flip: CheckMenuItem<Wry>,
+    others: Item,
+    on_it: Vec<Item>,
+    ack: Item,
+    confirm: Option<Item>,
+    error: Option<Item>,
 }
 
+type Item = MenuItem<Wry>;
+
 /// A menu item that says `text`, `enabled` or not.
-fn item(id: MenuId, text: &str, enabled: bool) -> MenuItem {
-    MenuItem::with_id(id.to_string(), text, enabled, None)
+fn item(app: &AppHandle, id: MenuId, text: &str, enabled: bool) -> tauri::Result<Item> {
+    MenuItem::with_id(app, id.to_string(), text, enabled, None::<&str>)
 }
 
 /// Brings the tray up to date with `view`.
 ///
 /// # Errors
-/// The menu library's, when the menu cannot be built.
-fn render(tray: &TrayIcon, current: &mut Option<TrayMenu>, view: &TrayView, autostart: bool) -> Result<(), String> {
-    let built = |e: tray_icon::menu::Error| e.to_string();
+/// Tauri's, when the menu cannot be built or changed.
+fn render(
+    app: &AppHandle,
+    tray: &TrayIcon,
+    current: &mut Option<TrayMenu>,
+    view: &TrayView,
+    autostart: bool,
+) -> tauri::Result<()> {
     // A new language changes every fixed label, and a submenu's title does
     // not follow set_text over the tray host's D-Bus menu: both rebuild.
     let shape = (
@@ -146,86 +155,97 @@ fn render(tray: &TrayIcon, current: &mut Option<TrayMenu>, view: &TrayView, auto
     );
     let rebuild = current.as_ref().is_none_or(|m| m.shape != shape);
     if rebuild {
-        let menu = Menu::new();
+        let menu = Menu::new(app)?;
         let mut jobs = Vec::new();
         for j in &view.jobs {
             // Enabled (a disabled item is drawn grey, and this is the line that matters); it opens the dashboard.
-            let status = item(MenuId::Status(j.job.clone()), &j.status_line, true);
+            let status = item(app, MenuId::Status(j.job.clone()), &j.status_line, true)?;
             let flip = CheckMenuItem::with_id(
+                app,
                 MenuId::Flip(j.job.clone()).to_string(),
                 &j.flip_label,
                 j.can_flip,
                 j.enabled_for_me.unwrap_or(false),
-                None,
-            );
-            let others = item(MenuId::Others(j.job.clone()), &j.others_line, false);
-            menu.append_items(&[&status, &flip, &others]).map_err(built)?;
+                None::<&str>,
+            )?;
+            let others = item(app, MenuId::Others(j.job.clone()), &j.others_line, false)?;
+            menu.append_items(&[&status, &flip, &others])?;
             let mut on_it = Vec::new();
             for (line, user) in j.on_it_lines.iter().zip(&j.on_it_users) {
-                let on = item(MenuId::OnIt { job: j.job.clone(), user: user.clone() }, line, false);
-                menu.append(&on).map_err(built)?;
+                let on = item(app, MenuId::OnIt { job: j.job.clone(), user: user.clone() }, line, false)?;
+                menu.append(&on)?;
                 on_it.push(on);
             }
-            let ack = item(MenuId::Ack(j.job.clone()), &j.ack_label, j.own_ack.is_some());
-            menu.append(&ack).map_err(built)?;
-            let confirm = j.confirm_line.as_ref().map(|text| item(MenuId::Confirm(j.job.clone()), text, false));
-            let error = j.error_line.as_ref().map(|text| item(MenuId::Error(j.job.clone()), text, true));
+            let ack = item(app, MenuId::Ack(j.job.clone()), &j.ack_label, j.own_ack.is_some())?;
+            menu.append(&ack)?;
+            let confirm = match &j.confirm_line {
+                Some(text) => Some(item(app, MenuId::Confirm(j.job.clone()), text, false)?),
+                None => None,
+            };
+            let error = match &j.error_line {
+                Some(text) => Some(item(app, MenuId::Error(j.job.clone()), text, true)?),
+                None => None,
+            };
             for line in confirm.iter().chain(&error) {
-                menu.append(line).map_err(built)?;
+                menu.append(line)?;
             }
-            menu.append(&PredefinedMenuItem::separator()).map_err(built)?;
+            menu.append(&PredefinedMenuItem::separator(app)?)?;
             jobs.push(JobItems { status, flip, others, on_it, ack, confirm, error });
         }
         let labels = &view.labels;
-        let unmute = item(MenuId::Mute(Mute::Off), &view.unmute_label, true);
+        let unmute = item(app, MenuId::Mute(Mute::Off), &view.unmute_label, true)?;
         let mute_for = [
-            item(MenuId::Mute(Mute::OneHour), &labels.mute[0], true),
-            item(MenuId::Mute(Mute::FourHours), &labels.mute[1], true),
-            item(MenuId::Mute(Mute::UntilTomorrow), &labels.mute[2], true),
+            item(app, MenuId::Mute(Mute::OneHour), &labels.mute[0], true)?,
+            item(app, MenuId::Mute(Mute::FourHours), &labels.mute[1], true)?,
+            item(app, MenuId::Mute(Mute::UntilTomorrow), &labels.mute[2], true)?,
         ];
-        let mute_items: [&dyn IsMenuItem; 4] = [&mute_for[0], &mute_for[1], &mute_for[2], &unmute];
-        let mute = Submenu::with_id_and_items(MenuId::MuteMenu.to_string(), &view.mute_label, true, &mute_items)
-            .map_err(built)?;
-        let autostart_item =
-            CheckMenuItem::with_id(MenuId::Autostart.to_string(), &labels.autostart, true, autostart, None);
+        let mute_items: [&dyn IsMenuItem<Wry>; 4] = [&mute_for[0], &mute_for[1], &mute_for[2], &unmute];
+        let mute = Submenu::with_id_and_items(app, MenuId::MuteMenu.to_string(), &view.mute_label, true, &mute_items)?;
+        let autostart_item = CheckMenuItem::with_id(
+            app,
+            MenuId::Autostart.to_string(),
+            &labels.autostart,
+            true,
+            autostart,
+            None::<&str>,
+        )?;
         menu.append_items(&[
-            &item(MenuId::Open, &labels.open, true),
+            &item(app, MenuId::Open, &labels.open, true)?,
             &mute,
-            &item(MenuId::Settings, &labels.settings, true),
+            &item(app, MenuId::Settings, &labels.settings, true)?,
             &autostart_item,
-            &PredefinedMenuItem::separator(),
-            &item(MenuId::Quit, &labels.quit, true),
-        ])
-        .map_err(built)?;
-        tray.set_menu(Some(Box::new(menu)));
-        tray.set_icon(Some(icon(view.icon)?)).map_err(|e| e.to_string())?;
+            &PredefinedMenuItem::separator(app)?,
+            &item(app, MenuId::Quit, &labels.quit, true)?,
+        ])?;
+        tray.set_menu(Some(menu))?;
+        tray.set_icon(Some(icon(view.icon)?))?;
         *current = Some(TrayMenu { shape, jobs, unmute, autostart: autostart_item, icon: view.icon });
         return Ok(());
     }
     let Some(m) = current.as_mut() else { return Ok(()) };
     for (items, j) in m.jobs.iter().zip(&view.jobs) {
-        items.status.set_text(&j.status_line);
+        items.status.set_text(&j.status_line)?;
         // A checkbox has no "not known": it is left unchecked, disabled, and its label says so.
-        items.flip.set_text(&j.flip_label);
-        items.flip.set_checked(j.enabled_for_me.unwrap_or(false));
-        items.flip.set_enabled(j.can_flip);
-        items.others.set_text(&j.others_line);
+        items.flip.set_text(&j.flip_label)?;
+        items.flip.set_checked(j.enabled_for_me.unwrap_or(false))?;
+        items.flip.set_enabled(j.can_flip)?;
+        items.others.set_text(&j.others_line)?;
         for (item, line) in items.on_it.iter().zip(&j.on_it_lines) {
-            item.set_text(line);
+            item.set_text(line)?;
         }
-        items.ack.set_text(&j.ack_label);
-        items.ack.set_enabled(j.own_ack.is_some());
+        items.ack.set_text(&j.ack_label)?;
+        items.ack.set_enabled(j.own_ack.is_some())?;
         if let (Some(item), Some(text)) = (&items.confirm, &j.confirm_line) {
-            item.set_text(text);
+            item.set_text(text)?;
         }
         if let (Some(item), Some(text)) = (&items.error, &j.error_line) {
-            item.set_text(text);
+            item.set_text(text)?;
         }
     }
-    m.unmute.set_text(&view.unmute_label);
-    m.autostart.set_checked(autostart);
+    m.unmute.set_text(&view.unmute_label)?;
+    m.autostart.set_checked(autostart)?;
     if m.icon != view.icon {
-        tray.set_icon(Some(icon(view.icon)?)).map_err(|e| e.to_string())?;
+        tray.set_icon(Some(icon(view.icon)?))?;
         m.icon = view.icon;
     }
     Ok(())

@@ -1,30 +1,33 @@
-//! The tray's process (`lockwatch-tray`): the icon and menu on GTK's main
-//! loop, the watchers on the async runtime, notifications, and the
-//! dashboard started on demand as a process of its own ([`window`]). No web
-//! view and no GL are loaded here.
+//! The tray's process (`lockwatch-tray`): a Tauri app without a window. Its
+//! icon and menu are Tauri's tray; tauri-plugin-single-instance keeps it one
+//! per session (a second launch opens the dashboard), tauri-plugin-autostart
+//! starts it at login, tauri-plugin-store keeps the settings. The watchers
+//! run on the async runtime, notifications go out through notify-rust, and
+//! the dashboard is a second process of this executable ([`window`]), so no
+//! web view runs here.
 
 use std::sync::Arc;
 
-use tray_icon::menu::MenuEvent;
+use tauri::menu::MenuEvent;
+use tauri::{AppHandle, Manager, RunEvent};
+use tauri_plugin_autostart::MacosLauncher;
 
 use crate::desk::{Desk, Surface};
 use crate::menu_id::MenuId;
 use crate::settings::Overrides;
-use crate::single_instance::Claim;
 use crate::state::AppState;
 use crate::window::Dashboard;
-use crate::{
-    actions, i18n, logging, model, notify, runtime, single_instance, store, supervisor, tray, tray_host, window,
-};
+use crate::{actions, i18n, logging, model, notify, runtime, store, supervisor, tray, tray_host, window};
 
 /// The tray, as the shared modules see it.
 struct Tray {
+    app: AppHandle,
     dashboard: Arc<Dashboard>,
 }
 
 impl Surface for Tray {
     fn redraw(&self, desk: &Desk) {
-        tray::redraw(desk);
+        tray::redraw(&self.app, desk);
     }
 
     fn emit(&self, _: &str, _: serde_json::Value) {}
@@ -36,44 +39,58 @@ impl Surface for Tray {
 
 /// Runs the tray app until Quit.
 pub fn run() {
+    if cfg!(target_os = "linux")
+        && std::env::var_os("DISPLAY").is_none()
+        && std::env::var_os("WAYLAND_DISPLAY").is_none()
+    {
+        fail("cannot open the display: neither DISPLAY nor WAYLAND_DISPLAY is set");
+    }
     skip_gtk_gl_probe();
-    logging::init();
-    let claim = match single_instance::claim("live") {
-        Ok(Claim::Told) => {
-            tracing::info!("lockwatch already runs in this session: its dashboard was opened");
-            return;
-        }
-        Ok(Claim::First(conn)) => Some(conn),
-        Err(err) => {
-            tracing::warn!(error = %err, "no session bus to keep this app single: a second launch starts a second app");
-            None
-        }
-    };
-    if let Err(err) = runtime::start() {
-        fail(&format!("cannot start its threads: {err}"));
+    match runtime::start() {
+        Ok(handle) => tauri::async_runtime::set(handle),
+        Err(err) => fail(&format!("cannot start its threads: {err}")),
     }
-    if let Err(err) = gtk::init() {
-        fail(&format!("cannot open the display ({err}); is DISPLAY or WAYLAND_DISPLAY set?"));
+    let app = tauri::Builder::default()
+        // First, so that a second launch ends before it builds anything.
+        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
+            tracing::info!("lockwatch was launched again in this session: opening its dashboard");
+            if let Some(desk) = app.try_state::<Desk>() {
+                desk.open("live");
+            }
+        }))
+        .plugin(tauri_plugin_autostart::init(MacosLauncher::LaunchAgent, None))
+        .plugin(tauri_plugin_store::Builder::default().build())
+        .setup(|app| Ok(start(app.handle())?))
+        .build(crate::context());
+    match app {
+        Ok(app) => app.run(|_, event| {
+            // No window is ever the last one here: only Quit ends the app.
+            if let RunEvent::ExitRequested { api, code: None, .. } = event {
+                api.prevent_exit();
+            }
+        }),
+        Err(err) => fail(&format!("cannot start: {err}")),
     }
+}
+
+/// What the app does once Tauri runs: the state, the icon, the watchers.
+fn start(app: &AppHandle) -> Result<(), String> {
+    logging::init(app.path().app_log_dir().ok());
     tray_host::quiet_xembed_icon_assertion();
-    let (settings, problem) = store::load();
+    let (settings, problem) = store::load(app);
     let desktop_lang = i18n::Lang::of_desktop(|name| std::env::var(name).ok());
     let lang = settings.language.resolve(desktop_lang);
     let desk = Desk::new(
         AppState::new(settings, Overrides::from_env(), desktop_lang),
-        Tray { dashboard: Arc::new(Dashboard::default()) },
+        app.clone(),
+        Tray { app: app.clone(), dashboard: Arc::new(Dashboard::default()) },
     );
-    if let Some(conn) = claim {
-        let desk = desk.clone();
-        single_instance::serve(conn, move |view| desk.open(&view));
-    }
-    if let Err(err) = tray::show() {
-        fail(&format!("cannot put its icon in the tray: {err}"));
-    }
+    app.manage(desk.clone());
     let on_menu_desk = desk.clone();
-    MenuEvent::set_event_handler(Some(move |event: MenuEvent| on_menu(&on_menu_desk, event)));
-    let start = desk.clone();
-    runtime::spawn(async move { supervisor::restart(&start) });
+    tray::show(app, move |app, event| on_menu(app, &on_menu_desk, &event))
+        .map_err(|err| format!("cannot put its icon in the tray: {err}"))?;
+    let first = desk.clone();
+    runtime::spawn(async move { supervisor::restart(&first) });
     if let Some(problem) = problem {
         let tr = i18n::tr(lang);
         let note = model::Note::plain(tr.t("note-settings-reset"), problem);
@@ -92,7 +109,7 @@ pub fn run() {
             }
         }
     }
-    gtk::main();
+    Ok(())
 }
 
 fn fail(why: &str) -> ! {
@@ -107,7 +124,7 @@ fn fail(why: &str) -> ! {
 /// that probe; a value the user set wins, and the dashboard's process gets
 /// the desktop's setting back.
 fn skip_gtk_gl_probe() {
-    if std::env::var_os("GDK_GL").is_none() {
+    if cfg!(target_os = "linux") && std::env::var_os("GDK_GL").is_none() {
         // SAFETY: the first thing `main` does; no other thread exists yet to
         // read the environment while it changes.
         unsafe { std::env::set_var("GDK_GL", "disable") };
@@ -117,12 +134,12 @@ fn skip_gtk_gl_probe() {
 
 /// Menu clicks arrive on the main thread; whatever waits on Redis or the
 /// disk runs on the async runtime instead.
-fn on_menu(desk: &Desk, event: MenuEvent) {
+fn on_menu(app: &AppHandle, desk: &Desk, event: &MenuEvent) {
     let Some(id) = MenuId::parse(event.id().as_ref()) else { return };
     match id {
         MenuId::Open => desk.open("live"),
         MenuId::Settings => desk.open("settings"),
-        MenuId::Quit => gtk::main_quit(),
+        MenuId::Quit => app.exit(0),
         MenuId::Autostart => off_main(desk, actions::toggle_autostart),
         MenuId::Mute(how) => off_main(desk, move |desk| actions::mute(desk, how)),
         MenuId::Flip(job) => off_main(desk, move |desk| actions::toggle_flag(desk, &job)),

@@ -1,14 +1,12 @@
-//! The dashboard window, in a process of its own: the tray app starts
-//! `lockwatch-dashboard` (beside its own executable) with
-//! `--dashboard=<view>` when the window is first opened, and that process
-//! ends when the window is closed. This module is both ends of their talk;
+//! The dashboard window, in a process of its own: the tray app starts its
+//! own executable again with `--dashboard=<view>` when the window is first
+//! opened, and that process ends when the window is closed. This module is both ends of their talk;
 //! the window itself is [`crate::dashboard`]'s.
 //!
 //! Why a process: the tray runs all day, the dashboard is looked at now and
-//! then. The tray's executable does not even link the web view (WebKit, its
-//! GL driver and speech synthesis are ~50 MB of a process): only the
-//! dashboard's does, and when its process exits, WebKit's web and network
-//! processes go with it.
+//! then. A web view once opened keeps WebKit's web and network processes
+//! (and its GL driver) for as long as its process lives; when the
+//! dashboard's process exits, they go with it.
 //!
 //! The two processes talk over the child's stdin and stdout, one word a line:
 //! the tray sends the view to show (and closing stdin, by exiting, ends the
@@ -26,8 +24,6 @@ use std::sync::{Arc, Mutex};
 use crate::desk::Desk;
 use crate::model::OwnFlip;
 
-/// The dashboard's executable, beside the tray's.
-const EXE: &str = "lockwatch-dashboard";
 /// The argument that gives the dashboard's process its first view.
 const ARG: &str = "--dashboard=";
 /// The view that asks why a job is switched off (`off?job=NAME`).
@@ -100,7 +96,7 @@ impl Dashboard {
         }
         match spawn(self, desk, view) {
             Ok(r) => *running = Some(r),
-            Err(err) => tracing::error!("cannot open the dashboard: {err}; {EXE} must sit beside lockwatch-tray"),
+            Err(err) => tracing::error!("cannot open the dashboard: {err}"),
         }
     }
 
@@ -114,7 +110,7 @@ impl Dashboard {
 }
 
 fn spawn(dashboard: &Arc<Dashboard>, desk: &Desk, view: &str) -> std::io::Result<Running> {
-    let exe = std::env::current_exe()?.with_file_name(EXE);
+    let exe = std::env::current_exe()?;
     let mut cmd = Command::new(&exe);
     cmd.arg(format!("{ARG}{view}")).stdin(Stdio::piped()).stdout(Stdio::piped());
     if GL_PROBE_SKIPPED.load(Ordering::Relaxed) {
@@ -153,7 +149,7 @@ fn listen(dashboard: &Dashboard, desk: &Desk, mut child: Child, stdout: BufReade
 
 /// The dashboard saved the settings: take them from the file, as at start.
 fn reload_settings(desk: &Desk) {
-    let (settings, _) = crate::store::load();
+    let (settings, _) = crate::store::load(desk.app());
     crate::actions::update_settings(desk, |s| {
         *s = settings;
         crate::actions::Effect::Restart

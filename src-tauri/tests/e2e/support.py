@@ -523,7 +523,6 @@ def close_window(window_id, display=None):
 
 # Parts of the names of a GL driver's files (Mesa's DRI driver, LLVM) and of the web view's libraries.
 GL_DRIVER = ("libLLVM", "_dri.so", "libgallium")
-WEB_VIEW = ("libwebkit2gtk", "libjavascriptcoregtk", "libflite")
 
 
 def mapped(pid, parts):
