@@ -1,6 +1,7 @@
 """Pieces the benchmarks share: private redis-servers, child processes that
 are all gone when a run ends, a reader that stamps each line a child prints
-with its arrival time, the workers' journal, and /proc readings.
+with its arrival time, the workers' journal, and CPU time from /proc
+(memory is bench/memory.py's).
 
 Times are wall-clock seconds (time.time()): Redis TIME, the job's `date
 +%s.%N` and the peers' stamps all read the same clock on this machine, so
@@ -22,6 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.path.join(ROOT, "target", os.environ.get("BENCH_PROFILE", "release"))
 LOCKWATCH = os.path.join(TARGET, "lockwatch")
 TRAY = os.path.join(TARGET, "lockwatch-tray")
+# An empty Tauri tray app (bench/empty-tray), the tray's memory floor.
+EMPTY_TRAY = os.path.join(TARGET, "empty-tray")
 DRIVER = os.path.join(TARGET, "examples", "lockwatch-bench")
 PEERS = os.path.join(ROOT, "bench", "peers.py")
 PYTHON = "/usr/bin/python3"
@@ -151,45 +154,6 @@ def journal(path):
             return [(float(t), node) for t, node, *_ in (line.split() for line in f if line.strip())]
     except FileNotFoundError:
         return []
-
-
-def rss_mb(pid):
-    """VmRSS in MB (MiB), or None when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def anon_mb(pid):
-    """The process's anonymous memory (its heaps and stacks, not mapped
-    library pages), in MB, or None when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Anonymous:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def pss_mb(pid):
-    """The process's proportional set size in MB: its private pages, plus
-    its share of the pages it maps with other processes (libraries), or
-    None when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
 
 
 def cpu_ns(pid):

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # lockwatch's benchmarks, one command: bash bench/run.sh [--quick] [--only faults,cost,tray]
-# Builds the release binaries and the in-process driver, then runs bench/bench.py,
-# which prints the table and writes bench/results/<date>.json. Takes ~9 min
-# (--quick: ~4 min) plus the build. Never part of the tests: it prints figures.
+# Builds the release binaries, the in-process driver and the empty Tauri tray
+# app the tray's memory is compared with (bench/empty-tray), then runs bench/bench.py,
+# which prints the table and writes bench/results/<date>.json. Takes ~10 min
+# (--quick: ~5 min) plus the build. Never part of the tests: it prints figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,5 +22,5 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-cargo build --release -p lockwatch -p lockwatch-tray --bins --example lockwatch-bench
+cargo build --release -p lockwatch -p lockwatch-tray -p empty-tray --bins --example lockwatch-bench
 PYTHONPATH=bench exec /usr/bin/python3 bench/bench.py "$@"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the `lockwatch` command for Windows (x86_64-pc-windows-gnu, linked by
-# Debian's mingw-w64) and, beside it, the stand-in bcryptprimitives.dll that
-# Wine 8 lacks (scripts/wine/), so that tests/wine.rs can run it under wine64.
+# Builds the `lockwatch` command and the tray app for Windows
+# (x86_64-pc-windows-gnu, linked by Debian's mingw-w64) and, beside them,
+# the stand-in bcryptprimitives.dll that Wine 8 lacks (scripts/wine/), so
+# that tests/wine.rs and src-tauri/tests/wine_tray.rs can run them under wine64.
 # Installs what is missing first (idempotent: nothing is fetched when all is
 # there); uses sudo when not root. A debug build: the tests only run it, and it
 # builds fastest. Honours CARGO_TARGET_DIR. Prints the .exe's path on stdout.
@@ -24,7 +25,7 @@ if ((${#missing[@]})); then
 fi
 command -v rustup >/dev/null || { echo "rustup not found: install Rust from https://rustup.rs first" >&2; exit 1; }
 rustup target list --installed | grep -qx "$target" || rustup target add "$target" >&2
-cargo build --locked --target "$target" -p lockwatch --bin lockwatch >&2
+cargo build --locked --target "$target" -p lockwatch --bin lockwatch -p lockwatch-tray >&2
 out="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/$target/debug"
 # Only for Wine: Windows itself has bcryptprimitives.dll.
 stub=scripts/wine/bcryptprimitives.c

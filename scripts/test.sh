@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-test-deps.sh
+# lockwatch.exe and Wine, for tests/wine.rs.
+bash scripts/build-windows.sh
 cargo test --workspace --locked "$@"
 node --test ui/tests/
 

@@ -101,8 +101,9 @@ enum Run {
         reaper: Child,
         control: Arc<Control>,
     },
-    /// A direct child in a process group of its own (no reaper available).
-    Process(Child),
+    /// A direct child in a process group of its own (no reaper available);
+    /// boxed, as it outweighs the other kinds.
+    Process(Box<Child>),
     Task {
         handle: JoinHandle<()>,
         stop: watch::Sender<bool>,
@@ -209,7 +210,7 @@ impl Job {
         die_with_parent(&mut cmd);
         let child = cmd.spawn()?;
         drop(cmd);
-        let mut job = Job { pid: child.id(), run: Run::Process(child), liveness };
+        let mut job = Job { pid: child.id(), run: Run::Process(Box::new(child)), liveness };
         killer.arm(&job);
         if let Err(err) = job.forward(out, err) {
             killer.disarm();

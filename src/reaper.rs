@@ -45,8 +45,9 @@ pub fn enter_if_asked() {
 }
 
 /// True when this process can re-execute itself as a job's reaper.
+#[cfg(unix)]
 pub(crate) fn available() -> bool {
-    cfg!(unix) && AVAILABLE.load(Ordering::SeqCst)
+    AVAILABLE.load(Ordering::SeqCst)
 }
 
 #[cfg(unix)]

@@ -52,6 +52,11 @@ pub mod tray_app;
 pub mod tray_host;
 pub mod window;
 
+/// The Application User Model ID Windows files the app's toasts under: the
+/// app's identifier, which the installer's Start Menu shortcut carries.
+#[cfg(windows)]
+pub(crate) const TOAST_APP_ID: &str = "app.lockwatch.tray";
+
 /// The app's Tauri configuration and its page, built in once for both processes.
 pub(crate) fn context() -> tauri::Context<tauri::Wry> {
     tauri::generate_context!()

@@ -76,6 +76,24 @@ pub struct TrayView {
     pub labels: Labels,
 }
 
+impl TrayView {
+    /// What the icon says on hover: each job's status line, so a glance at
+    /// the tray names the holder without opening the menu. Windows shows at
+    /// most 127 characters of it.
+    pub fn tooltip(&self) -> String {
+        let lines: Vec<&str> = self.jobs.iter().map(|j| j.status_line.as_str()).collect();
+        let text = if lines.is_empty() { "lockwatch".to_owned() } else { lines.join("\n") };
+        if text.chars().count() <= TOOLTIP_CHARS {
+            return text;
+        }
+        let kept: String = text.chars().take(TOOLTIP_CHARS - 1).collect();
+        format!("{kept}…")
+    }
+}
+
+/// The longest tooltip every tray shows whole (Windows' `szTip` holds 127).
+const TOOLTIP_CHARS: usize = 127;
+
 /// The labels of the menu's fixed items.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Labels {
@@ -653,6 +671,18 @@ mod tests {
         assert_eq!(tray_view(&jobs, "alice", None, 0, &en()).icon, State::Conflict);
         let jobs = [view(State::Running, Some("a"), &[]), JobView { job: "x".into(), ..Default::default() }];
         assert_eq!(tray_view(&jobs, "alice", None, 0, &en()).icon, State::Unknown);
+    }
+
+    #[test]
+    fn the_tooltip_names_each_jobs_holder_and_fits_a_windows_tray() {
+        let v = tray_view(&[view(State::Running, Some("wh-east-1"), &["alice"])], "alice", None, 1_000_000, &en());
+        assert_eq!(v.tooltip(), v.jobs[0].status_line);
+        assert!(v.tooltip().contains("wh-east-1"), "{}", v.tooltip());
+        assert_eq!(tray_view(&[], "alice", None, 0, &en()).tooltip(), "lockwatch");
+        let many: Vec<JobView> = (0..9).map(|_| view(State::Running, Some("服务器-东区-一号"), &["alice"])).collect();
+        let long = tray_view(&many, "alice", None, 1_000_000, &zh()).tooltip();
+        assert_eq!(long.chars().count(), 127, "{long}");
+        assert!(long.ends_with('…'));
     }
 
     #[test]

@@ -1,5 +1,8 @@
-//! Desktop notifications through notify-rust, with buttons that act. A
-//! desktop without a notification daemon gets one log line, and the app
+//! Desktop notifications with buttons that act: on Linux through
+//! notify-rust (the freedesktop notification daemon), on Windows as toasts
+//! through tauri-winrt-notification (the crate notify-rust uses there,
+//! called directly because notify-rust does not hand a toast's click back).
+//! A desktop without a notification daemon gets one log line, and the app
 //! keeps working.
 //!
 //! Each notification is shown by a thread of its own, which keeps its handle
@@ -45,38 +48,9 @@ pub fn show(desk: &Desk, note: &Note, tr: &Tr, style: Style) {
             .collect();
     let note = note.clone();
     let desk = desk.clone();
-    // The D-Bus handle cannot move between threads: one thread shows the
-    // note, keeps its handle and waits for the user's click (or the note's
-    // end). The daemon's calls never hold up the caller.
     let spawned = std::thread::Builder::new().name("notification".into()).spawn(move || {
-        let markup = match notify_rust::get_capabilities() {
-            Ok(caps) => caps.iter().any(|c| c == "body-markup"),
-            Err(err) => return warn_once(&err),
-        };
-        let mut n = notify_rust::Notification::new();
-        n.appname("lockwatch").summary(&note.summary);
-        // A daemon that reads markup would take `<name>` in a sentence for a tag and drop it.
-        n.body(&if markup { escape_markup(&note.body) } else { note.body.clone() });
-        for (id, label) in &buttons {
-            n.action(id, label);
-        }
-        #[cfg(all(unix, not(target_os = "macos")))]
-        {
-            n.urgency(if note.critical { notify_rust::Urgency::Critical } else { notify_rust::Urgency::Normal });
-            if note.critical && style.sound {
-                n.sound_name(CRITICAL_SOUND);
-            }
-        }
-        match n.show() {
-            Ok(handle) => {
-                tracing::info!(summary = %note.summary, "notified");
-                handle.wait_for_action(|id| {
-                    if let Some(action) = NoteAction::parse(id) {
-                        act(&desk, action);
-                    }
-                });
-            }
-            Err(err) => warn_once(&err),
+        if let Err(err) = deliver(&desk, &note, &buttons, style) {
+            warn_once(&err);
         }
     });
     if let Err(err) = spawned {
@@ -84,7 +58,59 @@ pub fn show(desk: &Desk, note: &Note, tr: &Tr, style: Style) {
     }
 }
 
-fn warn_once(err: &notify_rust::error::Error) {
+/// Shows the note through the notification daemon and waits for a click on
+/// it or one of its `buttons` (id, label), or for its end. The D-Bus handle
+/// cannot move between threads: this thread keeps it.
+#[cfg(not(windows))]
+fn deliver(desk: &Desk, note: &Note, buttons: &[(String, String)], style: Style) -> Result<(), String> {
+    let caps = notify_rust::get_capabilities().map_err(|e| e.to_string())?;
+    // A daemon that reads markup would take `<name>` in a sentence for a tag and drop it.
+    let markup = caps.iter().any(|c| c == "body-markup");
+    let mut n = notify_rust::Notification::new();
+    n.appname("lockwatch").summary(&note.summary);
+    n.body(&if markup { escape_markup(&note.body) } else { note.body.clone() });
+    for (id, label) in buttons {
+        n.action(id, label);
+    }
+    n.urgency(if note.critical { notify_rust::Urgency::Critical } else { notify_rust::Urgency::Normal });
+    if note.critical && style.sound {
+        n.sound_name(CRITICAL_SOUND);
+    }
+    let handle = n.show().map_err(|e| e.to_string())?;
+    tracing::info!(summary = %note.summary, "notified");
+    handle.wait_for_action(|id| {
+        if let Some(action) = NoteAction::parse(id) {
+            act(desk, action);
+        }
+    });
+    Ok(())
+}
+
+/// Shows the note as a Windows toast; a click on it opens the dashboard, a
+/// click on a button does what it says. The first of `buttons` is the
+/// toast's own click.
+#[cfg(windows)]
+fn deliver(desk: &Desk, note: &Note, buttons: &[(String, String)], style: Style) -> Result<(), String> {
+    use tauri_winrt_notification::{Duration, Sound, Toast};
+    let mut toast = Toast::new(crate::TOAST_APP_ID).title(&note.summary).text1(&note.body);
+    for (id, label) in buttons.iter().skip(1) {
+        toast = toast.add_button(label, id);
+    }
+    if note.critical {
+        toast = toast.duration(Duration::Long).sound(style.sound.then_some(Sound::Default));
+    }
+    let clicked = desk.clone();
+    toast = toast.on_activated(move |id| {
+        let action = id.as_deref().and_then(NoteAction::parse).unwrap_or(NoteAction::Open);
+        act(&clicked, action);
+        Ok(())
+    });
+    toast.show().map_err(|e| e.to_string())?;
+    tracing::info!(summary = %note.summary, "notified");
+    Ok(())
+}
+
+fn warn_once(err: &str) {
     if !WARNED.swap(true, Ordering::Relaxed) {
         tracing::warn!(error = %err, "notifications cannot be shown (no notification daemon?); the tray menu still tells all");
     }

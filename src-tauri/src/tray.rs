@@ -219,6 +219,7 @@ fn render(
         ])?;
         tray.set_menu(Some(menu))?;
         tray.set_icon(Some(icon(view.icon)?))?;
+        tray.set_tooltip(Some(view.tooltip()))?;
         *current = Some(TrayMenu { shape, jobs, unmute, autostart: autostart_item, icon: view.icon });
         return Ok(());
     }
@@ -242,6 +243,7 @@ fn render(
             item.set_text(text)?;
         }
     }
+    tray.set_tooltip(Some(view.tooltip()))?;
     m.unmute.set_text(&view.unmute_label)?;
     m.autostart.set_checked(autostart)?;
     if m.icon != view.icon {

@@ -14,6 +14,8 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrayHost {
     StatusNotifier,
+    /// The Windows taskbar's notification area, always there.
+    NotificationArea,
     /// An XEmbed system tray on this X screen.
     XEmbed {
         screen: usize,
@@ -24,6 +26,7 @@ impl fmt::Display for TrayHost {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TrayHost::StatusNotifier => f.write_str("org.kde.StatusNotifierWatcher on the session bus"),
+            TrayHost::NotificationArea => f.write_str("the taskbar's notification area"),
             TrayHost::XEmbed { screen } => write!(f, "an XEmbed system tray (_NET_SYSTEM_TRAY_S{screen})"),
         }
     }
@@ -38,10 +41,10 @@ pub fn find() -> Option<TrayHost> {
     xembed_tray().map(|screen| TrayHost::XEmbed { screen })
 }
 
-/// macOS and Windows always have a tray (menu bar, notification area).
+/// Windows always has a tray: the taskbar's notification area.
 #[cfg(not(target_os = "linux"))]
 pub fn find() -> Option<TrayHost> {
-    Some(TrayHost::StatusNotifier)
+    Some(TrayHost::NotificationArea)
 }
 
 #[cfg(target_os = "linux")]
