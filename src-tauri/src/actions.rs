@@ -8,11 +8,12 @@ use lockwatch::{ack, flags};
 use crate::clock::{desktop_now_ms, next_midnight_ms};
 use crate::desk::Desk;
 use crate::menu_id::Mute;
-use crate::model::{Note, OwnFlip, Refusal};
+use crate::model::{Note, NoteAction, OwnFlip, Refusal};
 use crate::settings::Settings;
 use tauri_plugin_autostart::ManagerExt as _;
 
-use crate::{notify, runtime, store, supervisor, window};
+use crate::link::{self, Message};
+use crate::{runtime, store, watchers};
 
 /// What a settings change needs to take effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,10 +32,12 @@ pub fn update_settings(desk: &Desk, change: impl FnOnce(&mut Settings) -> Effect
         let effect = change(&mut inner.settings);
         (inner.settings.clone(), effect)
     };
-    store::save(desk.app(), &settings);
+    if store::save(desk.app(), &settings) {
+        desk.tell_tray(&Message::SettingsSaved);
+    }
     match effect {
         Effect::Redraw => desk.redraw(),
-        Effect::Restart => supervisor::restart(desk),
+        Effect::Restart => watchers::restart(desk),
     }
     settings
 }
@@ -82,13 +85,13 @@ pub fn toggle_autostart(desk: &Desk) {
 /// unknown, the click is undone by a redraw.
 ///
 /// The last one with the job on is asked why first, in a small window of
-/// its own (the dashboard's process, [`window::switch_off_view`]); the flip
+/// its own (the dashboard's process, [`link::switch_off_view`]); the flip
 /// happens when they answer there.
 pub fn toggle_flag(desk: &Desk, job: &str) {
     match wish(desk, job) {
         Some((false, true)) => {
             desk.redraw();
-            desk.open(&window::switch_off_view(job));
+            desk.open(&link::switch_off_view(job));
         }
         Some((on, _)) => {
             let desk = desk.clone();
@@ -174,7 +177,7 @@ pub async fn flip(desk: &Desk, job: &str, on: bool, reason: Option<&str>) -> Res
     let confirmed = result.as_ref().ok().map(|flipped| OwnFlip { on, at_ms: flipped.at_ms });
     own_flip(desk, job, confirmed);
     if let Some(flip) = confirmed {
-        window::flipped(job, flip);
+        desk.tell_tray(&Message::Flipped { job: job.to_owned(), flip });
     }
     w.report(desk, result.map(|flipped| flipped.warning), "flag flip", "note-flip-refused")
 }
@@ -236,16 +239,35 @@ impl OwnWrite {
         if let Some(view) = desk.state().lock().jobs.get_mut(self.index) {
             view.flip_error = refusal.clone();
         }
-        supervisor::refresh(desk, self.index);
+        watchers::refresh(desk, self.index);
         desk.redraw();
         match refusal {
             Some(refusal) => {
                 tracing::warn!(job = %self.keys.job, "{what} refused: {}", refusal.detail);
                 let summary = self.tr.ta(note, &[("job", self.keys.job.as_str().into())]);
-                notify::tell(desk, &Note::plain(summary, refusal.said.clone()));
+                desk.tell(&Note::plain(summary, refusal.said.clone()));
                 Err(refusal.said)
             }
             None => Ok(()),
+        }
+    }
+}
+
+/// Does what a click on a notification or one of its buttons says (the
+/// tray's [`Desk::on_note`]).
+pub fn on_note(desk: &Desk, action: NoteAction) {
+    tracing::info!(?action, "notification action");
+    match action {
+        NoteAction::Open => desk.open("live"),
+        NoteAction::Snooze => {
+            let desk = desk.clone();
+            runtime::spawn(async move { mute(&desk, Mute::OneHour) });
+        }
+        NoteAction::OnIt(job) => {
+            let desk = desk.clone();
+            runtime::spawn(async move {
+                let _ = set_on_it(&desk, &job, true).await;
+            });
         }
     }
 }

@@ -1,17 +1,17 @@
 //! The dashboard's process (`lockwatch-tray --dashboard=<view>`): a Tauri
 //! app with one web page, started by the tray's process and ended with its window (see
-//! [`crate::window`] for why, and for how the two talk). It watches the same
+//! [`crate::link`] for why, and for how the two talk). It watches the same
 //! jobs as the tray, answers the page's commands ([`crate::commands`]) and
 //! hands the page each status and event.
-
-use std::io::BufRead;
 
 use tauri::{AppHandle, Emitter, Manager, WebviewUrl, WebviewWindowBuilder};
 
 use crate::desk::{Desk, Surface};
+use crate::link::{self, Message};
+use crate::model::NoteAction;
 use crate::settings::Overrides;
 use crate::state::AppState;
-use crate::{commands, dialog, i18n, logging, runtime, store, supervisor, window};
+use crate::{commands, dialog, i18n, logging, runtime, store, watchers};
 
 /// The dashboard window's label.
 pub const WINDOW: &str = "dashboard";
@@ -30,11 +30,21 @@ impl Surface for Page {
         let (app, desk, view) = (self.0.clone(), desk.clone(), view.to_owned());
         let _ = self.0.run_on_main_thread(move || show(&app, &desk, &view));
     }
+
+    fn notifies(&self) -> bool {
+        false
+    }
+
+    /// Never called: this process shows no notifications.
+    fn on_note(&self, _: &Desk, _: NoteAction) {}
+
+    fn tell_tray(&self, message: &Message) {
+        link::tell_tray(message);
+    }
 }
 
 /// Runs the dashboard on `view` until its window closes or the tray app goes.
 pub fn run(view: String) {
-    window::become_dashboard();
     match runtime::start() {
         Ok(handle) => tauri::async_runtime::set(handle),
         Err(err) => {
@@ -63,7 +73,7 @@ pub fn run(view: String) {
             let desk = Desk::new(state, app.handle().clone(), Page(app.handle().clone()));
             app.manage(desk.clone());
             serve(app.handle(), &desk, &view);
-            runtime::spawn(async move { supervisor::restart(&desk) });
+            runtime::spawn(async move { watchers::restart(&desk) });
             Ok(())
         })
         .build(crate::context());
@@ -83,10 +93,8 @@ fn serve(app: &AppHandle, desk: &Desk, view: &str) {
     show(app, desk, view);
     let (app, desk) = (app.clone(), desk.clone());
     std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(view) = line else { break };
-            let view = view.trim().to_owned();
-            if !view.is_empty() {
+        for message in link::from_tray() {
+            if let Message::Show(view) = message {
                 let (handle, desk) = (app.clone(), desk.clone());
                 let _ = app.run_on_main_thread(move || show(&handle, &desk, &view));
             }

@@ -10,9 +10,13 @@ use std::sync::Arc;
 use serde::Serialize;
 use tauri::AppHandle;
 
+use crate::link::Message;
+use crate::model::{Note, NoteAction};
+use crate::notify;
 use crate::state::AppState;
 
-/// What shows the app state, per process.
+/// What differs between the two processes: how each shows the app state,
+/// and what each does of what the other does.
 pub trait Surface: Send + Sync {
     /// The state changed: show it anew (the tray redraws its menu).
     fn redraw(&self, desk: &Desk);
@@ -20,6 +24,14 @@ pub trait Surface: Send + Sync {
     fn emit(&self, name: &str, payload: serde_json::Value);
     /// Opens the dashboard on `view` (`live`, `settings`, `off?job=…`).
     fn open(&self, desk: &Desk, view: &str);
+    /// Whether this process tells the desktop of events: the tray's does;
+    /// the dashboard's leaves it to the tray's, so each event is told once.
+    fn notifies(&self) -> bool;
+    /// Does what a click on a notification (or one of its buttons) asks.
+    fn on_note(&self, desk: &Desk, action: NoteAction);
+    /// Tells the tray's process what happened in this one; in the tray's
+    /// own process there is nobody to tell.
+    fn tell_tray(&self, message: &Message);
 }
 
 /// The app state and its surface; cloned freely (one allocation).
@@ -62,5 +74,32 @@ impl Desk {
     /// See [`Surface::open`].
     pub fn open(&self, view: &str) {
         self.0.surface.open(self, view);
+    }
+
+    /// See [`Surface::notifies`].
+    pub fn notifies(&self) -> bool {
+        self.0.surface.notifies()
+    }
+
+    /// See [`Surface::on_note`].
+    pub fn on_note(&self, action: NoteAction) {
+        self.0.surface.on_note(self, action);
+    }
+
+    /// Shows `note` in the app's language and with the sound as set; its
+    /// clicks come back to [`Desk::on_note`]. Never on the main thread (it
+    /// takes the app state).
+    pub fn tell(&self, note: &Note) {
+        let (tr, style) = {
+            let inner = self.state().lock();
+            (inner.tr(), notify::Style { sound: inner.settings.sound })
+        };
+        let clicked = self.clone();
+        notify::show(note, &tr, style, move |action| clicked.on_note(action));
+    }
+
+    /// See [`Surface::tell_tray`].
+    pub fn tell_tray(&self, message: &Message) {
+        self.0.surface.tell_tray(message);
     }
 }

@@ -3,14 +3,14 @@
 //! A window of its own that blocks nothing; the flip happens when they
 //! answer (`set_enabled` with the reason), and closing it keeps the job on.
 //! Like the dashboard, it is a web view, so it lives in the dashboard's
-//! process ([`window`](crate::window)): the tray asks for the view
-//! [`window::switch_off_view`](crate::window::switch_off_view), and the flip
+//! process ([`link`](crate::link)): the tray asks for the view
+//! [`link::switch_off_view`](crate::link::switch_off_view), and the flip
 //! made there is told back to the tray.
 
 use tauri::{AppHandle, Manager, WebviewUrl, WebviewWindowBuilder};
 
 use crate::desk::Desk;
-use crate::window::SWITCH_OFF;
+use crate::link::SWITCH_OFF;
 
 pub const LABEL: &str = "switch-off";
 

@@ -7,24 +7,26 @@
 //! its web view, runs while its window is open).
 //!
 //! # Layout
-//! Shared by both processes, no toolkit:
-//! - [`desk`]: the app state and the surface that shows it, as the modules below see them.
-//! - [`model`]: the tray as pure data (icon, menu lines, notification policy).
+//! Shared by both processes, and knowing no window or menu (in the order
+//! they build on each other):
+//! - [`clock`]: the desktop's clock, for the mute and notifications only.
 //! - [`i18n`]: the words in English and Simplified Chinese (one Fluent catalog).
 //! - [`menu_id`]: the menu items' ids, built and parsed by one enum.
-//! - [`state`]: what the app knows (settings, statuses, watchers).
-//! - [`supervisor`]: one watcher per job, its news carried into the app.
-//! - [`actions`]: flip, mute, start at login, settings changes (saved and applied once).
+//! - [`model`]: the tray as pure data (icon, menu lines, tooltip, notification policy).
 //! - [`settings`]: stored settings, the settings form, environment overrides.
 //! - [`passwords`]: the OS keyring, or memory where there is none.
+//! - [`state`]: what the app knows (settings, statuses, watchers).
+//! - [`notify`]: desktop notifications, their clicks handed back.
+//! - [`link`]: the two processes' one talk ([`link::Message`]).
+//! - [`desk`]: the app state and what differs per process ([`desk::Surface`]), as the modules below see them.
 //! - [`store`]: the settings file (tauri-plugin-store), kept safe from a crash mid-write.
-//! - [`clock`]: the desktop's clock, for the mute and notifications only.
-//! - [`notify`]: desktop notifications.
-//! - [`window`]: the dashboard's process, started and heard by the tray's.
+//! - [`watchers`]: one watcher per job, its news carried into the app.
+//! - [`actions`]: flip, mute, start at login, settings changes (saved and applied once), a notification's click.
 //! - [`runtime`], [`logging`]: each process's async runtime and log.
 //!
 //! The tray's process: [`tray_app`] (start, plugins, menu clicks), [`tray`]
-//! (icon and menu), [`tray_host`] (is there a tray).
+//! (icon and menu), [`tray_host`] (is there a tray), [`dashboard_process`]
+//! (the dashboard's process, started and heard).
 //!
 //! The dashboard's process: [`dashboard`] (start, the window), [`dialog`]
 //! (the small window asking the last one why they switch off), [`commands`]
@@ -34,9 +36,11 @@ pub mod actions;
 pub mod clock;
 pub mod commands;
 pub mod dashboard;
+pub mod dashboard_process;
 pub mod desk;
 pub mod dialog;
 pub mod i18n;
+pub mod link;
 pub mod logging;
 pub mod menu_id;
 pub mod model;
@@ -46,11 +50,10 @@ pub mod runtime;
 pub mod settings;
 pub mod state;
 pub mod store;
-pub mod supervisor;
 pub mod tray;
 pub mod tray_app;
 pub mod tray_host;
-pub mod window;
+pub mod watchers;
 
 /// The Application User Model ID Windows files the app's toasts under: the
 /// app's identifier, which the installer's Start Menu shortcut carries.

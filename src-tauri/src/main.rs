@@ -4,7 +4,7 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
-    match lockwatch_tray::window::dashboard_arg() {
+    match lockwatch_tray::link::dashboard_arg() {
         Some(view) => lockwatch_tray::dashboard::run(view),
         None => lockwatch_tray::tray_app::run(),
     }

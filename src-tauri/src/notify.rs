@@ -11,11 +11,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::desk::Desk;
 use crate::i18n::Tr;
-use crate::menu_id::Mute;
 use crate::model::{Note, NoteAction};
-use crate::{actions, runtime};
 
 static WARNED: AtomicBool = AtomicBool::new(false);
 
@@ -29,27 +26,16 @@ pub struct Style {
     pub sound: bool,
 }
 
-/// Shows `note` in the app's language and with the sound as set. Never on
-/// the main thread (it takes the app state).
-pub fn tell(desk: &Desk, note: &Note) {
-    let (tr, style) = {
-        let inner = desk.state().lock();
-        (inner.tr(), Style { sound: inner.settings.sound })
-    };
-    show(desk, note, &tr, style);
-}
-
-/// Shows `note`; a click on one of its buttons (or on the note) is acted on
-/// on `desk`. Failures are logged once.
-pub fn show(desk: &Desk, note: &Note, tr: &Tr, style: Style) {
+/// Shows `note`; a click on one of its buttons (or on the note) goes to
+/// `on_click`. Failures are logged once.
+pub fn show(note: &Note, tr: &Tr, style: Style, on_click: impl Fn(NoteAction) + Send + Sync + 'static) {
     let buttons: Vec<(String, String)> =
         std::iter::once((NoteAction::DEFAULT_ID.to_owned(), NoteAction::Open.label(tr)))
             .chain(note.actions.iter().map(|a| (a.id(), a.label(tr))))
             .collect();
     let note = note.clone();
-    let desk = desk.clone();
     let spawned = std::thread::Builder::new().name("notification".into()).spawn(move || {
-        if let Err(err) = deliver(&desk, &note, &buttons, style) {
+        if let Err(err) = deliver(&note, &buttons, style, on_click) {
             warn_once(&err);
         }
     });
@@ -62,7 +48,12 @@ pub fn show(desk: &Desk, note: &Note, tr: &Tr, style: Style) {
 /// it or one of its `buttons` (id, label), or for its end. The D-Bus handle
 /// cannot move between threads: this thread keeps it.
 #[cfg(not(windows))]
-fn deliver(desk: &Desk, note: &Note, buttons: &[(String, String)], style: Style) -> Result<(), String> {
+fn deliver(
+    note: &Note,
+    buttons: &[(String, String)],
+    style: Style,
+    on_click: impl Fn(NoteAction) + Send + Sync + 'static,
+) -> Result<(), String> {
     let caps = notify_rust::get_capabilities().map_err(|e| e.to_string())?;
     // A daemon that reads markup would take `<name>` in a sentence for a tag and drop it.
     let markup = caps.iter().any(|c| c == "body-markup");
@@ -80,7 +71,7 @@ fn deliver(desk: &Desk, note: &Note, buttons: &[(String, String)], style: Style)
     tracing::info!(summary = %note.summary, "notified");
     handle.wait_for_action(|id| {
         if let Some(action) = NoteAction::parse(id) {
-            act(desk, action);
+            on_click(action);
         }
     });
     Ok(())
@@ -90,7 +81,12 @@ fn deliver(desk: &Desk, note: &Note, buttons: &[(String, String)], style: Style)
 /// click on a button does what it says. The first of `buttons` is the
 /// toast's own click.
 #[cfg(windows)]
-fn deliver(desk: &Desk, note: &Note, buttons: &[(String, String)], style: Style) -> Result<(), String> {
+fn deliver(
+    note: &Note,
+    buttons: &[(String, String)],
+    style: Style,
+    on_click: impl Fn(NoteAction) + Send + Sync + 'static,
+) -> Result<(), String> {
     use tauri_winrt_notification::{Duration, Sound, Toast};
     let mut toast = Toast::new(crate::TOAST_APP_ID).title(&note.summary).text1(&note.body);
     for (id, label) in buttons.iter().skip(1) {
@@ -99,10 +95,8 @@ fn deliver(desk: &Desk, note: &Note, buttons: &[(String, String)], style: Style)
     if note.critical {
         toast = toast.duration(Duration::Long).sound(style.sound.then_some(Sound::Default));
     }
-    let clicked = desk.clone();
     toast = toast.on_activated(move |id| {
-        let action = id.as_deref().and_then(NoteAction::parse).unwrap_or(NoteAction::Open);
-        act(&clicked, action);
+        on_click(id.as_deref().and_then(NoteAction::parse).unwrap_or(NoteAction::Open));
         Ok(())
     });
     toast.show().map_err(|e| e.to_string())?;
@@ -113,24 +107,6 @@ fn deliver(desk: &Desk, note: &Note, buttons: &[(String, String)], style: Style)
 fn warn_once(err: &str) {
     if !WARNED.swap(true, Ordering::Relaxed) {
         tracing::warn!(error = %err, "notifications cannot be shown (no notification daemon?); the tray menu still tells all");
-    }
-}
-
-/// Does what a notification's button says.
-fn act(desk: &Desk, action: NoteAction) {
-    tracing::info!(?action, "notification action");
-    match action {
-        NoteAction::Open => desk.open("live"),
-        NoteAction::Snooze => {
-            let desk = desk.clone();
-            runtime::spawn(async move { actions::mute(&desk, Mute::OneHour) });
-        }
-        NoteAction::OnIt(job) => {
-            let desk = desk.clone();
-            runtime::spawn(async move {
-                let _ = actions::set_on_it(&desk, &job, true).await;
-            });
-        }
     }
 }
 

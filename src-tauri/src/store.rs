@@ -51,12 +51,14 @@ pub fn load(app: &AppHandle) -> (Settings, Option<String>) {
     }
 }
 
-/// Saves the settings; failures are logged (the running app keeps them).
-pub fn save(app: &AppHandle, settings: &Settings) {
-    match write(app, settings) {
-        Ok(()) => crate::window::settings_saved(),
-        Err(err) => tracing::warn!(error = %err, "cannot save the settings"),
+/// Saves the settings; says whether they were. Failures are logged (the
+/// running app keeps the settings).
+pub fn save(app: &AppHandle, settings: &Settings) -> bool {
+    let written = write(app, settings);
+    if let Err(err) = &written {
+        tracing::warn!(error = %err, "cannot save the settings");
     }
+    written.is_ok()
 }
 
 fn write(app: &AppHandle, settings: &Settings) -> Result<(), String> {

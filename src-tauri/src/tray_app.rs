@@ -2,8 +2,8 @@
 //! icon and menu are Tauri's tray; tauri-plugin-single-instance keeps it one
 //! per session (a second launch opens the dashboard), tauri-plugin-autostart
 //! starts it at login, tauri-plugin-store keeps the settings. The watchers
-//! run on the async runtime, notifications go out through notify-rust, and
-//! the dashboard is a second process of this executable ([`window`]), so no
+//! run on the async runtime, notifications go out through [`notify`], and
+//! the dashboard is a second process of this executable ([`link`]), so no
 //! web view runs here.
 
 use std::sync::Arc;
@@ -12,12 +12,14 @@ use tauri::menu::MenuEvent;
 use tauri::{AppHandle, Manager, RunEvent};
 use tauri_plugin_autostart::MacosLauncher;
 
+use crate::dashboard_process::{self, Dashboard};
 use crate::desk::{Desk, Surface};
+use crate::link::Message;
 use crate::menu_id::MenuId;
+use crate::model::NoteAction;
 use crate::settings::Overrides;
 use crate::state::AppState;
-use crate::window::Dashboard;
-use crate::{actions, i18n, logging, model, notify, runtime, store, supervisor, tray, tray_host, window};
+use crate::{actions, i18n, logging, model, notify, runtime, store, tray, tray_host, watchers};
 
 /// The tray, as the shared modules see it.
 struct Tray {
@@ -35,6 +37,16 @@ impl Surface for Tray {
     fn open(&self, desk: &Desk, view: &str) {
         self.dashboard.open(desk, view);
     }
+
+    fn notifies(&self) -> bool {
+        true
+    }
+
+    fn on_note(&self, desk: &Desk, action: NoteAction) {
+        actions::on_note(desk, action);
+    }
+
+    fn tell_tray(&self, _: &Message) {}
 }
 
 /// Runs the tray app until Quit.
@@ -90,11 +102,12 @@ fn start(app: &AppHandle) -> Result<(), String> {
     tray::show(app, move |app, event| on_menu(app, &on_menu_desk, &event))
         .map_err(|err| format!("cannot put its icon in the tray: {err}"))?;
     let first = desk.clone();
-    runtime::spawn(async move { supervisor::restart(&first) });
+    runtime::spawn(async move { watchers::restart(&first) });
     if let Some(problem) = problem {
         let tr = i18n::tr(lang);
         let note = model::Note::plain(tr.t("note-settings-reset"), problem);
-        notify::show(&desk, &note, &tr, notify::Style { sound: false });
+        let clicked = desk.clone();
+        notify::show(&note, &tr, notify::Style { sound: false }, move |action| clicked.on_note(action));
     }
     if std::env::var_os("LOCKWATCH_OPEN_DASHBOARD").is_some() {
         desk.open("live");
@@ -128,7 +141,7 @@ fn skip_gtk_gl_probe() {
         // SAFETY: the first thing `main` does; no other thread exists yet to
         // read the environment while it changes.
         unsafe { std::env::set_var("GDK_GL", "disable") };
-        window::gl_probe_skipped();
+        dashboard_process::gl_probe_skipped();
     }
 }
 

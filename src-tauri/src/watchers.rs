@@ -11,7 +11,7 @@ use crate::clock::{desktop_now_ms, local_time};
 use crate::desk::Desk;
 use crate::model::JobView;
 use crate::passwords::KEYRING;
-use crate::{notify, runtime};
+use crate::runtime;
 
 /// (Re)starts the watchers from the current settings; called at start and
 /// after every settings change (so changes apply without a restart), always
@@ -113,7 +113,7 @@ fn set_status(desk: &Desk, generation: u64, index: usize, status: Option<Status>
 
 fn on_event(desk: &Desk, event: &Event) {
     desk.emit("event", event);
-    if crate::window::in_dashboard() {
+    if !desk.notifies() {
         return; // the tray app's process notifies, once
     }
     let note = {
@@ -124,6 +124,6 @@ fn on_event(desk: &Desk, event: &Event) {
         inner.notifier.decide(event, &kinds, mute, desktop_now_ms(), &tr, local_time)
     };
     if let Some(note) = note {
-        notify::tell(desk, &note);
+        desk.tell(&note);
     }
 }

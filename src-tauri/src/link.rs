@@ -1,0 +1,137 @@
+//! The link between the app's two processes. The tray's process starts
+//! its own executable again with `--dashboard=<view>` when the dashboard is
+//! first opened, and that process ends when its window is closed (the
+//! tray's side: [`crate::dashboard_process`]; the window:
+//! [`crate::dashboard`]).
+//!
+//! Why a process: the tray runs all day, the dashboard is looked at now and
+//! then. A web view once opened keeps WebKit's web and network processes
+//! (and its GL driver) for as long as its process lives; when the
+//! dashboard's process exits, they go with it.
+//!
+//! The two talk over the child's stdin and stdout, one [`Message`] a line:
+//! the tray sends the view to show (and closing stdin, by exiting, ends the
+//! dashboard); the dashboard says when it saved the settings, so the tray
+//! reads them again, and when Redis took the user's own flip there, so the
+//! tray confirms it in its menu and does not notify them of the start or
+//! stop they asked for. Everything else each reads from Redis itself.
+
+use std::fmt;
+use std::io::Write;
+
+use crate::model::OwnFlip;
+
+/// The argument that gives the dashboard's process its first view.
+pub const ARG: &str = "--dashboard=";
+/// The view that asks why a job is switched off (`off?job=NAME`).
+pub const SWITCH_OFF: &str = "off?job=";
+
+/// What one process tells the other: one line each, printed by `Display`
+/// and read back by [`Message::parse`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    /// To the dashboard: show this view (`live`, `settings`, `off?job=…`).
+    Show(String),
+    /// To the tray: the settings file was saved; read it again.
+    SettingsSaved,
+    /// To the tray: Redis took the user's own flip of `job`.
+    Flipped { job: String, flip: OwnFlip },
+}
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Message::Show(view) => write!(f, "show {view}"),
+            Message::SettingsSaved => f.write_str("settings"),
+            Message::Flipped { job, flip } => write!(f, "flipped {} {} {job}", u8::from(flip.on), flip.at_ms),
+        }
+    }
+}
+
+impl Message {
+    /// A line as [`Display`](fmt::Display) prints it; `None` for any other.
+    pub fn parse(line: &str) -> Option<Message> {
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line == "settings" {
+            return Some(Message::SettingsSaved);
+        }
+        if let Some(view) = line.strip_prefix("show ") {
+            return (!view.trim().is_empty()).then(|| Message::Show(view.trim().to_owned()));
+        }
+        let mut parts = line.strip_prefix("flipped ")?.splitn(3, ' ');
+        let on = match parts.next()? {
+            "1" => true,
+            "0" => false,
+            _ => return None,
+        };
+        let at_ms = parts.next()?.parse().ok()?;
+        let job = parts.next().filter(|j| !j.is_empty())?;
+        Some(Message::Flipped { job: job.to_owned(), flip: OwnFlip { on, at_ms } })
+    }
+}
+
+/// The view to open first, from the dashboard's command line.
+pub fn dashboard_arg() -> Option<String> {
+    std::env::args().skip(1).find_map(|a| a.strip_prefix(ARG).map(str::to_owned))
+}
+
+/// The dashboard's side: tells the tray `message` on stdout.
+pub fn tell_tray(message: &Message) {
+    let mut out = std::io::stdout().lock();
+    if writeln!(out, "{message}").and_then(|()| out.flush()).is_err() {
+        tracing::warn!(%message, "the tray app is gone; it reads the settings and flags anew at its next start");
+    }
+}
+
+/// The dashboard's side: the tray's messages on stdin, until it goes.
+pub fn from_tray() -> impl Iterator<Item = Message> {
+    std::io::stdin().lines().map_while(Result::ok).filter_map(|line| Message::parse(&line))
+}
+
+/// The view asking why `job` is switched off.
+pub fn switch_off_view(job: &str) -> String {
+    format!("{SWITCH_OFF}{}", query_escaped(job))
+}
+
+/// `text` safe in a URL's query (job names are few characters, but may hold `:`).
+fn query_escaped(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_reads_back_as_written() {
+        let flip = OwnFlip { on: false, at_ms: 1_764_000_000_123 };
+        for message in [
+            Message::Show("live".into()),
+            Message::Show(switch_off_view("wh east")),
+            Message::SettingsSaved,
+            Message::Flipped { job: "wh east 出库".into(), flip },
+            Message::Flipped { job: "x".into(), flip: OwnFlip { on: true, at_ms: 0 } },
+        ] {
+            assert_eq!(Message::parse(&message.to_string()), Some(message.clone()), "{message}");
+        }
+        for junk in ["", "show ", "flipped 1 12 ", "flipped yes 12 outbound", "flipped 1 soon outbound", "live"] {
+            assert_eq!(Message::parse(junk), None, "{junk:?}");
+        }
+    }
+
+    #[test]
+    fn a_job_name_travels_in_the_url_intact() {
+        assert_eq!(switch_off_view("outbound"), "off?job=outbound");
+        assert_eq!(query_escaped("wh:a b&c"), "wh%3Aa%20b%26c");
+        assert_eq!(query_escaped("出"), "%E5%87%BA");
+        for job in ["outbound", "wh:a b&c", "出库", "100%"] {
+            assert_eq!(lockwatch::spec::percent_decode(&query_escaped(job)), job);
+        }
+        assert_eq!(lockwatch::spec::percent_decode("50%zz"), "50%zz");
+    }
+}
