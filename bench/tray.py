@@ -47,10 +47,13 @@ from memory import by_mapping, rollup, rss_mb
 sys.path.append(os.path.join(ROOT, "src-tauri", "tests", "e2e"))
 from support import GL_DRIVER, Desktop, app_env, close_window, descendants, mapped, start_app, until  # noqa: E402
 
-# Seconds from the tray item's registration to the idle window, for both apps.
+# Seconds from the tray item's registration to the idle window, for every app.
 SETTLE = 10
 # How many of the largest Private_Dirty holders each app's figures keep.
 TOP = 12
+# The empty app's runs: (name in the figures, what to say, environment on top).
+EMPTY_RUNS = [("empty", "empty tray app", {}),
+              ("empty_no_gl", "empty tray app, GDK_GL=disable", {"GDK_GL": "disable"})]
 
 
 def log(msg):
@@ -154,11 +157,6 @@ def stop(app):
             os.kill(p, 9)
         except OSError:
             pass
-
-
-# The empty app's runs: (name in the figures, what to say, environment on top).
-EMPTY_RUNS = [("empty", "empty tray app", {}),
-              ("empty_no_gl", "empty tray app, GDK_GL=disable", {"GDK_GL": "disable"})]
 
 
 def empty_idle(desktop, empty_bin, scratch, seconds, step, name, what, extra):
