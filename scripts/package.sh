@@ -5,8 +5,10 @@
 #                                          template unit, for job servers
 #   lockwatch-desktop_<version>_amd64.deb  the tray app and dashboard, for
 #                                          supervisors' desktops (needs the first)
-# Release builds; Depends from the binaries' libraries (dpkg-shlibdeps), plus
-# what is loaded at run time and no tool finds.
+# Release builds, stripped; Depends from the binaries' libraries
+# (dpkg-shlibdeps), plus what is loaded at run time and no tool finds.
+# lintian's one remaining note: no manual pages (`lockwatch --help` and
+# each command's --help are the reference; the tray app is a desktop app).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sudo=""
@@ -57,17 +59,51 @@ CONTROL
   fakeroot dpkg-deb --root-owner-group --build "$root" "dist/${name}_${version}_${arch}.deb" >&2
 }
 
+# README, changelog and copyright (the machine-readable format lintian reads).
 docs() {
-  local root=$1 name=$2
-  install -d "$root/usr/share/doc/$name"
-  install -m 0644 README.md "$root/usr/share/doc/$name/README.md"
-  printf 'lockwatch\nLicense: MIT OR Apache-2.0\n' >"$root/usr/share/doc/$name/copyright"
+  local root=$1 name=$2 doc="$1/usr/share/doc/$2"
+  install -d "$doc"
+  install -m 0644 README.md "$doc/README.md"
+  printf '%s (%s) unstable; urgency=medium\n\n  * Built by scripts/package.sh from commit %s.\n\n -- lockwatch maintainers <maintainers@lockwatch.invalid>  %s\n' \
+    "$name" "$version" "$(git rev-parse --short HEAD)" "$(date -R -d "@$(git log -1 --format=%ct)")" | gzip -9n >"$doc/changelog.gz"
+  cat >"$doc/copyright" <<COPYRIGHT
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: lockwatch
+Source: https://github.com/lockwatch/lockwatch
+
+Files: *
+Copyright: 2026 lockwatch maintainers
+License: MIT or Apache-2.0
+
+License: MIT
+ Permission is hereby granted, free of charge, to any person obtaining a copy
+ of this software and associated documentation files (the "Software"), to deal
+ in the Software without restriction, including without limitation the rights
+ to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+ copies of the Software, and to permit persons to whom the Software is
+ furnished to do so, subject to the following conditions:
+ .
+ The above copyright notice and this permission notice shall be included in
+ all copies or substantial portions of the Software.
+ .
+ THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+ IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+ FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+ AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+ LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+ OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+ SOFTWARE.
+
+License: Apache-2.0
+ On Debian systems, the full text of the Apache License, Version 2.0 is in
+ /usr/share/common-licenses/Apache-2.0.
+COPYRIGHT
 }
 
 # The CLI and the worker's unit.
 server="$work/lockwatch"
 install -d "$server/DEBIAN" "$server/usr/bin" "$server/usr/lib/systemd/system" "$server/usr/lib/sysusers.d"
-install -m 0755 "$target/lockwatch" "$server/usr/bin/lockwatch"
+install -s -m 0755 "$target/lockwatch" "$server/usr/bin/lockwatch"
 install -m 0644 "packaging/server/lockwatch-worker@.service" "$server/usr/lib/systemd/system/"
 install -m 0644 packaging/server/lockwatch.sysusers "$server/usr/lib/sysusers.d/lockwatch.conf"
 install -m 0755 packaging/server/postinst packaging/server/postrm "$server/DEBIAN/"
@@ -83,7 +119,7 @@ package "$server" lockwatch "$(shlibs "$server/usr/bin/lockwatch"), adduser" \
 # libayatana-appindicator3 at run time (dlopen): no tool finds it.
 desktop="$work/lockwatch-desktop"
 install -d "$desktop/DEBIAN" "$desktop/usr/bin" "$desktop/usr/share/applications"
-install -m 0755 "$target/lockwatch-tray" "$desktop/usr/bin/lockwatch-tray"
+install -s -m 0755 "$target/lockwatch-tray" "$desktop/usr/bin/lockwatch-tray"
 install -m 0644 packaging/desktop/lockwatch.desktop "$desktop/usr/share/applications/"
 for size in 32 128 256; do
   src=icons/32x32.png
@@ -94,7 +130,7 @@ done
 docs "$desktop" lockwatch-desktop
 package "$desktop" lockwatch-desktop \
   "$(shlibs "$desktop/usr/bin/lockwatch-tray"), libayatana-appindicator3-1, lockwatch (= $version)" \
-  "the job's state in the tray, your own enable flag, failover notices
+  "job state in the tray, own enable flag, failover notices
  The lockwatch tray app: an icon for the job's state (running, pending,
  stale, down, stopped, conflict, unknown), your own enable flag in its
  menu, a notification when the job dies or moves, and a dashboard."

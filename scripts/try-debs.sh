@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Installs dist/*.deb (bash scripts/package.sh) into a clean Debian 12 root
+# with apt, as an IT admin would, and tries them there: every binary's
+# libraries resolve, `lockwatch --version` and `lockwatch status` against a
+# redis-server on loopback work, the tray app starts on an X display and
+# docks in an XEmbed tray, and the packages uninstall. The root is made once
+# by `debootstrap --variant=minbase bookworm` and cached in
+# ${LOCKWATCH_DEBIAN_ROOT:-/var/cache/lockwatch/bookworm-root}; each run
+# works on a copy. Needs root (chroot, mounts).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" -eq 0 ] || exec sudo -E bash "$0" "$@"
+cached=${LOCKWATCH_DEBIAN_ROOT:-/var/cache/lockwatch/bookworm-root}
+debs=(dist/lockwatch_*.deb dist/lockwatch-desktop_*.deb)
+for d in "${debs[@]}"; do [ -f "$d" ] || { echo "$d is missing: run bash scripts/package.sh first" >&2; exit 1; }; done
+for p in debootstrap xvfb trayer x11-utils redis-server; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ -n "${missing[*]:-}" ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [ ! -x "$cached/usr/bin/apt-get" ]; then
+  mkdir -p "$(dirname "$cached")"
+  debootstrap --variant=minbase bookworm "$cached.part" http://deb.debian.org/debian
+  mv "$cached.part" "$cached"
+fi
+
+work=$(mktemp -d)
+root="$work/root"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for m in "$root/tmp/.X11-unix" "$root/dev/pts" "$root/dev" "$root/proc"; do mountpoint -q "$m" && umount -l "$m"; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cp -a "$cached" "$root"
+mount --bind /proc "$root/proc"
+mount --bind /dev "$root/dev"
+mount --bind /dev/pts "$root/dev/pts"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+cp "${debs[@]}" "$root/tmp/"
+in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+
+step() { printf '== %s\n' "$*"; }
+step "apt-get install ./lockwatch*.deb into a clean Debian 12 root"
+in_root apt-get update -qq
+in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ./tmp/"$(basename "${debs[0]}")" ./tmp/"$(basename "${debs[1]}")" >"$work/apt.log" 2>&1 \
+  || { tail -30 "$work/apt.log"; exit 1; }
+echo "installed: $(in_root dpkg-query -W -f='${Package} ${Version}\n' lockwatch lockwatch-desktop | tr '\n' ' ')"
+
+step "every binary's libraries resolve"
+for bin in /usr/bin/lockwatch /usr/bin/lockwatch-tray; do
+  if in_root ldd "$bin" | grep "not found"; then echo "$bin: libraries missing" >&2; exit 1; fi
+done
+in_root sh -c 'ldconfig -p | grep -q libayatana-appindicator3.so.1' || { echo "libayatana-appindicator3 missing" >&2; exit 1; }
+echo ok
+
+step "lockwatch --version, and status against a redis-server on loopback"
+in_root lockwatch --version
+port=$((20000 + RANDOM % 20000))
+redis-server --port "$port" --bind 127.0.0.1 --save '' --daemonize no >"$work/redis.log" 2>&1 &
+pids+=($!)
+sleep 0.5
+redis-cli -p "$port" HSET "{outbound}:enabled:alice" on 1 >/dev/null
+redis-cli -p "$port" SADD "{outbound}:users" alice >/dev/null
+set +e
+in_root lockwatch --redis "redis://127.0.0.1:$port" status
+code=$?
+set -e
+# DOWN (exit 2: enabled, nobody runs it) is the truth here; 3 would mean Redis could not be read.
+[ "$code" = 2 ] || { echo "lockwatch status exited $code, not 2 (DOWN)" >&2; exit 1; }
+
+step "the tray app starts on an X display and docks in an XEmbed tray"
+display=:$((100 + RANDOM % 100))
+Xvfb "$display" -screen 0 800x600x24 -nolisten tcp >/dev/null 2>&1 &
+pids+=($!)
+sleep 1
+mkdir -p "$root/tmp/.X11-unix" && mount --bind /tmp/.X11-unix "$root/tmp/.X11-unix"
+DISPLAY=$display trayer --edge top --align right --widthtype pixel --width 120 --height 24 >/dev/null 2>&1 &
+pids+=($!)
+sleep 1
+chroot "$root" env -i PATH=/usr/bin:/bin HOME=/root DISPLAY="$display" LANG=C.UTF-8 \
+  LOCKWATCH_REDIS_URL="redis://127.0.0.1:$port" LOCKWATCH_USER=alice lockwatch-tray >"$work/tray.log" 2>&1 &
+pids+=($!)
+# The docked icon: a window of the app's class inside trayer's panel.
+docked() { DISPLAY=$display xwininfo -root -tree | sed -n '/"panel": ("panel" "trayer")/,/^     0x/p' | grep -q '"lockwatch-tray"'; }
+for _ in $(seq 1 100); do
+  docked && break
+  sleep 0.2
+done
+docked || {
+  echo "the tray icon did not dock:"
+  DISPLAY=$display xwininfo -root -tree | head -40
+  cat "$work/tray.log"
+  exit 1
+}
+grep -q "tray host found" "$work/tray.log" || { cat "$work/tray.log"; exit 1; }
+echo "docked; $(grep -o 'tray host found.*' "$work/tray.log")"
+
+step "apt-get purge"
+kill "${pids[-1]}" 2>/dev/null || true
+in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq lockwatch-desktop lockwatch >/dev/null
+left=$(in_root sh -c 'ls /usr/bin/lockwatch* /usr/lib/systemd/system/lockwatch* /etc/lockwatch 2>/dev/null' || true)
+[ -z "$left" ] || { echo "left behind: $left" >&2; exit 1; }
+echo "all tried: the packages install, run and go in a clean Debian 12"
