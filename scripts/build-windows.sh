@@ -4,14 +4,22 @@
 # the stand-in bcryptprimitives.dll that Wine 8 lacks (scripts/wine/), so
 # that tests/wine.rs and src-tauri/tests/wine_tray.rs can run them under wine64.
 # Installs what is missing first (idempotent: nothing is fetched when all is
-# there); uses sudo when not root. A debug build: the tests only run it, and it
-# builds fastest. Honours CARGO_TARGET_DIR. Prints the .exe's path on stdout.
+# there); uses sudo when not root. A debug build (the tests only run it, and it
+# builds fastest), or with --release the one scripts/package.sh ships. Makes
+# the installer of the build too (lockwatch.msi, packaging/windows/).
+# Honours CARGO_TARGET_DIR. Prints the .exe's path on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=x86_64-pc-windows-gnu
+profile=debug
+release=()
+if [ "${1:-}" = --release ]; then
+  profile=release
+  release=(--release)
+fi
 # The win32-threads C compiler is the one Rust's windows-gnu target links
 # with; wine64 alone is the 64-bit loader (no wine32, no i386 multiarch).
-packages=(gcc-mingw-w64-x86-64-win32 wine64)
+packages=(gcc-mingw-w64-x86-64-win32 wine64 wixl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,11 +33,16 @@ if ((${#missing[@]})); then
 fi
 command -v rustup >/dev/null || { echo "rustup not found: install Rust from https://rustup.rs first" >&2; exit 1; }
 rustup target list --installed | grep -qx "$target" || rustup target add "$target" >&2
-cargo build --locked --target "$target" -p lockwatch --bin lockwatch -p lockwatch-tray >&2
-out="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/$target/debug"
+cargo build "${release[@]}" --locked --target "$target" -p lockwatch -p lockwatch-tray --bin lockwatch --bin lockwatch-tray >&2
+out="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/$target/$profile"
 # Only for Wine: Windows itself has bcryptprimitives.dll.
 stub=scripts/wine/bcryptprimitives.c
 if ! [ "$out/bcryptprimitives.dll" -nt "$stub" ]; then
   x86_64-w64-mingw32-gcc -shared -O2 -Wall -Wextra -o "$out/bcryptprimitives.dll" "$stub" -ladvapi32
 fi
+# The installer of these builds (scripts/package.sh makes the release one).
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+# (wixl takes sources by relative path only.)
+wixl -a x64 -D Version="$version" -D Bin="$(realpath --relative-to=. "$out")" -D Icons=icons \
+  -o "$out/lockwatch.msi" packaging/windows/lockwatch.wxs
 echo "$out/lockwatch.exe"

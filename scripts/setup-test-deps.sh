@@ -15,7 +15,7 @@ if $tests; then
     redis-sentinel openssl
     xvfb dbus-x11 dbus python3-dbus python3-dbusmock python3-gi gir1.2-gdkpixbuf-2.0 webkit2gtk-driver
     trayer x11-utils xdotool python3-xlib
-    gcc-mingw-w64-x86-64-win32 wine64
+    gcc-mingw-w64-x86-64-win32 wine64 wixl
     systemd
   )
 fi

@@ -57,8 +57,13 @@ fn wine() -> &'static Wine {
 impl Wine {
     /// `lockwatch.exe ARGS` under Wine, quiet, with no URL from the environment.
     fn command(&self, args: &[&str]) -> Command {
+        self.program(&self.exe.to_string_lossy(), args)
+    }
+
+    /// `PROGRAM ARGS` under Wine (a path, or a Windows program such as `msiexec`).
+    fn program(&self, program: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(&self.loader);
-        cmd.arg(&self.exe)
+        cmd.arg(program)
             .args(args)
             .env("WINEPREFIX", &self.prefix)
             .env("WINEDEBUG", "-all")
@@ -241,4 +246,54 @@ fn demo_on_windows_says_in_one_sentence_that_it_needs_unix() {
     assert_eq!(stderr.lines().count(), 1, "one sentence: {stderr}");
     assert!(stderr.starts_with("lockwatch: the demo runs on Linux"), "{stderr}");
     assert!(stderr.contains("on Windows, point the tray app or `lockwatch"), "{stderr}");
+}
+
+#[test]
+fn the_installer_installs_for_the_user_with_a_start_menu_entry_and_start_at_login_and_uninstalls_clean() {
+    let wine = wine();
+    let msi = wine.exe.with_file_name("lockwatch.msi");
+    assert!(msi.is_file(), "{} is missing: {SETUP}", msi.display());
+    let msi = format!("Z:{}", msi.display()).replace('/', "\\");
+    // The prefix's own user: Wine names it after the Unix one.
+    let home = std::fs::read_dir(wine.prefix.join("drive_c/users"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().is_some_and(|n| n != "Public") && p.join("AppData").is_dir())
+        .expect("the Wine prefix has a user");
+    let dir = home.join("AppData/Local/Programs/lockwatch");
+    let shortcut = home.join("AppData/Roaming/Microsoft/Windows/Start Menu/Programs/lockwatch.lnk");
+    let run_key = || {
+        let out = run(wine.program("reg", &["query", r"HKCU\Software\Microsoft\Windows\CurrentVersion\Run"]));
+        text(&out.stdout).lines().find(|l| l.trim_start().starts_with("lockwatch ")).map(|l| l.trim().to_owned())
+    };
+
+    // Per user, no administrator: into the user's own programs folder.
+    let out = run(wine.program("msiexec", &["/i", &msi, "/qn"]));
+    assert!(out.status.success(), "msiexec /i: {}", text(&out.stderr));
+    for file in ["lockwatch.exe", "lockwatch-tray.exe", "WebView2Loader.dll"] {
+        assert!(dir.join(file).is_file(), "{file} is not in {}", dir.display());
+    }
+    assert!(shortcut.is_file(), "no Start Menu entry at {}", shortcut.display());
+    let autostart = run_key().expect("start at login: no Run value named lockwatch");
+    assert!(autostart.contains(r"AppData\Local\Programs\lockwatch\lockwatch-tray.exe"), "{autostart}");
+
+    // The installed command runs (with Wine's stand-in DLL beside it for this one call).
+    let stub = dir.join("bcryptprimitives.dll");
+    std::fs::copy(wine.exe.with_file_name("bcryptprimitives.dll"), &stub).unwrap();
+    let out = run(wine.program(&dir.join("lockwatch.exe").to_string_lossy(), &["--version"]));
+    std::fs::remove_file(&stub).unwrap();
+    assert!(text(&out.stdout).starts_with("lockwatch "), "{} {}", text(&out.stdout), text(&out.stderr));
+
+    let out = run(wine.program("msiexec", &["/x", &msi, "/qn"]));
+    assert!(out.status.success(), "msiexec /x: {}", text(&out.stderr));
+    assert!(!dir.exists() && !shortcut.exists(), "left behind in {}", dir.display());
+    assert_eq!(run_key(), None, "the Run value stayed");
+
+    // Start at login is an option: left out, no Run value.
+    let out = run(wine.program("msiexec", &["/i", &msi, "/qn", "ADDLOCAL=Main"]));
+    assert!(out.status.success() && dir.join("lockwatch-tray.exe").is_file(), "{}", text(&out.stderr));
+    assert_eq!(run_key(), None, "installed without StartAtLogin, yet a Run value");
+    let out = run(wine.program("msiexec", &["/x", &msi, "/qn"]));
+    assert!(out.status.success() && !dir.exists(), "{}", text(&out.stderr));
 }
