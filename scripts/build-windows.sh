@@ -40,6 +40,10 @@ stub=scripts/wine/bcryptprimitives.c
 if ! [ "$out/bcryptprimitives.dll" -nt "$stub" ]; then
   x86_64-w64-mingw32-gcc -shared -O2 -Wall -Wextra -o "$out/bcryptprimitives.dll" "$stub" -ladvapi32
 fi
+# A release build ships: without its symbols.
+if [ "$profile" = release ]; then
+  x86_64-w64-mingw32-strip "$out/lockwatch.exe" "$out/lockwatch-tray.exe"
+fi
 # The installer of these builds (scripts/package.sh makes the release one).
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 # (wixl takes sources by relative path only.)

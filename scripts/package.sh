@@ -5,6 +5,8 @@
 #                                          template unit, for job servers
 #   lockwatch-desktop_<version>_amd64.deb  the tray app and dashboard, for
 #                                          supervisors' desktops (needs the first)
+#   lockwatch-<version>-x64.msi            both for Windows, installed per user
+#                                          (cross-built, scripts/build-windows.sh)
 # Release builds, stripped; Depends from the binaries' libraries
 # (dpkg-shlibdeps), plus what is loaded at run time and no tool finds.
 # lintian's one remaining note: no manual pages (`lockwatch --help` and
@@ -135,4 +137,8 @@ package "$desktop" lockwatch-desktop \
  stale, down, stopped, conflict, unknown), your own enable flag in its
  menu, a notification when the job dies or moves, and a dashboard."
 
-ls -l dist/*.deb
+# Windows: the same programs cross-built, and their installer.
+msi=$(dirname "$(bash scripts/build-windows.sh --release)")/lockwatch.msi
+cp "$msi" "dist/lockwatch-${version}-x64.msi"
+
+ls -l dist/*.deb dist/*.msi
