@@ -22,15 +22,18 @@ const EVENTS = [
 ];
 
 /**
- * The "Language" choices. A language is named in itself (a user who cannot
- * read the current one still finds their own), so these two are no
- * message of the catalog.
+ * The "Language" choices as [value, label]. A language is named in itself
+ * (a user who cannot read the current one still finds their own), so those
+ * two are no message of the catalog; "as the desktop" is, and is looked up
+ * when the form is drawn, once the catalog is there.
  */
-const LANGUAGES = [
-  ["auto", null],
-  ["en", "English"],
-  ["zh-CN", "简体中文"],
-].map(([value, label]) => [value, label ?? t("page-language-auto")]);
+export function languageChoices() {
+  return [
+    ["auto", t("page-language-auto")],
+    ["en", "English"],
+    ["zh-CN", "简体中文"],
+  ];
+}
 
 export function renderSettings(root, app, reload) {
   const s = app.state.settings;
@@ -40,7 +43,7 @@ export function renderSettings(root, app, reload) {
     <article class="card">
       <h2>${t("page-settings")}</h2>
       <form class="settings" novalidate>
-        <label for="language">${t("page-language")}</label><select id="language" name="language">${LANGUAGES.map(([value, label]) => `<option value="${value}">${label}</option>`).join("")}</select>
+        <label for="language">${t("page-language")}</label><select id="language" name="language">${languageChoices().map(([value, label]) => `<option value="${value}">${label}</option>`).join("")}</select>
         <label for="redis_url">${t("page-redis-url")}</label><input type="url" id="redis_url" name="redis_url" autocomplete="off" spellcheck="false">
         <label for="password">${t("page-password")}</label><input type="password" id="password" name="password" autocomplete="off" placeholder="${t("page-password-hint")}">
         <label for="tls_ca">${t("page-tls-ca")}</label><input type="text" id="tls_ca" name="tls_ca" placeholder="${t("page-tls-ca-hint")}">

@@ -73,3 +73,12 @@ test("the page keeps no words of its own: every label comes from the app", () =>
     }
   }
 });
+
+test("the Language dropdown names the automatic choice in the page's language, not by its key", async () => {
+  // Imported before any catalog is set, as the page loads its modules.
+  const { languageChoices } = await import("../settings.js");
+  for (const [tag, auto] of [["zh-CN", "自动（跟随桌面）"], ["en", "Automatic (from the desktop)"]]) {
+    setTexts(texts(tag));
+    assert.deepEqual(languageChoices(), [["auto", auto], ["en", "English"], ["zh-CN", "简体中文"]]);
+  }
+});
