@@ -495,8 +495,7 @@ fn decode_set(key: &str, v: &Value, problems: &mut Vec<String>) -> Option<Vec<St
 fn decode_hash(key: &str, v: &Value, problems: &mut Vec<String>) -> Option<Vec<(String, Option<String>)>> {
     let parts = array(v).unwrap_or_default();
     match parts.first().and_then(text).as_deref() {
-        Some("hash") => match parts.get(3).and_then(text) {
-            // Too big to be what lockwatch writes: its fields were not fetched.
+        Some("hash") => match too_big(v) {
             Some(odd) => {
                 problems.push(format!("{key} {odd}, more than lockwatch ever writes there"));
                 None
@@ -511,11 +510,16 @@ fn decode_hash(key: &str, v: &Value, problems: &mut Vec<String>) -> Option<Vec<(
     }
 }
 
-/// Notes `key` when the probe found its hash too big to read (the reply's
-/// fourth part says how).
+/// How a hash the probe found too big to be what lockwatch writes is too
+/// big (its reply's fourth part; its fields were not fetched), if it is.
+fn too_big(v: &Value) -> Option<String> {
+    let parts = array(v)?;
+    (parts.first().and_then(text).as_deref() == Some("hash")).then(|| parts.get(3).and_then(text)).flatten()
+}
+
+/// Notes `key` when the probe found its hash too big to read.
 fn note_oversized(key: &str, v: &Value, oversized: &mut Vec<String>) {
-    let parts = array(v).unwrap_or_default();
-    if parts.first().and_then(text).as_deref() == Some("hash") && parts.get(3).is_some() {
+    if too_big(v).is_some() {
         oversized.push(key.to_owned());
     }
 }

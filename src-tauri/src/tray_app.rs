@@ -2,9 +2,9 @@
 //! icon and menu are Tauri's tray; tauri-plugin-single-instance keeps it one
 //! per session (a second launch opens the dashboard), tauri-plugin-autostart
 //! starts it at login, tauri-plugin-store keeps the settings. The watchers
-//! run on the async runtime, notifications go out through [`notify`], and
-//! the dashboard is a second process of this executable ([`link`]), so no
-//! web view runs here.
+//! run on the async runtime, notifications go out through
+//! [`crate::notify`], and the dashboard is a second process of this
+//! executable ([`crate::link`]), so no web view runs here.
 
 use std::sync::Arc;
 
@@ -19,7 +19,7 @@ use crate::menu_id::MenuId;
 use crate::model::NoteAction;
 use crate::settings::Overrides;
 use crate::state::AppState;
-use crate::{actions, i18n, logging, model, notify, runtime, store, tray, tray_host, watchers};
+use crate::{actions, i18n, logging, model, runtime, store, tray, tray_host, watchers};
 
 /// The tray, as the shared modules see it.
 struct Tray {
@@ -91,7 +91,6 @@ fn start(app: &AppHandle) -> Result<(), String> {
     tray_host::quiet_xembed_icon_assertion();
     let (settings, problem) = store::load(app);
     let desktop_lang = i18n::Lang::of_desktop(|name| std::env::var(name).ok());
-    let lang = settings.language.resolve(desktop_lang);
     let desk = Desk::new(
         AppState::new(settings, Overrides::from_env(), desktop_lang),
         app.clone(),
@@ -104,10 +103,8 @@ fn start(app: &AppHandle) -> Result<(), String> {
     let first = desk.clone();
     runtime::spawn(async move { watchers::restart(&first) });
     if let Some(problem) = problem {
-        let tr = i18n::tr(lang);
-        let note = model::Note::plain(tr.t("note-settings-reset"), problem);
-        let clicked = desk.clone();
-        notify::show(&note, &tr, notify::Style { sound: false }, move |action| clicked.on_note(action));
+        let summary = desk.state().lock().tr().t("note-settings-reset");
+        desk.tell(&model::Note::plain(summary, problem));
     }
     if std::env::var_os("LOCKWATCH_OPEN_DASHBOARD").is_some() {
         desk.open("live");
