@@ -9,10 +9,20 @@
 #                                          (cross-built, scripts/build-windows.sh)
 # Release builds, stripped; Depends from the binaries' libraries
 # (dpkg-shlibdeps), plus what is loaded at run time and no tool finds.
+# With --debug: the two .debs from the debug builds the tests already made
+# (stripped too, so the same packages but for speed; no .msi, which
+# tests/wine.rs installs from the debug build): CI tries these in a clean
+# Debian root (scripts/try-debs.sh) without a second, release build.
 # lintian's one remaining note: no manual pages (`lockwatch --help` and
 # each command's --help are the reference; the tray app is a desktop app).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+profile=release
+case "${1:-}" in
+  "") ;;
+  --debug) profile=debug ;;
+  *) echo "usage: bash scripts/package.sh [--debug]" >&2; exit 2 ;;
+esac
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 needed=(dpkg-dev fakeroot)
@@ -28,8 +38,10 @@ bash scripts/setup-test-deps.sh --run >/dev/null
 
 version=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "lockwatch"))')
 arch=$(dpkg --print-architecture)
-cargo build --release --locked -p lockwatch --bin lockwatch -p lockwatch-tray --bin lockwatch-tray >&2
-target="${CARGO_TARGET_DIR:-target}/release"
+build=(--release)
+[ "$profile" = debug ] && build=()
+cargo build "${build[@]}" --locked -p lockwatch --bin lockwatch -p lockwatch-tray --bin lockwatch-tray >&2
+target="${CARGO_TARGET_DIR:-target}/$profile"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p dist
@@ -58,7 +70,10 @@ Priority: optional
 Homepage: https://github.com/lockwatch/lockwatch
 Description: $description
 CONTROL
-  fakeroot dpkg-deb --root-owner-group --build "$root" "dist/${name}_${version}_${arch}.deb" >&2
+  # A debug build is large: quicker compression, as it is only tried.
+  local compress=()
+  [ "$profile" = debug ] && compress=(-Zgzip -z1)
+  fakeroot dpkg-deb "${compress[@]}" --root-owner-group --build "$root" "dist/${name}_${version}_${arch}.deb" >&2
 }
 
 # README, changelog and copyright (the machine-readable format lintian reads).
@@ -130,6 +145,7 @@ for size in 32 128 256; do
   install -D -m 0644 "$src" "$desktop/usr/share/icons/hicolor/${size}x${size}/apps/lockwatch.png"
 done
 docs "$desktop" lockwatch-desktop
+install -m 0644 packaging/desktop/settings.example.json "$desktop/usr/share/doc/lockwatch-desktop/"
 package "$desktop" lockwatch-desktop \
   "$(shlibs "$desktop/usr/bin/lockwatch-tray"), libayatana-appindicator3-1, lockwatch (= $version)" \
   "job state in the tray, own enable flag, failover notices
@@ -138,7 +154,9 @@ package "$desktop" lockwatch-desktop \
  menu, a notification when the job dies or moves, and a dashboard."
 
 # Windows: the same programs cross-built, and their installer.
-msi=$(dirname "$(bash scripts/build-windows.sh --release)")/lockwatch.msi
-cp "$msi" "dist/lockwatch-${version}-x64.msi"
+if [ "$profile" = release ]; then
+  msi=$(dirname "$(bash scripts/build-windows.sh --release)")/lockwatch.msi
+  cp "$msi" "dist/lockwatch-${version}-x64.msi"
+fi
 
-ls -l dist/*.deb dist/*.msi
+ls -l dist/

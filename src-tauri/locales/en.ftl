@@ -86,6 +86,7 @@ note-action-on-it = I'm on it
 note-flip-refused = Your flag for { $job } was not changed
 note-ack-refused = Your "on it" for { $job } was not saved
 note-settings-reset = lockwatch settings reset
+note-site-settings = lockwatch: this computer's defaults were not all used
 
 ## A refused write, in a supervisor's words (the dashboard keeps Redis's own)
 

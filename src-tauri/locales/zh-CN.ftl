@@ -94,6 +94,7 @@ note-action-on-it = 我来处理
 note-flip-refused = 您对 { $job } 的启用设置未更改
 note-ack-refused = 您对 { $job } 的“我来处理”未保存
 note-settings-reset = lockwatch 设置已重置
+note-site-settings = lockwatch：本机的统一设置未能全部使用
 
 ## 被拒绝的写入，用主管的话说（Redis 的原话在监控面板中）
 

@@ -19,6 +19,7 @@
 //! - [`notify`]: desktop notifications, their clicks handed back.
 //! - [`link`]: the two processes' one talk ([`link::Message`]).
 //! - [`desk`]: the app state and what differs per process ([`desk::Surface`]), as the modules below see them.
+//! - [`site`]: the machine's defaults an admin pushes, beneath each user's own settings.
 //! - [`store`]: the settings file (tauri-plugin-store), kept safe from a crash mid-write.
 //! - [`watchers`]: one watcher per job, its news carried into the app.
 //! - [`actions`]: flip, mute, start at login, settings changes (saved and applied once), a notification's click.
@@ -48,6 +49,7 @@ pub mod notify;
 pub mod passwords;
 pub mod runtime;
 pub mod settings;
+pub mod site;
 pub mod state;
 pub mod store;
 pub mod tray;

@@ -9,44 +9,59 @@
 //! (`settings.json.bak`); a file found unreadable is replaced by that copy,
 //! or, without a good one, moved aside (`settings.json.bad-<time>`) and the
 //! defaults used. Either is said once: nothing is lost, nothing crashes.
+//!
+//! The file holds only what the user changed: beneath it lie the machine's
+//! defaults an admin pushed ([`crate::site`]) and the built-in ones.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tauri::{AppHandle, Wry};
 use tauri_plugin_store::{Store, StoreExt as _, resolve_store_path};
 
 use crate::settings::{STORE_FILE, STORE_KEY, Settings};
+use crate::site;
 
-/// The settings, read anew from the file, and a sentence when the file had
-/// to be repaired or set aside.
-pub fn load(app: &AppHandle) -> (Settings, Option<String>) {
-    let problem = match resolve_store_path(app, STORE_FILE) {
-        Ok(path) => repair(&path),
+/// A sentence to tell once, under the catalog's summary `summary`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Said {
+    pub summary: &'static str,
+    pub body: String,
+}
+
+/// The settings, read anew from the files, and what to tell when the
+/// user's file had to be repaired or set aside, or the machine's defaults
+/// could not be used as they are.
+pub fn load(app: &AppHandle) -> (Settings, Vec<Said>) {
+    let (machine, site_problem) = site::read();
+    let mut problems: Vec<Said> =
+        site_problem.into_iter().map(|body| Said { summary: "note-site-settings", body }).collect();
+    let beneath = || site::layered(&machine, None).unwrap_or_default();
+    match resolve_store_path(app, STORE_FILE) {
+        Ok(path) => problems.extend(repair(&path).map(|body| Said { summary: "note-settings-reset", body })),
         Err(err) => {
             tracing::warn!("{err}: the settings are the defaults and cannot be saved");
-            return (Settings::default(), None);
+            return (beneath(), problems);
         }
-    };
+    }
     let store = match open(app) {
         Ok(store) => store,
         Err(err) => {
             tracing::warn!("{err}: the settings are the defaults");
-            return (Settings::default(), problem);
+            return (beneath(), problems);
         }
     };
     // The other process may have saved since this one last read.
     if let Err(err) = store.reload() {
         tracing::debug!(error = %err, "no settings file yet");
     }
-    let settings = store.get(STORE_KEY).map_or(Ok(Settings::default()), |value| settings_of(&value));
-    match settings {
-        Ok(settings) => (settings, problem),
+    match site::layered(&machine, store.get(STORE_KEY).as_ref()) {
+        Ok(settings) => (settings, problems),
         Err(bad) => {
             // Changed under us after the repair: defaults, and the file kept as it is.
             tracing::warn!("the settings could not be read ({bad}); the defaults are used");
-            (Settings::default(), problem)
+            (beneath(), problems)
         }
     }
 }
@@ -68,7 +83,7 @@ fn write(app: &AppHandle, settings: &Settings) -> Result<(), String> {
         std::fs::copy(&path, backup(&path)).map_err(|e| format!("keeping {}: {e}", backup(&path).display()))?;
     }
     let store = open(app)?;
-    store.set(STORE_KEY, serde_json::to_value(settings).map_err(|e| e.to_string())?);
+    store.set(STORE_KEY, site::own(settings, &site::read().0)?);
     store.save().map_err(|e| e.to_string())
 }
 
@@ -81,19 +96,15 @@ fn backup(path: &Path) -> PathBuf {
     path.with_extension("json.bak")
 }
 
-/// The settings a file holds: none is the defaults; anything but a JSON
-/// object whose `settings` are settings is an error.
+/// The settings a file holds over the built-in defaults: none is the
+/// defaults; anything but a JSON object whose `settings` are settings is an
+/// error.
 fn parse(bytes: &[u8]) -> Result<Settings, String> {
     let file: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    match file.get(STORE_KEY) {
-        Some(s) => settings_of(s),
-        None if file.is_object() => Ok(Settings::default()),
-        None => Err("not a JSON object".to_owned()),
+    if !file.is_object() {
+        return Err("not a JSON object".to_owned());
     }
-}
-
-fn settings_of(value: &Value) -> Result<Settings, String> {
-    serde_json::from_value(value.clone()).map_err(|e| e.to_string())
+    site::layered(&Map::new(), file.get(STORE_KEY))
 }
 
 /// Makes the file at `path` readable again when it is not: the copy kept

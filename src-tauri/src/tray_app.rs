@@ -89,7 +89,7 @@ pub fn run() {
 fn start(app: &AppHandle) -> Result<(), String> {
     logging::init(app.path().app_log_dir().ok());
     tray_host::quiet_xembed_icon_assertion();
-    let (settings, problem) = store::load(app);
+    let (settings, problems) = store::load(app);
     let desktop_lang = i18n::Lang::of_desktop(|name| std::env::var(name).ok());
     let desk = Desk::new(
         AppState::new(settings, Overrides::from_env(), desktop_lang),
@@ -102,9 +102,9 @@ fn start(app: &AppHandle) -> Result<(), String> {
         .map_err(|err| format!("cannot put its icon in the tray: {err}"))?;
     let first = desk.clone();
     runtime::spawn(async move { watchers::restart(&first) });
-    if let Some(problem) = problem {
-        let summary = desk.state().lock().tr().t("note-settings-reset");
-        desk.tell(&model::Note::plain(summary, problem));
+    for said in problems {
+        let summary = desk.state().lock().tr().t(said.summary);
+        desk.tell(&model::Note::plain(summary, said.body));
     }
     if std::env::var_os("LOCKWATCH_OPEN_DASHBOARD").is_some() {
         desk.open("live");

@@ -162,7 +162,9 @@ def app_env(root, lang=None, **settings):
     """The environment the tray app runs in, as on a fresh account: this
     one's, with HOME and the XDG directories under `root` (`root`/home and
     `root`/run, created), without the caller's LOCKWATCH_OPEN_DASHBOARD or
-    LOCKWATCH_REDIS_URL, and with `settings` on top (LOCKWATCH_USER=…).
+    LOCKWATCH_REDIS_URL, with the machine's defaults looked for in
+    `root`/etc/lockwatch/settings.json, and with `settings` on top
+    (LOCKWATCH_USER=…).
     With `lang`, the desktop's language: LANG, and no LC_ALL, LC_MESSAGES
     or LANGUAGE to override it."""
     home, runtime = os.path.join(root, "home"), os.path.join(root, "run")
@@ -171,7 +173,8 @@ def app_env(root, lang=None, **settings):
     dropped = {"LOCKWATCH_OPEN_DASHBOARD", "LOCKWATCH_REDIS_URL"} | ({"LC_ALL", "LC_MESSAGES", "LANGUAGE"} if lang else set())
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(HOME=home, XDG_RUNTIME_DIR=runtime, XDG_CONFIG_HOME=f"{home}/.config",
-               XDG_DATA_HOME=f"{home}/.local/share", XDG_CACHE_HOME=f"{home}/.cache")
+               XDG_DATA_HOME=f"{home}/.local/share", XDG_CACHE_HOME=f"{home}/.cache",
+               LOCKWATCH_SITE_SETTINGS=f"{root}/etc/lockwatch/settings.json")
     if lang:
         env["LANG"] = lang
     env.update(settings)

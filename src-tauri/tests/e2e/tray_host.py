@@ -5,14 +5,18 @@ Run by tests/tray_host.rs inside dbus-run-session with an Xvfb DISPLAY and no
 StatusNotifierWatcher on the bus:
 1. with an XEmbed system tray (trayer) the icon is embedded in it, the app
    says it found that tray, opens no dashboard, and prints no CRITICAL line;
+   its Redis comes from the machine's defaults (an admin's settings.json),
+   whose password it drops, saying so without the password;
 2. with no tray at all it opens the dashboard with a "No tray" banner, which
    a click dismisses (in the real webview, through tauri-driver).
 Env: LOCKWATCH_BIN, LOCKWATCH_TRAY_BIN, TAURI_DRIVER.
 """
+import json
+import os
 import sys
 import time
 
-from support import Run, app_env, ask_bus, until, viewable, x_windows, xembed_tray_owner
+from support import Run, app_env, ask_bus, tcp_links, until, viewable, x_windows, xembed_tray_owner
 
 
 def main():
@@ -24,7 +28,12 @@ def main():
             return f.read()
 
     try:
-        env = app_env(run.tmp, LOCKWATCH_REDIS_URL=run.url, LOCKWATCH_LOG="info")
+        # The machine's defaults, as an admin pushes them, wrongly with a password in the URL.
+        site = f"{run.tmp}/etc/lockwatch/settings.json"
+        os.makedirs(os.path.dirname(site))
+        with open(site, "w") as f:
+            json.dump({"settings": {"redis_url": f"redis://default:pushed-secret@127.0.0.1:{run.port}"}}, f)
+        env = app_env(run.tmp, LOCKWATCH_SITE_SETTINGS=site, LOCKWATCH_LOG="info")
         run.start_redis()
         assert ask_bus("NameHasOwner", "org.kde.StatusNotifierWatcher") == "false", "a StatusNotifierWatcher is on the bus"
 
@@ -61,6 +70,10 @@ def main():
         assert app.poll() is None, f"the app ended: {app_log()}"
         line = next(l for l in app_log().splitlines() if "tray host found" in l)
         run.ok(f"XEmbed tray: icon embedded, no dashboard ({line.split('INFO ')[-1]})")
+        until("the app to watch the Redis the machine's defaults name", lambda: tcp_links(app.pid, run.port) > 0, 10)
+        dropped = next((l for l in app_log().splitlines() if "redis_url holds a password" in l), None)
+        assert dropped and "pushed-secret" not in app_log(), app_log()
+        run.ok(f"Redis from the machine's defaults; {dropped.split('WARN ')[-1]}")
         criticals = [l for l in app_log().splitlines() if "CRITICAL" in l]
         assert not criticals, f"CRITICAL lines at start: {criticals}"
         run.ok("no CRITICAL line at start")
