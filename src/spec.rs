@@ -665,6 +665,21 @@ pub fn split_password(url: &str) -> (String, Option<String>) {
     (parsed.to_string(), Some(password))
 }
 
+/// `url` logging in as `user` when it names no Redis user itself (a
+/// socket's `?user=` counts), so one address for a whole team logs each
+/// supervisor in as herself. A URL that does not parse comes back as it is.
+pub fn with_user(url: &str, user: Option<&str>) -> String {
+    let (Some(user), Ok(mut parsed)) = (user, url::Url::parse(url)) else { return url.to_owned() };
+    if is_socket(&parsed) {
+        if !parsed.query_pairs().any(|(k, _)| k == "user") {
+            parsed.query_pairs_mut().append_pair("user", user);
+        }
+    } else if !parsed.username().is_empty() || parsed.set_username(user).is_err() {
+        return url.to_owned();
+    }
+    parsed.to_string()
+}
+
 /// `url` with `password` put where the redis crate reads it, encoded; the
 /// URL given must have none. A URL that does not parse comes back as it is.
 pub fn with_password(url: &str, password: &str) -> String {

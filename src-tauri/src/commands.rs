@@ -81,9 +81,10 @@ pub async fn save_settings(desk: State<'_, Desk>, form: SettingsForm) -> Result<
     // the settings as saved, not onto this process's copy.
     let base = store::load(desk.app()).0;
     let accepted = form.accept(&base).map_err(|fields| Invalid { fields })?;
+    let overrides = desk.state().lock().overrides.clone();
     let mut note = None;
     if let Some(password) = &accepted.password
-        && let Ok(target) = ConnectionSpec::single(accepted.settings.redis_url.clone(), None).target()
+        && let Ok(target) = ConnectionSpec::single(accepted.settings.login_url(&overrides), None).target()
         && let Err(err) = KEYRING.set(&account(target.user(), target.host()), password)
     {
         note = Some(err);
@@ -129,6 +130,8 @@ async fn test_form(form: SettingsForm, overrides: &Overrides, tr: &i18n::Tr) -> 
         Some(url) => url.clone(),
         None => {
             let (url, typed) = spec::split_password(form.redis_url.trim());
+            let name = overrides.user.as_deref().or(Some(form.user.trim()).filter(|u| !u.is_empty()));
+            let url = spec::with_user(&url, name);
             match Some(form.password).filter(|p| !p.is_empty()).or(typed) {
                 Some(p) => spec::with_password(&url, &p),
                 None => url,

@@ -227,6 +227,14 @@ impl Settings {
         }
     }
 
+    /// The stored URL as it logs in: as the supervisor named in the settings
+    /// or `overrides` when it names no Redis user, so the machine's one URL
+    /// logs each supervisor in as herself.
+    pub fn login_url(&self, overrides: &Overrides) -> String {
+        let name = overrides.user.as_deref().or(Some(self.user.as_str()).filter(|u| !u.is_empty()));
+        spec::with_user(&self.redis_url, name)
+    }
+
     /// What takes effect, with `overrides` and the keyring's password.
     ///
     /// # Errors
@@ -250,15 +258,16 @@ impl Settings {
         let url = match &overrides.redis_url {
             Some(url) => url.clone(),
             None => {
-                let base = Target::new(&self.redis_url, None).map_err(|e| e.to_string())?;
+                let login = self.login_url(overrides);
+                let base = Target::new(&login, None).map_err(|e| e.to_string())?;
                 match keyring.get(&account(base.user(), base.host())) {
-                    Ok(Some(password)) => spec::with_password(&self.redis_url, &password),
-                    Ok(None) => self.redis_url.clone(),
+                    Ok(Some(password)) => spec::with_password(&login, &password),
+                    Ok(None) => login,
                     Err(e) => {
                         warning = Some(format!(
                             "no OS keyring ({e}); a password is kept in memory only, or give it in LOCKWATCH_REDIS_URL"
                         ));
-                        self.redis_url.clone()
+                        login
                     }
                 }
             }
@@ -480,6 +489,24 @@ mod tests {
         let e = s.effective(&Overrides::default(), &store).unwrap();
         assert_eq!(e.user, "alice");
         assert_eq!(e.shown_url, "redis://alice:***@db:6379");
+    }
+
+    #[test]
+    fn one_url_for_the_team_logs_each_supervisor_in_as_herself() {
+        let store = Memory(Mutex::new(HashMap::from([("alice@db:6379".to_owned(), "pw".to_owned())])));
+        let s = Settings { redis_url: "redis://db:6379".into(), user: "alice".into(), ..Settings::default() };
+        let e = s.effective(&Overrides::default(), &store).unwrap();
+        assert_eq!((e.target.user(), e.shown_url.as_str()), (Some("alice"), "redis://alice:***@db:6379"));
+        let named = Settings { redis_url: "redis://ops@db:6379".into(), ..s.clone() };
+        assert_eq!(named.login_url(&Overrides::default()), "redis://ops@db:6379", "a user in the URL stays");
+        let bob = Overrides { user: Some("bob".into()), ..Overrides::default() };
+        assert_eq!(s.login_url(&bob), "redis://bob@db:6379");
+        let nobody = Settings { user: String::new(), ..s };
+        assert_eq!(nobody.login_url(&Overrides::default()), "redis://db:6379", "the login name is no Redis user");
+        assert_eq!(
+            spec::with_user("unix:///run/redis.sock?db=1", Some("alice")),
+            "unix:///run/redis.sock?db=1&user=alice"
+        );
     }
 
     #[test]
