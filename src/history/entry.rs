@@ -22,7 +22,7 @@ pub enum Cause {
     Shutdown,
     /// The lock was no longer ours (expired, deleted or taken over).
     Lost,
-    /// No renewal succeeded in time (Redis unreachable).
+    /// No renewal succeeded in time (Redis unreachable, or the worker paused).
     Expired,
     /// Redis answered, but no replica confirmed the lease in time.
     ReplicaUnconfirmed,
@@ -48,7 +48,7 @@ impl Cause {
             Cause::Disabled => "nobody has the job enabled",
             Cause::Shutdown => "worker stopping",
             Cause::Lost => "the lock is no longer ours (expired, deleted or taken over)",
-            Cause::Expired => "the lease could not be renewed in time (Redis unreachable)",
+            Cause::Expired => "the lease could not be renewed in time (Redis unreachable, or the worker paused)",
             Cause::ReplicaUnconfirmed => {
                 "no replica confirmed the lease in time (a failover could hand the lock to another server)"
             }
@@ -59,12 +59,16 @@ impl Cause {
     /// (by workers before causes had tokens).
     fn decode(token: Option<&str>, sentence: Option<&str>) -> Option<Cause> {
         const OLD_RELEASE_LOSS: &str = "the lock was no longer ours when releasing it (expired, deleted or taken over)";
+        const OLD_EXPIRED: &str = "the lease could not be renewed in time (Redis unreachable)";
         if let Some(token) = token {
             return Cause::ALL.into_iter().find(|c| c.token() == token);
         }
         let sentence = sentence?;
         if sentence == OLD_RELEASE_LOSS {
             return Some(Cause::Lost);
+        }
+        if sentence == OLD_EXPIRED {
+            return Some(Cause::Expired);
         }
         Cause::ALL.into_iter().find(|c| c.sentence() == sentence)
     }
@@ -338,6 +342,10 @@ mod tests {
         assert_eq!(
             old("lost", "the lock was no longer ours when releasing it (expired, deleted or taken over)"),
             Some(Record::Lost { fence: Some(4), cause: Some(Cause::Lost) })
+        );
+        assert_eq!(
+            old("lost", "the lease could not be renewed in time (Redis unreachable)"),
+            Some(Record::Lost { fence: Some(4), cause: Some(Cause::Expired) })
         );
         assert_eq!(old("lost", "something else"), Some(Record::Lost { fence: Some(4), cause: None }));
         let aggregate = owned(vec![("type", "flags-changed".into()), ("enabled", "0".into())]);

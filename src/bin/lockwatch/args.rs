@@ -116,16 +116,16 @@ pub enum Command {
         #[arg(long, value_parser = parse_user)]
         node: String,
         /// Lock lease; the watchdog renews it every third of it.
-        #[arg(long, default_value = "30s", value_parser = parse_lease, value_name = "DURATION")]
+        #[arg(long, env = "LOCKWATCH_LEASE", hide_env_values = true, default_value = "30s", value_parser = parse_lease, value_name = "DURATION")]
         lease: Duration,
         /// Run CMD every DURATION instead of restarting it whenever it exits.
-        #[arg(long, value_parser = parse_any_duration, value_name = "DURATION")]
+        #[arg(long, env = "LOCKWATCH_EVERY", hide_env_values = true, value_parser = parse_any_duration, value_name = "DURATION")]
         every: Option<Duration>,
         /// Report the job `stalled` when it printed nothing for DURATION.
-        #[arg(long, value_parser = parse_any_duration, value_name = "DURATION")]
+        #[arg(long, env = "LOCKWATCH_STALL_AFTER", hide_env_values = true, value_parser = parse_any_duration, value_name = "DURATION")]
         stall_after: Option<Duration>,
         /// Time CMD gets to exit after SIGTERM before it is killed.
-        #[arg(long, default_value = "10s", value_parser = parse_any_duration, value_name = "DURATION")]
+        #[arg(long, env = "LOCKWATCH_STOP_GRACE", hide_env_values = true, default_value = "10s", value_parser = parse_any_duration, value_name = "DURATION")]
         stop_grace: Duration,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "CMD")]
