@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 
-use crate::connect::{Conn, Endpoint};
+use crate::address::Endpoint;
+use crate::connect::Conn;
 use crate::error::{Action, Error, RedisFailure, describe};
 use crate::keys::Keys;
 use crate::spec;
@@ -47,8 +48,8 @@ pub struct Ack<'a> {
 pub async fn set_ack(conn: &mut Conn, keys: &Keys, ack: &Ack<'_>, server: &str) -> Result<Acked, Error> {
     let user = checked_user(ack.user)?;
     let note = spec::ack_note(ack.note).map_err(|p| invalid(spec::Field::AckNote, ack.note, p))?;
-    let lasts =
-        spec::ack_lasts(ack.lasts).map_err(|p| invalid(spec::Field::AckFor, &spec::format_duration(ack.lasts), p))?;
+    let lasts = spec::ack_lasts(ack.lasts)
+        .map_err(|p| invalid(spec::Field::AckFor, &crate::duration::format_duration(ack.lasts), p))?;
     let server = &Endpoint::new(server, false);
     let (secs, micros): (u64, u64) =
         redis::cmd("TIME").query_async(conn).await.map_err(|e| describe(e, Action::ReadingTime, server))?;

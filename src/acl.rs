@@ -3,7 +3,7 @@
 //! their own. The server enforces them; the app hides nothing. Redis 6.2,
 //! which cannot keep a user's writes to some keys, gets read-only rules.
 
-use crate::keys::Keys;
+use crate::keys::{Keys, glob_escape, keyspace_pattern};
 
 /// Every command the tray and the CLI send as a supervisor to read the job,
 /// and nothing else: no `CLIENT` (pause, kill, list), no `CONFIG`, no script
@@ -141,25 +141,6 @@ pub fn rules(keys: &Keys, user: &str, server: Server) -> Vec<String> {
         setuser.push(format!("(+publish +spublish resetchannels &{})", glob_escape(&keys.wake_channel())));
     }
     vec![setuser.join(" "), format!("SADD {} {user}", keys.users())]
-}
-
-/// The keyspace-notification channel pattern of a key (or of every key
-/// under a prefix), with the key's glob characters escaped.
-pub fn keyspace_pattern(key: &str, prefix: bool) -> String {
-    let escaped = glob_escape(key);
-    if prefix { format!("__keyspace@*__:{escaped}:*") } else { format!("__keyspace@*__:{escaped}") }
-}
-
-/// Escapes Redis glob characters so a name matches only itself.
-fn glob_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

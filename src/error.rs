@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use redis::RedisError;
 
-use crate::connect::Endpoint;
+use crate::address::Endpoint;
 
 /// Everything the library reports to its callers.
 #[derive(Debug, thiserror::Error)]
@@ -34,7 +34,7 @@ pub enum Error {
     #[error(
         "{action} {} {host} failed: no answer within {}; {}",
         action.preposition(),
-        crate::status::human_duration(u64::try_from(after.as_millis()).unwrap_or(u64::MAX)),
+        crate::duration::human_duration(u64::try_from(after.as_millis()).unwrap_or(u64::MAX)),
         timeout_hint(action, host)
     )]
     Timeout { action: Action, host: Endpoint, after: Duration },
@@ -165,7 +165,7 @@ impl Error {
 
 /// A URL that cannot be used, said with its password hidden.
 pub(crate) fn bad_url(url: &str, reason: &str) -> Error {
-    Error::BadUrl { url: crate::connect::redact(url), reason: one_line(reason) }
+    Error::BadUrl { url: crate::address::redact(url), reason: one_line(reason) }
 }
 
 /// What to do about a server that did not answer in time: over TLS, a

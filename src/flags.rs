@@ -3,7 +3,8 @@
 
 use redis::AsyncCommands;
 
-use crate::connect::{Conn, Endpoint};
+use crate::address::Endpoint;
+use crate::connect::Conn;
 use crate::error::{Action, Error, RedisFailure, describe};
 use crate::keys::Keys;
 

@@ -158,6 +158,32 @@ fn crc16(data: &[u8]) -> u16 {
     crc
 }
 
+/// The keyspace-notification channel pattern of a key (or of every key
+/// under a prefix), with the key's glob characters escaped.
+pub fn keyspace_pattern(key: &str, prefix: bool) -> String {
+    let escaped = glob_escape(key);
+    if prefix { format!("__keyspace@*__:{escaped}:*") } else { format!("__keyspace@*__:{escaped}") }
+}
+
+/// Escapes Redis glob characters so a name matches only itself.
+pub fn glob_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A heartbeat's `presence` while its worker holds a plain subscription to
+/// its presence channel: the probe counts it with `PUBSUB NUMSUB`.
+pub const PRESENCE_PLAIN: &str = "1";
+/// A heartbeat's `presence` while its worker holds a sharded subscription on
+/// the slot's owner (a Redis Cluster): counted with `PUBSUB SHARDNUMSUB`.
+pub const PRESENCE_SHARDED: &str = "sharded";
+
 #[cfg(test)]
 mod tests {
     use super::*;

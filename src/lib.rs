@@ -27,8 +27,10 @@
 
 pub mod ack;
 pub mod acl;
+pub mod address;
 pub mod clock;
 pub mod connect;
+pub mod duration;
 pub mod error;
 pub mod flags;
 pub mod handover;
@@ -39,7 +41,6 @@ pub mod lock;
 pub mod presence;
 pub mod probe;
 pub mod reaper;
-mod sharded;
 pub mod snapshot;
 pub mod spec;
 pub mod status;

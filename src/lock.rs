@@ -34,7 +34,7 @@ use std::time::Duration;
 use redis::Value;
 use redis::aio::ConnectionLike;
 
-use crate::connect::Endpoint;
+use crate::address::Endpoint;
 use crate::error::{Action, Error, describe};
 use crate::history::WaitCause;
 use crate::keys::Keys;

@@ -25,22 +25,16 @@ use redis::PushKind;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::sleep;
 
+use crate::connect::sharded::{Change, Shard, follow_shard};
 use crate::connect::{Target, run_id};
-use crate::sharded::{Change, Shard, follow_shard};
+use crate::keys::{PRESENCE_PLAIN, PRESENCE_SHARDED};
 
 /// How long subscribing may take before the connection counts as dead.
 const SUBSCRIBE_PATIENCE: Duration = Duration::from_secs(3);
 
-/// The heartbeat's `presence` while a plain subscription is held: the probe
-/// counts it with `PUBSUB NUMSUB`.
-pub(crate) const PLAIN: &str = "1";
-/// The heartbeat's `presence` while a sharded subscription is held on the
-/// slot's owner (a Redis Cluster): the probe counts it with `PUBSUB SHARDNUMSUB`.
-pub(crate) const SHARDED: &str = "sharded";
-
 /// What a worker's heartbeat says of a presence subscription it holds on `target`.
 pub(crate) fn claim(target: &Target) -> &'static str {
-    if target.is_cluster() { SHARDED } else { PLAIN }
+    if target.is_cluster() { PRESENCE_SHARDED } else { PRESENCE_PLAIN }
 }
 
 /// Whether a worker's presence subscription is held right now, and in which

@@ -8,10 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use redis::Value;
 use redis::aio::ConnectionLike;
 
-use crate::connect::Endpoint;
+use crate::address::Endpoint;
 use crate::error::{Action, Error, describe};
-use crate::keys::Keys;
-use crate::presence::{PLAIN, SHARDED};
+use crate::keys::{Keys, PRESENCE_PLAIN, PRESENCE_SHARDED};
 use crate::snapshot::{Ack, Beat, Flag, Lock, LockKind, Snapshot, StreamEntry, StreamId, escape_bytes};
 
 const PROBE_SOURCE: &str = include_str!("probe.lua");
@@ -574,7 +573,7 @@ fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<String>) -> 
         renewed_ms: unsigned("renewed_ms"),
         // Known once the subscriber count is read; `Some(_)` here only marks
         // that the worker says it holds the subscription.
-        present: matches!(text("presence").as_deref(), Some(PLAIN | SHARDED)).then_some(true),
+        present: matches!(text("presence").as_deref(), Some(PRESENCE_PLAIN | PRESENCE_SHARDED)).then_some(true),
         presence_on: text("presence_on").filter(|id| !id.is_empty()),
         // Known with the count, as `present` is.
         presence_elsewhere: false,

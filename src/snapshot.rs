@@ -213,6 +213,18 @@ pub struct StreamEntry {
     pub kind: String,
 }
 
+/// The stream's `type` values, one per kind of entry the workers write
+/// ([`crate::history::Record`]).
+pub mod kind {
+    pub const ACQUIRED: &str = "acquired";
+    pub const RELEASED: &str = "released";
+    pub const LOST: &str = "lost";
+    pub const RENEW_FAILED: &str = "renew-failed";
+    pub const JOB_STARTED: &str = "job-started";
+    pub const JOB_EXITED: &str = "job-exited";
+    pub const FLAGS_CHANGED: &str = "flags-changed";
+}
+
 /// A stream entry id: the Redis ms time it was added at, and a sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct StreamId {

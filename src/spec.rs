@@ -13,8 +13,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::address::redact;
 use crate::clock::millis;
-use crate::connect::{Target, redact};
+use crate::connect::Target;
+use crate::duration::{DurationError, format_duration, parse_duration};
 use crate::error::Error;
 use crate::keys::{DEFAULT_JOB, Keys};
 use crate::{flags, status, watch};
@@ -141,36 +143,14 @@ pub enum Problem {
     )]
     ClusterAndSentinel,
     /// A socket path as a cluster's node.
-    #[error(
-        "a Redis Cluster node is given as redis://[user:password@]host:port (rediss:// for TLS), not a socket path"
-    )]
+    #[error("{}", crate::connect::CLUSTER_NO_SOCKET)]
     ClusterUrl,
     /// A database other than 0 on a cluster.
     #[error("a Redis Cluster has only database 0; leave the /N out of the URL")]
     ClusterDb,
     /// A private CA file for a cluster.
-    #[error(
-        "a private CA file cannot be used with a Redis Cluster; add the CA to the system's trust store (or point SSL_CERT_FILE at it) and leave this empty"
-    )]
+    #[error("{}", crate::connect::CLUSTER_NO_CA)]
     ClusterCa,
-}
-
-/// Why a duration was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DurationError {
-    /// A number alone: seconds or milliseconds would be a guess.
-    #[error("give a unit: 500ms, 10s, 5m or 1h")]
-    NoUnit,
-    /// No number in front of the unit.
-    #[error("not a duration; write a number and a unit: 500ms, 10s, 5m or 1h")]
-    NotANumber,
-    /// A unit other than ms, s, m (min) or h.
-    #[error("{0:?} is not a unit of time; use ms, s, m or h")]
-    UnknownUnit(String),
-    /// More than a `Duration` holds.
-    #[error("too long; give at most a few years")]
-    OutOfRange,
 }
 
 /// A refused input: which field, the value as given (a URL with its password
@@ -192,38 +172,6 @@ impl Invalid {
     /// The same sentence with the command line's flag in front.
     pub fn with_flag(&self) -> String {
         format!("{} {}: {}", self.field.flag(), self.value, self.problem)
-    }
-}
-
-/// Parses `500ms`, `30s`, `1.5m`, `5min`, `1h`. A number needs its unit.
-///
-/// # Errors
-/// [`DurationError`] saying what is missing or wrong.
-pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let value: f64 = number.parse().map_err(|_| DurationError::NotANumber)?;
-    let factor = match unit.trim() {
-        "" => return Err(DurationError::NoUnit),
-        "ms" => 0.001,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        other => return Err(DurationError::UnknownUnit(other.to_owned())),
-    };
-    Duration::try_from_secs_f64(value * factor).map_err(|_| DurationError::OutOfRange)
-}
-
-/// A duration the way [`parse_duration`] reads it back: `500ms`, `10s`, `5m`, `1h`.
-pub fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    match ms {
-        0 => "0s".to_owned(),
-        _ if ms.is_multiple_of(3_600_000) => format!("{}h", ms / 3_600_000),
-        _ if ms.is_multiple_of(60_000) => format!("{}m", ms / 60_000),
-        _ if ms.is_multiple_of(1000) => format!("{}s", ms / 1000),
-        _ => format!("{ms}ms"),
     }
 }
 
@@ -633,87 +581,6 @@ fn url_problem(url: &str) -> Result<(), Problem> {
     }
 }
 
-/// Schemes whose credentials the redis crate reads from the query
-/// (`?user=…&pass=…`) rather than from the user info.
-fn is_socket(url: &url::Url) -> bool {
-    matches!(url.scheme(), "unix" | "redis+unix" | "valkey+unix")
-}
-
-/// Splits the password out of a URL, wherever the redis crate would read
-/// it (`redis://user:pw@host`, `unix:///sock?pass=pw`): the URL without it,
-/// and the password, decoded. A URL that does not parse comes back as it is.
-pub fn split_password(url: &str) -> (String, Option<String>) {
-    let Ok(mut parsed) = url::Url::parse(url) else { return (url.to_owned(), None) };
-    if is_socket(&parsed) {
-        let (pass, rest): (Vec<_>, Vec<_>) =
-            parsed.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).partition(|(k, _)| k == "pass");
-        let Some((_, password)) = pass.into_iter().last().filter(|(_, p)| !p.is_empty()) else {
-            return (url.to_owned(), None);
-        };
-        if rest.is_empty() {
-            parsed.set_query(None);
-        } else {
-            parsed.query_pairs_mut().clear().extend_pairs(rest);
-        }
-        return (parsed.to_string(), Some(password));
-    }
-    let Some(password) = parsed.password().filter(|p| !p.is_empty()).map(percent_decode) else {
-        return (url.to_owned(), None);
-    };
-    // Fails only for URLs without a host, which have no password either.
-    let _ = parsed.set_password(None);
-    (parsed.to_string(), Some(password))
-}
-
-/// `url` logging in as `user` when it names no Redis user itself (a
-/// socket's `?user=` counts), so one address for a whole team logs each
-/// supervisor in as herself. A URL that does not parse comes back as it is.
-pub fn with_user(url: &str, user: Option<&str>) -> String {
-    let (Some(user), Ok(mut parsed)) = (user, url::Url::parse(url)) else { return url.to_owned() };
-    if is_socket(&parsed) {
-        if !parsed.query_pairs().any(|(k, _)| k == "user") {
-            parsed.query_pairs_mut().append_pair("user", user);
-        }
-    } else if !parsed.username().is_empty() || parsed.set_username(user).is_err() {
-        return url.to_owned();
-    }
-    parsed.to_string()
-}
-
-/// `url` with `password` put where the redis crate reads it, encoded; the
-/// URL given must have none. A URL that does not parse comes back as it is.
-pub fn with_password(url: &str, password: &str) -> String {
-    let Ok(mut parsed) = url::Url::parse(url) else { return url.to_owned() };
-    if is_socket(&parsed) {
-        parsed.query_pairs_mut().append_pair("pass", password);
-    } else if parsed.set_password(Some(password)).is_err() {
-        return url.to_owned();
-    }
-    parsed.to_string()
-}
-
-/// `%XX` escapes decoded (not `+`: that is a query's space); a malformed
-/// escape stays as it is.
-pub fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -731,36 +598,6 @@ mod tests {
         const { assert!(MAX_ACK_NOTE_CHARS * 4 <= 1024, "the probe reads every note the rule lets through") };
         assert_eq!(ack_note(&"x".repeat(201)), Err(Problem::NoteTooLong(201)));
         assert_eq!(ack_note("two\nlines"), Err(Problem::NoteLines));
-    }
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("5min"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration(" 1h "), Ok(Duration::from_secs(3600)));
-    }
-
-    #[test]
-    fn a_duration_needs_a_number_and_a_known_unit() {
-        assert_eq!(parse_duration("2"), Err(DurationError::NoUnit));
-        assert_eq!(parse_duration("0"), Err(DurationError::NoUnit));
-        assert_eq!(parse_duration("ten"), Err(DurationError::NotANumber));
-        assert_eq!(parse_duration("-5s"), Err(DurationError::NotANumber));
-        assert_eq!(parse_duration("5y"), Err(DurationError::UnknownUnit("y".to_owned())));
-        assert_eq!(parse_duration("1e3s"), Err(DurationError::UnknownUnit("e3s".to_owned())));
-        assert_eq!(parse_duration("99999999999999999999999h"), Err(DurationError::OutOfRange));
-    }
-
-    #[test]
-    fn formatted_durations_read_back_the_same() {
-        for ms in [0, 1, 250, 1000, 1500, 10_000, 90_000, 300_000, 3_600_000, 5_400_000] {
-            let d = Duration::from_millis(ms);
-            assert_eq!(parse_duration(&format_duration(d)), Ok(d), "{}", format_duration(d));
-        }
-        assert_eq!(format_duration(Duration::from_secs(7)), "7s");
-        assert_eq!(format_duration(Duration::from_secs(90)), "90s");
     }
 
     #[test]
@@ -918,43 +755,5 @@ mod tests {
             "{err}"
         );
         assert_eq!(Topology::Single.or_cluster(false), Topology::Single);
-    }
-
-    #[test]
-    fn the_password_is_split_out_wherever_the_redis_crate_reads_it() {
-        let split = |u: &str| split_password(u);
-        assert_eq!(split("redis://alice:pw@db:1"), ("redis://alice@db:1".into(), Some("pw".into())));
-        assert_eq!(split("rediss://:pw@db"), ("rediss://db".into(), Some("pw".into())));
-        assert_eq!(split("redis://db"), ("redis://db".into(), None));
-        assert_eq!(split("redis://alice@db"), ("redis://alice@db".into(), None));
-        // Escapes are decoded: the keyring holds the password itself.
-        assert_eq!(split("redis://alice:p%40ss%20w@db"), ("redis://alice@db".into(), Some("p@ss w".into())));
-        // Unix sockets take theirs from the query.
-        assert_eq!(
-            split("unix:///run/redis.sock?user=alice&pass=s3%26cret&db=2"),
-            ("unix:///run/redis.sock?user=alice&db=2".into(), Some("s3&cret".into()))
-        );
-        assert_eq!(
-            split("redis+unix:///run/redis.sock?pass=pw"),
-            ("redis+unix:///run/redis.sock".into(), Some("pw".into()))
-        );
-        assert_eq!(split("not a url"), ("not a url".into(), None));
-    }
-
-    #[test]
-    fn a_password_put_back_gives_the_redis_crate_the_same_login() {
-        use redis::IntoConnectionInfo as _;
-        for (url, password) in [
-            ("redis://alice@db:6379", "p@ss w/:?#%"),
-            ("rediss://db:6380", "pw"),
-            ("unix:///run/redis.sock?user=alice&db=2", "s3&c=ret+"),
-            ("redis+unix:///run/redis.sock", "pw"),
-        ] {
-            let merged = with_password(url, password);
-            let info = merged.as_str().into_connection_info().unwrap();
-            assert_eq!(info.redis_settings().password(), Some(password), "{merged}");
-            assert_eq!(split_password(&merged), (url.to_owned(), Some(password.to_owned())), "{merged}");
-        }
-        assert_eq!(with_password("redis://alice@db:6379", "p@ss w"), "redis://alice:p%40ss%20w@db:6379");
     }
 }

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use redis::aio::ConnectionLike;
 
-use crate::connect::Endpoint;
+use crate::address::Endpoint;
 use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
 

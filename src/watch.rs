@@ -21,11 +21,12 @@ use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, sleep_until};
 
-use crate::acl::keyspace_pattern;
 use crate::clock::millis;
+use crate::connect::Backoff;
 use crate::connect::{Conn, Target};
 use crate::error::{Error, RedisFailure};
 use crate::keys::Keys;
+use crate::keys::keyspace_pattern;
 use crate::probe::{Known, look};
 use crate::snapshot::Snapshot;
 use crate::status::{self, Engine, Event, Status, Step};
@@ -333,7 +334,7 @@ async fn follow_stream(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: 
 /// (when the server sends them) for the job's keys.
 pub(crate) async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
     if target.is_cluster() {
-        return crate::sharded::follow(target, keys, wake, stop).await;
+        return crate::connect::sharded::follow(target, keys, wake, stop).await;
     }
     let mut backoff = Backoff::default();
     while !*stop.borrow() {
@@ -409,27 +410,6 @@ fn last_stream_id(value: &Value) -> Option<String> {
         Some(Value::BulkString(id)) => Some(String::from_utf8_lossy(id).into_owned()),
         Some(Value::SimpleString(id)) => Some(id.clone()),
         _ => None,
-    }
-}
-
-/// Waits longer after each failure, up to a few seconds, until reset.
-#[derive(Default)]
-pub(crate) struct Backoff {
-    failures: u32,
-}
-
-impl Backoff {
-    pub(crate) async fn wait(&mut self, stop: &mut watch::Receiver<bool>) {
-        let ms = (100u64 << self.failures.min(6)).min(5_000);
-        self.failures += 1;
-        tokio::select! {
-            _ = sleep(Duration::from_millis(ms)) => {}
-            _ = stop.changed() => {}
-        }
-    }
-
-    pub(crate) fn reset(&mut self) {
-        self.failures = 0;
     }
 }
 

@@ -5,7 +5,8 @@
 mod common;
 
 use common::*;
-use lockwatch::connect::{Endpoint, Target};
+use lockwatch::address::Endpoint;
+use lockwatch::connect::Target;
 use lockwatch::probe::probe;
 use lockwatch::snapshot::LockKind;
 use lockwatch::status::{Config, Engine};

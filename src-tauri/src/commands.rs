@@ -129,11 +129,11 @@ async fn test_form(form: SettingsForm, overrides: &Overrides, tr: &i18n::Tr) -> 
     let url = match &overrides.redis_url {
         Some(url) => url.clone(),
         None => {
-            let (url, typed) = spec::split_password(form.redis_url.trim());
+            let (url, typed) = lockwatch::address::split_password(form.redis_url.trim());
             let name = overrides.user.as_deref().or(Some(form.user.trim()).filter(|u| !u.is_empty()));
-            let url = spec::with_user(&url, name);
+            let url = lockwatch::address::with_user(&url, name);
             match Some(form.password).filter(|p| !p.is_empty()).or(typed) {
-                Some(p) => spec::with_password(&url, &p),
+                Some(p) => lockwatch::address::with_password(&url, &p),
                 None => url,
             }
         }

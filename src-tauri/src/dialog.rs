@@ -20,7 +20,7 @@ pub fn show(app: &AppHandle, desk: &Desk, view: &str) -> bool {
     let Some(job) = view.strip_prefix(SWITCH_OFF) else { return false };
     let title = {
         let tr = desk.state().lock().tr();
-        tr.ta("dialog-off-title", &[("job", lockwatch::spec::percent_decode(job).into())])
+        tr.ta("dialog-off-title", &[("job", lockwatch::address::percent_decode(job).into())])
     };
     let path = format!("index.html#{view}");
     if let Some(window) = app.get_webview_window(LABEL) {

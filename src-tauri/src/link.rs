@@ -130,8 +130,8 @@ mod tests {
         assert_eq!(query_escaped("wh:a b&c"), "wh%3Aa%20b%26c");
         assert_eq!(query_escaped("出"), "%E5%87%BA");
         for job in ["outbound", "wh:a b&c", "出库", "100%"] {
-            assert_eq!(lockwatch::spec::percent_decode(&query_escaped(job)), job);
+            assert_eq!(lockwatch::address::percent_decode(&query_escaped(job)), job);
         }
-        assert_eq!(lockwatch::spec::percent_decode("50%zz"), "50%zz");
+        assert_eq!(lockwatch::address::percent_decode("50%zz"), "50%zz");
     }
 }

@@ -826,7 +826,7 @@ mod tests {
 
     #[test]
     fn a_refusal_is_said_in_a_supervisors_words_and_keeps_the_details() {
-        let host = lockwatch::connect::Endpoint::new("db:6379", false);
+        let host = lockwatch::address::Endpoint::new("db:6379", false);
         // As the library reports an ACL refusal: Redis's words in the cause.
         let err = lockwatch::Error::Redis {
             action: lockwatch::error::Action::SettingFlag { user: "bob".into(), job: "outbound".into() },

@@ -232,7 +232,7 @@ impl Settings {
     /// logs each supervisor in as herself.
     pub fn login_url(&self, overrides: &Overrides) -> String {
         let name = overrides.user.as_deref().or(Some(self.user.as_str()).filter(|u| !u.is_empty()));
-        spec::with_user(&self.redis_url, name)
+        lockwatch::address::with_user(&self.redis_url, name)
     }
 
     /// What takes effect, with `overrides` and the keyring's password.
@@ -261,7 +261,7 @@ impl Settings {
                 let login = self.login_url(overrides);
                 let base = Target::new(&login, None).map_err(|e| e.to_string())?;
                 match keyring.get(&account(base.user(), base.host())) {
-                    Ok(Some(password)) => spec::with_password(&login, &password),
+                    Ok(Some(password)) => lockwatch::address::with_password(&login, &password),
                     Ok(None) => login,
                     Err(e) => {
                         warning = Some(format!(
@@ -294,7 +294,7 @@ impl Settings {
             .map_or_else(|| flags::default_user(target.user()).map_err(|e| e.to_string()), Ok)?;
         Ok(Effective {
             target,
-            shown_url: lockwatch::connect::redact(&url),
+            shown_url: lockwatch::address::redact(&url),
             user,
             jobs: jobs.iter().map(|j| (j.keys(), j.watch_options())).collect(),
             notify: self.notify.clone(),
@@ -345,7 +345,7 @@ pub struct Accepted {
 impl SettingsForm {
     /// The form filled in from stored settings.
     pub fn of(s: &Settings) -> SettingsForm {
-        let text = |ms: u64| spec::format_duration(Duration::from_millis(ms));
+        let text = |ms: u64| lockwatch::duration::format_duration(Duration::from_millis(ms));
         SettingsForm {
             redis_url: s.redis_url.clone(),
             password: String::new(),
@@ -372,7 +372,7 @@ impl SettingsForm {
     /// Every field that breaks its rule, in the form's order.
     pub fn accept(&self, base: &Settings) -> Result<Accepted, Vec<FieldError>> {
         let mut bad: Vec<Invalid> = Vec::new();
-        let (url, typed) = spec::split_password(self.redis_url.trim());
+        let (url, typed) = lockwatch::address::split_password(self.redis_url.trim());
         let mut duration = |field: Field, text: &str| match spec::duration_for(field, text) {
             Ok(d) => ms(d),
             Err(problem) => {
@@ -504,7 +504,7 @@ mod tests {
         let nobody = Settings { user: String::new(), ..s };
         assert_eq!(nobody.login_url(&Overrides::default()), "redis://db:6379", "the login name is no Redis user");
         assert_eq!(
-            spec::with_user("unix:///run/redis.sock?db=1", Some("alice")),
+            lockwatch::address::with_user("unix:///run/redis.sock?db=1", Some("alice")),
             "unix:///run/redis.sock?db=1&user=alice"
         );
     }

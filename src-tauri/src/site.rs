@@ -10,7 +10,6 @@
 
 use std::path::PathBuf;
 
-use lockwatch::spec;
 use serde_json::{Map, Value};
 
 use crate::settings::{STORE_KEY, Settings};
@@ -65,7 +64,7 @@ fn parse(bytes: &[u8]) -> (Map<String, Value>, Option<String>) {
     }
     let mut problem = None;
     if let Some(Value::String(url)) = defaults.get("redis_url") {
-        let (bare, password) = spec::split_password(url);
+        let (bare, password) = lockwatch::address::split_password(url);
         if password.is_some() {
             defaults.insert("redis_url".into(), Value::String(bare));
             problem = Some(

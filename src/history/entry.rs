@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::snapshot::StreamId;
+use crate::snapshot::{StreamId, kind};
 
 /// Why a holding ended: the worker's own words, as a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -157,17 +157,6 @@ pub enum Record {
     Other {
         kind: String,
     },
-}
-
-/// The stream's `type` values, one per [`Record`] variant.
-pub mod kind {
-    pub const ACQUIRED: &str = "acquired";
-    pub const RELEASED: &str = "released";
-    pub const LOST: &str = "lost";
-    pub const RENEW_FAILED: &str = "renew-failed";
-    pub const JOB_STARTED: &str = "job-started";
-    pub const JOB_EXITED: &str = "job-exited";
-    pub const FLAGS_CHANGED: &str = "flags-changed";
 }
 
 impl Record {

@@ -19,7 +19,7 @@ use redis::aio::ConnectionLike;
 pub use build::{End, History, Item, What, build};
 pub use entry::{Cause, Entry, FlagFlip, Record, WaitCause};
 
-use crate::connect::Endpoint;
+use crate::address::Endpoint;
 use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
 use crate::status::Config;

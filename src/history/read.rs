@@ -9,7 +9,7 @@ use redis::Value;
 use redis::aio::ConnectionLike;
 
 use super::entry::{Entry, FlagFlip};
-use crate::connect::Endpoint;
+use crate::address::Endpoint;
 use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
 use crate::probe::probe;

@@ -3,7 +3,8 @@
 //! before debouncing, its reason, since when it holds, and the moment the
 //! verdict could change.
 
-use crate::history::entry::kind;
+use crate::duration::human_duration;
+use crate::snapshot::kind;
 use crate::snapshot::{Beat, LockKind, Snapshot};
 
 use super::{Config, Holder, State};
@@ -318,16 +319,6 @@ fn problem_sentence(snap: &Snapshot) -> String {
         Some(p) if p.starts_with("Redis lost") => p.clone(),
         Some(p) => format!("unreadable: {p}"),
         None => "unreadable data".to_owned(),
-    }
-}
-
-/// A duration for people: `850 ms`, `12 s`, `4 min 5 s`, `2 h 3 min`.
-pub fn human_duration(ms: u64) -> String {
-    match ms {
-        0..1_000 => format!("{ms} ms"),
-        1_000..60_000 => format!("{} s", ms / 1000),
-        60_000..3_600_000 => format!("{} min {} s", ms / 60_000, ms / 1000 % 60),
-        _ => format!("{} h {} min", ms / 3_600_000, ms / 60_000 % 60),
     }
 }
 

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::history::entry::kind;
+use crate::snapshot::kind;
 use crate::snapshot::{Snapshot, StreamId};
 
 /// What Redis has been seen to remember.

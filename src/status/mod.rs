@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::snapshot::{Ack, Flag, LockKind};
 
 pub use engine::{Engine, Step};
-pub use evaluate::{clock_utc, human_duration};
+pub use evaluate::clock_utc;
 
 /// What a supervisor needs to know about the job, in one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -5,6 +5,7 @@ use proptest::prelude::*;
 
 use super::world::*;
 use super::*;
+use crate::duration::human_duration;
 
 /// One scripted change of the world between two looks.
 #[derive(Debug, Clone)]

@@ -4,7 +4,8 @@
 use crate::snapshot::Snapshot;
 
 use super::evaluate::Raw;
-use super::{Config, Event, EventKind, LockView, NodeView, State, Status, human_duration};
+use super::{Config, Event, EventKind, LockView, NodeView, State, Status};
+use crate::duration::human_duration;
 
 /// The job the engine watches, as every status and event names it.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use lockwatch::Keys;
-use lockwatch::connect::Endpoint;
+use lockwatch::address::Endpoint;
 
 /// What the spy saw on a primary other than the old one.
 #[derive(Debug, Default)]

@@ -10,9 +10,9 @@ use std::time::Duration;
 use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 use lockwatch::connect::{DEFAULT_URL, Target};
+use lockwatch::duration::parse_duration;
 use lockwatch::flags;
 use lockwatch::keys::{DEFAULT_JOB, Keys};
-use lockwatch::spec::parse_duration;
 use lockwatch::spec::{self, ConnectionSpec, Field, JobSpec, Problem, Timing, Topology};
 use lockwatch::status;
 use lockwatch::watch;

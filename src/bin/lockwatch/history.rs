@@ -8,8 +8,8 @@ use anyhow::Result;
 
 use super::args::Global;
 use super::render::utc;
+use lockwatch::duration::human_duration;
 use lockwatch::history::{self, Item, What};
-use lockwatch::status::human_duration;
 
 /// Prints the history of the last `since` (or all the stream holds).
 pub async fn run(g: &Global, json: bool, since: Option<Duration>) -> Result<u8> {

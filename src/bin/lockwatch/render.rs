@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use lockwatch::status::human_duration as secs;
+use lockwatch::duration::human_duration as secs;
 use lockwatch::status::{Event, EventKind, Status};
 
 /// A multi-line summary of a status.

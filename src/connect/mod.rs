@@ -25,10 +25,22 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisError, RedisFuture};
 
+use crate::address::Endpoint;
+
+mod backoff;
+pub(crate) mod sharded;
+
 use crate::error::{Action, Error, RedisFailure, describe};
+pub use backoff::Backoff;
 
 /// Default when neither `--redis` nor `LOCKWATCH_REDIS_URL` is given.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+
+/// Why a cluster cannot be reached at a socket path.
+pub const CLUSTER_NO_SOCKET: &str =
+    "a Redis Cluster node is given as redis://[user:password@]host:port (rediss:// for TLS), not a socket path";
+/// Why a cluster cannot take a private CA file.
+pub const CLUSTER_NO_CA: &str = "a private CA file cannot be used with a Redis Cluster; add the CA to the system's trust store (or point SSL_CERT_FILE at it) and leave this empty";
 
 /// How long to wait for a connection or an answer before calling Redis unreachable.
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -39,43 +51,6 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 const CLUSTER_RETRIES: u32 = 3;
 /// The shortest and longest wait between two tries of a cluster request, ms.
 const CLUSTER_RETRY_WAIT_MS: (u64, u64) = (20, 300);
-
-/// Where a Redis server is, as messages name it: never with a password.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
-    /// `host:port`, or a socket path.
-    addr: Arc<str>,
-    /// Whether the connection is TLS (`rediss://`): a timeout while
-    /// connecting may then be a handshake that never came.
-    tls: bool,
-}
-
-impl Endpoint {
-    /// An endpoint at `addr` (`host:port` or a socket path).
-    pub fn new(addr: impl Into<Arc<str>>, tls: bool) -> Endpoint {
-        Endpoint { addr: addr.into(), tls }
-    }
-
-    /// `host:port`, or a socket path.
-    pub fn addr(&self) -> &str {
-        &self.addr
-    }
-
-    /// Whether the connection is TLS.
-    pub fn tls(&self) -> bool {
-        self.tls
-    }
-}
-
-impl fmt::Display for Endpoint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.addr)?;
-        if self.tls {
-            f.write_str(" (TLS)")?;
-        }
-        Ok(())
-    }
-}
 
 /// How the data node is found.
 #[derive(Clone)]
@@ -193,12 +168,12 @@ impl Target {
         let endpoint = match info.addr() {
             ConnectionAddr::Tcp(host, port) => Endpoint::new(format!("{host}:{port} (Cluster)"), false),
             ConnectionAddr::TcpTls { host, port, .. } => Endpoint::new(format!("{host}:{port} (Cluster)"), true),
-            _ => return Err(Error::Invalid(crate::spec::Problem::ClusterUrl.to_string())),
+            _ => return Err(Error::Invalid(CLUSTER_NO_SOCKET.to_owned())),
         };
         // The crate's cluster client takes a CA only when built with rustls,
         // a second TLS stack beside native-tls: refused rather than ignored.
         if tls_ca.is_some() {
-            return Err(Error::Invalid(crate::spec::Problem::ClusterCa.to_string()));
+            return Err(Error::Invalid(CLUSTER_NO_CA.to_owned()));
         }
         let commands = cluster_client(&info, TIMEOUT).map_err(|e| crate::error::bad_url(url, &e.to_string()))?;
         let user = info.redis_settings().username().map(str::to_owned);
@@ -742,104 +717,10 @@ impl Sentinels {
     }
 }
 
-/// The URL with its password replaced by `***`, safe to print and log: in
-/// the user info (`redis://user:pw@host`, `rediss://`, `valkey://`…), in
-/// the query (`unix:///sock?user=u&pass=pw`, also without `//`), and in
-/// strings that are no valid URL at all, where everything up to the last
-/// `@` counts as secret.
-pub fn redact(url: &str) -> String {
-    match url::Url::parse(url) {
-        // A path or fragment holding `@` is most likely a password with a
-        // `/`, `?` or `#` in it that the parser split apart.
-        Ok(parsed)
-            if !parsed.cannot_be_a_base()
-                && !parsed.path().contains('@')
-                && !parsed.fragment().is_some_and(|f| f.contains('@')) =>
-        {
-            redact_parsed(parsed)
-        }
-        _ => redact_text(url),
-    }
-}
-
-/// Query keys whose values are shown as they are; every other value is hidden.
-const SHOWN_QUERY_KEYS: &[&str] = &["db", "protocol", "user", "username"];
-
-fn redact_parsed(mut url: url::Url) -> String {
-    // Setting the user info fails only for URLs without a host, which have none.
-    if url.password().is_some() {
-        let _ = url.set_password(Some("***"));
-    } else if !url.username().is_empty() {
-        // A lone `secret@host` may be a password written without its colon.
-        let _ = url.set_username("***");
-    }
-    if let Some(query) = url.query().map(redact_query) {
-        url.set_query(Some(&query));
-    }
-    if url.fragment().is_some_and(|f| f != "insecure") {
-        url.set_fragment(Some("***"));
-    }
-    url.to_string()
-}
-
-fn shown_query_value(key: &str, value: &str) -> String {
-    if !SHOWN_QUERY_KEYS.contains(&key) {
-        return "***".to_owned();
-    }
-    // `user:password` in one value, the colon maybe percent-encoded.
-    let colon = value.find(':').or_else(|| value.to_ascii_lowercase().find("%3a"));
-    match colon {
-        Some(at) => format!("{}:***", &value[..at]),
-        None => value.to_owned(),
-    }
-}
-
-/// For strings the URL parser rejects: keeps the scheme, a plain user name
-/// and what follows the last `@`, with the query's values hidden.
-fn redact_text(url: &str) -> String {
-    let scheme_len = url
-        .split_once(':')
-        .filter(|(scheme, _)| {
-            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-        })
-        .map_or(0, |(scheme, _)| scheme.len() + 1);
-    let (scheme, rest) = url.split_at(scheme_len);
-    let (slashes, rest) = match rest.strip_prefix("//") {
-        Some(after) => ("//", after),
-        None => ("", rest),
-    };
-    let (creds, tail) = match rest.rsplit_once('@') {
-        Some((creds, tail)) => {
-            let user = creds.split_once(':').map(|(user, _)| user).filter(|u| !u.contains(['/', '?', '#']));
-            (user.map_or_else(|| "***@".to_owned(), |u| format!("{u}:***@")), tail)
-        }
-        None => (String::new(), rest),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => format!("{path}?{}", redact_query(query)),
-        None => tail.to_owned(),
-    };
-    format!("{scheme}{slashes}{creds}{tail}")
-}
-
-/// A query string as written, with every value hidden but those of
-/// [`SHOWN_QUERY_KEYS`] (a key spelled with `%` escapes is not one of them).
-fn redact_query(query: &str) -> String {
-    let items: Vec<String> = query
-        .split('&')
-        .map(|item| match item.split_once('=') {
-            Some((key, value)) => format!("{key}={}", shown_query_value(key, value)),
-            None if item.is_empty() => String::new(),
-            None => "***".to_owned(),
-        })
-        .collect();
-    items.join("&")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::address::redact;
 
     #[test]
     fn the_run_id_is_read_from_info_server() {
@@ -849,25 +730,6 @@ mod tests {
         assert_eq!(parse_run_id("# Server\r\nredis_version:7.0.15\r\n"), None);
         assert_eq!(parse_run_id("run_id:\r\n"), None);
         assert_eq!(parse_run_id("run_id:not hex\r\n"), None);
-    }
-
-    #[test]
-    fn redact_hides_passwords_only() {
-        assert_eq!(redact("redis://alice:s3cret@db:6379"), "redis://alice:***@db:6379");
-        assert_eq!(redact("rediss://:s3cret@db"), "rediss://:***@db");
-        assert_eq!(redact("redis://s3cret@db"), "redis://***@db");
-        assert_eq!(redact("redis://db:6379"), "redis://db:6379");
-        assert_eq!(redact("valkeys://alice:s3cret@db:6380/2"), "valkeys://alice:***@db:6380/2");
-        assert_eq!(redact("rediss://alice:s3cret@db/#insecure"), "rediss://alice:***@db/#insecure");
-        assert_eq!(redact("redis+unix:///run/redis.sock?pass=s3cret"), "redis+unix:///run/redis.sock?pass=***");
-        assert_eq!(
-            redact("unix:///run/redis.sock?user=alice&pass=s3cret&db=2"),
-            "unix:///run/redis.sock?user=alice&pass=***&db=2"
-        );
-        assert_eq!(redact("unix:/run/redis.sock?pass=s3cret"), "unix:/run/redis.sock?pass=***");
-        assert_eq!(redact("redis://db:6379/?password=s3cret"), "redis://db:6379/?password=***");
-        assert_eq!(redact("redis://db?user=alice:s3cret"), "redis://db?user=alice:***");
-        assert_eq!(redact("redis://alice:p@s3cret@db"), "redis://alice:***@db");
     }
 
     /// Every form the redis crate accepts (`parse_redis_url` and the unix

@@ -22,11 +22,10 @@ use std::time::Duration;
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::{Notify, mpsc, watch};
 
-use crate::acl::keyspace_pattern;
+use super::Backoff;
 use crate::connect::Target;
 use crate::error::{Action, Error, describe};
-use crate::keys::Keys;
-use crate::watch::Backoff;
+use crate::keys::{Keys, keyspace_pattern};
 
 /// How long finding the owner and subscribing may take before the attempt
 /// counts as failed.
@@ -184,7 +183,7 @@ async fn subscribe(
     let mut owner = target.slot_owner(&shard.key).await?;
     let mut hops = 0;
     'node: loop {
-        let at = crate::connect::Endpoint::new(format!("{}:{}", owner.0, owner.1), target.endpoint().tls());
+        let at = crate::address::Endpoint::new(format!("{}:{}", owner.0, owner.1), target.endpoint().tls());
         let mut conn = target.node_subscriber(&owner, pushes.clone()).await?;
         // Asked before subscribing: on this connection a server's answer
         // cannot be mistaken for the `sunsubscribe` of a moved slot.
