@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use lockwatch::connect::Target;
-use lockwatch::watch::{Options, Watcher};
+use lockwatch::watcher::{Options, Watcher};
 use lockwatch::{Keys, State};
 
 fn main() -> Result<()> {

@@ -25,28 +25,20 @@
 //! - [`spec`]: the rules for user input (names, durations, URL and password) and what it becomes.
 //! - [`error`]: the library's errors, one sentence each.
 
-pub mod ack;
-pub mod acl;
 pub mod address;
 pub mod clock;
 pub mod connect;
 pub mod duration;
 pub mod error;
-pub mod flags;
-pub mod handover;
 pub mod history;
-pub mod job;
 pub mod keys;
-pub mod lock;
-pub mod presence;
 pub mod probe;
-pub mod reaper;
 pub mod snapshot;
 pub mod spec;
 pub mod status;
-pub mod trim;
-pub mod watch;
-pub mod worker;
+pub mod supervise;
+pub mod watcher;
+pub mod work;
 
 pub use error::Error;
 pub use keys::Keys;

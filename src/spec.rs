@@ -19,7 +19,7 @@ use crate::connect::Target;
 use crate::duration::{DurationError, format_duration, parse_duration};
 use crate::error::Error;
 use crate::keys::{DEFAULT_JOB, Keys};
-use crate::{flags, status, watch};
+use crate::{status, watcher};
 
 /// An input the user gives, by the names it has on the command line and in
 /// the settings form.
@@ -286,13 +286,49 @@ pub fn job_names(list: &str) -> Result<Vec<String>, Invalid> {
     names.into_iter().map(|n| job_name(n).map_err(|p| Invalid::new(Field::Jobs, n, p))).collect()
 }
 
-/// A supervisor's or server's name, by [`flags::check_user`]'s rule (the
+/// A supervisor's or server's name, by [`spec::check_user`]'s rule (the
 /// one the flag keys and ACL rules are written with).
 ///
 /// # Errors
 /// [`Problem::Name`].
 pub fn name(s: &str) -> Result<String, Problem> {
-    flags::check_user(s).map(str::to_owned).map_err(|_| Problem::Name)
+    check_user(s).map(str::to_owned).map_err(|_| Problem::Name)
+}
+
+/// The longest reason a flip may carry, in characters: a sentence, not a report.
+pub const MAX_REASON_CHARS: usize = 200;
+
+/// Checks a flip's reason: one line of at most [`MAX_REASON_CHARS`] characters.
+///
+/// # Errors
+/// [`Error::Invalid`] saying what is wrong and what to do.
+pub fn check_reason(reason: &str) -> Result<&str, Error> {
+    let chars = reason.chars().count();
+    if chars > MAX_REASON_CHARS {
+        return Err(Error::Invalid(format!(
+            "the reason is {chars} characters long; give at most {MAX_REASON_CHARS}, one sentence"
+        )));
+    }
+    if reason.chars().any(char::is_control) {
+        return Err(Error::Invalid("the reason must be one line without control characters".to_owned()));
+    }
+    Ok(reason)
+}
+
+/// Checks that `user` can name a flag key and an ACL rule safely: letters,
+/// digits and `._@-`, 1 to 64 of them (no glob characters, no spaces).
+///
+/// # Errors
+/// [`Error::Invalid`] naming the offending input.
+pub fn check_user(user: &str) -> Result<&str, Error> {
+    let ok = (1..=64).contains(&user.len()) && user.bytes().all(|b| b.is_ascii_alphanumeric() || b"._@-".contains(&b));
+    if ok {
+        Ok(user)
+    } else {
+        Err(Error::Invalid(format!(
+            "the user name {user:?} cannot be used; use 1 to 64 letters, digits, '.', '_', '@' or '-'"
+        )))
+    }
 }
 
 /// A lock key given instead of `{job}:lock`: any Redis key a person would
@@ -328,7 +364,7 @@ impl Default for Timing {
             heartbeat_grace: Duration::from_millis(engine.heartbeat_grace_ms),
             failover_window: Duration::from_millis(engine.failover_window_ms),
             start_grace: Duration::from_millis(engine.start_grace_ms),
-            poll: watch::Options::default().poll,
+            poll: watcher::Options::default().poll,
         }
     }
 }
@@ -402,8 +438,8 @@ impl JobSpec {
     }
 
     /// The watcher's settings.
-    pub fn watch_options(&self) -> watch::Options {
-        watch::Options { poll: self.timing.poll, engine: self.engine(), ..watch::Options::default() }
+    pub fn watch_options(&self) -> watcher::Options {
+        watcher::Options { poll: self.timing.poll, engine: self.engine(), ..watcher::Options::default() }
     }
 }
 
@@ -622,6 +658,24 @@ mod tests {
         assert_eq!(lease("299ms"), Err(Problem::LeaseTooShort));
         assert_eq!(lease("299ms").unwrap_err().to_string(), "too short; give 300ms or more (default 30s)");
         assert_eq!(lease("30"), Err(Problem::Duration(DurationError::NoUnit)));
+    }
+
+    #[test]
+    fn user_names_that_could_widen_an_acl_pattern_are_refused() {
+        assert!(check_user("alice").is_ok());
+        assert!(check_user("a.b-c_d@site").is_ok());
+        for bad in ["", "ali*", "a b", "x?", "[a]", "a\n", &"x".repeat(65)] {
+            assert!(check_user(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_reason_is_one_line_of_bounded_length() {
+        assert_eq!(check_reason("stock count tonight").unwrap(), "stock count tonight");
+        assert!(check_reason(&"ü".repeat(MAX_REASON_CHARS)).is_ok(), "counted in characters, not bytes");
+        let long = check_reason(&"x".repeat(MAX_REASON_CHARS + 1)).unwrap_err().to_string();
+        assert_eq!(long, "the reason is 201 characters long; give at most 200, one sentence");
+        assert!(check_reason("two\nlines").is_err());
     }
 
     #[test]

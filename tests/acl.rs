@@ -10,8 +10,8 @@ use common::*;
 use lockwatch::Keys;
 use lockwatch::connect::Target;
 use lockwatch::error::RedisFailure;
-use lockwatch::flags::{Flip, set_flag};
 use lockwatch::probe::probe;
+use lockwatch::supervise::flags::{Flip, set_flag};
 
 /// Applies the rules `lockwatch acl --user USER` prints for this server (it
 /// asks the server its version), as an admin would; returns what it said on stderr.
@@ -129,7 +129,7 @@ async fn a_supervisor_flips_their_own_flag_and_is_refused_on_another() {
 
 #[tokio::test]
 async fn a_supervisor_says_they_are_on_it_and_is_refused_for_another() {
-    use lockwatch::ack::{Ack, clear_ack, set_ack};
+    use lockwatch::supervise::ack::{Ack, clear_ack, set_ack};
 
     let server = RedisServer::start();
     provision(&server, "alice", "alice-pw");
@@ -195,7 +195,7 @@ async fn a_wrong_password_is_an_auth_failure() {
 
 #[tokio::test]
 async fn a_supervisor_user_is_woken_by_the_stream_and_the_unlock_channel() {
-    use lockwatch::watch::{Options, Watcher};
+    use lockwatch::watcher::{Options, Watcher};
     use lockwatch::{EventKind, State};
 
     let server = RedisServer::start();

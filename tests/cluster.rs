@@ -22,7 +22,7 @@ use common::spy::{Spy, window};
 use common::topology::{Cluster, connect, query};
 use common::{eventually, flag, redisson_lock};
 use lockwatch::spec::{ConnectionSpec, Topology};
-use lockwatch::watch::{Options, Watcher};
+use lockwatch::watcher::{Options, Watcher};
 use lockwatch::{EventKind, Keys, State};
 
 const LOCK_KEY: &str = "{outbound}:lock";

@@ -19,7 +19,7 @@ use common::spy::{Spy, window};
 use common::topology::{SentinelSet, connect, is_primary, query};
 use common::{eventually, flag, free_port};
 use lockwatch::spec::{ConnectionSpec, Topology};
-use lockwatch::watch::{Options, Watcher};
+use lockwatch::watcher::{Options, Watcher};
 use lockwatch::{EventKind, Keys, State};
 
 /// Only user, password and TLS of this URL count with Sentinel: its host

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use lockwatch::connect::Target;
 use lockwatch::status::{Config, Event};
-use lockwatch::watch::{Options, Watcher};
+use lockwatch::watcher::{Options, Watcher};
 use lockwatch::{EventKind, Keys, State};
 use tokio::sync::broadcast;
 

@@ -355,8 +355,8 @@ async fn an_embedded_task_gets_the_fence_and_its_silence_shows_as_stalled() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicI64, Ordering};
 
-    use lockwatch::job::Work;
-    use lockwatch::worker::{self, Options};
+    use lockwatch::work::job::Work;
+    use lockwatch::work::worker::{self, Options};
 
     let server = RedisServer::start();
     let mut c = server.conn();
@@ -1178,7 +1178,7 @@ async fn a_flip_is_announced_and_the_workers_listen_for_it() {
 #[tokio::test]
 async fn a_killed_holder_is_reported_within_seconds_and_healthy_running_raises_no_alarm() {
     use lockwatch::EventKind;
-    use lockwatch::watch::{Options, Watcher};
+    use lockwatch::watcher::{Options, Watcher};
     let server = RedisServer::start();
     let mut c = server.conn();
     seed_fence(&mut c);

@@ -3,7 +3,7 @@
 //! change goes through [`update_settings`], which saves once and then
 //! redraws or restarts the watchers once.
 
-use lockwatch::{ack, flags};
+use lockwatch::supervise::{ack, flags};
 
 use crate::clock::{desktop_now_ms, next_midnight_ms};
 use crate::desk::Desk;

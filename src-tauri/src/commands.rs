@@ -49,7 +49,7 @@ pub async fn get_state(desk: State<'_, Desk>) -> Result<Value, String> {
 pub async fn set_enabled(desk: State<'_, Desk>, job: String, on: bool, reason: Option<String>) -> Result<(), String> {
     let reason = reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty());
     if let Some(r) = &reason {
-        lockwatch::flags::check_reason(r).map_err(|e| e.to_string())?;
+        lockwatch::spec::check_reason(r).map_err(|e| e.to_string())?;
     }
     actions::flip(&desk, &job, on, reason.as_deref()).await
 }

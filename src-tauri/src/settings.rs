@@ -10,7 +10,8 @@ use std::time::Duration;
 use lockwatch::connect::{DEFAULT_URL, Target};
 use lockwatch::keys::{DEFAULT_JOB, Keys};
 use lockwatch::spec::{self, ConnectionSpec, Field, Invalid, JobSpec, Timing, Topology};
-use lockwatch::{EventKind, flags, status, watch};
+use lockwatch::supervise::flags;
+use lockwatch::{EventKind, status, watcher};
 use serde::{Deserialize, Serialize};
 
 use crate::i18n::Language;
@@ -83,7 +84,7 @@ impl Default for Settings {
             cluster: false,
             user: String::new(),
             jobs: vec![JobSettings::default()],
-            poll_ms: ms(watch::Options::default().poll),
+            poll_ms: ms(watcher::Options::default().poll),
             heartbeat_grace_ms: engine.heartbeat_grace_ms,
             failover_window_ms: engine.failover_window_ms,
             start_grace_ms: engine.start_grace_ms,
@@ -105,7 +106,7 @@ pub struct Effective {
     pub shown_url: String,
     pub user: String,
     /// Each job's keys and watcher settings.
-    pub jobs: Vec<(Keys, watch::Options)>,
+    pub jobs: Vec<(Keys, watcher::Options)>,
     pub notify: Vec<EventKind>,
     /// Set when something about the settings should be told once.
     pub warning: Option<String>,
@@ -708,7 +709,7 @@ mod tests {
         let sparse: Settings = serde_json::from_str(r#"{"user":"alice","jobs":[{"name":"outbound"}]}"#).unwrap();
         assert_eq!(sparse.user, "alice");
         assert!(sparse.jobs[0].heartbeats);
-        assert_eq!(sparse.poll_ms, ms(watch::Options::default().poll), "the library's interval");
+        assert_eq!(sparse.poll_ms, ms(watcher::Options::default().poll), "the library's interval");
     }
 
     #[test]

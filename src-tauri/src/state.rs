@@ -3,7 +3,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use lockwatch::watch::Watcher;
+use lockwatch::watcher::Watcher;
 
 use crate::i18n::{Lang, Tr, tr};
 use crate::model::{JobView, Notifier};

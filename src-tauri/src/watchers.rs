@@ -3,7 +3,7 @@
 //! state, the surface (the tray's menu, the dashboard's page) and
 //! notifications.
 
-use lockwatch::watch::Watcher;
+use lockwatch::watcher::Watcher;
 use lockwatch::{Event, Status};
 use tokio::sync::broadcast::error::RecvError;
 

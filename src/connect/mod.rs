@@ -12,7 +12,7 @@
 //! first key and follows `MOVED` and `ASK`; its retries and waits are cut
 //! down so that a dead node fails a command within the same few seconds as
 //! one Redis does. Sharded pub/sub goes to the slot's owner on a connection
-//! of its own ([`crate::sharded`]).
+//! of its own ([`crate::connect::sharded`]).
 
 use std::fmt;
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! Redisson (or its sharded mode off) publishes plain, which the cluster
 //! sends to every node: the unlock channel is subscribed plain there too.
 //!
-//! A worker's presence (`{job}:alive:<node>`, see [`crate::presence`]) is
+//! A worker's presence (`{job}:alive:<node>`, see [`crate::work::presence`]) is
 //! held the same way, on a connection of its own, which also says which
 //! server process holds it.
 //!

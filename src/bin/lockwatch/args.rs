@@ -11,11 +11,10 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 use lockwatch::connect::{DEFAULT_URL, Target};
 use lockwatch::duration::parse_duration;
-use lockwatch::flags;
 use lockwatch::keys::{DEFAULT_JOB, Keys};
 use lockwatch::spec::{self, ConnectionSpec, Field, JobSpec, Problem, Timing, Topology};
 use lockwatch::status;
-use lockwatch::watch;
+use lockwatch::watcher;
 
 /// See whether a job guarded by a Redis lock runs, where, and whether it hung.
 #[derive(Debug, Parser)]
@@ -297,7 +296,7 @@ impl Global {
     }
 
     /// The watcher's settings.
-    pub fn watch_options(&self) -> watch::Options {
+    pub fn watch_options(&self) -> watcher::Options {
         self.job().watch_options()
     }
 }
@@ -331,12 +330,12 @@ fn parse_lease(s: &str) -> Result<Duration, Problem> {
     spec::lease(s)
 }
 
-/// A flip's reason, by [`flags::check_reason`]'s rule.
+/// A flip's reason, by [`spec::check_reason`]'s rule.
 ///
 /// # Errors
 /// What is wrong with it; the caller names the flag.
 fn parse_reason(s: &str) -> Result<String, String> {
-    flags::check_reason(s).map(str::to_owned).map_err(|e| e.to_string())
+    spec::check_reason(s).map(str::to_owned).map_err(|e| e.to_string())
 }
 
 fn parse_ack_for(s: &str) -> Result<Duration, Problem> {

@@ -11,7 +11,7 @@ use tokio::process::{Child, Command};
 
 use super::Global;
 use lockwatch::connect::Target;
-use lockwatch::flags;
+use lockwatch::supervise::flags;
 
 /// The demo workers' lease: short, so a killed worker's job moves soon.
 const LEASE_SECS: u64 = 10;
@@ -40,7 +40,7 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
     flags::set_flag(&mut conn, &keys, &flip, target.host()).await?;
     // This Redis was just started here and never had a holder: the first
     // start need not wait a lease for an earlier one to stop.
-    lockwatch::lock::seed_fence(&mut conn, &keys, target.endpoint()).await?;
+    lockwatch::work::lock::seed_fence(&mut conn, &keys, target.endpoint()).await?;
 
     let exe = std::env::current_exe().context("cannot find the lockwatch binary")?;
     let mut workers: Vec<Worker> = Vec::new();

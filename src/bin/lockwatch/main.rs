@@ -35,17 +35,18 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, anyhow};
 use serde_json::json;
 
-use lockwatch::acl::Server;
-use lockwatch::flags;
 use lockwatch::probe::probe;
+use lockwatch::spec;
 use lockwatch::status::{Engine, State};
-use lockwatch::watch::Watcher;
+use lockwatch::supervise::acl::Server;
+use lockwatch::supervise::flags;
+use lockwatch::watcher::Watcher;
 
 use args::{Cli, Command, Global};
 
 fn main() -> ExitCode {
     // Started by a worker as its job's reaper, this never returns.
-    lockwatch::reaper::enter_if_asked();
+    lockwatch::work::reaper::enter_if_asked();
     let cli = match usage::parse(std::env::args_os()) {
         Ok(cli) => cli,
         Err(code) => return code,
@@ -99,22 +100,22 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::History { json, since } => history::run(g, *json, *since).await,
         Command::Worker { node, lease, every, stall_after, stop_grace, command } => {
             // Before anything else: a stop request from now on is a clean stop.
-            let stop = lockwatch::worker::stop_signals()?;
-            let opts = lockwatch::worker::Options {
+            let stop = lockwatch::work::worker::stop_signals()?;
+            let opts = lockwatch::work::worker::Options {
                 node: node.clone(),
                 lease: *lease,
                 every: *every,
                 stall_after: *stall_after,
                 tick: std::time::Duration::from_secs(1).min(*lease / 3),
                 stop_grace: *stop_grace,
-                work: lockwatch::job::Work::Command(command.clone()),
+                work: lockwatch::work::job::Work::Command(command.clone()),
             };
-            lockwatch::worker::run(g.target()?, g.keys(), opts, stop).await?;
+            lockwatch::work::worker::run(g.target()?, g.keys(), opts, stop).await?;
             Ok(0)
         }
         Command::Demo => demo::run(g).await,
         Command::Acl { user, redis_version } => {
-            let user = flags::check_user(user)?;
+            let user = spec::check_user(user)?;
             let server = match redis_version {
                 Some(version) => Server::from_version(version).ok_or_else(|| {
                     anyhow!("--redis-version {version}: lockwatch needs Redis 6.2 or later (or Valkey); give a version such as 6.2 or 7.2")
@@ -122,7 +123,7 @@ async fn run(cli: Cli) -> Result<u8> {
                 None => server_of(g).await?,
             };
             let mut out = io::stdout().lock();
-            for line in lockwatch::acl::rules(&g.keys(), user, server) {
+            for line in lockwatch::supervise::acl::rules(&g.keys(), user, server) {
                 writeln!(out, "{line}")?;
             }
             if let Some(open) = server.left_open(user) {
@@ -243,7 +244,7 @@ async fn watch(g: &Global, json: bool) -> Result<u8> {
 async fn flip(g: &Global, user: Option<&str>, on: bool, reason: Option<&str>) -> Result<u8> {
     let target = g.target()?;
     let user = whose(&target, user)?;
-    flags::check_user(&user)?;
+    spec::check_user(&user)?;
     let keys = g.keys();
     let mut conn = target.manager().await?;
     let host = flags::this_host();
@@ -262,8 +263,8 @@ async fn ack(g: &Global, user: Option<&str>, lasts: std::time::Duration, note: O
     let user = whose(&target, user)?;
     let keys = g.keys();
     let mut conn = target.manager().await?;
-    let asked = lockwatch::ack::Ack { user: &user, lasts, note: note.unwrap_or_default() };
-    let acked = lockwatch::ack::set_ack(&mut conn, &keys, &asked, target.host()).await?;
+    let asked = lockwatch::supervise::ack::Ack { user: &user, lasts, note: note.unwrap_or_default() };
+    let acked = lockwatch::supervise::ack::set_ack(&mut conn, &keys, &asked, target.host()).await?;
     println!(
         "{} {} is on job {} until {}",
         render::utc(acked.at_ms),
@@ -282,7 +283,7 @@ async fn unack(g: &Global, user: Option<&str>) -> Result<u8> {
     let user = whose(&target, user)?;
     let keys = g.keys();
     let mut conn = target.manager().await?;
-    let had = lockwatch::ack::clear_ack(&mut conn, &keys, &user, target.host()).await?;
+    let had = lockwatch::supervise::ack::clear_ack(&mut conn, &keys, &user, target.host()).await?;
     if had {
         println!("{user} is no longer on job {}", keys.job);
     } else {

@@ -75,7 +75,7 @@ pub async fn set_ack(conn: &mut Conn, keys: &Keys, ack: &Ack<'_>, server: &str) 
         .await
         .map_err(|e| refused(describe(first_failure(e), action(user, keys), server)))?;
     let warning = unregistered(conn, keys, user, server).await?;
-    crate::flags::announce(conn, keys, user).await;
+    crate::supervise::flags::announce(conn, keys, user).await;
     Ok(Acked { user: user.to_owned(), at_ms, until_ms, warning })
 }
 
@@ -96,7 +96,7 @@ pub async fn clear_ack(conn: &mut Conn, keys: &Keys, user: &str, server: &str) -
         .query_async(conn)
         .await
         .map_err(|e| refused(describe(e, action(user, keys), server)))?;
-    crate::flags::announce(conn, keys, user).await;
+    crate::supervise::flags::announce(conn, keys, user).await;
     Ok(removed > 0)
 }
 

@@ -7,6 +7,7 @@ use crate::address::Endpoint;
 use crate::connect::Conn;
 use crate::error::{Action, Error, RedisFailure, describe};
 use crate::keys::Keys;
+use crate::spec::{check_reason, check_user};
 
 /// What a flip did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,9 +20,6 @@ pub struct Flipped {
     pub warning: Option<String>,
 }
 
-/// The longest reason a flip may carry, in characters: a sentence, not a report.
-pub const MAX_REASON_CHARS: usize = 200;
-
 /// One flip of a supervisor's flag, as asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Flip<'a> {
@@ -33,39 +31,6 @@ pub struct Flip<'a> {
     pub host: &'a str,
     /// Why, in the supervisor's words, kept with the flag and in the history.
     pub reason: Option<&'a str>,
-}
-
-/// Checks a flip's reason: one line of at most [`MAX_REASON_CHARS`] characters.
-///
-/// # Errors
-/// [`Error::Invalid`] saying what is wrong and what to do.
-pub fn check_reason(reason: &str) -> Result<&str, Error> {
-    let chars = reason.chars().count();
-    if chars > MAX_REASON_CHARS {
-        return Err(Error::Invalid(format!(
-            "the reason is {chars} characters long; give at most {MAX_REASON_CHARS}, one sentence"
-        )));
-    }
-    if reason.chars().any(char::is_control) {
-        return Err(Error::Invalid("the reason must be one line without control characters".to_owned()));
-    }
-    Ok(reason)
-}
-
-/// Checks that `user` can name a flag key and an ACL rule safely: letters,
-/// digits and `._@-`, 1 to 64 of them (no glob characters, no spaces).
-///
-/// # Errors
-/// [`Error::Invalid`] naming the offending input.
-pub fn check_user(user: &str) -> Result<&str, Error> {
-    let ok = (1..=64).contains(&user.len()) && user.bytes().all(|b| b.is_ascii_alphanumeric() || b"._@-".contains(&b));
-    if ok {
-        Ok(user)
-    } else {
-        Err(Error::Invalid(format!(
-            "the user name {user:?} cannot be used; use 1 to 64 letters, digits, '.', '_', '@' or '-'"
-        )))
-    }
 }
 
 /// The supervisor name to use when none is given: the Redis ACL user of the
@@ -190,24 +155,6 @@ fn refused(err: Error, user: &str, keys: &Keys) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn user_names_that_could_widen_an_acl_pattern_are_refused() {
-        assert!(check_user("alice").is_ok());
-        assert!(check_user("a.b-c_d@site").is_ok());
-        for bad in ["", "ali*", "a b", "x?", "[a]", "a\n", &"x".repeat(65)] {
-            assert!(check_user(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_reason_is_one_line_of_bounded_length() {
-        assert_eq!(check_reason("stock count tonight").unwrap(), "stock count tonight");
-        assert!(check_reason(&"ü".repeat(MAX_REASON_CHARS)).is_ok(), "counted in characters, not bytes");
-        let long = check_reason(&"x".repeat(MAX_REASON_CHARS + 1)).unwrap_err().to_string();
-        assert_eq!(long, "the reason is 201 characters long; give at most 200, one sentence");
-        assert!(check_reason("two\nlines").is_err());
-    }
 
     #[test]
     fn default_user_prefers_the_acl_user() {

@@ -17,16 +17,16 @@ use crate::clock::{Boot, millis};
 
 use crate::connect::{Conn, Target};
 use crate::error::{Action, Error, describe};
-use crate::handover::busy_elsewhere;
 use crate::history::{self, Cause, FlagFlip, Record};
-use crate::job::{Job, JobEnv, Killer, Work};
 use crate::keys::Keys;
-use crate::lock::{Acquire, Lock, Renew, Wait, dead_man};
-use crate::presence::Held;
 use crate::probe::probe;
 use crate::snapshot::{Enabled, Flag, Snapshot};
-use crate::trim;
-use crate::watch::follow_pubsub;
+use crate::watcher::follow_pubsub;
+use crate::work::handover::busy_elsewhere;
+use crate::work::job::{Job, JobEnv, Killer, Work};
+use crate::work::lock::{Acquire, Lock, Renew, Wait, dead_man};
+use crate::work::presence::Held;
+use crate::work::trim;
 
 static BEAT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("worker.lua")));
 
@@ -204,13 +204,13 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
             keys.lock, keys.prefix, keys.prefix
         )));
     }
-    let host = crate::flags::this_host();
+    let host = crate::supervise::flags::this_host();
     let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.endpoint()).sharded(target.is_cluster());
     let wake = Arc::new(Notify::new());
     let (stop_tx, stop_rx) = watch::channel(false);
     let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop_rx.clone()));
     let present = Arc::new(Held::default());
-    let presence = tokio::spawn(crate::presence::keep(
+    let presence = tokio::spawn(crate::work::presence::keep(
         target.clone(),
         keys.alive_channel(&opts.node),
         present.clone(),
@@ -740,7 +740,7 @@ impl Worker {
         let keys = self.keys.clone();
         let node = self.opts.node.clone();
         if let Ok(conn) = self.conn().await {
-            crate::flags::announce(conn, &keys, &node).await;
+            crate::supervise::flags::announce(conn, &keys, &node).await;
         }
     }
 
@@ -803,7 +803,7 @@ impl Worker {
         self.seq += 1;
         let (field, fence) = holding.map(|(f, n)| (f.to_owned(), n.to_string())).unwrap_or_default();
         let (presence, presence_on) = match self.present.on() {
-            Some(server) => (crate::presence::claim(&self.target), server),
+            Some(server) => (crate::work::presence::claim(&self.target), server),
             None => ("", String::new()),
         };
         let (waits_for, wait_until) = wait.map(|(node, ms)| (node.to_owned(), ms.to_string())).unwrap_or_default();

@@ -24,9 +24,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::clock::Boot;
-use crate::reaper;
+use crate::work::reaper;
 #[cfg(unix)]
-use crate::reaper::Control;
+use crate::work::reaper::Control;
 
 /// The work a worker runs while it holds the lock.
 #[derive(Clone)]

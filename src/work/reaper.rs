@@ -31,7 +31,7 @@ pub const VAR: &str = "LOCKWATCH_REAPER";
 static AVAILABLE: AtomicBool = AtomicBool::new(false);
 
 /// Call first thing in `main` of a binary that runs workers with
-/// [`Work::Command`](crate::job::Work::Command). Started as a job's reaper,
+/// [`Work::Command`](crate::work::job::Work::Command). Started as a job's reaper,
 /// it runs the job and exits with the job's status, never returning;
 /// otherwise it notes that this binary can serve as the reaper and returns.
 /// Without it, jobs run as direct children of the worker, and descendants

@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use crate::clock::millis;
-use crate::lock::dead_man;
 use crate::snapshot::Snapshot;
+use crate::work::lock::dead_man;
 
 /// Another server that may still run the job.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,9 @@
+//! Running the job on exactly one server: the worker and what it stands on.
+
+pub mod handover;
+pub mod job;
+pub mod lock;
+pub mod presence;
+pub mod reaper;
+pub mod trim;
+pub mod worker;
