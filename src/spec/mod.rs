@@ -1,0 +1,185 @@
+//! What a user asks to watch, checked once for the command line and the tray
+//! app alike: the rules for every input (job and user names, lock keys,
+//! durations and their ranges, the Redis URL and its password), the one
+//! sentence each refusal gets, and what valid input becomes (keys, engine
+//! config, watcher options).
+//!
+//! A rule's [`Problem`] says what is wrong and the forms a value takes; the
+//! caller knows where the value came from, so [`Invalid`] adds the [`Field`]
+//! (clap adds the flag itself on the command line).
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::address::redact;
+use crate::duration::{DurationError, format_duration};
+
+mod connection;
+mod job;
+mod names;
+mod timing;
+
+pub use connection::{ConnectionSpec, Topology};
+pub use job::JobSpec;
+pub use names::{
+    MAX_REASON_CHARS, check_reason, check_user, job_name, job_names, lock_key, master_name, name, sentinels,
+};
+pub use timing::{
+    ACK_RANGE, DEFAULT_ACK_FOR, MAX_ACK_NOTE_CHARS, MIN_LEASE, Timing, ack_for, ack_lasts, ack_note, duration_for,
+    lease, range,
+};
+
+/// An input the user gives, by the names it has on the command line and in
+/// the settings form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Field {
+    RedisUrl,
+    TlsCa,
+    /// The sentinels' addresses (`host:port`, comma separated).
+    Sentinels,
+    /// The name the sentinels know the primary by.
+    SentinelMaster,
+    /// The switch saying the URL names a node of a Redis Cluster.
+    Cluster,
+    User,
+    /// The job's name (the settings form holds several, comma separated).
+    Jobs,
+    LockKey,
+    HeartbeatGrace,
+    FailoverWindow,
+    StartGrace,
+    Poll,
+    Lease,
+    Node,
+    /// How long an acknowledgement ("I'm on it") lasts.
+    AckFor,
+    /// The note kept with an acknowledgement.
+    AckNote,
+}
+
+impl Field {
+    /// The command line's flag.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Field::RedisUrl => "--redis",
+            Field::TlsCa => "--tls-ca",
+            Field::Sentinels => "--sentinel",
+            Field::SentinelMaster => "--sentinel-master",
+            Field::Cluster => "--cluster",
+            Field::User => "--user",
+            Field::Jobs => "--job",
+            Field::LockKey => "--lock-key",
+            Field::HeartbeatGrace => "--heartbeat-grace",
+            Field::FailoverWindow => "--failover-window",
+            Field::StartGrace => "--start-grace",
+            Field::Poll => "--interval",
+            Field::Lease => "--lease",
+            Field::Node => "--node",
+            Field::AckFor => "--for",
+            Field::AckNote => "--note",
+        }
+    }
+
+    /// The settings form's label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Field::RedisUrl => "Redis URL",
+            Field::TlsCa => "TLS CA file",
+            Field::Sentinels => "Sentinels",
+            Field::SentinelMaster => "Sentinel primary name",
+            Field::Cluster => "Redis Cluster",
+            Field::User => "Your name",
+            Field::Jobs => "Job",
+            Field::LockKey => "Lock key",
+            Field::HeartbeatGrace => "Heartbeat grace",
+            Field::FailoverWindow => "Failover window",
+            Field::StartGrace => "Start grace",
+            Field::Poll => "Poll interval",
+            Field::Lease => "Lease",
+            Field::Node => "Server name",
+            Field::AckFor => "On it for",
+            Field::AckNote => "Note",
+        }
+    }
+}
+
+/// Why a value was refused, and what to give instead. The messages leave
+/// out the value and where it came from: [`Invalid`] (or clap) adds those.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    #[error("{0}")]
+    Duration(#[from] DurationError),
+    /// A duration outside what makes sense for its field.
+    #[error("out of range; give {} to {}", format_duration(*min), format_duration(*max))]
+    OutOfRange { min: Duration, max: Duration },
+    /// A lease too short for three renewals and the clock's jitter.
+    #[error("too short; give {} or more (default 30s)", format_duration(MIN_LEASE))]
+    LeaseTooShort,
+    #[error("a job name is 1 to 100 characters without spaces or braces")]
+    JobName,
+    #[error("no job is given; give one or more job names separated by commas")]
+    NoJob,
+    #[error("a name is 1 to 64 letters, digits, '.', '_', '@' or '-'")]
+    Name,
+    #[error("a lock key is 1 to 1000 characters without spaces or control characters")]
+    LockKey,
+    /// What the redis crate said about the URL.
+    #[error(
+        "not a Redis URL ({0}); use redis://[user:password@]host:port, rediss:// for TLS or unix:///path/to/socket"
+    )]
+    Url(String),
+    #[error("no such file; give the path of the PEM file of the CA that signed the server's certificate")]
+    CaFile,
+    /// An acknowledgement's note longer than [`MAX_ACK_NOTE_CHARS`].
+    #[error("{0} characters long; give at most {MAX_ACK_NOTE_CHARS}, one line")]
+    NoteTooLong(usize),
+    #[error("a note is one line without control characters")]
+    NoteLines,
+    #[error("give each sentinel as HOST:PORT, separated by commas (e.g. 10.0.0.1:26379,10.0.0.2:26379)")]
+    Sentinels,
+    #[error("a primary's name (as in `sentinel monitor NAME …`) is 1 to 100 characters without spaces")]
+    MasterName,
+    /// One of the two Sentinel inputs without the other.
+    #[error("the sentinels and the primary's name go together; give both, or neither for a single Redis")]
+    SentinelHalf,
+    /// Sentinel inputs beside the cluster switch.
+    #[error(
+        "a Redis Cluster is found through any of its nodes, not through sentinels; give the cluster or the sentinels, not both"
+    )]
+    ClusterAndSentinel,
+    /// A socket path as a cluster's node.
+    #[error("{}", crate::connect::CLUSTER_NO_SOCKET)]
+    ClusterUrl,
+    /// A database other than 0 on a cluster.
+    #[error("a Redis Cluster has only database 0; leave the /N out of the URL")]
+    ClusterDb,
+    /// A private CA file for a cluster.
+    #[error("{}", crate::connect::CLUSTER_NO_CA)]
+    ClusterCa,
+}
+
+/// A refused input: which field, the value as given (a URL with its password
+/// hidden), and why. Displays as one sentence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} {value:?}: {problem}", field.label())]
+pub struct Invalid {
+    pub field: Field,
+    pub value: String,
+    pub problem: Problem,
+}
+
+impl Invalid {
+    fn new(field: Field, value: &str, problem: Problem) -> Invalid {
+        let value = if field == Field::RedisUrl { redact(value) } else { value.to_owned() };
+        Invalid { field, value, problem }
+    }
+
+    /// The same sentence with the command line's flag in front.
+    pub fn with_flag(&self) -> String {
+        format!("{} {}: {}", self.field.flag(), self.value, self.problem)
+    }
+}
