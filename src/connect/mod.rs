@@ -12,45 +12,43 @@
 //! first key and follows `MOVED` and `ASK`; its retries and waits are cut
 //! down so that a dead node fails a command within the same few seconds as
 //! one Redis does. Sharded pub/sub goes to the slot's owner on a connection
-//! of its own ([`crate::connect::sharded`]).
+//! of its own (`sharded`).
+//!
+//! Here: [`Target`] (where Redis is, and connections to it); `conn`, the one
+//! [`Conn`] type for every topology; `sentinel`, the primary's look-up;
+//! `cluster`, the cluster client and slot owners; `sharded`, sharded
+//! pub/sub; [`Backoff`], the wait between tries.
 
-use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection, PubSub};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection, PubSub};
 use redis::cluster::ClusterClient;
-use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisError, RedisFuture};
+use redis::{AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo};
 
 use crate::address::Endpoint;
+use crate::error::{Action, Error, RedisFailure, describe};
 
 mod backoff;
+mod cluster;
+mod conn;
+mod sentinel;
 pub(crate) mod sharded;
 
-use crate::error::{Action, Error, RedisFailure, describe};
 pub use backoff::Backoff;
+pub use cluster::{CLUSTER_NO_CA, CLUSTER_NO_SOCKET};
+pub use conn::Conn;
+
+use cluster::{Nodes, cluster_client, node_addr, owner_in_slots};
+use conn::Inner;
+use sentinel::Sentinels;
 
 /// Default when neither `--redis` nor `LOCKWATCH_REDIS_URL` is given.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
-/// Why a cluster cannot be reached at a socket path.
-pub const CLUSTER_NO_SOCKET: &str =
-    "a Redis Cluster node is given as redis://[user:password@]host:port (rediss:// for TLS), not a socket path";
-/// Why a cluster cannot take a private CA file.
-pub const CLUSTER_NO_CA: &str = "a private CA file cannot be used with a Redis Cluster; add the CA to the system's trust store (or point SSL_CERT_FILE at it) and leave this empty";
-
 /// How long to wait for a connection or an answer before calling Redis unreachable.
 const TIMEOUT: Duration = Duration::from_secs(3);
-
-/// How often a cluster request is tried again (a redirection counts): the
-/// crate's default of 16, with waits growing to minutes, would leave a
-/// read of a dead node unanswered far past the watcher's patience.
-const CLUSTER_RETRIES: u32 = 3;
-/// The shortest and longest wait between two tries of a cluster request, ms.
-const CLUSTER_RETRY_WAIT_MS: (u64, u64) = (20, 300);
 
 /// How the data node is found.
 #[derive(Clone)]
@@ -61,29 +59,6 @@ enum Kind {
     Sentinel(Arc<Sentinels>),
     /// Any node of a Redis Cluster; commands go where their keys live.
     Cluster(Arc<Nodes>),
-}
-
-/// A Redis Cluster, known by one node of it.
-struct Nodes {
-    /// For commands: each answered (redirections and retries included) within [`TIMEOUT`].
-    commands: ClusterClient,
-    /// The URL's settings (user, password, TLS): the seed node's address,
-    /// replaced by a slot owner's for a sharded subscriber.
-    info: redis::ConnectionInfo,
-}
-
-/// The sentinels of one primary, and how to log in to the data nodes.
-struct Sentinels {
-    /// The name the sentinels know the primary by.
-    master: String,
-    /// `host:port` of each sentinel, asked in this order.
-    addrs: Vec<(String, u16)>,
-    /// The URL's settings (user, password, db, TLS); only its address is replaced.
-    info: redis::ConnectionInfo,
-    /// The PEM of a private CA, for the data nodes and sentinels alike.
-    ca: Option<Vec<u8>>,
-    /// The CA file's path, for messages.
-    ca_path: Option<std::path::PathBuf>,
 }
 
 /// A Redis server to connect to.
@@ -438,141 +413,6 @@ fn url_info(url: &str) -> Result<redis::ConnectionInfo, Error> {
     Ok(info.set_redis_settings(settings))
 }
 
-/// A cluster client of the cluster `info`'s node belongs to, each request
-/// answered within `timeout`, redirections and retries included.
-fn cluster_client(info: &redis::ConnectionInfo, timeout: Duration) -> Result<ClusterClient, RedisError> {
-    ClusterClient::builder([info.clone()])
-        .retries(CLUSTER_RETRIES)
-        .min_retry_wait(CLUSTER_RETRY_WAIT_MS.0)
-        .max_retry_wait(CLUSTER_RETRY_WAIT_MS.1)
-        .connection_timeout(TIMEOUT)
-        .response_timeout(timeout)
-        .overall_response_timeout(Some(timeout))
-        .build()
-}
-
-/// `host:port` with the TLS settings of `info`.
-fn node_addr(info: &redis::ConnectionInfo, host: String, port: u16) -> ConnectionAddr {
-    match info.addr() {
-        ConnectionAddr::TcpTls { insecure, .. } => {
-            ConnectionAddr::TcpTls { host, port, insecure: *insecure, tls_params: None }
-        }
-        _ => ConnectionAddr::Tcp(host, port),
-    }
-}
-
-/// The primary serving `slot` in a `CLUSTER SLOTS` reply (`[[first, last,
-/// [host, port, id, …], replicas…], …]`); a node that announces no host is
-/// reached at the seed's.
-fn owner_in_slots(reply: &[redis::Value], slot: u16, seed_host: &str) -> Option<(String, u16)> {
-    use redis::Value;
-    let int = |v: &Value| match v {
-        Value::Int(i) => Some(*i),
-        _ => None,
-    };
-    reply.iter().find_map(|range| {
-        let Value::Array(parts) = range else { return None };
-        let (first, last) = (int(parts.first()?)?, int(parts.get(1)?)?);
-        if !(first..=last).contains(&i64::from(slot)) {
-            return None;
-        }
-        let Value::Array(node) = parts.get(2)? else { return None };
-        let host = match node.first()? {
-            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-            Value::SimpleString(s) => s.clone(),
-            _ => String::new(),
-        };
-        let host = if host.is_empty() || host == "?" { seed_host.to_owned() } else { host };
-        Some((host, u16::try_from(int(node.get(1)?)?).ok()?))
-    })
-}
-
-/// A connection to Redis of any topology: one node's (reconnecting by
-/// itself, or a dedicated one for blocking reads) or a cluster's, which
-/// routes each command to the node owning its keys.
-#[derive(Clone)]
-pub struct Conn(Inner);
-
-impl fmt::Debug for Conn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self.0 {
-            Inner::Managed(_) => "node",
-            Inner::Plain(_) => "node, dedicated",
-            Inner::Cluster(_) => "cluster",
-        };
-        write!(f, "Conn({kind})")
-    }
-}
-
-#[derive(Clone)]
-enum Inner {
-    Managed(ConnectionManager),
-    Plain(MultiplexedConnection),
-    Cluster(ClusterConnection),
-}
-
-impl Conn {
-    /// Whether messages go out with `SPUBLISH`: on a cluster, where
-    /// Redisson 3.22+ and lockwatch listen on sharded channels.
-    pub fn sharded(&self) -> bool {
-        matches!(self.0, Inner::Cluster(_))
-    }
-
-    /// `PUBLISH`, or `SPUBLISH` on a cluster.
-    pub fn publish_command(&self) -> &'static str {
-        if self.sharded() { "SPUBLISH" } else { "PUBLISH" }
-    }
-
-    /// Asks the node that serves `key` whether it still answers: a `PING`,
-    /// the cheapest command there is. On a cluster it goes to the owner of
-    /// `key`'s slot alone (the crate would send a plain `PING` to every primary).
-    ///
-    /// # Errors
-    /// The connection's error when the node cannot be reached or refuses.
-    pub async fn ping_owner(&mut self, key: &str) -> redis::RedisResult<()> {
-        let ping = redis::cmd("PING");
-        match &mut self.0 {
-            Inner::Cluster(cluster) => {
-                let owner = SingleNodeRoutingInfo::SpecificNode(Route::with_key(key, SlotAddr::Master));
-                cluster.route_command(ping, RoutingInfo::SingleNode(owner)).await.map(drop)
-            }
-            Inner::Managed(node) => ping.query_async(node).await,
-            Inner::Plain(node) => ping.query_async(node).await,
-        }
-    }
-}
-
-impl ConnectionLike for Conn {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, redis::Value> {
-        match &mut self.0 {
-            Inner::Managed(c) => c.req_packed_command(cmd),
-            Inner::Plain(c) => c.req_packed_command(cmd),
-            Inner::Cluster(c) => c.req_packed_command(cmd),
-        }
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a redis::Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<redis::Value>> {
-        match &mut self.0 {
-            Inner::Managed(c) => c.req_packed_commands(pipeline, offset, count),
-            Inner::Plain(c) => c.req_packed_commands(pipeline, offset, count),
-            Inner::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match &self.0 {
-            Inner::Managed(c) => c.get_db(),
-            Inner::Plain(c) => c.get_db(),
-            Inner::Cluster(c) => c.get_db(),
-        }
-    }
-}
-
 fn read_ca(path: &Path) -> Result<Vec<u8>, Error> {
     std::fs::read(path)
         .map_err(|e| Error::TlsCa { path: path.to_owned(), cause: crate::error::one_line(&e.to_string()) })
@@ -587,133 +427,6 @@ fn client_for(info: redis::ConnectionInfo, ca: Option<&[u8]>) -> Result<Client, 
             Client::build_with_tls(info, certs).map_err(|e| Fail::Ca(crate::error::one_line(&e.to_string())))
         }
         None => Client::open(info).map_err(|e| Fail::Url(e.to_string())),
-    }
-}
-
-impl Sentinels {
-    /// Asks each sentinel in turn for the primary's address and returns a
-    /// client of the first address that answers `ROLE` as a primary: a
-    /// sentinel may not have seen a failover yet, or be cut off.
-    async fn primary(&self, shown: &Endpoint) -> Result<Client, Error> {
-        let action = Action::Resolving { master: self.master.clone() };
-        let mut last: Option<Error> = None;
-        let (mut unknown, mut sentinels_down) = (0, 0);
-        for (host, port) in &self.addrs {
-            let sentinel = Endpoint::new(format!("{host}:{port}"), shown.tls());
-            let asked = tokio::time::timeout(TIMEOUT, self.ask(host, *port, &sentinel, &action)).await;
-            let addr = match asked {
-                Ok(Ok(Some(addr))) => addr,
-                Ok(Ok(None)) => {
-                    unknown += 1;
-                    continue;
-                }
-                Ok(Err(err)) => {
-                    sentinels_down += 1;
-                    last = Some(err);
-                    continue;
-                }
-                Err(_) => {
-                    sentinels_down += 1;
-                    last = Some(Error::Timeout { action: action.clone(), host: sentinel, after: TIMEOUT });
-                    continue;
-                }
-            };
-            match tokio::time::timeout(TIMEOUT, self.check_primary(&addr, &action)).await {
-                Ok(Ok(client)) => return Ok(client),
-                Ok(Err(err)) => last = Some(err),
-                Err(_) => {
-                    let at = Endpoint::new(format!("{}:{}", addr.0, addr.1), shown.tls());
-                    last = Some(Error::Timeout { action: action.clone(), host: at, after: TIMEOUT });
-                }
-            }
-        }
-        let all = self.addrs.len();
-        Err(match last {
-            _ if unknown == all => Error::Redis {
-                action,
-                host: shown.clone(),
-                cause: format!("no sentinel knows a primary named {:?}", self.master),
-                hint: "check --sentinel-master (LOCKWATCH_SENTINEL_MASTER) against `sentinel monitor` in the sentinels' configuration",
-                kind: RedisFailure::Server,
-            },
-            // No sentinel answered at all: say so of them all, not of the last one.
-            Some(err) if sentinels_down == all => Error::Redis {
-                action,
-                host: shown.clone(),
-                cause: format!("no sentinel answered (the last: {})", error_cause(&err)),
-                hint: "check --sentinel (LOCKWATCH_SENTINEL) and that redis-sentinel runs at those addresses",
-                kind: RedisFailure::Unreachable,
-            },
-            Some(err) => err,
-            None => Error::Redis {
-                action,
-                host: shown.clone(),
-                cause: "no sentinel named a primary".to_owned(),
-                hint: "check --sentinel and --sentinel-master",
-                kind: RedisFailure::Unreachable,
-            },
-        })
-    }
-
-    /// `SENTINEL GET-MASTER-ADDR-BY-NAME`: `None` when this sentinel knows no such primary.
-    async fn ask(
-        &self,
-        host: &str,
-        port: u16,
-        sentinel: &Endpoint,
-        action: &Action,
-    ) -> Result<Option<(String, u16)>, Error> {
-        let addr = self.addr(host.to_owned(), port);
-        let info = addr.into_connection_info().map_err(|e| describe(e, action.clone(), sentinel))?;
-        let info = info.set_redis_settings(redis::RedisConnectionInfo::default().set_skip_set_lib_name());
-        let fail = |e: RedisError| describe(e, action.clone(), sentinel);
-        let client = client_for(info, self.ca.as_deref()).map_err(|e| self.fail(e, sentinel, action))?;
-        let mut conn = client.get_multiplexed_async_connection().await.map_err(fail)?;
-        redis::cmd("SENTINEL")
-            .arg("GET-MASTER-ADDR-BY-NAME")
-            .arg(&self.master)
-            .query_async(&mut conn)
-            .await
-            .map_err(fail)
-    }
-
-    /// A client of `addr` once it answers `ROLE` as a primary.
-    async fn check_primary(&self, addr: &(String, u16), action: &Action) -> Result<Client, Error> {
-        let at =
-            Endpoint::new(format!("{}:{}", addr.0, addr.1), matches!(self.info.addr(), ConnectionAddr::TcpTls { .. }));
-        let info = self.info.clone().set_addr(self.addr(addr.0.clone(), addr.1));
-        let client = client_for(info, self.ca.as_deref()).map_err(|e| self.fail(e, &at, action))?;
-        let fail = |e: RedisError| describe(e, action.clone(), &at);
-        let mut conn = client.get_multiplexed_async_connection().await.map_err(fail)?;
-        let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut conn).await.map_err(fail)?;
-        match role.first() {
-            Some(redis::Value::BulkString(r)) if r.as_slice() == b"master" => Ok(client),
-            _ => Err(Error::Redis {
-                action: action.clone(),
-                host: at.clone(),
-                cause: "the node the sentinels name is not a primary (yet)".to_owned(),
-                hint: "a failover is under way or the sentinels disagree; lockwatch asks again",
-                kind: RedisFailure::Unreachable,
-            }),
-        }
-    }
-
-    /// `host:port` with the URL's TLS settings.
-    fn addr(&self, host: String, port: u16) -> ConnectionAddr {
-        node_addr(&self.info, host, port)
-    }
-
-    fn fail(&self, fail: Fail, at: &Endpoint, action: &Action) -> Error {
-        match (fail, &self.ca_path) {
-            (Fail::Ca(cause), Some(path)) => Error::TlsCa { path: path.clone(), cause },
-            (Fail::Ca(cause) | Fail::Url(cause), _) => Error::Redis {
-                action: action.clone(),
-                host: at.clone(),
-                cause,
-                hint: "check --sentinel and the Redis URL",
-                kind: RedisFailure::Server,
-            },
-        }
     }
 }
 
@@ -804,19 +517,6 @@ mod tests {
         let missing = dir.path().join("gone.pem");
         let err = Target::new("rediss://db:6380", Some(&missing)).unwrap_err().to_string();
         assert!(err.starts_with(&format!("cannot read the TLS CA file {}", missing.display())), "{err}");
-    }
-
-    #[test]
-    fn the_slot_owner_is_read_from_cluster_slots() {
-        use redis::Value::{Array, BulkString, Int};
-        let node = |host: &str, port| Array(vec![BulkString(host.into()), Int(port), BulkString(b"id".to_vec())]);
-        let reply = [
-            Array(vec![Int(0), Int(5460), node("10.0.0.1", 7000), node("10.0.0.4", 7003)]),
-            Array(vec![Int(5461), Int(10922), node("", 7001)]),
-        ];
-        assert_eq!(owner_in_slots(&reply, 0, "seed"), Some(("10.0.0.1".into(), 7000)));
-        assert_eq!(owner_in_slots(&reply, 10922, "seed"), Some(("seed".into(), 7001)));
-        assert_eq!(owner_in_slots(&reply, 10923, "seed"), None);
     }
 
     #[test]

@@ -1,0 +1,94 @@
+//! A connection to Redis of any topology, one type for every caller.
+
+use std::fmt;
+
+use redis::RedisFuture;
+use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+
+/// A connection to Redis of any topology: one node's (reconnecting by
+/// itself, or a dedicated one for blocking reads) or a cluster's, which
+/// routes each command to the node owning its keys.
+#[derive(Clone)]
+pub struct Conn(pub(super) Inner);
+
+impl fmt::Debug for Conn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.0 {
+            Inner::Managed(_) => "node",
+            Inner::Plain(_) => "node, dedicated",
+            Inner::Cluster(_) => "cluster",
+        };
+        write!(f, "Conn({kind})")
+    }
+}
+
+#[derive(Clone)]
+pub(super) enum Inner {
+    Managed(ConnectionManager),
+    Plain(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl Conn {
+    /// Whether messages go out with `SPUBLISH`: on a cluster, where
+    /// Redisson 3.22+ and lockwatch listen on sharded channels.
+    pub fn sharded(&self) -> bool {
+        matches!(self.0, Inner::Cluster(_))
+    }
+
+    /// `PUBLISH`, or `SPUBLISH` on a cluster.
+    pub fn publish_command(&self) -> &'static str {
+        if self.sharded() { "SPUBLISH" } else { "PUBLISH" }
+    }
+
+    /// Asks the node that serves `key` whether it still answers: a `PING`,
+    /// the cheapest command there is. On a cluster it goes to the owner of
+    /// `key`'s slot alone (the crate would send a plain `PING` to every primary).
+    ///
+    /// # Errors
+    /// The connection's error when the node cannot be reached or refuses.
+    pub async fn ping_owner(&mut self, key: &str) -> redis::RedisResult<()> {
+        let ping = redis::cmd("PING");
+        match &mut self.0 {
+            Inner::Cluster(cluster) => {
+                let owner = SingleNodeRoutingInfo::SpecificNode(Route::with_key(key, SlotAddr::Master));
+                cluster.route_command(ping, RoutingInfo::SingleNode(owner)).await.map(drop)
+            }
+            Inner::Managed(node) => ping.query_async(node).await,
+            Inner::Plain(node) => ping.query_async(node).await,
+        }
+    }
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, redis::Value> {
+        match &mut self.0 {
+            Inner::Managed(c) => c.req_packed_command(cmd),
+            Inner::Plain(c) => c.req_packed_command(cmd),
+            Inner::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<redis::Value>> {
+        match &mut self.0 {
+            Inner::Managed(c) => c.req_packed_commands(pipeline, offset, count),
+            Inner::Plain(c) => c.req_packed_commands(pipeline, offset, count),
+            Inner::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.0 {
+            Inner::Managed(c) => c.get_db(),
+            Inner::Plain(c) => c.get_db(),
+            Inner::Cluster(c) => c.get_db(),
+        }
+    }
+}
