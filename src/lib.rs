@@ -3,27 +3,30 @@
 //!
 //! # Layout
 //!
-//! - [`keys`]: the Redis key schema of a job, from its name.
-//! - [`snapshot`]: what one read of a job found (plain data).
-//! - [`probe`]: the one-round-trip read and the pure decoding of its reply.
-//! - [`status`]: the pure status engine: snapshot in, state and events out.
-//! - [`watch`]: the async shell around the engine: reads, wakes, publishes.
-//! - `sharded`: sharded pub/sub on a Redis Cluster, on the slot owner, resubscribed when the slot moves.
-//! - [`lock`]: a Redisson-compatible lock client with fencing tokens.
-//! - [`handover`]: when a new holder may start: not while another server's heartbeat still runs the job.
-//! - [`worker`], [`job`]: run a command on exactly one server, with heartbeat and events.
-//! - [`presence`]: the worker's presence subscription, which Redis drops the moment the process dies.
-//! - [`reaper`]: the process between worker and job that takes the job's whole tree down,
-//!   and kills it by itself when the lease the worker last vouched for runs out.
-//! - [`clock`]: the clock leases are measured on, which counts a suspended host.
-//! - [`flags`]: flipping a supervisor's own enable flag.
-//! - [`ack`]: "I'm on it": a supervisor's own acknowledgement, with a note and an end.
-//! - [`trim`]: a supervisor's hash filled with junk, cut back to its fields by a worker.
-//! - [`history`]: the job's shared history: typed stream entries, read back and built into runs, failovers, deaths, flips.
-//! - [`acl`]: the Redis ACL rules for a supervisor.
-//! - [`connect`]: Redis URLs, connections and their timeouts.
-//! - [`spec`]: the rules for user input (names, durations, URL and password) and what it becomes.
+//! In the order they build on each other (a module uses only those above
+//! it: `python3 scripts/module-cycles.py src` checks that no two use each
+//! other, in either direction, through any chain):
+//!
+//! - Leaves, knowing no Redis: [`keys`] (the key schema of a job), [`snapshot`]
+//!   (what one read of a job found), [`address`] (where Redis is, as text: the
+//!   endpoint, the URL's password hidden, split out, put back), [`duration`]
+//!   (durations read, written and said), [`clock`] (the clock leases are
+//!   measured on, which counts a suspended host).
 //! - [`error`]: the library's errors, one sentence each.
+//! - [`connect`]: connecting to Redis: one node, Sentinel, Cluster, sharded
+//!   pub/sub, the wait between tries.
+//! - [`probe`]: the one-round-trip read of a job and the pure decoding of its reply.
+//! - [`status`]: the pure status engine: snapshot in, state and events out.
+//! - [`watcher`]: the async shell around the engine: reads, wakes, publishes.
+//! - [`history`]: the job's shared history: typed stream entries, read back
+//!   and built into runs, failovers, deaths, flips.
+//! - [`spec`]: every input rule and its one sentence, and what valid input
+//!   becomes (keys, engine config, watcher options, a connection target).
+//! - [`supervise`]: what a supervisor may do: flip her own flag, say she is on
+//!   it, and the ACL rules that allow exactly that.
+//! - [`work`]: running the job on exactly one server: the worker, its
+//!   Redisson-compatible lock, the job and its reaper, presence, handover, and
+//!   the trimming of a supervisor's oversized hash.
 
 pub mod address;
 pub mod clock;

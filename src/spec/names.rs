@@ -29,7 +29,7 @@ pub fn job_names(list: &str) -> Result<Vec<String>, Invalid> {
     names.into_iter().map(|n| job_name(n).map_err(|p| Invalid::new(Field::Jobs, n, p))).collect()
 }
 
-/// A supervisor's or server's name, by [`spec::check_user`]'s rule (the
+/// A supervisor's or server's name, by [`check_user`]'s rule (the
 /// one the flag keys and ACL rules are written with).
 ///
 /// # Errors

@@ -16,7 +16,7 @@
 //! On a Redis Cluster the subscription is sharded (`SSUBSCRIBE`) and held on
 //! the owner of the job's slot, where the probe runs and counts it with
 //! `PUBSUB SHARDNUMSUB`; it follows the slot when it moves
-//! ([`crate::connect::sharded`]). The heartbeat says which kind it is.
+//! (`connect::sharded`). The heartbeat says which kind it is.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
