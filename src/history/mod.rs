@@ -5,7 +5,7 @@
 //! - [`entry`]: typed stream entries with structured causes; encoding and
 //!   decoding (pure).
 //! - [`read`]: the reads (stream by pages and bounds, flags, heartbeats).
-//! - [`build`]: entries, flags and heartbeats → runs, failovers, restarts,
+//! - [`build`](mod@build): entries, flags and heartbeats → runs, failovers, restarts,
 //!   deaths, stops and flag flips (pure).
 
 pub mod build;

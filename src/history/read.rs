@@ -93,7 +93,7 @@ pub async fn flags<C: ConnectionLike + Send>(
 }
 
 /// The stream's entries, oldest first: from `since_ms` on (with up to
-/// [`CONTEXT`] entries before it), or all of them.
+/// 64 entries before it, for context), or all of them.
 ///
 /// # Errors
 /// [`Error::Redis`] when Redis cannot be reached or refuses the read.
