@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs dist/*.deb (bash scripts/package.sh) into a clean Debian 12 root
-# with apt, as an IT admin would, and tries them there: every binary's
+# with apt, as an IT admin would, and tries them there (after lintian has
+# found no error or warning in them): every binary's
 # libraries resolve, `lockwatch --version` and `lockwatch status` against a
-# redis-server on loopback work, the tray app starts on an X display and
-# docks in an XEmbed tray, and the packages uninstall. The root is made once
+# redis-server on loopback work, the tray app, run by a supervisor with
+# only the defaults an admin put in /etc/lockwatch/settings.json, reads that
+# Redis, starts on an X display and
+# docks in an XEmbed tray, and the packages uninstall (keeping the admin's
+# file). The root is made once
 # by `debootstrap --variant=minbase bookworm` and cached in
 # ${LOCKWATCH_DEBIAN_ROOT:-/var/cache/lockwatch/bookworm-root}; each run
 # works on a copy. Needs root (chroot, mounts).
@@ -13,7 +17,7 @@ cd "$(dirname "$0")/.."
 cached=${LOCKWATCH_DEBIAN_ROOT:-/var/cache/lockwatch/bookworm-root}
 debs=(dist/lockwatch_*.deb dist/lockwatch-desktop_*.deb)
 for d in "${debs[@]}"; do [ -f "$d" ] || { echo "$d is missing: run bash scripts/package.sh first" >&2; exit 1; }; done
-for p in debootstrap xvfb trayer x11-utils redis-server; do
+for p in debootstrap xvfb trayer x11-utils redis-server lintian; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ -n "${missing[*]:-}" ]; then
@@ -43,6 +47,10 @@ cp "${debs[@]}" "$root/tmp/"
 in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
 step() { printf '== %s\n' "$*"; }
+step "lintian: no error or warning (the one note left: no manual pages; --help is the reference)"
+lintian --fail-on error,warning --suppress-tags no-manual-page "${debs[@]}"
+echo ok
+
 step "apt-get install ./lockwatch*.deb into a clean Debian 12 root"
 in_root apt-get update -qq
 in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ./tmp/"$(basename "${debs[0]}")" ./tmp/"$(basename "${debs[1]}")" >"$work/apt.log" 2>&1 \
@@ -71,7 +79,7 @@ set -e
 # DOWN (exit 2: enabled, nobody runs it) is the truth here; 3 would mean Redis could not be read.
 [ "$code" = 2 ] || { echo "lockwatch status exited $code, not 2 (DOWN)" >&2; exit 1; }
 
-step "the tray app starts on an X display and docks in an XEmbed tray"
+step "the tray app, as a supervisor with the machine's defaults only, docks in an XEmbed tray and reads Redis"
 display=:$((100 + RANDOM % 100))
 Xvfb "$display" -screen 0 800x600x24 -nolisten tcp >/dev/null 2>&1 &
 pids+=($!)
@@ -80,8 +88,13 @@ mkdir -p "$root/tmp/.X11-unix" && mount --bind /tmp/.X11-unix "$root/tmp/.X11-un
 DISPLAY=$display trayer --edge top --align right --widthtype pixel --width 120 --height 24 >/dev/null 2>&1 &
 pids+=($!)
 sleep 1
-chroot "$root" env -i PATH=/usr/bin:/bin HOME=/root DISPLAY="$display" LANG=C.UTF-8 \
-  LOCKWATCH_REDIS_URL="redis://127.0.0.1:$port" LOCKWATCH_USER=alice lockwatch-tray >"$work/tray.log" 2>&1 &
+# As an admin pushes it (README, Rolling out to a team): read by every supervisor.
+printf '{"settings": {"redis_url": "redis://127.0.0.1:%s"}}\n' "$port" >"$root/etc/lockwatch/settings.json"
+in_root useradd --create-home alice
+clients() { redis-cli -p "$port" CLIENT LIST | grep -vc "cmd=client|list" || true; }
+before=$(clients)
+chroot --userspec=alice:alice "$root" env -i PATH=/usr/bin:/bin HOME=/home/alice USER=alice DISPLAY="$display" LANG=C.UTF-8 \
+  lockwatch-tray >"$work/tray.log" 2>&1 &
 pids+=($!)
 # The docked icon: a window of the app's class inside trayer's panel.
 docked() { DISPLAY=$display xwininfo -root -tree | sed -n '/"panel": ("panel" "trayer")/,/^     0x/p' | grep -q '"lockwatch-tray"'; }
@@ -96,11 +109,17 @@ docked || {
   exit 1
 }
 grep -q "tray host found" "$work/tray.log" || { cat "$work/tray.log"; exit 1; }
-echo "docked; $(grep -o 'tray host found.*' "$work/tray.log")"
+for _ in $(seq 1 50); do
+  [ "$(clients)" -gt "$before" ] && break
+  sleep 0.2
+done
+[ "$(clients)" -gt "$before" ] || { echo "the tray did not connect to the Redis of /etc/lockwatch/settings.json:"; cat "$work/tray.log"; exit 1; }
+echo "docked; $(grep -o 'tray host found.*' "$work/tray.log"); alice's tray reads the Redis that /etc/lockwatch/settings.json names"
 
 step "apt-get purge"
 kill "${pids[-1]}" 2>/dev/null || true
 in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq lockwatch-desktop lockwatch >/dev/null
-left=$(in_root sh -c 'ls /usr/bin/lockwatch* /usr/lib/systemd/system/lockwatch* /etc/lockwatch 2>/dev/null' || true)
+left=$(in_root sh -c 'ls /usr/bin/lockwatch* /usr/lib/systemd/system/lockwatch* 2>/dev/null' || true)
 [ -z "$left" ] || { echo "left behind: $left" >&2; exit 1; }
-echo "all tried: the packages install, run and go in a clean Debian 12"
+[ -f "$root/etc/lockwatch/settings.json" ] || { echo "purge deleted the admin's /etc/lockwatch/settings.json" >&2; exit 1; }
+echo "all tried: the packages install, run and go in a clean Debian 12 (the admin's settings.json stays)"

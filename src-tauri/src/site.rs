@@ -30,17 +30,11 @@ pub fn path() -> Option<PathBuf> {
 /// the file could not be used or held a password.
 pub fn read() -> (Map<String, Value>, Option<String>) {
     let Some(path) = path() else { return (Map::new(), None) };
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
+    let (defaults, problem) = match std::fs::read(&path) {
+        Ok(bytes) => parse(&bytes),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return (Map::new(), None),
-        Err(err) => {
-            return (
-                Map::new(),
-                Some(format!("{}: cannot be read ({err}); the built-in defaults are used", path.display())),
-            );
-        }
+        Err(err) => (Map::new(), Some(format!("cannot be read ({err}); the built-in defaults are used"))),
     };
-    let (defaults, problem) = parse(&bytes);
     let problem = problem.map(|p| format!("{}: {p}", path.display()));
     if let Some(p) = &problem {
         tracing::warn!("{p}");
