@@ -91,6 +91,7 @@ note-site-settings = lockwatch: this computer's defaults were not all used
 ## A refused write, in a supervisor's words (the dashboard keeps Redis's own)
 
 refusal-not-allowed = Redis does not let { $user } change this. Ask the Redis admin to grant the rules `lockwatch acl --user { $user }` prints.
+refusal-other-user = Redis user { $login } may change only { $login }'s keys, not { $user }'s: set Your name to { $login } in Settings, or sign in to Redis as { $user }.
 refusal-login = Redis did not accept your user name or password: check them in Settings.
 refusal-unreachable = Redis cannot be reached right now: try again when it is back.
 refusal-other = Redis refused the change: the dashboard has the details.

@@ -99,6 +99,7 @@ note-site-settings = lockwatch：本机的统一设置未能全部使用
 ## 被拒绝的写入，用主管的话说（Redis 的原话在监控面板中）
 
 refusal-not-allowed = Redis 不允许 { $user } 修改此项。请让 Redis 管理员授予 `lockwatch acl --user { $user }` 输出的规则。
+refusal-other-user = Redis 用户 { $login } 只能修改 { $login } 自己的设置，不能修改 { $user } 的：请在设置中把“您的名字”改为 { $login }，或以 { $user } 登录 Redis。
 refusal-login = Redis 不接受您的用户名或密码：请在设置中检查。
 refusal-unreachable = 暂时无法连接 Redis：请在恢复后重试。
 refusal-other = Redis 拒绝了此更改：详情见监控面板。

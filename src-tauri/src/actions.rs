@@ -234,7 +234,7 @@ impl OwnWrite {
     ) -> Result<(), String> {
         let refusal = match result {
             Ok(warning) => warning.map(|w| Refusal::unregistered(w, &self.user, &self.tr)),
-            Err(err) => Some(Refusal::of(&err, &self.user, &self.tr)),
+            Err(err) => Some(Refusal::of(&err, &self.user, self.target.user(), &self.tr)),
         };
         if let Some(view) = desk.state().lock().jobs.get_mut(self.index) {
             view.flip_error = refusal.clone();

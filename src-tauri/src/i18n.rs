@@ -330,7 +330,7 @@ mod tests {
         let args: Vec<Arg> = ["job", "state", "server", "reason", "left", "duration", "since", "age", "users", "error"]
             .into_iter()
             .chain(["from", "to", "at", "kind", "host", "workers", "ms", "s", "min", "h", "message", "redis", "user"])
-            .chain(["until", "time", "field", "variable", "note", "window", "runs", "why"])
+            .chain(["until", "time", "field", "variable", "note", "window", "runs", "why", "login"])
             .map(|name| (name, FluentValue::from(if matches!(name, "users" | "workers") { "2" } else { "x" })))
             .collect();
         for lang in Lang::ALL {

@@ -42,16 +42,20 @@ pub struct Refusal {
 
 impl Refusal {
     /// A refusal of `user`'s write, worded by its kind rather than by the
-    /// driver's message.
-    pub fn of(err: &lockwatch::Error, user: &str, tr: &Tr) -> Refusal {
+    /// driver's message. `login` is the Redis user the server saw (`None`:
+    /// `default`): a refusal names that one, and when it is not `user`,
+    /// says that a Redis user writes only its own keys.
+    pub fn of(err: &lockwatch::Error, user: &str, login: Option<&str>, tr: &Tr) -> Refusal {
         use lockwatch::error::RedisFailure;
+        let login = login.unwrap_or("default");
         let id = match err.redis_failure() {
+            Some(RedisFailure::Permission) if login != user => "refusal-other-user",
             Some(RedisFailure::Permission) => "refusal-not-allowed",
             Some(RedisFailure::Auth) => "refusal-login",
             Some(RedisFailure::Unreachable) => "refusal-unreachable",
             _ => "refusal-other",
         };
-        Refusal { said: tr.ta(id, &[("user", user.into())]), detail: err.to_string() }
+        Refusal { said: tr.ta(id, &[("user", user.into()), ("login", login.into())]), detail: err.to_string() }
     }
 
     /// A write that was made but does not count yet (the user is not registered).
@@ -835,11 +839,18 @@ mod tests {
             hint: "connect as that user, or ask the admin for the rules printed by `lockwatch acl --user <name>`",
             kind: lockwatch::error::RedisFailure::Permission,
         };
-        let r = Refusal::of(&err, "bob", &en().tr);
+        let r = Refusal::of(&err, "bob", Some("bob"), &en().tr);
         assert!(!r.said.contains("NOPERM") && !r.said.contains("keys used as arguments"), "{}", r.said);
         assert!(r.said.starts_with("Redis does not let bob change this."), "{}", r.said);
         assert!(r.detail.contains("NOPERM"), "the dashboard keeps Redis's words: {}", r.detail);
-        assert!(Refusal::of(&err, "bob", &zh().tr).said.starts_with("Redis 不允许 bob"));
+        assert!(Refusal::of(&err, "bob", Some("bob"), &zh().tr).said.starts_with("Redis 不允许 bob"));
+        // Signed in to Redis as alice, writing bob's flag: the advice names alice, the user the server saw.
+        let other = Refusal::of(&err, "bob", Some("alice"), &en().tr).said;
+        assert!(other.starts_with("Redis user alice may change only alice's keys, not bob's"), "{other}");
+        assert!(!other.contains("--user bob"), "{other}");
+        let zh_other = Refusal::of(&err, "bob", Some("alice"), &zh().tr).said;
+        assert!(zh_other.contains("alice") && zh_other.contains("bob"), "{zh_other}");
+        assert!(Refusal::of(&err, "bob", None, &en().tr).said.starts_with("Redis user default"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ Env: LOCKWATCH_BIN, LOCKWATCH_TRAY_BIN, ICONS (the repo's icons/ dir),
 LOCALE (the app's LANG, e.g. zh_CN.UTF-8; default en_US.UTF-8).
 """
 import hashlib
+import html
 import os
 import subprocess
 import sys
@@ -38,7 +39,7 @@ WORDS = {
         "failover_body": ": {b} runs it now.",
         "actions": ["Open dashboard", "Snooze 1 h", "I'm on it"],
         "died_on": "outbound died on {server}",
-        "refused_body": "Redis does not let bob change this. Ask the Redis admin to grant the rules `lockwatch acl --user bob` prints.",
+        "refused_body": "Redis user alice may change only alice's keys, not bob's: set Your name to alice in Settings, or sign in to Redis as bob.",
         "flip": "Enabled for me",
         "refused": "Your flag for outbound was not changed",
         "refused_line": "⚠ Your change was not saved: details in the dashboard",
@@ -56,7 +57,7 @@ WORDS = {
         "failover_body": "：现在由 {b} 运行。",
         "actions": ["打开监控面板", "静音 1 小时", "我来处理"],
         "died_on": "outbound 已宕机（最后运行于 {server}）",
-        "refused_body": "Redis 不允许 bob 修改此项。请让 Redis 管理员授予 `lockwatch acl --user bob` 输出的规则。",
+        "refused_body": "Redis 用户 alice 只能修改 alice 自己的设置，不能修改 bob 的：请在设置中把“您的名字”改为 alice，或以 bob 登录 Redis。",
         "flip": "由我启用",
         "refused": "您对 outbound 的启用设置未更改",
         "refused_line": "⚠ 您的更改未保存，详情见监控面板",
@@ -198,7 +199,8 @@ def main():
         before = len(notes.summaries())
         tray.click(W["flip"])
         until("the refusal notification", lambda: W["refused"] in notes.summaries()[before:], 10)
-        assert notes.body(W["refused"]) == W["refused_body"], notes.body(W["refused"])
+        # The body is markup: the daemon shows what it escapes (&apos; as ').
+        assert html.unescape(notes.body(W["refused"])) == W["refused_body"], notes.body(W["refused"])
         until("a warning line in the menu", lambda: any(e[1].startswith("⚠") for e in tray.entries()), 10)
         warning = next(e for e in tray.entries() if e[1].startswith("⚠"))
         assert warning[1] == W["refused_line"] and warning[3], f"a short, readable line: {warning}"
