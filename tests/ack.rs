@@ -31,18 +31,16 @@ fn usage_error(out: &Output) -> String {
 
 #[test]
 fn ack_shows_in_status_with_redis_time_and_an_expiry_and_unack_withdraws_it() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", false);
+    let (_server, url, mut c) = server_with_flag("alice", false);
     flag(&mut c, "outbound", "bob", false);
 
     let before = redis_ms(&mut c);
-    let out = lockwatch(&server.url(), &["ack", "--user", "alice", "--for", "30m", "--note", "looking at wh-a"]);
+    let out = lockwatch(&url, &["ack", "--user", "alice", "--for", "30m", "--note", "looking at wh-a"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stderr), "", "a registered user gets no warning");
     assert!(text(&out.stdout).contains(" alice is on job outbound until "), "{}", text(&out.stdout));
 
-    let json = status_json(&server.url());
+    let json = status_json(&url);
     let acks = json["acks"].as_array().unwrap();
     assert_eq!(acks.len(), 1, "{json}");
     assert_eq!(acks[0]["user"], "alice");
@@ -55,34 +53,32 @@ fn ack_shows_in_status_with_redis_time_and_an_expiry_and_unack_withdraws_it() {
     let expires: u64 = redis::cmd("PEXPIRETIME").arg("{outbound}:ack:alice").query(&mut c).unwrap();
     assert_eq!(expires, until);
 
-    let shown = text(&lockwatch(&server.url(), &["status"]).stdout);
+    let shown = text(&lockwatch(&url, &["status"]).stdout);
     assert!(shown.contains("  on it    alice is on it since ") && shown.contains(" UTC: looking at wh-a"), "{shown}");
 
     // Without --for: an hour; without --note: none.
-    let out = lockwatch(&server.url(), &["ack", "--user", "bob"]);
+    let out = lockwatch(&url, &["ack", "--user", "bob"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let json = status_json(&server.url());
+    let json = status_json(&url);
     let bob = &json["acks"][1];
     assert_eq!((bob["user"].as_str(), bob["note"].as_str()), (Some("bob"), Some("")), "{json}");
     assert_eq!(bob["until_ms"].as_u64().unwrap() - bob["at_ms"].as_u64().unwrap(), 3_600_000);
 
-    let out = lockwatch(&server.url(), &["unack", "--user", "alice"]);
+    let out = lockwatch(&url, &["unack", "--user", "alice"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "alice is no longer on job outbound\n");
     let exists: bool = redis::cmd("EXISTS").arg("{outbound}:ack:alice").query(&mut c).unwrap();
     assert!(!exists);
-    let json = status_json(&server.url());
+    let json = status_json(&url);
     assert_eq!(json["acks"].as_array().unwrap().len(), 1, "{json}");
     assert_eq!(json["acks"][0]["user"], "bob");
-    let again = lockwatch(&server.url(), &["unack", "--user", "alice"]);
+    let again = lockwatch(&url, &["unack", "--user", "alice"]);
     assert_eq!(text(&again.stdout), "alice was not on job outbound\n");
 }
 
 #[test]
 fn an_ack_past_its_end_by_redis_time_is_not_shown_even_before_redis_drops_it() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", false);
+    let (_server, url, mut c) = server_with_flag("alice", false);
     flag(&mut c, "outbound", "bob", false);
     let now = redis_ms(&mut c);
     // No Redis expiry on these: only the Redis time in until_ms decides.
@@ -98,7 +94,7 @@ fn an_ack_past_its_end_by_redis_time_is_not_shown_even_before_redis_drops_it() {
             .query(&mut c)
             .unwrap();
     }
-    let json = status_json(&server.url());
+    let json = status_json(&url);
     let users: Vec<&str> = json["acks"].as_array().unwrap().iter().map(|a| a["user"].as_str().unwrap()).collect();
     assert_eq!(users, ["bob"], "{json}");
 }
@@ -142,12 +138,10 @@ fn an_unregistered_user_is_told_that_nobody_sees_their_ack() {
 
 #[test]
 fn a_hostile_ack_is_a_problem_named_not_a_stalled_read() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     flag(&mut c, "outbound", "mallory", false);
     flag(&mut c, "outbound", "trudy", false);
-    let out = lockwatch(&server.url(), &["ack", "--user", "alice", "--note", "on it"]);
+    let out = lockwatch(&url, &["ack", "--user", "alice", "--note", "on it"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let now = redis_ms(&mut c);
     let _: () = redis::cmd("HSET")
@@ -162,7 +156,7 @@ fn a_hostile_ack_is_a_problem_named_not_a_stalled_read() {
         .unwrap();
     let _: () = redis::cmd("RPUSH").arg("{outbound}:ack:trudy").arg("x").query(&mut c).unwrap();
 
-    let json = status_json(&server.url());
+    let json = status_json(&url);
     let users: Vec<&str> = json["acks"].as_array().unwrap().iter().map(|a| a["user"].as_str().unwrap()).collect();
     assert_eq!(users, ["alice"], "{json}");
     let problems: Vec<&str> = json["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
@@ -177,16 +171,14 @@ fn a_hostile_ack_is_a_problem_named_not_a_stalled_read() {
 
 #[test]
 fn the_history_says_who_is_on_it() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", false);
-    let out = lockwatch(&server.url(), &["ack", "--user", "alice", "--note", "looking at wh-a"]);
+    let (_server, url, _) = server_with_flag("alice", false);
+    let out = lockwatch(&url, &["ack", "--user", "alice", "--note", "looking at wh-a"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let out = lockwatch(&server.url(), &["history", "--json"]);
+    let out = lockwatch(&url, &["history", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let lines: Vec<Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let ack = lines.iter().find(|l| l["kind"] == "ack").unwrap_or_else(|| panic!("{lines:?}"));
     assert_eq!((ack["user"].as_str(), ack["note"].as_str()), (Some("alice"), Some("looking at wh-a")));
-    let shown = text(&lockwatch(&server.url(), &["history"]).stdout);
+    let shown = text(&lockwatch(&url, &["history"]).stdout);
     assert!(shown.contains(" ack      alice is on it until ") && shown.ends_with(": looking at wh-a\n"), "{shown}");
 }

@@ -13,35 +13,6 @@ use lockwatch::error::RedisFailure;
 use lockwatch::probe::probe;
 use lockwatch::supervise::flags::{Flip, set_flag};
 
-/// Applies the rules `lockwatch acl --user USER` prints for this server (it
-/// asks the server its version), as an admin would; returns what it said on stderr.
-fn provision(server: &RedisServer, user: &str, password: &str) -> String {
-    provision_with(server, user, password, &[])
-}
-
-/// [`provision`] with more arguments for `lockwatch acl`.
-fn provision_with(server: &RedisServer, user: &str, password: &str, extra: &[&str]) -> String {
-    let out = lockwatch(&server.url(), &[&["acl", "--user", user], extra].concat());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut admin = server.conn();
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
-        let mut cmd = redis::Cmd::new();
-        for word in line.split_whitespace() {
-            cmd.arg(word);
-        }
-        let _: () = cmd.query(&mut admin).unwrap_or_else(|e| panic!("{line}: {e}"));
-    }
-    let _: () = redis::cmd("ACL").arg("SETUSER").arg(user).arg(format!(">{password}")).query(&mut admin).unwrap();
-    // A supervisor may not load the read function she calls: `lockwatch acl`
-    // did, as the admin, where it asked the server its version (a worker
-    // does when it starts).
-    if redis_major(&mut admin) >= 7 && extra.is_empty() {
-        let libraries: Vec<redis::Value> = redis::cmd("FUNCTION").arg("LIST").query(&mut admin).unwrap();
-        assert_eq!(libraries.len(), 1, "lockwatch acl loaded the read function");
-    }
-    String::from_utf8(out.stderr).unwrap()
-}
-
 /// Redis 6.2's rules (the server cannot keep a user's writes to her own
 /// keys): she watches the job and writes nothing. Tried on every server:
 /// Redis 7 and Valkey take these rules too.

@@ -122,13 +122,11 @@ fn an_unreachable_redis_is_unknown_with_exit_3_and_one_sentence() {
 
 #[test]
 fn a_job_that_cannot_start_is_one_sentence_naming_the_command_line() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
     let mut worker = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
         .env_remove("LOCKWATCH_REDIS_URL")
-        .args(["--redis", &server.url(), "worker", "--node", "srv-a", "--lease", "3s", "--"])
+        .args(["--redis", &url, "worker", "--node", "srv-a", "--lease", "3s", "--"])
         .args(["/nonexistent/sync-job", "--since", "last week"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -195,13 +193,11 @@ fn enable_and_disable_write_the_own_flag_with_time_and_host() {
 
 #[test]
 fn watch_json_prints_the_status_then_one_line_per_event() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     redisson_lock(&mut c, "{outbound}:lock", "uuid-a:1", 30_000);
     beat(&mut c, "outbound", "srv-a", "uuid-a:1", 0, "running", 0);
     let mut child = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
-        .args(["--redis", &server.url(), "--interval", "200ms", "watch", "--json"])
+        .args(["--redis", &url, "--interval", "200ms", "watch", "--json"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -286,10 +282,7 @@ fn a_duration_without_a_unit_is_refused_naming_the_flag() {
 
 #[test]
 fn engine_options_work_before_and_after_the_command() {
-    let server = RedisServer::start();
-    let url = server.url();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     redisson_lock(&mut c, "{outbound}:lock", "uuid-a:1", 30_000);
     beat(&mut c, "outbound", "srv-a", "uuid-a:1", 0, "running", 7_000);
 

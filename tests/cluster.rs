@@ -13,14 +13,16 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::journal::{JOURNAL_LOOP, Proc, assert_no_overlap, journal, now_ns};
+use common::journal::{assert_no_overlap, journal, journal_worker_via, now_ns};
 use common::spy::{Spy, window};
-use common::topology::{Cluster, connect, query};
-use common::{eventually, flag, redisson_lock};
+use common::topology::{RedisCluster, connect, query};
+use common::{
+    WorkerProcess, eventually, flag, lockwatch_command, next_push, record_events, record_statuses, redisson_lock,
+    run_capturing, seed_fence,
+};
 use lockwatch::spec::{ConnectionSpec, Topology};
 use lockwatch::watcher::{Options, Watcher};
 use lockwatch::{EventKind, Keys, State};
@@ -30,61 +32,33 @@ const UNLOCK_CHANNEL: &str = "redisson_lock__channel:{outbound}:lock";
 
 /// The `lockwatch` binary with `--cluster`, seeded at `url`.
 fn lockwatch(url: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
-    cmd.env_remove("LOCKWATCH_REDIS_URL").args(["--cluster", "--redis", url]);
+    let mut cmd = lockwatch_command();
+    cmd.args(["--cluster", "--redis", url]);
     cmd
 }
 
-fn run(cmd: &mut Command) -> (Output, String) {
-    let out = cmd.output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out, text)
-}
-
 fn status_json(url: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
-    let (out, text) = run(lockwatch(url).args(extra).args(["status", "--json"]));
+    let (out, text) = run_capturing(lockwatch(url).args(extra).args(["status", "--json"]));
     let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
     (out.status.code(), json, text)
 }
 
-fn worker(url: &str, node: &str, journal: &Path) -> Proc {
+/// A journaling worker through the seed `url`, with a 3 s lease.
+fn worker(url: &str, node: &str, journal: &Path) -> WorkerProcess {
     worker_leased(url, node, journal, "3s")
 }
 
-fn worker_leased(url: &str, node: &str, journal: &Path, lease: &str) -> Proc {
-    let mut cmd = lockwatch(url);
-    cmd.args(["worker", "--node", node, "--lease", lease, "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
-    Proc(cmd.env("JOURNAL", journal).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
+fn worker_leased(url: &str, node: &str, journal: &Path, lease: &str) -> WorkerProcess {
+    journal_worker_via(&mut lockwatch(url), node, lease, journal)
 }
 
 fn cluster_spec(url: &str) -> ConnectionSpec {
     ConnectionSpec { topology: Topology::Single.or_cluster(true), ..ConnectionSpec::single(url, None) }
 }
 
-/// Every status a watcher published: when, the state, the reason.
-type Seen = Arc<Mutex<Vec<(Instant, State, String)>>>;
-
-/// Records every status the watcher publishes, with when.
-fn record(watcher: &Watcher) -> (Seen, tokio::task::JoinHandle<()>) {
-    let seen: Seen = Arc::default();
-    let mut rx = watcher.status();
-    let log = seen.clone();
-    let task = tokio::spawn(async move {
-        loop {
-            if let Some(s) = rx.borrow_and_update().clone() {
-                log.lock().unwrap().push((Instant::now(), s.state, s.reason.clone()));
-            }
-            if rx.changed().await.is_err() {
-                break;
-            }
-        }
-    });
-    (seen, task)
-}
-
 #[test]
 fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
-    let cluster = Cluster::start();
+    let cluster = RedisCluster::start();
     let owner = cluster.owner_of(LOCK_KEY);
     let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
 
@@ -92,7 +66,7 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
     assert_eq!((code, status["state"].as_str()), (Some(3), Some("unknown")), "{text}");
     assert!(status["reason"].as_str().unwrap().starts_with("no job named outbound on this Redis"), "{text}");
 
-    let (out, text) = run(lockwatch(&seed).args(["enable", "--user", "alice", "--reason", "night shift"]));
+    let (out, text) = run_capturing(lockwatch(&seed).args(["enable", "--user", "alice", "--reason", "night shift"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
     let on: String = query(owner, redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on")).unwrap();
     assert_eq!(on, "1", "the flag lives on the slot's owner");
@@ -100,14 +74,14 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
     assert_eq!(status["enabled_users"], serde_json::json!(["alice"]), "{text}");
     assert_ne!(code, Some(3), "{text}");
 
-    let (out, text) = run(lockwatch(&seed).args(["disable", "--user", "alice", "--reason", "done"]));
+    let (out, text) = run_capturing(lockwatch(&seed).args(["disable", "--user", "alice", "--reason", "done"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
-    let (out, text) = run(lockwatch(&seed).args(["history", "--json"]));
+    let (out, text) = run_capturing(lockwatch(&seed).args(["history", "--json"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
 
     // A supervisor with exactly the rules `lockwatch acl` prints, on every
     // node (ACL users are per node): status, her flip, the history.
-    let (out, text) = run(lockwatch(&seed).args(["acl", "--user", "alice"]));
+    let (out, text) = run_capturing(lockwatch(&seed).args(["acl", "--user", "alice"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
     let rules = String::from_utf8(out.stdout).unwrap();
     for port in cluster.ports() {
@@ -154,13 +128,13 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
         .unwrap();
     redisson_lock(&mut owner_conn, LOCK_KEY, "uuid-a:1", 60_000);
     let as_alice = seed.replace("redis://", "redis://alice:pw@");
-    let (out, text) = run(lockwatch(&as_alice).args(["enable"]));
+    let (out, text) = run_capturing(lockwatch(&as_alice).args(["enable"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
     let (code, status, text) = status_json(&as_alice, &[]);
     assert_eq!(status["enabled_users"], serde_json::json!(["alice"]), "{text}");
     assert_eq!((code, status["state"].as_str()), (Some(1), Some("stale")), "{text}");
     assert!(status["reason"].as_str().unwrap().contains("dying"), "{text}");
-    let (out, text) = run(lockwatch(&as_alice).args(["history", "--json"]));
+    let (out, text) = run_capturing(lockwatch(&as_alice).args(["history", "--json"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
     for port in cluster.ports() {
         let log: Vec<redis::Value> = query(port, redis::cmd("ACL").arg("LOG")).unwrap();
@@ -179,7 +153,7 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
 #[test]
 fn the_worker_refuses_a_lock_key_outside_the_jobs_slot_in_one_sentence() {
     // Said before any connection is made: no server needed.
-    let (out, text) = run(lockwatch("redis://127.0.0.1:1").args([
+    let (out, text) = run_capturing(lockwatch("redis://127.0.0.1:1").args([
         "--lock-key",
         "outboundLock",
         "worker",
@@ -196,7 +170,7 @@ fn the_worker_refuses_a_lock_key_outside_the_jobs_slot_in_one_sentence() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redisson_release_by_del_and_publish_or_spublish_wakes_the_watcher_at_once() {
-    let cluster = tokio::task::block_in_place(Cluster::start);
+    let cluster = tokio::task::block_in_place(RedisCluster::start);
     let owner = cluster.owner_of(LOCK_KEY);
     let elsewhere = cluster.a_node_not_owning(LOCK_KEY);
     let seed = cluster.url(elsewhere);
@@ -208,7 +182,7 @@ async fn a_redisson_release_by_del_and_publish_or_spublish_wakes_the_watcher_at_
     let mut options = Options { poll: Duration::from_secs(10), ..Options::default() };
     options.engine.heartbeats = false;
     let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), options);
-    let (seen, recorder) = record(&watcher);
+    let (seen, recorder) = record_statuses(&watcher);
     let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
     eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
     // Let the subscriber settle on the slot's owner, sharded and plain.
@@ -247,12 +221,12 @@ async fn a_redisson_release_by_del_and_publish_or_spublish_wakes_the_watcher_at_
 
 #[test]
 fn the_workers_release_and_a_flip_reach_sharded_subscribers() {
-    let cluster = Cluster::start();
+    let cluster = RedisCluster::start();
     let owner = cluster.owner_of(LOCK_KEY);
     let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
     let mut conn = connect(owner).unwrap();
     flag(&mut conn, "outbound", "alice", true);
-    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut conn).unwrap();
+    seed_fence(&mut conn);
 
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
@@ -264,13 +238,15 @@ fn the_workers_release_and_a_flip_reach_sharded_subscribers() {
     }
 
     let mut sub = connect(owner).unwrap();
+    sub.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     sub.send_packed_command(&redis::cmd("SSUBSCRIBE").arg(UNLOCK_CHANNEL).arg("{outbound}:wake").get_packed_command())
         .unwrap();
     // Redisson before 3.22 listens plain, on any node.
     let mut plain = connect(cluster.a_node_not_owning(LOCK_KEY)).unwrap();
+    plain.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     plain.send_packed_command(&redis::cmd("SUBSCRIBE").arg(UNLOCK_CHANNEL).get_packed_command()).unwrap();
     assert_eq!(next_push(&mut plain)[0], "subscribe");
-    let (out, text) = run(lockwatch(&seed).args(["disable", "--user", "alice"]));
+    let (out, text) = run_capturing(lockwatch(&seed).args(["disable", "--user", "alice"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
     let mut pushes = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -284,34 +260,19 @@ fn the_workers_release_and_a_flip_reach_sharded_subscribers() {
     assert!(!held, "released");
 }
 
-/// The next push on a RESP2 subscriber connection, as strings.
-fn next_push(conn: &mut redis::Connection) -> Vec<String> {
-    conn.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
-    let value = conn.recv_response().expect("a push within the read timeout");
-    let redis::Value::Array(items) = value else { panic!("not a push: {value:?}") };
-    items
-        .into_iter()
-        .map(|item| match item {
-            redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
-            redis::Value::Int(n) => n.to_string(),
-            other => format!("{other:?}"),
-        })
-        .collect()
-}
-
 /// The job enabled by alice, its fence at 0, on the slot's owner: the
 /// owner's port and the URL of a seed node that does not own the slot.
-fn enabled(cluster: &Cluster) -> (u16, String) {
+fn enabled(cluster: &RedisCluster) -> (u16, String) {
     let owner = cluster.owner_of(LOCK_KEY);
     let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
     let mut c = connect(owner).unwrap();
     flag(&mut c, "outbound", "alice", true);
-    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    seed_fence(&mut c);
     (owner, seed)
 }
 
 /// [`enabled`], and a watcher (200 ms poll) through the seed node.
-fn enabled_and_watched(cluster: &Cluster) -> (u16, String, Watcher) {
+fn enabled_and_watched(cluster: &RedisCluster) -> (u16, String, Watcher) {
     let (owner, seed) = enabled(cluster);
     let options = Options { poll: Duration::from_millis(200), ..Options::default() };
     let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), options);
@@ -320,9 +281,9 @@ fn enabled_and_watched(cluster: &Cluster) -> (u16, String, Watcher) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_jobs_slot_migrating_to_another_primary_keeps_the_job_running_once_without_stopped() {
-    let cluster = tokio::task::block_in_place(Cluster::start);
+    let cluster = tokio::task::block_in_place(RedisCluster::start);
     let (owner, seed, watcher) = enabled_and_watched(&cluster);
-    let (seen, recorder) = record(&watcher);
+    let (seen, recorder) = record_statuses(&watcher);
 
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
@@ -369,7 +330,7 @@ async fn the_jobs_slot_migrating_to_another_primary_keeps_the_job_running_once_w
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_holder_is_told_dying_within_a_second_and_a_half_and_healthy_running_raises_no_alarm() {
-    let cluster = tokio::task::block_in_place(Cluster::start);
+    let cluster = tokio::task::block_in_place(RedisCluster::start);
     let (owner, seed) = enabled(&cluster);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
@@ -379,7 +340,7 @@ async fn a_killed_holder_is_told_dying_within_a_second_and_a_half_and_healthy_ru
         [("srv-a", worker_leased(&seed, "srv-a", &j, "30s")), ("srv-b", worker_leased(&seed, "srv-b", &j, "30s"))];
     eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
     let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), Options::default());
-    let (seen, recorder) = record(&watcher);
+    let (seen, recorder) = record_statuses(&watcher);
     let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
     eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
 
@@ -392,8 +353,7 @@ async fn a_killed_holder_is_told_dying_within_a_second_and_a_half_and_healthy_ru
     let holder = journal(&j).last().map(|l| l.1.clone()).unwrap();
     let i = workers.iter().position(|(n, _)| *n == holder).unwrap();
     let killed = Instant::now();
-    workers[i].1.0.kill().unwrap();
-    workers[i].1.0.wait().unwrap();
+    workers[i].1.kill9();
     let (after, reason) = eventually("the watcher to say the holder is dying", Duration::from_secs(15), || {
         let seen = seen.lock().unwrap();
         seen.iter()
@@ -419,7 +379,7 @@ async fn a_killed_holder_is_told_dying_within_a_second_and_a_half_and_healthy_ru
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_slot_owner_is_unknown_within_seconds_and_never_stopped() {
-    let mut cluster = tokio::task::block_in_place(Cluster::start);
+    let mut cluster = tokio::task::block_in_place(RedisCluster::start);
     let owner = cluster.owner_of(LOCK_KEY);
     let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
     let mut conn = connect(owner).unwrap();
@@ -428,7 +388,7 @@ async fn a_dead_slot_owner_is_unknown_within_seconds_and_never_stopped() {
     let mut options = Options { poll: Duration::from_millis(500), ..Options::default() };
     options.engine.heartbeats = false;
     let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), options);
-    let (seen, recorder) = record(&watcher);
+    let (seen, recorder) = record_statuses(&watcher);
     let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
     eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
 
@@ -476,7 +436,7 @@ impl Drop for Frozen {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_slot_owner_is_unknown_within_4_s_and_another_frozen_primary_changes_nothing() {
-    let cluster = tokio::task::block_in_place(Cluster::start);
+    let cluster = tokio::task::block_in_place(RedisCluster::start);
     let owner = cluster.owner_of(LOCK_KEY);
     let seed = cluster.a_node_not_owning(LOCK_KEY);
     let mut conn = connect(owner).unwrap();
@@ -486,7 +446,7 @@ async fn a_frozen_slot_owner_is_unknown_within_4_s_and_another_frozen_primary_ch
     let mut options = Options::default();
     options.engine.heartbeats = false;
     let watcher = Watcher::spawn(cluster_spec(&cluster.url(seed)).target().unwrap(), Keys::new("outbound"), options);
-    let (seen, recorder) = record(&watcher);
+    let (seen, recorder) = record_statuses(&watcher);
     let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
     eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
 
@@ -524,7 +484,7 @@ async fn a_frozen_slot_owner_is_unknown_within_4_s_and_another_frozen_primary_ch
 async fn a_hundred_jobs_spread_over_the_cluster_probe_p50_p99() {
     const JOBS: usize = 100;
     const ROUNDS: usize = 30;
-    let cluster = tokio::task::block_in_place(Cluster::start);
+    let cluster = tokio::task::block_in_place(RedisCluster::start);
     let single = common::RedisServer::start();
     let jobs: Vec<String> = (0..JOBS).map(|i| format!("job-{i}")).collect();
     let mut per_node = std::collections::BTreeMap::new();
@@ -569,9 +529,9 @@ async fn a_hundred_jobs_spread_over_the_cluster_probe_p50_p99() {
 /// is; that must not pass for the holder dying.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slot_left_half_migrated_raises_no_alarm_and_the_presence_follows_the_slot() {
-    let cluster = tokio::task::block_in_place(Cluster::start);
+    let cluster = tokio::task::block_in_place(RedisCluster::start);
     let (owner, seed, watcher) = enabled_and_watched(&cluster);
-    let (seen, recorder) = record(&watcher);
+    let (seen, recorder) = record_statuses(&watcher);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let _workers = [worker_leased(&seed, "srv-a", &j, "30s"), worker_leased(&seed, "srv-b", &j, "30s")];
@@ -631,14 +591,14 @@ async fn a_slot_left_half_migrated_raises_no_alarm_and_the_presence_follows_the_
 /// nor a look in that window may take it for a death.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_failover_never_tells_the_healthy_holder_dying() {
-    let mut cluster = tokio::task::block_in_place(Cluster::start);
+    let mut cluster = tokio::task::block_in_place(RedisCluster::start);
     let owner = cluster.owner_of(LOCK_KEY);
     let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
     let replica = tokio::task::block_in_place(|| cluster.add_replica(owner));
     {
         let mut c = connect(owner).unwrap();
         flag(&mut c, "outbound", "alice", true);
-        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+        seed_fence(&mut c);
         let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
         assert_eq!(acked, 1);
     }
@@ -647,17 +607,8 @@ async fn a_shard_failover_never_tells_the_healthy_holder_dying() {
     let _workers = [worker_leased(&seed, "srv-a", &j, "30s"), worker_leased(&seed, "srv-b", &j, "30s")];
     eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
     let watcher = Watcher::spawn(cluster_spec(&seed).target().unwrap(), Keys::new("outbound"), Options::default());
-    let (seen, recorder) = record(&watcher);
-    let events: Arc<Mutex<Vec<(Instant, EventKind, String)>>> = Arc::default();
-    let event_recorder = {
-        let mut rx = watcher.events();
-        let events = events.clone();
-        tokio::spawn(async move {
-            while let Ok(e) = rx.recv().await {
-                events.lock().unwrap().push((Instant::now(), e.event, e.reason.clone()));
-            }
-        })
-    };
+    let (seen, recorder) = record_statuses(&watcher);
+    let (events, event_recorder) = record_events(&watcher);
     let running = || seen.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running);
     eventually("the watcher to say running", Duration::from_secs(10), || running().then_some(())).await;
     tokio::time::sleep(Duration::from_secs(2)).await;

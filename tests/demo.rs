@@ -1,14 +1,14 @@
 //! `lockwatch demo` as a real process: a worker killed with `kill -9` is
 //! reaped at once and its end is told; Ctrl-C leaves nothing behind.
 
-mod procs;
+mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use procs::{Proc, Seen};
+use common::procs::{ProcessInfo, Seen};
 
 struct Demo {
     child: Child,
@@ -74,14 +74,14 @@ fn pid_of(text: &str, node: &str) -> Option<i32> {
 fn a_killed_demo_worker_is_reaped_at_once_and_its_end_is_told() {
     let mut demo = Demo::start();
     let east = demo.wait_for("the demo's workers", |d| pid_of(&d.stderr(), "wh-east-1"));
-    let worker = Proc::read(east).expect("the worker runs");
+    let worker = ProcessInfo::read(east).expect("the worker runs");
 
     // SAFETY: kill(2) on the worker's pid, which the demo just printed and which still runs.
     unsafe {
         libc::kill(east, libc::SIGKILL);
     }
     demo.wait_for("the killed worker to be reaped (no zombie left)", |_| {
-        Proc::read(east).is_none_or(|now| now.start != worker.start).then_some(())
+        ProcessInfo::read(east).is_none_or(|now| now.start != worker.start).then_some(())
     });
     let told = demo.wait_for("the demo to tell how the worker ended", |d| {
         d.stderr().lines().find(|l| l.contains("wh-east-1") && l.contains("signal 9")).map(str::to_owned)

@@ -5,31 +5,14 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
 
-/// A worker process, killed when the test ends however it ends.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn worker(url: &str, node: &str) -> Proc {
-    let child = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
-        .env_remove("LOCKWATCH_REDIS_URL")
-        .args(["--redis", url, "worker", "--node", node, "--lease", "2s", "--stop-grace", "1s", "--", "sleep", "600"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    Proc(child)
+/// A worker for `node` with a 2 s lease, whose job sleeps.
+fn worker(url: &str, node: &str) -> WorkerProcess {
+    WorkerProcess::spawn(&mut worker_command(url, node, "2s", &[], "exec sleep 600"))
 }
 
 /// `lockwatch history --json` with a short grace and window, as JSON values.
@@ -50,11 +33,6 @@ fn running_on(c: &mut redis::Connection) -> Option<String> {
     })
 }
 
-fn kill9(p: &mut Proc) {
-    p.0.kill().unwrap();
-    p.0.wait().unwrap();
-}
-
 /// The index of the first item after `after` that matches.
 fn find(items: &[Value], after: usize, what: &str, check: impl Fn(&Value) -> bool) -> usize {
     items
@@ -71,7 +49,7 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
     let server = RedisServer::start();
     let url = server.url();
     let mut c = server.conn();
-    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    seed_fence(&mut c);
     let enable = lockwatch(&url, &["enable", "--user", "alice", "--reason", "morning shift"]);
     assert!(enable.status.success(), "{}", String::from_utf8_lossy(&enable.stderr));
 
@@ -84,12 +62,12 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
         s
     })
     .await;
-    kill9(&mut a);
+    a.kill9();
     eventually("srv-b to take over", Duration::from_secs(10), || running_on(&mut c).filter(|n| n == "srv-b")).await;
 
     // A restart on the same server: srv-b stops (SIGTERM) and starts again.
-    unsafe { libc::kill(b.0.id() as i32, libc::SIGTERM) };
-    assert!(b.0.wait().unwrap().success());
+    b.sigterm();
+    assert!(b.wait().unwrap().success());
     let mut b = worker(&url, "srv-b");
     eventually("srv-b to run the job again", Duration::from_secs(10), || running_on(&mut c)).await;
 
@@ -120,7 +98,7 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
     let recorded = seq(&mut c);
     eventually("srv-b to beat after the flip", Duration::from_secs(10), || (seq(&mut c) > recorded).then_some(()))
         .await;
-    kill9(&mut b);
+    b.kill9();
     let items = eventually("the death of srv-b", Duration::from_secs(20), || {
         let items = history(&url);
         items.iter().any(|i| i["kind"] == "death").then_some(items)
@@ -184,16 +162,7 @@ fn history_since_needs_a_duration() {
 fn a_supervisor_with_only_the_acl_rules_reads_the_history_and_flips_with_a_reason() {
     let server = RedisServer::start();
     // As an admin provisions her: `lockwatch acl` also loads the read function she calls.
-    let rules = lockwatch(&server.url(), &["acl", "--user", "alice"]);
-    let mut admin = server.conn();
-    for line in String::from_utf8(rules.stdout).unwrap().lines() {
-        let mut cmd = redis::Cmd::new();
-        for word in line.split_whitespace() {
-            cmd.arg(word);
-        }
-        let _: () = cmd.query(&mut admin).unwrap_or_else(|e| panic!("{line}: {e}"));
-    }
-    let _: () = redis::cmd("ACL").arg("SETUSER").arg("alice").arg(">pw").query(&mut admin).unwrap();
+    provision(&server, "alice", "pw");
     let url = format!("redis://alice:pw@127.0.0.1:{}", server.port);
     let flip = lockwatch(&url, &["disable", "--reason", "stock count"]);
     assert!(flip.status.success(), "{}", String::from_utf8_lossy(&flip.stderr));

@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::journal::{Proc, assert_no_overlap, journal, journal_worker, now_ns, overlap_ms};
+use common::journal::{assert_no_overlap, journal, journal_worker, now_ns, overlap_ms};
 use common::*;
 
 const LOCK: &str = "{outbound}:lock";
@@ -29,8 +29,8 @@ fn holder(c: &mut redis::Connection) -> Option<String> {
 struct Two {
     _dir: tempfile::TempDir,
     j: PathBuf,
-    a: Proc,
-    b: Proc,
+    a: WorkerProcess,
+    b: WorkerProcess,
     holder: String,
 }
 
@@ -42,7 +42,7 @@ impl Two {
         let dir = tempfile::tempdir().unwrap();
         let j = dir.path().join("journal");
         let mut c = server.conn();
-        let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).arg("NX").query(&mut c).unwrap();
+        seed_fence(&mut c);
         flag(&mut c, "outbound", "alice", true);
         let a = journal_worker(&server.url(), "srv-a", lease, &j);
         let b = journal_worker(&server.url(), "srv-b", lease, &j);
@@ -56,7 +56,7 @@ impl Two {
 
     /// The holder's worker process.
     fn holder_pid(&self) -> i32 {
-        (if self.holder == "srv-a" { self.a.0.id() } else { self.b.0.id() }) as i32
+        if self.holder == "srv-a" { self.a.pid() } else { self.b.pid() }
     }
 
     /// Waits until the other server writes to the journal after `since_ns`.
@@ -75,7 +75,7 @@ impl Two {
 }
 
 /// Stops the workers, then checks and prints the journal.
-fn verdict(what: &str, j: &std::path::Path, workers: Vec<Proc>) {
+fn verdict(what: &str, j: &std::path::Path, workers: Vec<WorkerProcess>) {
     drop(workers);
     let lines = journal(j);
     println!("{what}: {} ms of two servers at once", overlap_ms(&lines));
@@ -139,7 +139,7 @@ async fn a_lock_evicted_under_volatile_ttl_stops_the_holder_before_the_next_one_
 async fn an_older_snapshot_restored_neither_repeats_a_fence_nor_starts_a_second_run() {
     let mut server = RedisServer::start();
     let mut c = server.conn();
-    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    seed_fence(&mut c);
     flag(&mut c, "outbound", "alice", true);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
@@ -148,8 +148,8 @@ async fn an_older_snapshot_restored_neither_repeats_a_fence_nor_starts_a_second_
     // that first fence, the flags on, nobody holding the lock.
     let mut a = journal_worker(&server.url(), "srv-a", "6s", &j);
     let first = eventually("srv-a's first run", Duration::from_secs(15), || journal(&j).first().map(|l| l.0)).await;
-    unsafe { libc::kill(a.0.id() as i32, libc::SIGTERM) };
-    a.0.wait().unwrap();
+    a.sigterm();
+    a.wait().unwrap();
     let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
     let a = journal_worker(&server.url(), "srv-a", "6s", &j);
     eventually("srv-a's second run", Duration::from_secs(15), || {
@@ -204,8 +204,8 @@ async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stoppe
     // Both workers stopped (SIGTERM releases the lock): nobody holds it, and
     // the status must still not say stopped.
     for mut w in [a, b] {
-        unsafe { libc::kill(w.0.id() as i32, libc::SIGTERM) };
-        w.0.wait().unwrap();
+        w.sigterm();
+        w.wait().unwrap();
     }
     let out2 = lockwatch(&server.url(), &["status"]);
     let stdout2 = String::from_utf8_lossy(&out2.stdout);
@@ -217,17 +217,15 @@ async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stoppe
 
 #[test]
 fn a_job_this_redis_has_never_seen_is_unknown() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
-    let out = lockwatch(&server.url(), &["--job", "outbond", "status"]);
+    let (_server, url, _) = server_with_flag("alice", true);
+    let out = lockwatch(&url, &["--job", "outbond", "status"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(3), "{stdout}");
     assert!(stdout.contains("no job named outbond on this Redis"), "{stdout}");
-    let out = lockwatch(&server.url(), &["--job", "outbond", "status", "--json"]);
+    let out = lockwatch(&url, &["--job", "outbond", "status", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["state"], "unknown");
     // The job that exists is read as before.
-    let out = lockwatch(&server.url(), &["status"]);
+    let out = lockwatch(&url, &["status"]);
     assert_ne!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stdout));
 }

@@ -2,7 +2,7 @@
 //! newcomer runs it: a clean environment, no desktop, Ctrl-C at the end.
 //! (The desktop half runs in `src-tauri/tests/main_command.rs`.)
 
-mod procs;
+mod common;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use procs::Seen;
+use common::procs::{self, Seen};
 
 /// The main command started in a process group of its own, as a shell
 /// starts a foreground job; killed with all it started if the test fails.

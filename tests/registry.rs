@@ -4,43 +4,10 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::journal::{journal, journal_worker};
 use common::*;
-
-/// Appends a line to `$JOURNAL` every 100 ms while the job runs.
-const JOB: &str = r#"while :; do echo run >> "$JOURNAL"; sleep 0.1; done"#;
-
-/// A worker process, killed when the test ends however it ends.
-struct Worker(Child);
-
-impl Worker {
-    fn start(server: &RedisServer, node: &str, journal: &Path) -> Worker {
-        let child = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
-            .env_remove("LOCKWATCH_REDIS_URL")
-            .args(["--redis", &server.url(), "worker", "--node", node, "--lease", "3s", "--stop-grace", "1s"])
-            .args(["--", "sh", "-c", JOB])
-            .env("JOURNAL", journal)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Worker(child)
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn lines(journal: &Path) -> usize {
-    std::fs::read_to_string(journal).map(|s| s.lines().count()).unwrap_or(0)
-}
 
 fn lock_holders(c: &mut redis::Connection) -> Vec<String> {
     redis::cmd("HKEYS").arg("{outbound}:lock").query(c).unwrap()
@@ -59,9 +26,9 @@ async fn a_worker_starts_the_job_for_the_one_enabled_user_among_thousands() {
     crowd(&mut c);
 
     let dir = tempfile::tempdir().unwrap();
-    let journal = dir.path().join("journal");
-    let _w = Worker::start(&server, "srv-a", &journal);
-    eventually("the job to run", Duration::from_secs(15), || (lines(&journal) > 0).then_some(())).await;
+    let j = dir.path().join("journal");
+    let _w = journal_worker(&server.url(), "srv-a", "3s", &j);
+    eventually("the job to run", Duration::from_secs(15), || (!journal(&j).is_empty()).then_some(())).await;
     assert_eq!(lock_holders(&mut c).len(), 1);
 }
 
@@ -81,7 +48,7 @@ async fn a_running_worker_removes_servers_gone_for_long_and_its_own_heartbeat_ex
         .query(&mut c)
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let _w = Worker::start(&server, "srv-a", &dir.path().join("journal"));
+    let _w = journal_worker(&server.url(), "srv-a", "3s", &dir.path().join("journal"));
     eventually("srv-a to beat", Duration::from_secs(10), || {
         let ttl: i64 = redis::cmd("PTTL").arg("{outbound}:node:srv-a").query(&mut c).unwrap();
         (ttl > 0).then_some(())
@@ -108,13 +75,13 @@ async fn unreadable_flags_neither_start_nor_stop_the_job() {
     // Holding and running: the registry turns unreadable, the job runs on.
     flag(&mut c, "outbound", "alice", true);
     let running = dir.path().join("running");
-    let _a = Worker::start(&server, "srv-a", &running);
-    eventually("the job to run", Duration::from_secs(10), || (lines(&running) > 0).then_some(())).await;
+    let _a = journal_worker(&server.url(), "srv-a", "3s", &running);
+    eventually("the job to run", Duration::from_secs(10), || (!journal(&running).is_empty()).then_some(())).await;
     // At once: a registry missing for a moment would truly mean nobody is enabled.
     let _: () = redis::pipe().atomic().del("{outbound}:users").set("{outbound}:users", "alice").query(&mut c).unwrap();
-    let before = lines(&running);
+    let before = journal(&running).len();
     tokio::time::sleep(Duration::from_secs(4)).await;
-    assert!(lines(&running) > before + 10, "the job kept running");
+    assert!(journal(&running).len() > before + 10, "the job kept running");
     assert_eq!(lock_holders(&mut c).len(), 1, "the lock is still held");
     assert!(!event_types(&mut c).iter().any(|t| t == "released"), "{:?}", event_types(&mut c));
 
@@ -122,12 +89,12 @@ async fn unreadable_flags_neither_start_nor_stop_the_job() {
     drop(_a);
     let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
     let idle = dir.path().join("idle");
-    let _b = Worker::start(&server, "srv-b", &idle);
+    let _b = journal_worker(&server.url(), "srv-b", "3s", &idle);
     tokio::time::sleep(Duration::from_secs(4)).await;
-    assert_eq!(lines(&idle), 0, "the job was started on unreadable flags");
+    assert!(journal(&idle).is_empty(), "the job was started on unreadable flags");
     assert!(lock_holders(&mut c).is_empty());
     // Readable again: it starts.
     let _: () = redis::cmd("DEL").arg("{outbound}:users").query(&mut c).unwrap();
     flag(&mut c, "outbound", "alice", true);
-    eventually("the job to start", Duration::from_secs(10), || (lines(&idle) > 0).then_some(())).await;
+    eventually("the job to start", Duration::from_secs(10), || (!journal(&idle).is_empty()).then_some(())).await;
 }

@@ -4,21 +4,13 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::*;
 
 const SECRET: &str = "Sup3r-s3cret";
 
 /// Runs `lockwatch --redis URL ARGS…` and returns (exit code, stdout + stderr).
 fn lockwatch(url: &str, args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
-        .env_remove("LOCKWATCH_REDIS_URL")
-        .env("LOCKWATCH_LOG", "debug")
-        .args(["--redis", url])
-        .args(args)
-        .output()
-        .unwrap();
+    let out = lockwatch_command().env("LOCKWATCH_LOG", "debug").args(["--redis", url]).args(args).output().unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -10,14 +10,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::journal::{JOURNAL_LOOP, Proc, assert_no_overlap, journal, now_ns};
+use common::journal::{assert_no_overlap, journal, journal_worker_via, now_ns};
 use common::spy::{Spy, window};
 use common::topology::{SentinelSet, connect, is_primary, query};
-use common::{eventually, flag, free_port};
+use common::{WorkerProcess, eventually, flag, free_port, record_events, record_statuses, run_capturing, seed_fence};
 use lockwatch::spec::{ConnectionSpec, Topology};
 use lockwatch::watcher::{Options, Watcher};
 use lockwatch::{EventKind, Keys, State};
@@ -32,14 +31,13 @@ fn lockwatch(set: &SentinelSet, master: &str) -> Command {
     cmd
 }
 
-fn worker(set: &SentinelSet, node: &str, journal: &Path) -> Proc {
+/// A journaling worker through the set's sentinels, with a 3 s lease.
+fn worker(set: &SentinelSet, node: &str, journal: &Path) -> WorkerProcess {
     leased_worker(set, node, journal, "3s")
 }
 
-fn leased_worker(set: &SentinelSet, node: &str, journal: &Path, lease: &str) -> Proc {
-    let mut cmd = lockwatch(set, &set.master_name);
-    cmd.args(["worker", "--node", node, "--lease", lease, "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
-    Proc(cmd.env("JOURNAL", journal).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
+fn leased_worker(set: &SentinelSet, node: &str, journal: &Path, lease: &str) -> WorkerProcess {
+    journal_worker_via(&mut lockwatch(set, &set.master_name), node, lease, journal)
 }
 
 fn sentinel_spec(set: &SentinelSet) -> ConnectionSpec {
@@ -55,15 +53,9 @@ fn sentinel_spec(set: &SentinelSet) -> ConnectionSpec {
 fn enabled_and_replicated(port: u16) {
     let mut c = connect(port).unwrap();
     flag(&mut c, "outbound", "alice", true);
-    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).query(&mut c).unwrap();
+    seed_fence(&mut c);
     let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
     assert_eq!(acked, 1);
-}
-
-fn run(cmd: &mut Command) -> (Output, String) {
-    let out = cmd.output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out, text)
 }
 
 #[test]
@@ -71,12 +63,12 @@ fn status_finds_the_primary_through_the_sentinels_and_a_bad_name_or_no_sentinel_
     let set = SentinelSet::start();
     // The job exists (a job this Redis never saw is `unknown`, exit 3).
     flag(&mut connect(set.primary_port()).unwrap(), "outbound", "alice", false);
-    let (out, text) = run(lockwatch(&set, &set.master_name).args(["status", "--json"]));
+    let (out, text) = run_capturing(lockwatch(&set, &set.master_name).args(["status", "--json"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(status["state"], "stopped", "{text}");
 
-    let (out, text) = run(lockwatch(&set, "no-such-primary").arg("status"));
+    let (out, text) = run_capturing(lockwatch(&set, "no-such-primary").arg("status"));
     assert_eq!(out.status.code(), Some(3), "{text}");
     assert!(text.contains("no sentinel knows a primary named \"no-such-primary\""), "{text}");
     assert!(text.contains("--sentinel-master"), "{text}");
@@ -84,17 +76,17 @@ fn status_finds_the_primary_through_the_sentinels_and_a_bad_name_or_no_sentinel_
     let nobody = format!("127.0.0.1:{},127.0.0.1:{}", free_port(), free_port());
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
     cmd.args(["--redis", URL, "--sentinel", &nobody, "--sentinel-master", &set.master_name, "status"]);
-    let (out, text) = run(&mut cmd);
+    let (out, text) = run_capturing(&mut cmd);
     assert_eq!(out.status.code(), Some(3), "{text}");
     assert!(text.contains("no sentinel answered") && text.contains("redis-sentinel"), "{text}");
     assert_eq!(text.trim().lines().filter(|l| l.contains("sentinel")).count(), 1, "{text}");
 
     // Half of the pair, or a sentinel without a port: a usage error, UNKNOWN.
     let mut half = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
-    let (out, text) = run(half.args(["--sentinel", "127.0.0.1:26379", "status"]));
+    let (out, text) = run_capturing(half.args(["--sentinel", "127.0.0.1:26379", "status"]));
     assert_eq!(out.status.code(), Some(3), "{text}");
     let mut portless = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
-    let (out, text) = run(portless.args(["--sentinel", "db", "--sentinel-master", "m", "status"]));
+    let (out, text) = run_capturing(portless.args(["--sentinel", "db", "--sentinel-master", "m", "status"]));
     assert_eq!(out.status.code(), Some(3), "{text}");
     assert!(text.contains("HOST:PORT"), "{text}");
 }
@@ -107,7 +99,7 @@ fn the_urls_user_and_password_log_in_to_the_data_nodes_found_through_the_sentine
     let with = |url: &str, args: &[&str]| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
         cmd.args(["--redis", url, "--sentinel", &sentinels, "--sentinel-master", &set.master_name]).args(args);
-        run(&mut cmd)
+        run_capturing(&mut cmd)
     };
     let (out, text) = with("redis://alice:s3cret@127.0.0.1:1", &["enable"]);
     assert_eq!(out.status.code(), Some(0), "{text}");
@@ -131,21 +123,7 @@ async fn kill_9_of_the_primary_leaves_the_job_running_on_one_server_without_over
     let keys = Keys::new("outbound");
     let options = Options { poll: Duration::from_millis(200), ..Options::default() };
     let watcher = Watcher::spawn(sentinel_spec(&set).target().unwrap(), keys, options);
-    let seen: Arc<Mutex<Vec<(Instant, State, String)>>> = Arc::default();
-    let recorder = {
-        let mut rx = watcher.status();
-        let seen = seen.clone();
-        tokio::spawn(async move {
-            loop {
-                if let Some(s) = rx.borrow_and_update().clone() {
-                    seen.lock().unwrap().push((Instant::now(), s.state, s.reason.clone()));
-                }
-                if rx.changed().await.is_err() {
-                    break;
-                }
-            }
-        })
-    };
+    let (seen, recorder) = record_statuses(&watcher);
 
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
@@ -262,31 +240,8 @@ async fn failover_keeps_a_healthy_holder_healthy(how: Failover) {
     enabled_and_replicated(primary);
 
     let watcher = Watcher::spawn(sentinel_spec(&set).target().unwrap(), Keys::new("outbound"), Options::default());
-    let statuses: Arc<Mutex<Vec<(Instant, State, String)>>> = Arc::default();
-    let events: Arc<Mutex<Vec<(Instant, EventKind, String)>>> = Arc::default();
-    let recorders = {
-        let mut rx = watcher.status();
-        let statuses = statuses.clone();
-        let mut event_rx = watcher.events();
-        let events = events.clone();
-        [
-            tokio::spawn(async move {
-                loop {
-                    if let Some(s) = rx.borrow_and_update().clone() {
-                        statuses.lock().unwrap().push((Instant::now(), s.state, s.reason.clone()));
-                    }
-                    if rx.changed().await.is_err() {
-                        break;
-                    }
-                }
-            }),
-            tokio::spawn(async move {
-                while let Ok(e) = event_rx.recv().await {
-                    events.lock().unwrap().push((Instant::now(), e.event, e.reason.clone()));
-                }
-            }),
-        ]
-    };
+    let (statuses, status_recorder) = record_statuses(&watcher);
+    let (events, event_recorder) = record_events(&watcher);
 
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
@@ -312,7 +267,8 @@ async fn failover_keeps_a_healthy_holder_healthy(how: Failover) {
     // old one, as a monitoring system's check or a desktop starting would.
     let shown = || (!spy.sighting().claim_without_subscriber.is_empty()).then_some(started.elapsed());
     let shown_at = eventually("the holder's claim without a subscriber", Duration::from_secs(10), shown).await;
-    let (out, text) = tokio::task::block_in_place(|| run(lockwatch(&set, &set.master_name).args(["status", "--json"])));
+    let (out, text) =
+        tokio::task::block_in_place(|| run_capturing(lockwatch(&set, &set.master_name).args(["status", "--json"])));
     let first_look: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     let first_look = format!("{} at {:.2} s: {}", first_look["state"], shown_at.as_secs_f64(), first_look["reason"]);
     if matches!(how, Failover::Asked) {
@@ -333,9 +289,8 @@ async fn failover_keeps_a_healthy_holder_healthy(how: Failover) {
     let holders: Vec<String> = query(new, redis::cmd("HKEYS").arg("{outbound}:lock")).unwrap();
     drop(_workers);
     watcher.stop().await;
-    for r in recorders {
-        r.abort();
-    }
+    status_recorder.abort();
+    event_recorder.abort();
 
     let lines = journal(&j);
     let when = |t: &Instant| format!("{:+.2}s", t.duration_since(started).as_secs_f64());

@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::procs;
 use common::proxy::{Mode, Proxy};
 use common::{RedisServer, Resume};
 
@@ -131,16 +132,16 @@ fn the_fault_proxy_passes_delays_holds_drops_and_resets() {
 fn the_journal_check_sees_a_server_that_runs_the_job_alongside_another() {
     let other = RedisServer::start();
     try_enable(&other).unwrap();
-    let mut cluster = Cluster::start();
-    cluster.enable();
-    cluster.proxies[2].retarget(other.port);
-    cluster.kill_worker(2);
-    cluster.spawn_worker(2);
+    let mut rig = SoakRig::start();
+    rig.enable();
+    rig.proxies[2].retarget(other.port);
+    rig.kill_worker(2);
+    rig.spawn_worker(2);
     let begin = now_us();
     std::thread::sleep(Duration::from_secs(4));
     let end = now_us();
-    cluster.stop_workers();
-    let report = Report::new(&cluster, &[], begin, end, 0);
+    rig.stop_workers();
+    let report = Report::new(&rig, &[], begin, end, 0);
     println!("{report}");
     assert!(!report.overlaps.is_empty(), "srv-c on its own Redis ran alongside another server");
     assert!(report.overlaps.iter().all(|(a, b, _)| a.node == "srv-c" || b.node == "srv-c"));
@@ -155,9 +156,9 @@ fn the_journal_check_sees_a_server_that_runs_the_job_alongside_another() {
 /// beside srv-b's until the silence ends (3.9 s on the current worker).
 #[test]
 fn a_job_started_as_redis_goes_silent_dies_before_the_lease_runs_out() {
-    let mut cluster = Cluster::idle();
-    let mut c = cluster.redis.conn();
-    cluster.spawn_worker(0);
+    let mut rig = SoakRig::idle();
+    let mut c = rig.redis.conn();
+    rig.spawn_worker(0);
     let idle = Instant::now();
     while !beats_idle(&mut c, NODES[0]) {
         assert!(idle.elapsed() < Duration::from_secs(20), "srv-a never beat");
@@ -167,19 +168,19 @@ fn a_job_started_as_redis_goes_silent_dies_before_the_lease_runs_out() {
     // (on a Redis with none, the worker would first wait out a lease).
     let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(1).query(&mut c).unwrap();
     let begin = now_us();
-    cluster.enable();
+    rig.enable();
     // Silence srv-a the moment its lock lands in Redis.
     let taken = Instant::now();
     while !redis::cmd("EXISTS").arg("{outbound}:lock").query::<bool>(&mut c).unwrap() {
         assert!(taken.elapsed() < Duration::from_secs(20), "srv-a never took the lock");
     }
-    cluster.proxies[0].set(Mode::Blackhole);
-    cluster.spawn_worker(1);
+    rig.proxies[0].set(Mode::Blackhole);
+    rig.spawn_worker(1);
     std::thread::sleep(Duration::from_secs(6));
-    cluster.proxies[0].set(Mode::Pass);
+    rig.proxies[0].set(Mode::Pass);
     let end = now_us();
-    cluster.stop_workers();
-    let report = Report::new(&cluster, &[], begin, end, 0);
+    rig.stop_workers();
+    let report = Report::new(&rig, &[], begin, end, 0);
     println!("{report}");
     assert!(report.runs.iter().any(|r| r.node == NODES[1]), "srv-b took over");
     assert!(report.overlaps.is_empty(), "srv-a's job outlived its lease while srv-b ran it");
@@ -212,10 +213,10 @@ fn soak(length: Duration, min_cycles: usize) {
     for i in (1..first_round.len()).rev() {
         first_round.swap(i, rng.below(i as u64 + 1) as usize);
     }
-    let mut cluster = Cluster::start();
-    cluster.enable();
+    let mut rig = SoakRig::start();
+    rig.enable();
     let started = Instant::now();
-    while cluster.journals().iter().all(|j| last_tick(j).is_none()) {
+    while rig.journals().iter().all(|j| last_tick(j).is_none()) {
         assert!(started.elapsed() < Duration::from_secs(30), "no server started the job within 30 s");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -226,12 +227,12 @@ fn soak(length: Duration, min_cycles: usize) {
         let fault = Fault::pick(&mut rng, cycles.len(), &first_round);
         let at = now_us();
         let since = t0.elapsed().as_secs_f64();
-        let how = cluster.apply(&fault);
+        let how = rig.apply(&fault);
         println!("cycle {:>3} at {since:>6.1} s: {fault}{how}", cycles.len() + 1);
         cycles.push(Cycle { fault, at, healed: now_us() });
         // Now and then a snapshot, which a later restore brings back.
         if rng.below(4) == 0 {
-            cluster.save();
+            rig.save();
         }
         std::thread::sleep(rng.ms(100, 2_000));
     }
@@ -239,15 +240,15 @@ fn soak(length: Duration, min_cycles: usize) {
     // the machine may be loaded), and does so to the end.
     let healed = now_us();
     let back = Instant::now();
-    while !cluster.journals().iter().any(|j| last_tick(j).is_some_and(|t| t > healed))
+    while !rig.journals().iter().any(|j| last_tick(j).is_some_and(|t| t > healed))
         && back.elapsed() < Duration::from_secs(30)
     {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_secs(1));
     let end = now_us();
-    cluster.stop_workers();
-    let report = Report::new(&cluster, &cycles, begin, end, seed);
+    rig.stop_workers();
+    let report = Report::new(&rig, &cycles, begin, end, seed);
     println!("{report}");
     if !report.overlaps_after_loss.is_empty() {
         println!(
@@ -257,7 +258,7 @@ fn soak(length: Duration, min_cycles: usize) {
         );
     }
     if !report.passed() {
-        let kept = cluster.keep_files();
+        let kept = rig.keep_files();
         println!("journals and worker logs kept in {}", kept.display());
     }
     assert!(
@@ -440,9 +441,9 @@ struct Cycle {
     healed: u64,
 }
 
-/// Every process and proxy of the soak; all of it is killed on drop, however
-/// the test ends.
-struct Cluster {
+/// Everything the soak runs: one Redis, a fault proxy per worker, and the
+/// workers behind them; all of it is killed on drop, however the test ends.
+struct SoakRig {
     workers: Vec<Option<Child>>,
     proxies: Vec<Proxy>,
     redis: RedisServer,
@@ -455,23 +456,23 @@ struct Cluster {
     orphans: Vec<String>,
 }
 
-impl Cluster {
+impl SoakRig {
     /// Redis, the proxies and every worker.
-    fn start() -> Cluster {
-        let mut cluster = Cluster::idle();
+    fn start() -> SoakRig {
+        let mut rig = SoakRig::idle();
         for i in 0..NODES.len() {
-            cluster.spawn_worker(i);
+            rig.spawn_worker(i);
         }
-        cluster
+        rig
     }
 
     /// Redis and the proxies, no worker yet.
-    fn idle() -> Cluster {
+    fn idle() -> SoakRig {
         let redis = RedisServer::start();
         let proxies = NODES.iter().map(|_| Proxy::start(redis.port)).collect();
         let dir = tempfile::Builder::new().prefix("lockwatch-soak-").tempdir().unwrap();
         let path = dir.path().to_owned();
-        Cluster {
+        SoakRig {
             workers: NODES.iter().map(|_| None).collect(),
             proxies,
             redis,
@@ -688,7 +689,7 @@ impl Cluster {
     }
 }
 
-impl Drop for Cluster {
+impl Drop for SoakRig {
     fn drop(&mut self) {
         for i in 0..NODES.len() {
             self.kill_worker(i);
@@ -731,17 +732,7 @@ fn now_us() -> u64 {
 
 /// Pids of live job processes (not zombies) whose command line names `marker`.
 fn jobs_of(marker: &Path) -> Vec<u32> {
-    let marker = marker.to_string_lossy().into_owned();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            String::from_utf8_lossy(&cmdline).contains(&marker) && !state.starts_with(['Z', 'X'])
-        })
-        .collect()
+    procs::running_named(&marker.to_string_lossy()).iter().map(|p| p.pid as u32).collect()
 }
 
 /// Kills every job whose command line names `marker` (a journal or the soak's dir).
@@ -859,9 +850,9 @@ struct Report {
 }
 
 impl Report {
-    fn new(cluster: &Cluster, cycles: &[Cycle], begin: u64, end: u64, seed: u64) -> Report {
-        let runs = runs(&cluster.journals());
-        let losses: Vec<u64> = cluster.disabled.iter().map(|d| d.0).collect();
+    fn new(rig: &SoakRig, cycles: &[Cycle], begin: u64, end: u64, seed: u64) -> Report {
+        let runs = runs(&rig.journals());
+        let losses: Vec<u64> = rig.disabled.iter().map(|d| d.0).collect();
         let mut overlaps = Vec::new();
         let mut overlaps_after_loss = Vec::new();
         let mut same_server = Vec::new();
@@ -899,7 +890,7 @@ impl Report {
         }
 
         let mut ticks: Vec<u64> = Vec::new();
-        for path in cluster.journals() {
+        for path in rig.journals() {
             ticks.extend(
                 std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(parse_tick).map(|t| t.now_us),
             );
@@ -910,7 +901,7 @@ impl Report {
         edges.extend(&ticks);
         edges.push(end);
         let disabled_within = |from: u64, to: u64| -> u64 {
-            cluster.disabled.iter().map(|&(a, b)| b.min(to).saturating_sub(a.max(from))).sum()
+            rig.disabled.iter().map(|&(a, b)| b.min(to).saturating_sub(a.max(from))).sum()
         };
         let mut longest_gap = (0, begin, None);
         let mut longest_gap_enabled = 0;
@@ -960,7 +951,7 @@ impl Report {
             longest_gap_enabled,
             handovers,
             longest_tick,
-            orphans: cluster.orphans.clone(),
+            orphans: rig.orphans.clone(),
             running_at_end,
             cycle_list: cycles.iter().enumerate().map(|(i, c)| (i + 1, c.fault.to_string(), c.at, c.healed)).collect(),
         }

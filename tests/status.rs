@@ -365,15 +365,13 @@ async fn a_first_look_dates_a_down_job_from_what_redis_remembers_the_same_on_eve
 
 #[tokio::test]
 async fn a_job_just_enabled_is_pending_and_the_cli_exits_1() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (server, url, _) = server_with_flag("alice", true);
     let s = look(&server, &Keys::new("outbound"), &Config::default()).await;
     assert_eq!(s.state.as_str(), "pending", "{}", s.reason);
     assert!(s.reason.starts_with("enabled by alice; waiting for a server to start it until "), "{}", s.reason);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockwatch"))
         .env_remove("LOCKWATCH_REDIS_URL")
-        .args(["--redis", &server.url(), "status"])
+        .args(["--redis", &url, "status"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

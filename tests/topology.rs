@@ -7,7 +7,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::topology::{Cluster, SentinelSet, connect, is_primary, query, query_following_redirects};
+use common::next_push;
+use common::topology::{RedisCluster, SentinelSet, connect, is_primary, query, query_following_redirects};
 
 /// The job's lock key, and the channel Redisson publishes its unlock on (a
 /// key that has a `{` is not wrapped again: see `Keys::unlock_channel`).
@@ -46,7 +47,7 @@ fn sentinel_failover_promotes_the_replica_with_the_data_written_before() {
 #[test]
 fn cluster_keys_written_through_a_seed_node_move_with_their_slot() {
     let t = Instant::now();
-    let cluster = Cluster::start();
+    let cluster = RedisCluster::start();
     took("cluster ready", t);
 
     let slot = cluster.slot_of(LOCK_KEY);
@@ -77,25 +78,10 @@ fn cluster_keys_written_through_a_seed_node_move_with_their_slot() {
     assert_eq!((moved, left), (251, 0));
 }
 
-/// Reads the next push on a RESP2 subscriber connection as strings
-/// (`["smessage", channel, payload]`, `["sunsubscribe", channel, count]`).
-fn next_push(conn: &mut redis::Connection) -> Vec<String> {
-    let value = conn.recv_response().expect("a push within the read timeout");
-    let redis::Value::Array(items) = value else { panic!("not a push: {value:?}") };
-    items
-        .into_iter()
-        .map(|item| match item {
-            redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
-            redis::Value::Int(n) => n.to_string(),
-            other => format!("{other:?}"),
-        })
-        .collect()
-}
-
 #[test]
 fn sharded_subscriber_on_the_slot_owner_gets_spublish_until_the_slot_moves() {
     let t = Instant::now();
-    let cluster = Cluster::start();
+    let cluster = RedisCluster::start();
     took("cluster ready", t);
 
     // Redisson's unlock channel carries the lock key's hash tag: same slot as the job.

@@ -43,9 +43,7 @@ fn announce(c: &mut redis::Connection) {
 
 #[tokio::test]
 async fn a_scripted_sequence_gives_every_state_and_event() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (server, _, mut c) = server_with_flag("alice", true);
     redisson_lock(&mut c, "{outbound}:lock", "uuid-a:1", 30_000);
     let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(1).query(&mut c).unwrap();
     beat(&mut c, "outbound", "srv-a", "uuid-a:1", 1, "running", 0);
@@ -118,9 +116,7 @@ async fn a_scripted_sequence_gives_every_state_and_event() {
 
 #[tokio::test]
 async fn an_expiring_lease_is_noticed_at_once_not_a_poll_later() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", false);
+    let (server, _, mut c) = server_with_flag("alice", false);
     redisson_lock(&mut c, "{outbound}:lock", "uuid-a:1", 1_500);
     beat(&mut c, "outbound", "srv-a", "uuid-a:1", 0, "running", 0);
     let start = Instant::now();
@@ -137,9 +133,7 @@ async fn an_expiring_lease_is_noticed_at_once_not_a_poll_later() {
 
 #[tokio::test]
 async fn redis_killed_is_unknown_once_then_back() {
-    let mut server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (mut server, _, mut c) = server_with_flag("alice", true);
     redisson_lock(&mut c, "{outbound}:lock", "uuid-a:1", 30_000);
     beat(&mut c, "outbound", "srv-a", "uuid-a:1", 0, "running", 0);
     let w = watcher(&server, Duration::from_millis(200), Config::default());
@@ -236,9 +230,7 @@ fn signal(pid: i32, sig: i32) {
 
 #[tokio::test]
 async fn a_job_just_enabled_is_pending_until_a_server_starts_it() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (server, _, mut c) = server_with_flag("alice", true);
     let w = watcher(&server, Duration::from_millis(200), Config::default());
     let mut rx = w.events();
     let first = wait_named(&w, "pending", Duration::from_secs(5)).await;
@@ -251,9 +243,7 @@ async fn a_job_just_enabled_is_pending_until_a_server_starts_it() {
 
 #[tokio::test]
 async fn the_holder_gone_is_pending_not_running_and_a_takeover_through_it_is_one_failover() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (server, _, mut c) = server_with_flag("alice", true);
     take(&mut c, "srv-a", "uuid-a:1", 1);
     let w = watcher(&server, Duration::from_millis(200), Config::default());
     let mut rx = w.events();
@@ -274,9 +264,7 @@ async fn the_holder_gone_is_pending_not_running_and_a_takeover_through_it_is_one
 
 #[tokio::test]
 async fn the_same_server_taking_the_lock_again_is_a_restart() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (server, _, mut c) = server_with_flag("alice", true);
     take(&mut c, "wh-east-1", "uuid-a:1", 1);
     let w = watcher(&server, Duration::from_millis(200), Config::default());
     let mut rx = w.events();
@@ -295,9 +283,7 @@ async fn the_same_server_taking_the_lock_again_is_a_restart() {
 
 #[tokio::test]
 async fn a_down_job_says_nothing_new_after_redis_comes_back() {
-    let mut server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (mut server, _, mut c) = server_with_flag("alice", true);
     let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
     take(&mut c, "srv-a", "uuid-a:1", 3);
     let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
@@ -372,11 +358,9 @@ async fn redis_frozen_is_unknown_within_3_s_and_one_slow_reply_changes_nothing()
 
 #[tokio::test]
 async fn redis_frozen_between_looks_is_unknown_within_4_s_with_the_default_options() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     take(&mut c, "srv-a", "uuid-a:1", 1);
-    let target = Target::new(&server.url(), None).unwrap();
+    let target = Target::new(&url, None).unwrap();
     let w = Watcher::spawn(target, Keys::new("outbound"), Options::default());
     let mut rx = w.events();
     let status = w.status();
@@ -411,9 +395,7 @@ async fn redis_frozen_between_looks_is_unknown_within_4_s_with_the_default_optio
 
 #[tokio::test]
 async fn redis_losing_the_jobs_data_is_unknown_with_one_data_lost_never_stopped() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (server, _, mut c) = server_with_flag("alice", true);
     take(&mut c, "srv-a", "uuid-a:1", 57);
     let w = watcher(&server, Duration::from_millis(200), Config::default());
     let mut rx = w.events();
@@ -444,9 +426,7 @@ async fn redis_losing_the_jobs_data_is_unknown_with_one_data_lost_never_stopped(
 
 #[tokio::test]
 async fn redis_restarted_empty_is_unreachable_then_data_lost() {
-    let mut server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (mut server, _, mut c) = server_with_flag("alice", true);
     take(&mut c, "srv-a", "uuid-a:1", 5);
     let w = watcher(&server, Duration::from_millis(200), Config::default());
     let mut rx = w.events();

@@ -215,10 +215,7 @@ impl Drop for Watch {
 
 #[test]
 fn watch_on_windows_prints_the_status_then_an_event_when_a_flag_flips() {
-    let server = RedisServer::start();
-    let url = server.url();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
 
     // Reads a minute apart: the event can only come from the watcher being

@@ -8,71 +8,15 @@ mod common;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use common::journal::{assert_no_overlap, journal, journal_worker, now_ns};
+use common::procs::runs;
 use common::*;
 use lockwatch::connect::Target;
 use lockwatch::probe::probe;
 use lockwatch::status::{Config, Engine};
 use lockwatch::{Keys, State};
-
-/// Appends `<fence> <node> <unix ns>` to the journal every 50 ms.
-const JOURNAL_LOOP: &str =
-    r#"while :; do echo "$LOCKWATCH_FENCE $LOCKWATCH_NODE $(date +%s%N)" >> "$JOURNAL"; sleep 0.05; done"#;
-
-/// A worker process, killed when the test ends however it ends.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl std::ops::Deref for Proc {
-    type Target = Child;
-    fn deref(&self) -> &Child {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Proc {
-    fn deref_mut(&mut self) -> &mut Child {
-        &mut self.0
-    }
-}
-
-/// `lockwatch worker` for `node` running `sh -c script`, its output discarded.
-fn worker_command(url: &str, node: &str, lease: &str, extra: &[&str], script: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
-    cmd.args(["--redis", url, "worker", "--node", node, "--lease", lease]);
-    if !extra.contains(&"--stop-grace") {
-        cmd.args(["--stop-grace", "1s"]);
-    }
-    cmd.args(extra).args(["--", "sh", "-c", script]).stdout(Stdio::null()).stderr(Stdio::null());
-    cmd
-}
-
-fn worker(server: &RedisServer, node: &str, lease: &str, journal: &Path, extra: &[&str], script: &str) -> Proc {
-    Proc(worker_command(&server.url(), node, lease, extra, script).env("JOURNAL", journal).spawn().unwrap())
-}
-
-fn now_ns() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
-}
-
-/// Journal lines as (fence, node, ns).
-fn journal(path: &Path) -> Vec<(i64, String, u128)> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let mut p = l.split_whitespace();
-            Some((p.next()?.parse().ok()?, p.next()?.to_owned(), p.next()?.parse().ok()?))
-        })
-        .collect()
-}
 
 fn holder_node(c: &mut redis::Connection) -> Option<String> {
     let field: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(c).ok()?;
@@ -91,57 +35,18 @@ fn beat_field(c: &mut redis::Connection, node: &str, field: &str) -> Option<Stri
     redis::cmd("HGET").arg(format!("{{outbound}}:node:{node}")).arg(field).query(c).unwrap()
 }
 
-/// True while a process runs (a zombie waiting to be reaped does not run).
-fn runs(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with(['Z', 'X']),
-        Err(_) => false,
-    }
-}
-
 async fn wait_holder(c: &mut redis::Connection, not: Option<&str>) -> String {
     eventually("a holder", Duration::from_secs(10), || holder_node(c).filter(|h| Some(h.as_str()) != not)).await
 }
 
-fn kill9(child: &mut Child) {
-    child.kill().unwrap();
-    child.wait().unwrap();
-}
-
-fn sigterm(child: &Child) {
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-}
-
-/// Starts the fence counter, as the demo does on its own new Redis: the
-/// first start then does not wait a lease for an earlier holder. Only for
-/// tests with a long lease that need a quick first start.
-fn seed_fence(c: &mut redis::Connection) {
-    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).arg("NX").query(c).unwrap();
-}
-
-/// Checks the journal: fence tokens only grow, and no two runs overlap.
-fn assert_no_overlap(lines: &[(i64, String, u128)]) {
-    let mut sorted = lines.to_vec();
-    sorted.sort_by_key(|l| l.2);
-    let mut max_fence = 0;
-    for (fence, node, _) in &sorted {
-        assert!(*fence >= max_fence, "fence {fence} from {node} after fence {max_fence}: two runs overlapped");
-        max_fence = *fence;
-    }
-}
-
 #[tokio::test]
 async fn kill_9_of_the_holder_takes_its_job_along_and_the_other_takes_over() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let lease_ms = 2_000;
-    let mut workers = vec![
-        ("srv-a", worker(&server, "srv-a", "2s", &j, &[], JOURNAL_LOOP)),
-        ("srv-b", worker(&server, "srv-b", "2s", &j, &[], JOURNAL_LOOP)),
-    ];
+    let mut workers =
+        vec![("srv-a", journal_worker(&url, "srv-a", "2s", &j)), ("srv-b", journal_worker(&url, "srv-b", "2s", &j))];
     let mut takeovers = Vec::new();
     for _round in 0..3 {
         let holder = wait_holder(&mut c, None).await;
@@ -153,7 +58,7 @@ async fn kill_9_of_the_holder_takes_its_job_along_and_the_other_takes_over() {
         let i = workers.iter().position(|(n, _)| *n == holder).unwrap();
         let killed_at = now_ns();
         let t0 = Instant::now();
-        kill9(&mut workers[i].1);
+        workers[i].1.kill9();
         eventually("the child to die with its worker", Duration::from_secs(1), || (!runs(child)).then_some(())).await;
         let other = if holder == "srv-a" { "srv-b" } else { "srv-a" };
         eventually("the other server's job", Duration::from_millis(lease_ms + 1_000), || {
@@ -161,32 +66,30 @@ async fn kill_9_of_the_holder_takes_its_job_along_and_the_other_takes_over() {
         })
         .await;
         takeovers.push(t0.elapsed());
-        workers[i].1 = worker(&server, &holder, "2s", &j, &[], JOURNAL_LOOP);
+        workers[i].1 = journal_worker(&url, &holder, "2s", &j);
     }
     println!("takeover after kill -9 (lease 2 s): {takeovers:?}");
     for (_, w) in &mut workers {
-        kill9(w);
+        w.kill9();
     }
     assert_no_overlap(&journal(&j));
 }
 
 #[tokio::test]
 async fn sigterm_hands_over_in_under_a_second() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     // A 30 s lease: a first start on a counter-less Redis would wait 30 s.
     seed_fence(&mut c);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
-    let mut a = worker(&server, "srv-a", "30s", &j, &[], JOURNAL_LOOP);
+    let mut a = journal_worker(&url, "srv-a", "30s", &j);
     let holder = wait_holder(&mut c, None).await;
     assert_eq!(holder, "srv-a");
-    let mut b = worker(&server, "srv-b", "30s", &j, &[], JOURNAL_LOOP);
+    let mut b = journal_worker(&url, "srv-b", "30s", &j);
     eventually("srv-b to beat", Duration::from_secs(5), || beat_field(&mut c, "srv-b", "state")).await;
     let t0 = Instant::now();
     let asked = now_ns();
-    sigterm(&a);
+    a.sigterm();
     eventually("srv-b's job", Duration::from_secs(2), || {
         journal(&j).iter().any(|l| l.1 == "srv-b" && l.2 > asked).then_some(())
     })
@@ -195,7 +98,7 @@ async fn sigterm_hands_over_in_under_a_second() {
     println!("hand-over after SIGTERM: {handover:?}");
     assert!(handover < Duration::from_secs(1), "{handover:?}");
     assert!(a.wait().unwrap().success(), "the worker exits 0 after SIGTERM");
-    kill9(&mut b);
+    b.kill9();
     assert_no_overlap(&journal(&j));
 }
 
@@ -209,7 +112,7 @@ async fn all_flags_off_stop_the_job_and_release_the_lock() {
     flag(&mut c, "outbound", "bob", true);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
-    let mut a = worker(&server, "srv-a", "30s", &j, &[], JOURNAL_LOOP);
+    let mut a = journal_worker(&server.url(), "srv-a", "30s", &j);
     wait_holder(&mut c, None).await;
     let child: u32 = eventually("child", Duration::from_secs(5), || {
         beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
@@ -233,22 +136,20 @@ async fn all_flags_off_stop_the_job_and_release_the_lock() {
         (text.contains("released") && text.contains("job-exited")).then_some(())
     })
     .await;
-    kill9(&mut a);
+    a.kill9();
 }
 
 #[tokio::test]
 async fn a_silent_job_is_stale_while_the_lock_is_still_renewed() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
-    let dir = tempfile::tempdir().unwrap();
-    let mut a = worker(&server, "srv-a", "1500ms", &dir.path().join("j"), &["--stall-after", "1s"], "sleep 600");
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    let mut a =
+        WorkerProcess::spawn(&mut worker_command(&url, "srv-a", "1500ms", &["--stall-after", "1s"], "sleep 600"));
     eventually("the job", Duration::from_secs(10), || {
         beat_field(&mut c, "srv-a", "child_pid").filter(|p| !p.is_empty())
     })
     .await;
     tokio::time::sleep(Duration::from_millis(3_000)).await;
-    let target = Target::new(&server.url(), None).unwrap();
+    let target = Target::new(&url, None).unwrap();
     let mut conn = target.manager().await.unwrap();
     let keys = Keys::new("outbound");
     let mut engine = Engine::new("outbound", &keys.lock, Config::default());
@@ -262,17 +163,15 @@ async fn a_silent_job_is_stale_while_the_lock_is_still_renewed() {
     assert_eq!(s.state, State::Stale, "{}", s.reason);
     assert!(s.reason.starts_with("hung"), "{}", s.reason);
     assert!(s.lock.ttl_ms.is_some(), "the lease (1.5 s) is still being renewed after 5 s");
-    kill9(&mut a);
+    a.kill9();
 }
 
 #[tokio::test]
 async fn losing_redis_stops_the_job_before_the_lease_runs_out() {
-    let mut server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (mut server, url, mut c) = server_with_flag("alice", true);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
-    let mut a = worker(&server, "srv-a", "2s", &j, &[], JOURNAL_LOOP);
+    let mut a = journal_worker(&url, "srv-a", "2s", &j);
     wait_holder(&mut c, None).await;
     let child: u32 = eventually("child", Duration::from_secs(5), || {
         beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
@@ -287,20 +186,18 @@ async fn losing_redis_stops_the_job_before_the_lease_runs_out() {
     let margin_ms = (killed_at + pttl_before as u128 * 1_000_000).saturating_sub(last) / 1_000_000;
     println!("job stopped {margin_ms} ms before the lease could have run out");
     assert!(margin_ms > 0);
-    kill9(&mut a);
+    a.kill9();
 }
 
 #[tokio::test]
 async fn the_lock_is_redissons_and_a_redisson_unlock_wakes_the_worker_at_once() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (server, url, mut c) = server_with_flag("alice", true);
     // A Java service holds the lock through Redisson.
     let java = "d9b0a1f2-0000-4c3e-8a1b-7c9d2e4f6a80:88";
     redisson_lock(&mut c, "{outbound}:lock", java, 60_000);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
-    let mut a = worker(&server, "srv-a", "3s", &j, &[], JOURNAL_LOOP);
+    let mut a = journal_worker(&url, "srv-a", "3s", &j);
     eventually("srv-a to beat idle", Duration::from_secs(5), || {
         beat_field(&mut c, "srv-a", "state").filter(|s| s == "idle")
     })
@@ -344,7 +241,7 @@ async fn the_lock_is_redissons_and_a_redisson_unlock_wakes_the_worker_at_once() 
     let mut pubsub = sub.as_pubsub();
     pubsub.subscribe("redisson_lock__channel:{outbound}:lock").unwrap();
     pubsub.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    sigterm(&a);
+    a.sigterm();
     let msg = pubsub.get_message().unwrap();
     assert_eq!(msg.get_payload::<String>().unwrap(), "0");
     assert!(a.wait().unwrap().success());
@@ -358,9 +255,7 @@ async fn an_embedded_task_gets_the_fence_and_its_silence_shows_as_stalled() {
     use lockwatch::work::job::Work;
     use lockwatch::work::worker::{self, Options};
 
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     let seen_fence = Arc::new(AtomicI64::new(0));
     let seen = seen_fence.clone();
     let work = Work::Task(Arc::new(move |mut ctx| {
@@ -385,7 +280,7 @@ async fn an_embedded_task_gets_the_fence_and_its_silence_shows_as_stalled() {
         work,
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let target = Target::new(&server.url(), None).unwrap();
+    let target = Target::new(&url, None).unwrap();
     let run = tokio::spawn(worker::run(target, Keys::new("outbound"), opts, async move {
         let _ = stop_rx.await;
     }));
@@ -441,63 +336,55 @@ async fn all_gone(what: &str, tree: &Strays) {
     eventually(what, Duration::from_secs(5), || tree.0.iter().all(|p| !runs(*p)).then_some(())).await;
 }
 
-fn tree_worker(server: &RedisServer, node: &str, dir: &Path) -> Proc {
-    Proc(worker_command(&server.url(), node, "2s", &[], TREE).env("DIR", dir).spawn().unwrap())
+fn tree_worker(url: &str, node: &str, dir: &Path) -> WorkerProcess {
+    WorkerProcess::spawn(worker_command(url, node, "2s", &[], TREE).env("DIR", dir))
 }
 
 #[tokio::test]
 async fn kill_9_of_the_worker_takes_the_jobs_whole_tree_along_setsid_or_not() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, _) = server_with_flag("alice", true);
     let dir = tempfile::tempdir().unwrap();
-    let mut a = tree_worker(&server, "srv-a", dir.path());
+    let mut a = tree_worker(&url, "srv-a", dir.path());
     let tree = job_tree(dir.path()).await;
     let t0 = Instant::now();
-    kill9(&mut a);
+    a.kill9();
     all_gone("the job, its grandchild and its setsid grandchild to die with the worker", &tree).await;
     println!("whole job tree gone {:?} after kill -9 of the worker", t0.elapsed());
 }
 
 #[tokio::test]
 async fn flags_off_and_sigterm_stop_the_jobs_whole_tree_setsid_or_not() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     let dir = tempfile::tempdir().unwrap();
-    let mut a = tree_worker(&server, "srv-a", dir.path());
+    let mut a = tree_worker(&url, "srv-a", dir.path());
     let tree = job_tree(dir.path()).await;
     flag(&mut c, "outbound", "alice", false);
     all_gone("the whole tree to stop when all flags are off", &tree).await;
     flag(&mut c, "outbound", "alice", true);
     let tree = job_tree(dir.path()).await;
-    sigterm(&a);
+    a.sigterm();
     assert!(a.wait().unwrap().success(), "the worker exits 0 after SIGTERM");
     all_gone("the whole tree to stop with the worker's SIGTERM", &tree).await;
 }
 
 #[tokio::test]
 async fn a_lost_lock_kills_the_jobs_whole_tree_setsid_or_not() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     let dir = tempfile::tempdir().unwrap();
-    let mut a = tree_worker(&server, "srv-a", dir.path());
+    let mut a = tree_worker(&url, "srv-a", dir.path());
     let tree = job_tree(dir.path()).await;
     let t0 = Instant::now();
     let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
     all_gone("the whole tree to die when the lock is lost", &tree).await;
     println!("whole job tree gone {:?} after the lock was deleted (lease 2 s, renewal every 667 ms)", t0.elapsed());
-    kill9(&mut a);
+    a.kill9();
 }
 
 #[tokio::test]
 async fn the_job_keeps_its_stdout_stderr_and_exit_status() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
-    let mut cmd = worker_command(&server.url(), "srv-a", "2s", &[], "echo to-stdout; echo to-stderr >&2; exit 3");
-    let mut a = Proc(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap());
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    let mut cmd = worker_command(&url, "srv-a", "2s", &[], "echo to-stdout; echo to-stderr >&2; exit 3");
+    let mut a = WorkerProcess::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
     let drain = |mut r: Box<dyn std::io::Read + Send>| {
         std::thread::spawn(move || {
             let mut s = String::new();
@@ -511,7 +398,7 @@ async fn the_job_keeps_its_stdout_stderr_and_exit_status() {
         beat_field(&mut c, "srv-a", "last_exit").filter(|s| s == "exit status: 3")
     })
     .await;
-    sigterm(&a);
+    a.sigterm();
     assert!(a.wait().unwrap().success());
     assert!(out.join().unwrap().contains("to-stdout\n"));
     assert!(err.join().unwrap().contains("to-stderr\n"));
@@ -542,10 +429,10 @@ async fn the_job_inherits_no_redis_credentials() {
     .env("DUMP", &dump)
     .stdout(Stdio::null())
     .stderr(Stdio::null());
-    let mut a = Proc(cmd.spawn().unwrap());
+    let mut a = WorkerProcess::spawn(&mut cmd);
     let env =
         eventually("the job's environment", Duration::from_secs(10), || std::fs::read_to_string(&dump).ok()).await;
-    kill9(&mut a);
+    a.kill9();
     assert!(env.contains("LOCKWATCH_FENCE="), "{env}");
     assert!(!env.contains("s3cret-pw"), "the job sees the worker's password:\n{env}");
     for var in ["LOCKWATCH_REDIS_URL", "REDISCLI_AUTH", "LOCKWATCH_SENTINEL", "LOCKWATCH_REAPER"] {
@@ -555,16 +442,14 @@ async fn the_job_inherits_no_redis_credentials() {
 
 #[tokio::test]
 async fn output_nobody_reads_starves_neither_the_renewals_nor_the_kill() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     let dir = tempfile::tempdir().unwrap();
     // Two writers, so that both streams fill up whichever blocks first.
     let chatty = r#"echo $$ > "$DIR/job"; while :; do echo "error line nobody reads" >&2; done &
 while :; do echo "output line nobody reads"; done"#;
-    let mut cmd = worker_command(&server.url(), "srv-a", "1500ms", &[], chatty);
+    let mut cmd = worker_command(&url, "srv-a", "1500ms", &[], chatty);
     // Both pipes stay open and are never read: they fill up and block writers.
-    let mut a = Proc(cmd.env("DIR", dir.path()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap());
+    let mut a = WorkerProcess::spawn(cmd.env("DIR", dir.path()).stdout(Stdio::piped()).stderr(Stdio::piped()));
     let job: u32 = eventually("the job", Duration::from_secs(10), || {
         std::fs::read_to_string(dir.path().join("job")).ok()?.trim().parse().ok()
     })
@@ -582,7 +467,7 @@ while :; do echo "output line nobody reads"; done"#;
         (!runs(job)).then_some(())
     })
     .await;
-    kill9(&mut a);
+    a.kill9();
 }
 
 #[tokio::test]
@@ -590,9 +475,9 @@ async fn sigterm_while_the_worker_first_connects_stops_it_cleanly() {
     // A server that accepts connections and never answers.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("redis://127.0.0.1:{}", silent.local_addr().unwrap().port());
-    let mut a = Proc(worker_command(&url, "srv-a", "2s", &[], "sleep 600").spawn().unwrap());
+    let mut a = WorkerProcess::spawn(&mut worker_command(&url, "srv-a", "2s", &[], "sleep 600"));
     let _first = silent.accept().unwrap();
-    sigterm(&a);
+    a.sigterm();
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {
         if let Some(status) = a.try_wait().unwrap() {
@@ -625,14 +510,12 @@ fn events(c: &mut redis::Connection) -> Vec<(String, Vec<(String, String)>)> {
 
 #[tokio::test]
 async fn released_is_recorded_only_when_the_release_released() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     let dir = tempfile::tempdir().unwrap();
     // A job that ignores SIGTERM, so stopping it takes the whole grace.
     let stubborn = r#"trap '' TERM; echo $$ > "$DIR/job"; while :; do sleep 0.1; done"#;
-    let mut cmd = worker_command(&server.url(), "srv-a", "3s", &["--stop-grace", "5s"], stubborn);
-    let mut a = Proc(cmd.env("DIR", dir.path()).spawn().unwrap());
+    let mut cmd = worker_command(&url, "srv-a", "3s", &["--stop-grace", "5s"], stubborn);
+    let mut a = WorkerProcess::spawn(cmd.env("DIR", dir.path()));
     let job: u32 = eventually("the job", Duration::from_secs(10), || {
         std::fs::read_to_string(dir.path().join("job")).ok()?.trim().parse().ok()
     })
@@ -665,7 +548,7 @@ async fn released_is_recorded_only_when_the_release_released() {
     assert!(kinds.contains(&"lost".to_owned()), "{kinds:?}");
     let holder: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(&mut c).unwrap();
     assert_eq!(holder, ["d9b0a1f2-0000-4c3e-8a1b-7c9d2e4f6a80:88"], "the other holder keeps the lock");
-    kill9(&mut a);
+    a.kill9();
 }
 
 fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> Option<String> {
@@ -687,7 +570,7 @@ async fn without_a_replica_confirming_the_lock_the_job_stops_and_does_not_start(
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let lease = Duration::from_secs(2);
-    let mut a = worker(&primary, "srv-a", "2s", &j, &[], JOURNAL_LOOP);
+    let mut a = journal_worker(&primary.url(), "srv-a", "2s", &j);
     eventually("srv-a's job with a healthy replica", Duration::from_secs(10), || {
         journal(&j).iter().any(|l| l.1 == "srv-a").then_some(())
     })
@@ -707,7 +590,7 @@ async fn without_a_replica_confirming_the_lock_the_job_stops_and_does_not_start(
     let margin_ms = (stopped_at + lease.as_nanos()).saturating_sub(last) / 1_000_000;
     println!("job stopped {margin_ms} ms before a lease from the replica's last confirmation could have run out");
     assert!(last < stopped_at + lease.as_nanos(), "the job ran past the lease the replica knows of");
-    kill9(&mut a);
+    a.kill9();
 
     // A fresh worker may take the lock on the primary, but it does not run the job.
     eventually("the lock to expire", lease * 3, || {
@@ -715,7 +598,7 @@ async fn without_a_replica_confirming_the_lock_the_job_stops_and_does_not_start(
         (!exists).then_some(())
     })
     .await;
-    let mut b = worker(&primary, "srv-b", "2s", &j, &[], JOURNAL_LOOP);
+    let mut b = journal_worker(&primary.url(), "srv-b", "2s", &j);
     eventually("srv-b to beat", Duration::from_secs(5), || beat_field(&mut c, "srv-b", "seq")).await;
     tokio::time::sleep(lease * 2).await;
     assert!(!journal(&j).iter().any(|l| l.1 == "srv-b"), "srv-b ran the job on an unconfirmed lock");
@@ -726,7 +609,7 @@ async fn without_a_replica_confirming_the_lock_the_job_stops_and_does_not_start(
         journal(&j).iter().any(|l| l.1 == "srv-b").then_some(())
     })
     .await;
-    kill9(&mut b);
+    b.kill9();
     assert_no_overlap(&journal(&j));
 }
 
@@ -740,7 +623,7 @@ async fn fences_never_go_back_or_repeat_after_redis_loses_its_data() {
     flag(&mut c, "outbound", "alice", true);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
-    let mut a = worker(&server, "srv-a", "2s", &j, &[], JOURNAL_LOOP);
+    let mut a = journal_worker(&server.url(), "srv-a", "2s", &j);
     let first = eventually("the job's first run", Duration::from_secs(10), || journal(&j).first().map(|l| l.0)).await;
     assert!(first > counter, "fence {first} is not above the counter {counter}");
 
@@ -752,20 +635,20 @@ async fn fences_never_go_back_or_repeat_after_redis_loses_its_data() {
     })
     .await;
     assert!(after_flush > first, "fence {after_flush} after FLUSHALL is not above {first}");
-    kill9(&mut a);
+    a.kill9();
 
     // A restart without persistence, and a worker that remembers nothing.
     let before = journal(&j).iter().map(|l| l.0).max().unwrap();
     server.restart();
     let mut c = server.conn();
     flag(&mut c, "outbound", "alice", true);
-    let mut b = worker(&server, "srv-b", "2s", &j, &[], JOURNAL_LOOP);
+    let mut b = journal_worker(&server.url(), "srv-b", "2s", &j);
     let after_restart = eventually("a run after the restart", Duration::from_secs(10), || {
         journal(&j).iter().filter(|l| l.1 == "srv-b").map(|l| l.0).next()
     })
     .await;
     assert!(after_restart > before, "fence {after_restart} after the restart is not above {before}");
-    kill9(&mut b);
+    b.kill9();
     assert_no_overlap(&journal(&j));
 }
 
@@ -783,22 +666,20 @@ async fn just_renewed(c: &mut redis::Connection, lease_ms: i64) {
 /// once. Whoever takes the free lock must not run the job while A's job
 /// still runs: A's job stops first, and the next run starts after it.
 async fn no_second_run_after_data_loss(lose: impl FnOnce(&mut RedisServer)) {
-    let mut server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (mut server, url, mut c) = server_with_flag("alice", true);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     // A 6 s lease: A renews every 2 s, B tries to acquire every second, so
     // B finds the lock free well before A's next renewal finds it gone.
     let lease_ms = 6_000;
-    let mut a = worker(&server, "srv-a", "6s", &j, &[], JOURNAL_LOOP);
+    let mut a = journal_worker(&url, "srv-a", "6s", &j);
     let child: u32 = eventually("srv-a's job", Duration::from_millis(lease_ms as u64 + 10_000), || {
         beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
     })
     .await;
     let _stray = Strays(vec![child]);
     let a_fence = eventually("srv-a's journal", Duration::from_secs(5), || journal(&j).first().map(|l| l.0)).await;
-    let mut b = worker(&server, "srv-b", "6s", &j, &[], JOURNAL_LOOP);
+    let mut b = journal_worker(&url, "srv-b", "6s", &j);
     eventually("srv-b to beat idle", Duration::from_secs(5), || {
         beat_field(&mut c, "srv-b", "state").filter(|s| s == "idle")
     })
@@ -831,8 +712,8 @@ async fn no_second_run_after_data_loss(lose: impl FnOnce(&mut RedisServer)) {
         new_run.0
     );
     assert_no_overlap(&lines);
-    kill9(&mut a);
-    kill9(&mut b);
+    a.kill9();
+    b.kill9();
 }
 
 #[tokio::test]
@@ -880,16 +761,14 @@ fn events_at(c: &mut redis::Connection) -> Vec<Event> {
 
 #[tokio::test]
 async fn the_first_start_on_a_fresh_redis_waits_one_lease_and_says_starting() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let lease_ms = 2_000;
-    let mut a = worker(&server, "srv-a", "2s", &j, &[], JOURNAL_LOOP);
+    let mut a = journal_worker(&url, "srv-a", "2s", &j);
     wait_holder(&mut c, None).await;
     // Supervisors see it waiting, not running.
-    let out = lockwatch(&server.url(), &["status", "--json"]);
+    let out = lockwatch(&url, &["status", "--json"]);
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(status["state"], "pending", "{status}");
     assert!(status["reason"].as_str().unwrap().contains("srv-a holds the lock and waits"), "{status}");
@@ -915,7 +794,7 @@ async fn the_first_start_on_a_fresh_redis_waits_one_lease_and_says_starting() {
         beat_field(&mut c, "srv-a", "state").filter(|s| s == "running")
     })
     .await;
-    kill9(&mut a);
+    a.kill9();
 }
 
 #[tokio::test]
@@ -950,13 +829,13 @@ sleep 600"#;
         .env("DIR", dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let mut a = Proc(cmd.spawn().unwrap());
+    let mut a = WorkerProcess::spawn(&mut cmd);
     let pids = eventually("the job's look at its parents", Duration::from_secs(10), || {
         std::fs::read_to_string(dir.path().join("pids")).ok()
     })
     .await;
     let worker_pid = a.id();
-    kill9(&mut a);
+    a.kill9();
     let pids: Vec<u32> = pids.split_whitespace().map(|p| p.parse().unwrap()).collect();
     assert_eq!(pids.get(1), Some(&worker_pid), "the job's grandparent is the worker: {pids:?}");
     for who in ["parent", "grandparent"] {
@@ -968,16 +847,14 @@ sleep 600"#;
 
 #[tokio::test]
 async fn a_worker_whose_stderr_nobody_reads_still_kills_restarts_and_stops_its_job() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (server, url, mut c) = server_with_flag("alice", true);
     let dir = tempfile::tempdir().unwrap();
     // The job fills the worker's stderr, which nobody reads: every log
     // line the worker writes from then on finds stderr stuck.
     let chatty = r#"echo $$ > "$DIR/job.tmp"; mv "$DIR/job.tmp" "$DIR/job"; while :; do echo "error line nobody reads" >&2; done"#;
     let lease = Duration::from_secs(3);
-    let mut cmd = worker_command(&server.url(), "srv-a", "3s", &[], chatty);
-    let mut a = Proc(cmd.env("DIR", dir.path()).stderr(Stdio::piped()).spawn().unwrap());
+    let mut cmd = worker_command(&url, "srv-a", "3s", &[], chatty);
+    let mut a = WorkerProcess::spawn(cmd.env("DIR", dir.path()).stderr(Stdio::piped()));
     let read_job = || -> Option<u32> { std::fs::read_to_string(dir.path().join("job")).ok()?.trim().parse().ok() };
     let first = eventually("the job", lease + Duration::from_secs(10), read_job).await;
     let _stray = Strays(vec![first]);
@@ -1000,21 +877,19 @@ async fn a_worker_whose_stderr_nobody_reads_still_kills_restarts_and_stops_its_j
         (!runs(second)).then_some(())
     })
     .await;
-    kill9(&mut a);
+    a.kill9();
 }
 
 #[tokio::test]
 async fn a_holder_that_lets_go_during_the_wait_leaves_the_rest_of_it_to_the_next() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let lease_ms = 4_000;
-    let mut a = worker(&server, "srv-a", "4s", &j, &[], JOURNAL_LOOP);
+    let mut a = journal_worker(&url, "srv-a", "4s", &j);
     wait_holder(&mut c, None).await;
     let acquired_ms: u64 = beat_field(&mut c, "srv-a", "started_ms").unwrap().parse().unwrap();
-    let mut b = worker(&server, "srv-b", "4s", &j, &[], JOURNAL_LOOP);
+    let mut b = journal_worker(&url, "srv-b", "4s", &j);
     eventually("srv-b to beat idle", Duration::from_secs(5), || {
         beat_field(&mut c, "srv-b", "state").filter(|s| s == "idle")
     })
@@ -1022,7 +897,7 @@ async fn a_holder_that_lets_go_during_the_wait_leaves_the_rest_of_it_to_the_next
     // srv-a lets go while it waits: srv-b takes the lock, and the counter
     // is there now, but an earlier holder may still run until one lease
     // after srv-a's acquisition.
-    sigterm(&a);
+    a.sigterm();
     assert!(a.wait().unwrap().success());
     wait_holder(&mut c, Some("srv-a")).await;
     assert_eq!(beat_field(&mut c, "srv-b", "state").as_deref(), Some("starting"));
@@ -1033,7 +908,7 @@ async fn a_holder_that_lets_go_during_the_wait_leaves_the_rest_of_it_to_the_next
     let job_started_ms = job_started.ms;
     println!("srv-b's job started {} ms after srv-a's acquisition", job_started_ms - acquired_ms);
     assert!(job_started_ms - acquired_ms >= lease_ms, "srv-b started the job within a lease of the data loss");
-    kill9(&mut b);
+    b.kill9();
 }
 
 /// `lockwatch demo`, stopped with SIGTERM (it stops its workers and its
@@ -1042,7 +917,8 @@ struct Demo(Child);
 
 impl Drop for Demo {
     fn drop(&mut self) {
-        sigterm(&self.0);
+        // SAFETY: kill(2) on the pid of our own child, which we have not reaped.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.0.try_wait() {
@@ -1109,17 +985,15 @@ async fn the_demo_starts_its_job_at_once_on_its_own_new_redis() {
 
 #[tokio::test]
 async fn a_program_run_directly_starts_with_no_signal_blocked_and_stops_on_sigterm() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     seed_fence(&mut c);
     // Not a shell (a shell resets its signal mask): the program as the job itself.
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
-    cmd.args(["--redis", &server.url(), "worker", "--node", "srv-a", "--lease", "30s", "--stop-grace", "10s"])
+    cmd.args(["--redis", &url, "worker", "--node", "srv-a", "--lease", "30s", "--stop-grace", "10s"])
         .args(["--", "sleep", "600"])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let mut a = Proc(cmd.spawn().unwrap());
+    let mut a = WorkerProcess::spawn(&mut cmd);
     let job: u32 = eventually("the job", Duration::from_secs(10), || {
         beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
     })
@@ -1129,7 +1003,7 @@ async fn a_program_run_directly_starts_with_no_signal_blocked_and_stops_on_sigte
     let blocked = status.lines().find_map(|l| l.strip_prefix("SigBlk:")).unwrap().trim().to_owned();
     assert_eq!(u64::from_str_radix(&blocked, 16).unwrap(), 0, "the job starts with signals blocked (SigBlk {blocked})");
     let asked = Instant::now();
-    sigterm(&a);
+    a.sigterm();
     assert!(a.wait().unwrap().success(), "the worker exits 0 after SIGTERM");
     let took = asked.elapsed();
     println!("SIGTERM to a worker running `sleep` directly: stopped after {took:?}");
@@ -1141,13 +1015,11 @@ async fn a_program_run_directly_starts_with_no_signal_blocked_and_stops_on_sigte
 
 #[tokio::test]
 async fn a_flip_is_announced_and_the_workers_listen_for_it() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    flag(&mut c, "outbound", "alice", true);
+    let (server, url, mut c) = server_with_flag("alice", true);
     seed_fence(&mut c);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
-    let mut a = worker(&server, "srv-a", "30s", &j, &[], JOURNAL_LOOP);
+    let mut a = journal_worker(&url, "srv-a", "30s", &j);
     wait_holder(&mut c, None).await;
     eventually("the worker to listen on the wake channel", Duration::from_secs(5), || {
         let (_, listeners): (String, i64) =
@@ -1161,7 +1033,7 @@ async fn a_flip_is_announced_and_the_workers_listen_for_it() {
     let mut pubsub = listener.as_pubsub();
     pubsub.subscribe("{outbound}:wake").unwrap();
     let asked = Instant::now();
-    let out = lockwatch(&server.url(), &["disable", "--user", "alice"]);
+    let out = lockwatch(&url, &["disable", "--user", "alice"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let who: String = pubsub.get_message().unwrap().get_payload().unwrap();
     assert_eq!(who, "alice");
@@ -1172,7 +1044,7 @@ async fn a_flip_is_announced_and_the_workers_listen_for_it() {
     })
     .await;
     println!("`lockwatch disable` of the last flag → lock released: {:?}", asked.elapsed());
-    kill9(&mut a);
+    a.kill9();
 }
 
 #[tokio::test]
@@ -1186,8 +1058,8 @@ async fn a_killed_holder_is_reported_within_seconds_and_healthy_running_raises_n
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let mut workers = vec![
-        ("srv-a", worker(&server, "srv-a", "30s", &j, &[], JOURNAL_LOOP)),
-        ("srv-b", worker(&server, "srv-b", "30s", &j, &[], JOURNAL_LOOP)),
+        ("srv-a", journal_worker(&server.url(), "srv-a", "30s", &j)),
+        ("srv-b", journal_worker(&server.url(), "srv-b", "30s", &j)),
     ];
     let holder = wait_holder(&mut c, None).await;
     eventually("the job", Duration::from_secs(10), || journal(&j).iter().any(|l| l.1 == holder).then_some(())).await;
@@ -1212,7 +1084,7 @@ async fn a_killed_holder_is_reported_within_seconds_and_healthy_running_raises_n
 
     let i = workers.iter().position(|(n, _)| *n == holder).unwrap();
     let t0 = Instant::now();
-    kill9(&mut workers[i].1);
+    workers[i].1.kill9();
     let event = tokio::time::timeout(Duration::from_secs(8), events.recv())
         .await
         .expect("an event within 8 s of kill -9, well inside the 20 s grace and the 30 s lease")

@@ -147,6 +147,9 @@ pub struct JobMenu {
     pub own_ack: Option<bool>,
     /// The ack item's label: "I'm on it" or "I'm no longer on it".
     pub ack_label: String,
+    /// Whether the menu offers the ack item: while the job is in trouble
+    /// (stale, down, conflict, unknown), or to take back the user's own.
+    pub ack_offered: bool,
 }
 
 /// What the tray's words depend on besides the statuses: the language and
@@ -201,6 +204,7 @@ fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
             on_it_users: Vec::new(),
             own_ack: None,
             ack_label: tr.t("menu-ack"),
+            ack_offered: false,
         };
     };
     let own_ack = s.checked_at_ms.is_some().then(|| s.acks.iter().any(|a| a.user == user));
@@ -224,7 +228,14 @@ fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
         on_it_users: s.acks.iter().map(|a| a.user.clone()).collect(),
         own_ack,
         ack_label: tr.t(if own_ack == Some(true) { "menu-unack" } else { "menu-ack" }),
+        ack_offered: own_ack == Some(true) || in_trouble(s.state),
     }
+}
+
+/// Whether a state is trouble somebody may say they are on: not while the
+/// job runs, starts, or was stopped on purpose.
+pub fn in_trouble(state: State) -> bool {
+    matches!(state, State::Stale | State::Down | State::Conflict | State::Unknown)
 }
 
 /// `alice is on it since 10:02: looking at wh-a`, in the desktop's time of day.
@@ -1005,6 +1016,25 @@ mod tests {
         }
         let m = &tray_view(&[unreadable], "alice", None, 0, &en()).jobs[0];
         assert_eq!(m.own_ack, None, "not offered while not known");
+    }
+
+    #[test]
+    fn i_m_on_it_is_offered_for_trouble_and_to_take_one_s_own_back_not_while_the_job_is_fine() {
+        let offered = |state: State, acks: Vec<Ack>| {
+            let mut v = view(state, None, &["alice"]);
+            if let Some(s) = v.status.as_mut() {
+                s.acks = acks;
+            }
+            tray_view(std::slice::from_ref(&v), "alice", None, 0, &en()).jobs[0].ack_offered
+        };
+        for state in [State::Stale, State::Down, State::Conflict, State::Unknown] {
+            assert!(offered(state, vec![]), "{state:?}");
+        }
+        for state in [State::Running, State::Pending, State::Stopped] {
+            assert!(!offered(state, vec![]), "{state:?}");
+        }
+        assert!(offered(State::Running, vec![ack("alice", 36_120_000, "")]), "her own can be taken back");
+        assert!(!offered(State::Running, vec![ack("bob", 36_120_000, "")]));
     }
 
     #[test]

@@ -102,9 +102,10 @@ pub fn redraw(app: &AppHandle, desk: &Desk) {
 }
 
 /// What decides the menu's items: per job its name, whether it has an
-/// error line, a confirmation line, and how many "on it" lines; the fixed
+/// error line, a confirmation line, how many "on it" lines and whether
+/// "I'm on it" is offered; the fixed
 /// labels; the mute submenu's title.
-type Shape = (Vec<(String, bool, bool, usize)>, Labels, String);
+type Shape = (Vec<(String, bool, bool, usize, bool)>, Labels, String);
 
 /// The menu as built, to update it in place.
 struct TrayMenu {
@@ -120,7 +121,7 @@ struct JobItems {
     flip: CheckMenuItem<Wry>,
     others: Item,
     on_it: Vec<Item>,
-    ack: Item,
+    ack: Option<Item>,
     confirm: Option<Item>,
     error: Option<Item>,
 }
@@ -148,7 +149,9 @@ fn render(
     let shape = (
         view.jobs
             .iter()
-            .map(|j| (j.job.clone(), j.error_line.is_some(), j.confirm_line.is_some(), j.on_it_lines.len()))
+            .map(|j| {
+                (j.job.clone(), j.error_line.is_some(), j.confirm_line.is_some(), j.on_it_lines.len(), j.ack_offered)
+            })
             .collect(),
         view.labels.clone(),
         view.mute_label.clone(),
@@ -176,8 +179,13 @@ fn render(
                 menu.append(&on)?;
                 on_it.push(on);
             }
-            let ack = item(app, MenuId::Ack(j.job.clone()), &j.ack_label, j.own_ack.is_some())?;
-            menu.append(&ack)?;
+            let ack = match j.ack_offered {
+                true => Some(item(app, MenuId::Ack(j.job.clone()), &j.ack_label, j.own_ack.is_some())?),
+                false => None,
+            };
+            for line in &ack {
+                menu.append(line)?;
+            }
             let confirm = match &j.confirm_line {
                 Some(text) => Some(item(app, MenuId::Confirm(j.job.clone()), text, false)?),
                 None => None,
@@ -234,8 +242,10 @@ fn render(
         for (item, line) in items.on_it.iter().zip(&j.on_it_lines) {
             item.set_text(line)?;
         }
-        items.ack.set_text(&j.ack_label)?;
-        items.ack.set_enabled(j.own_ack.is_some())?;
+        if let Some(ack) = &items.ack {
+            ack.set_text(&j.ack_label)?;
+            ack.set_enabled(j.own_ack.is_some())?;
+        }
         if let (Some(item), Some(text)) = (&items.confirm, &j.confirm_line) {
             item.set_text(text)?;
         }

@@ -1,25 +1,17 @@
 //! A job that says when it runs: each line of its journal is `<fence>
-//! <node> <unix ns>`, written every 50 ms; and the check that no two runs
-//! overlapped. Shared by the failover and slot-migration tests.
+//! <node> <unix ns>`, written every 50 ms; and the one check that no two
+//! runs overlapped. Shared by every test of workers running the job.
 #![allow(dead_code)]
 
 use std::path::Path;
-use std::process::Child;
+use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::{WorkerProcess, worker_args, worker_command};
 
 /// The job's shell loop; `$JOURNAL` names the file.
 pub const JOURNAL_LOOP: &str =
     r#"while :; do echo "$LOCKWATCH_FENCE $LOCKWATCH_NODE $(date +%s%N)" >> "$JOURNAL"; sleep 0.05; done"#;
-
-/// A worker process, killed when the test ends however it ends.
-pub struct Proc(pub Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 pub fn now_ns() -> u128 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
@@ -39,9 +31,12 @@ pub fn journal(path: &Path) -> Vec<(i64, String, u128)> {
     lines
 }
 
-/// No two runs overlap: in time order, the fence never goes back, and a
-/// change of server always comes with a new fence (a new acquisition).
+/// No two runs overlap: in time order (the lines are put in it, whatever
+/// order they come in), the fence never goes back, and a change of server
+/// always comes with a new fence (a new acquisition).
 pub fn assert_no_overlap(lines: &[(i64, String, u128)]) {
+    let mut lines = lines.to_vec();
+    lines.sort_by_key(|l| l.2);
     for pair in lines.windows(2) {
         let ((f1, n1, _), (f2, n2, _)) = (&pair[0], &pair[1]);
         assert!(f2 >= f1, "fence {f2} from {n2} after fence {f1} from {n1}: two runs overlapped");
@@ -49,18 +44,16 @@ pub fn assert_no_overlap(lines: &[(i64, String, u128)]) {
     }
 }
 
-/// `lockwatch worker` for `node` with `lease`, journaling with
-/// [`JOURNAL_LOOP`] into `journal`; its output discarded.
-pub fn journal_worker(url: &str, node: &str, lease: &str, journal: &Path) -> Proc {
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_lockwatch"))
-        .args(["--redis", url, "worker", "--node", node, "--lease", lease, "--stop-grace", "1s", "--"])
-        .args(["sh", "-c", JOURNAL_LOOP])
-        .env("JOURNAL", journal)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    Proc(child)
+/// `lockwatch --redis <url> worker` for `node` with `lease`, journaling
+/// with [`JOURNAL_LOOP`] into `journal`; its output discarded.
+pub fn journal_worker(url: &str, node: &str, lease: &str, journal: &Path) -> WorkerProcess {
+    WorkerProcess::spawn(worker_command(url, node, lease, &[], JOURNAL_LOOP).env("JOURNAL", journal))
+}
+
+/// The same through `cmd`, the `lockwatch` binary with its connection
+/// options (a Sentinel set's, a cluster's seed).
+pub fn journal_worker_via(cmd: &mut Command, node: &str, lease: &str, journal: &Path) -> WorkerProcess {
+    WorkerProcess::spawn(worker_args(cmd, node, lease, &[], JOURNAL_LOOP).env("JOURNAL", journal))
 }
 
 /// How long runs under different fences overlapped in all, in ms: each

@@ -1,17 +1,26 @@
-//! Test support: a real `redis-server` on a free port, killed on drop, and
-//! helpers that write a job's keys the way workers, Redisson and
-//! supervisors do.
+//! Test support, shared by every test file: a real `redis-server` on a free
+//! port, killed on drop, and the opening most tests share
+//! ([`server_with_flag`]); `lockwatch worker` processes killed on drop;
+//! helpers that write a job's keys the way workers, Redisson and supervisors
+//! do; and, in the modules, the Sentinel and Cluster topologies, the fault
+//! proxy, the journaling job with its no-overlap check, a failover spy and
+//! the processes a command started.
 #![allow(dead_code)]
 
 pub mod journal;
+pub mod procs;
 pub mod proxy;
 pub mod spy;
 pub mod topology;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use lockwatch::watcher::Watcher;
+use lockwatch::{EventKind, State};
 
 /// A `redis-server` of the test's own, with its data and log in a temp dir.
 pub struct RedisServer {
@@ -149,6 +158,90 @@ impl Drop for RedisServer {
     }
 }
 
+/// The opening most tests share: a server of the test's own, its URL, and a
+/// connection to it on which `user`'s flag for the job `outbound` is set
+/// (`on` or off) as the CLI would, the user registered.
+pub fn server_with_flag(user: &str, on: bool) -> (RedisServer, String, redis::Connection) {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut conn = server.conn();
+    flag(&mut conn, "outbound", user, on);
+    (server, url, conn)
+}
+
+/// A `lockwatch worker` process (or any child of the test's), killed and
+/// reaped when the test ends however it ends.
+pub struct WorkerProcess(pub Child);
+
+impl WorkerProcess {
+    /// Starts `cmd`.
+    pub fn spawn(cmd: &mut Command) -> WorkerProcess {
+        WorkerProcess(cmd.spawn().unwrap())
+    }
+
+    /// `kill -9`, and reaps it.
+    pub fn kill9(&mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+
+    /// Asks it to stop (SIGTERM), as systemd does.
+    pub fn sigterm(&self) {
+        // SAFETY: kill(2) on the pid of our own child, which we have not reaped.
+        unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.0.id() as i32
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for WorkerProcess {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for WorkerProcess {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+/// The `lockwatch` binary, with no URL from the environment.
+pub fn lockwatch_command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+    cmd.env_remove("LOCKWATCH_REDIS_URL");
+    cmd
+}
+
+/// Makes `cmd` (`lockwatch` with its connection options) run `worker` for
+/// `node` with `lease`, a stop grace of 1 s unless `extra` gives one, then
+/// `extra`, and `sh -c script` as the job; its output discarded.
+pub fn worker_args<'c>(cmd: &'c mut Command, node: &str, lease: &str, extra: &[&str], script: &str) -> &'c mut Command {
+    cmd.args(["worker", "--node", node, "--lease", lease]);
+    if !extra.contains(&"--stop-grace") {
+        cmd.args(["--stop-grace", "1s"]);
+    }
+    cmd.args(extra).args(["--", "sh", "-c", script]).stdout(Stdio::null()).stderr(Stdio::null())
+}
+
+/// `lockwatch --redis <url> worker …` as [`worker_args`] makes it, not started.
+pub fn worker_command(url: &str, node: &str, lease: &str, extra: &[&str], script: &str) -> Command {
+    let mut cmd = lockwatch_command();
+    cmd.args(["--redis", url]);
+    worker_args(&mut cmd, node, lease, extra, script);
+    cmd
+}
+
 /// Lets a stopped process (SIGSTOP) go on when the test ends however it ends.
 pub struct Resume(pub i32);
 
@@ -188,6 +281,13 @@ pub fn beat(conn: &mut redis::Connection, job: &str, node: &str, field: &str, fe
     let _: () = redis::cmd("SADD").arg(format!("{{{job}}}:nodes")).arg(node).query(conn).unwrap();
 }
 
+/// Starts the fence counter (if there is none), as the demo does on its own
+/// new Redis: the first start then does not wait a lease for an earlier
+/// holder. For tests with a long lease that need a quick first start.
+pub fn seed_fence(c: &mut redis::Connection) {
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).arg("NX").query(c).unwrap();
+}
+
 /// Sets a supervisor's flag as the CLI would, and registers the user.
 pub fn flag(conn: &mut redis::Connection, job: &str, user: &str, on: bool) {
     let now = redis_ms(conn);
@@ -224,14 +324,97 @@ pub fn redis_major(conn: &mut redis::Connection) -> u32 {
 }
 
 /// Runs the `lockwatch` binary against `url`, with no URL from the environment.
-pub fn lockwatch(url: &str, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_lockwatch"))
-        .env_remove("LOCKWATCH_REDIS_URL")
-        .arg("--redis")
-        .arg(url)
-        .args(args)
-        .output()
-        .unwrap()
+pub fn lockwatch(url: &str, args: &[&str]) -> Output {
+    lockwatch_command().arg("--redis").arg(url).args(args).output().unwrap()
+}
+
+/// Runs `cmd` to its end: its output, and its stdout and stderr as one text.
+pub fn run_capturing(cmd: &mut Command) -> (Output, String) {
+    let out = cmd.output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out, text)
+}
+
+/// The next push on a RESP2 subscriber connection, as strings
+/// (`["smessage", channel, payload]`, `["sunsubscribe", channel, count]`),
+/// within the connection's read timeout.
+pub fn next_push(conn: &mut redis::Connection) -> Vec<String> {
+    let value = conn.recv_response().expect("a push within the read timeout");
+    let redis::Value::Array(items) = value else { panic!("not a push: {value:?}") };
+    items
+        .into_iter()
+        .map(|item| match item {
+            redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+            redis::Value::Int(n) => n.to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+/// Every status a watcher published: when, the state, the reason.
+pub type StatusLog = Arc<Mutex<Vec<(Instant, State, String)>>>;
+
+/// Records every status the watcher publishes, with when, until the task is aborted.
+pub fn record_statuses(watcher: &Watcher) -> (StatusLog, tokio::task::JoinHandle<()>) {
+    let log: StatusLog = Arc::default();
+    let mut rx = watcher.status();
+    let into = log.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            if let Some(s) = rx.borrow_and_update().clone() {
+                into.lock().unwrap().push((Instant::now(), s.state, s.reason.clone()));
+            }
+            if rx.changed().await.is_err() {
+                break;
+            }
+        }
+    });
+    (log, task)
+}
+
+/// Every event a watcher told: when, what, why.
+pub type EventLog = Arc<Mutex<Vec<(Instant, EventKind, String)>>>;
+
+/// Records every event the watcher tells, with when, until the task is aborted.
+pub fn record_events(watcher: &Watcher) -> (EventLog, tokio::task::JoinHandle<()>) {
+    let log: EventLog = Arc::default();
+    let mut rx = watcher.events();
+    let into = log.clone();
+    let task = tokio::spawn(async move {
+        while let Ok(e) = rx.recv().await {
+            into.lock().unwrap().push((Instant::now(), e.event, e.reason.clone()));
+        }
+    });
+    (log, task)
+}
+
+/// Applies the rules `lockwatch acl --user USER` prints for this server (it
+/// asks the server its version), as an admin would; returns what it said on stderr.
+pub fn provision(server: &RedisServer, user: &str, password: &str) -> String {
+    provision_with(server, user, password, &[])
+}
+
+/// [`provision`] with more arguments for `lockwatch acl`.
+pub fn provision_with(server: &RedisServer, user: &str, password: &str, extra: &[&str]) -> String {
+    let out = lockwatch(&server.url(), &[&["acl", "--user", user], extra].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut admin = server.conn();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let mut cmd = redis::Cmd::new();
+        for word in line.split_whitespace() {
+            cmd.arg(word);
+        }
+        let _: () = cmd.query(&mut admin).unwrap_or_else(|e| panic!("{line}: {e}"));
+    }
+    let _: () = redis::cmd("ACL").arg("SETUSER").arg(user).arg(format!(">{password}")).query(&mut admin).unwrap();
+    // A supervisor may not load the read function she calls: `lockwatch acl`
+    // did, as the admin, where it asked the server its version (a worker
+    // does when it starts).
+    if redis_major(&mut admin) >= 7 && extra.is_empty() {
+        let libraries: Vec<redis::Value> = redis::cmd("FUNCTION").arg("LIST").query(&mut admin).unwrap();
+        assert_eq!(libraries.len(), 1, "lockwatch acl loaded the read function");
+    }
+    String::from_utf8(out.stderr).unwrap()
 }
 
 /// Registers 3,000 supervisors (all off) and 2,000 servers long gone (half

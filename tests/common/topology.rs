@@ -358,7 +358,7 @@ pub fn free_cluster_port() -> u16 {
 
 /// Three primaries sharing the 16384 slots, without replicas unless a test
 /// adds one.
-pub struct Cluster {
+pub struct RedisCluster {
     nodes: Vec<ClusterNode>,
     dir: tempfile::TempDir,
 }
@@ -369,12 +369,12 @@ struct ClusterNode {
     id: String,
 }
 
-impl Cluster {
+impl RedisCluster {
     /// Starts three nodes, gives each a third of the slots and introduces
     /// them (`CLUSTER ADDSLOTSRANGE` + `MEET`: what `redis-cli --cluster
     /// create` does, without its fixed one-second waits), then waits until
     /// the cluster is ready.
-    pub fn start() -> Cluster {
+    pub fn start() -> RedisCluster {
         let dir = tempfile::tempdir().unwrap();
         let ranges = [(0, 5460), (5461, 10922), (10923, 16383)];
         let mut nodes = Vec::new();
@@ -396,7 +396,7 @@ impl Cluster {
             let _: () =
                 query(first, redis::cmd("CLUSTER").arg("MEET").arg("127.0.0.1").arg(node.process.port)).unwrap();
         }
-        let cluster = Cluster { nodes, dir };
+        let cluster = RedisCluster { nodes, dir };
         cluster.wait_ready(START_TIMEOUT);
         cluster
     }
