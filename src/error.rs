@@ -191,7 +191,10 @@ pub fn describe(err: RedisError, action: Action, host: &Endpoint) -> Error {
             "lockwatch's read function is not loaded on this Redis, and only a worker or an admin may load it: a lockwatch worker loads it when it starts, and `lockwatch acl` when the admin runs it against this Redis",
         )
     } else if code == "WRONGPASS" || code == "NOAUTH" || err.kind() == redis::ErrorKind::AuthenticationFailed {
-        (RedisFailure::Auth, "check the user and password in the Redis URL (or LOCKWATCH_REDIS_URL)")
+        (
+            RedisFailure::Auth,
+            "check the user and password in the Redis URL (or LOCKWATCH_REDIS_URL); in a URL, a password's @ : / ? # % are written %40 %3A %2F %3F %23 %25",
+        )
     } else if code == "READONLY" {
         // The node was demoted to a replica by a failover: for the caller
         // it is gone, so it drops the connection and finds the new primary.
@@ -292,5 +295,12 @@ mod tests {
             "Incompatible type - Parse error at 1"
         );
         assert_eq!(one_line("Connection refused (os error 111)"), "Connection refused (os error 111)");
+    }
+
+    #[test]
+    fn a_refused_login_says_how_a_password_is_written_in_a_url() {
+        let err = redis::RedisError::from((redis::ErrorKind::AuthenticationFailed, "Password authentication failed"));
+        let said = describe(err, Action::Connecting, &plain()).to_string();
+        assert!(said.contains("check the user and password") && said.contains("%40"), "{said}");
     }
 }
