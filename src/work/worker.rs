@@ -205,6 +205,13 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         )));
     }
     let host = crate::supervise::flags::this_host();
+    tracing::info!(
+        node = %opts.node,
+        "worker for job {} on {}: runs it while somebody has it enabled and no other server does (lease {})",
+        keys.job,
+        target.endpoint(),
+        crate::duration::human_duration(crate::clock::millis(opts.lease))
+    );
     let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.endpoint()).sharded(target.is_cluster());
     let wake = Arc::new(Notify::new());
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -230,6 +237,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         flags_seen: None,
         beat_state: String::new(),
         told_gone: None,
+        unreadable_since: None,
         last_exit: String::new(),
         present,
     };
@@ -325,6 +333,8 @@ struct Worker {
     beat_state: String,
     /// The holder (node, heartbeat seq) last announced gone, to say it once.
     told_gone: Option<(String, Option<u64>)>,
+    /// Since when the job could not be read, to say an outage once.
+    unreadable_since: Option<Instant>,
     last_exit: String,
     /// Whether the presence subscription (`{job}:alive:<node>`) is held, and
     /// in which server process, which the heartbeat says so that watchers
@@ -363,9 +373,21 @@ impl Worker {
         }
 
         let snap = match self.look().await {
-            Ok(snap) => snap,
+            Ok(snap) => {
+                if let Some(since) = self.unreadable_since.take() {
+                    let lasted = crate::duration::human_duration(crate::clock::millis(since.elapsed()));
+                    tracing::warn!(node = %self.opts.node, "the job can be read again, after {lasted}");
+                }
+                snap
+            }
             Err(err) => {
-                tracing::warn!(node = %self.opts.node, error = %err, "cannot read the job");
+                // Said once an outage, then how long it lasted.
+                if self.unreadable_since.is_none() {
+                    self.unreadable_since = Some(Instant::now());
+                    tracing::warn!(node = %self.opts.node, error = %err, "cannot read the job; trying again every 0.5 s");
+                } else {
+                    tracing::debug!(node = %self.opts.node, error = %err, "cannot read the job");
+                }
                 self.conn = None;
                 return Ok(Some(Duration::from_millis(500)));
             }
@@ -865,6 +887,8 @@ async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, ki
     let mut unconfirmed = false;
     loop {
         sleep((last_ok + lease / 3).remaining()).await;
+        // Said once a round, not at every retry.
+        let mut said = false;
         loop {
             let deadline = Instant::now() + (last_ok + lease * 3 / 4).remaining();
             let sent = Boot::now();
@@ -890,12 +914,16 @@ async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, ki
                     return;
                 }
                 Ok(Ok(Renew::Unconfirmed)) => {
-                    tracing::warn!("no replica confirmed the lease renewal in time; retrying");
+                    if !std::mem::replace(&mut said, true) {
+                        tracing::warn!("no replica confirmed the lease renewal in time; retrying");
+                    }
                     unconfirmed = true;
                     false
                 }
                 Ok(Err(err)) => {
-                    tracing::warn!(error = %err, "lease renewal failed; retrying");
+                    if !std::mem::replace(&mut said, true) {
+                        tracing::warn!(error = %err, "lease renewal failed; retrying until the lease runs out");
+                    }
                     conn = None;
                     unconfirmed = false;
                     false

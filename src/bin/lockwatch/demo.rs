@@ -49,6 +49,8 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
             .args(["--redis", &url, "--job", &keys.job, "worker", "--node", node])
             .args(["--lease", &format!("{LEASE_SECS}s"), "--stall-after", "20s"])
             .args(["--", "sh", "-c", SAMPLE_LOOP])
+            // The demo shows the watcher's view: its workers say only what goes wrong.
+            .env("LOCKWATCH_LOG", std::env::var("LOCKWATCH_LOG").unwrap_or_else(|_| "warn".to_owned()))
             .kill_on_drop(true)
             .spawn()
             .context("cannot start a demo worker")?;

@@ -51,7 +51,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    let filter = || tracing_subscriber::EnvFilter::try_from_env("LOCKWATCH_LOG").unwrap_or_else(|_| "warn".into());
+    // A worker says what it does (starts, takes, lets go); other commands only what goes wrong.
+    let level = if matches!(cli.command, Command::Worker { .. }) { "warn,lockwatch=info" } else { "warn" };
+    let filter = || tracing_subscriber::EnvFilter::try_from_env("LOCKWATCH_LOG").unwrap_or_else(|_| level.into());
     let ansi = io::IsTerminal::is_terminal(&io::stderr());
     // Log lines go out from a thread of their own: a stderr nobody reads
     // must never hold up the runtime that renews the lease and kills the job.
