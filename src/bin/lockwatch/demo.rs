@@ -10,7 +10,8 @@ use anyhow::{Context as _, Result, bail};
 use tokio::process::{Child, Command};
 
 use super::Global;
-use lockwatch::connect::Target;
+use lockwatch::Keys;
+use lockwatch::connect::{Conn, Target};
 use lockwatch::supervise::flags;
 
 /// The demo workers' lease: short, so a killed worker's job moves soon.
@@ -44,7 +45,7 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
 
     let exe = std::env::current_exe().context("cannot find the lockwatch binary")?;
     let mut workers: Vec<Worker> = Vec::new();
-    for node in ["wh-east-1", "wh-west-1"] {
+    for node in DEMO_NODES {
         let child = Command::new(&exe)
             .args(["--redis", &url, "--job", &keys.job, "worker", "--node", node])
             .args(["--lease", &format!("{LEASE_SECS}s"), "--stall-after", "20s"])
@@ -80,7 +81,8 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
             _ = &mut stop => break,
             (index, status) = next_exit(&mut workers) => {
                 let gone = workers.remove(index);
-                let others: Vec<&str> = workers.iter().map(|w| w.node).collect();
+                let mut others: Vec<String> = workers.iter().map(|w| w.node.to_owned()).collect();
+                others.extend(started_by_hand(&mut conn, &keys, &target).await);
                 let next = if others.is_empty() {
                     "No worker is left, so the job cannot run: Ctrl-C and start the demo again.".to_owned()
                 } else {
@@ -112,6 +114,21 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
     let _ = redis.wait().await;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(0)
+}
+
+/// The demo's own workers' names.
+const DEMO_NODES: [&str; 2] = ["wh-east-1", "wh-west-1"];
+
+/// Workers the demo did not start that beat within the last 3 s: started
+/// by hand against its Redis, and as able to take the job over.
+async fn started_by_hand(conn: &mut Conn, keys: &Keys, target: &Target) -> Vec<String> {
+    let Ok(snap) = lockwatch::probe::probe(conn, keys, target.endpoint()).await else { return Vec::new() };
+    snap.beats
+        .iter()
+        .filter(|b| !DEMO_NODES.contains(&b.node.as_str()))
+        .filter(|b| b.beat_ms.is_some_and(|at| snap.time_ms.saturating_sub(at) < 3_000))
+        .map(|b| b.node.clone())
+        .collect()
 }
 
 /// A demo worker process.
