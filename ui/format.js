@@ -98,6 +98,25 @@ export function lastOneOn(status, user) {
 }
 
 /** "wh-east-1" or the lock field when no heartbeat names it. */
+/**
+ * The servers a job's status knows, for one line: each by name, a silent
+ * one with how long; "–" when none wrote a heartbeat.
+ */
+export function serversText(status) {
+  const nodes = status?.nodes ?? [];
+  if (nodes.length === 0) return "–";
+  return nodes
+    .map((n) => (n.fresh || n.heartbeat_age_ms == null ? n.node : t("page-node-silent", { server: n.node, duration: duration(n.heartbeat_age_ms) })))
+    .join(", ");
+}
+
+/** "No standby: srv-b is silent" while the job runs with none left; null otherwise. */
+export function noStandbyText(status) {
+  if (!status?.no_standby) return null;
+  const silent = (status.nodes ?? []).filter((n) => !n.fresh && n.node !== status.holder?.node).map((n) => n.node);
+  return t("page-no-standby", { server: silent.join(", ") });
+}
+
 export function holderName(holder) {
   if (!holder) return "–";
   return holder.node ?? t("page-lock-field", { field: holder.field });

@@ -3,7 +3,7 @@
 // keeps it enabled; the user's own toggle. Updated in place so nothing jumps. The words are the app's
 // (i18n.js); the card is drawn anew when the language changes.
 
-import { clock, duration, holderName, lastOneOn, leaseText, ownFlag, reasonText, stateInfo } from "./format.js";
+import { clock, duration, holderName, lastOneOn, leaseText, noStandbyText, ownFlag, reasonText, serversText, stateInfo } from "./format.js";
 import { language, t } from "./i18n.js";
 import { offForm } from "./off.js";
 
@@ -27,6 +27,7 @@ export function renderLive(root, app) {
         </div>
         <div class="off-slot"></div>
         <p class="reason"></p>
+        <p class="standby" hidden></p>
         <dl class="facts">
           <div><dt>${t("page-server")}</dt><dd class="server"></dd></div>
           <div><dt>${t("page-heartbeat")}</dt><dd class="beat"></dd></div>
@@ -34,6 +35,7 @@ export function renderLive(root, app) {
           <div><dt>${t("page-fence")}</dt><dd class="fence"></dd></div>
           <div><dt>${t("page-since")}</dt><dd class="since"></dd></div>
           <div><dt>${t("page-checked")}</dt><dd class="checked"></dd></div>
+          <div><dt>${t("page-servers")}</dt><dd class="servers"></dd></div>
         </dl>
         <h3 class="on-it-head">${t("page-on-it")}</h3>
         <ul class="on-it"></ul>
@@ -81,6 +83,10 @@ function fill(card, entry, user) {
   badge.querySelector(".glyph span").textContent = info.glyph;
   badge.querySelector(".word").textContent = info.word;
   card.querySelector(".reason").textContent = reasonText(s);
+  const standby = card.querySelector(".standby");
+  standby.textContent = noStandbyText(s) ?? "";
+  standby.hidden = !standby.textContent;
+  card.querySelector(".servers").textContent = serversText(s);
   const now = s?.checked_at_ms;
   card.querySelector(".server").textContent = holderName(s?.holder);
   card.querySelector(".beat").textContent = s?.holder?.heartbeat_age_ms != null ? t("page-ago", { duration: duration(s.holder.heartbeat_age_ms) }) : "–";

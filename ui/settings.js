@@ -19,6 +19,8 @@ const EVENTS = [
   ["stopped", "page-event-stopped"],
   ["unreachable", "page-event-unreachable"],
   ["reachable", "page-event-reachable"],
+  ["standby_lost", "page-event-standby_lost"],
+  ["standby_back", "page-event-standby_back"],
 ];
 
 /**

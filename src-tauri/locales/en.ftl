@@ -74,10 +74,15 @@ note-started = { $job } started
 note-stopped = { $job } stopped
 note-unreachable = Redis unreachable: job states unknown
 note-reachable = Redis reachable again
+menu-no-standby = ⚠ No standby: { $server } is silent
+note-standby-lost = { $job } has no standby left
+note-standby-back = { $job } has a standby again
 # What the title does not say yet; else the library's own sentence.
 note-body = { $kind ->
         [failover] { $at }: { $to } runs it now.
         [restarted] { $at }: the same server took the job again.
+        [standby_lost] { $at }: { $to } is silent; if { $from } stops, no server takes the job over.
+        [standby_back] { $at }: { $to } is back and can take the job over.
        *[other] { $at }: { $reason }
     }
 note-action-open = Open dashboard
@@ -250,6 +255,11 @@ page-event-started = started
 page-event-stopped = stopped
 page-event-unreachable = Redis unreachable
 page-event-reachable = Redis reachable again
+page-servers = Servers
+page-node-silent = { $server } (silent { $duration })
+page-no-standby = ⚠ No standby: { $server } is silent; nothing takes the job over if it stops here.
+page-event-standby_lost = lost its standby
+page-event-standby_back = has a standby again
 page-sound = Play a sound with critical notifications (died, two servers, data lost)
 page-advanced = Advanced
 page-save = Save

@@ -74,6 +74,9 @@ note-started = { $job } 已开始运行
 note-stopped = { $job } 已停止
 note-unreachable = 无法连接 Redis：任务状态未知
 note-reachable = Redis 已恢复连接
+menu-no-standby = ⚠ 没有备用服务器：{ $server } 已无响应
+note-standby-lost = { $job } 已没有备用服务器
+note-standby-back = { $job } 重新有了备用服务器
 note-body = { $kind ->
         [died] { $at }：任务已启用，但没有服务器在运行。
         [data_lost] { $at }：Redis 丢失了此任务的数据（可能是重启后未持久化）。请重新启用。
@@ -86,6 +89,8 @@ note-body = { $kind ->
         [stopped] { $at }：所有人都已停用，任务已停止。
         [unreachable] { $at }：无法读取 Redis，任务的实际状态未知（并不代表已停止）。
         [reachable] { $at }：已重新连接到 Redis。
+        [standby_lost] { $at }：{ $to } 已无响应；如果 { $from } 停止，将没有服务器接管此任务。
+        [standby_back] { $at }：{ $to } 已恢复，可以接管此任务。
        *[other] { $at }：{ $reason }
     }
 note-action-open = 打开监控面板
@@ -251,6 +256,11 @@ page-event-started = 开始运行
 page-event-stopped = 已停止
 page-event-unreachable = 无法连接 Redis
 page-event-reachable = Redis 恢复连接
+page-servers = 服务器
+page-node-silent = { $server }（已无响应 { $duration }）
+page-no-standby = ⚠ 没有备用服务器：{ $server } 已无响应；若当前服务器停止，将无服务器接管。
+page-event-standby_lost = 失去备用服务器
+page-event-standby_back = 备用服务器恢复
 page-sound = 严重通知（宕机、双服务器运行、数据丢失）时播放提示音
 page-advanced = 高级
 page-save = 保存

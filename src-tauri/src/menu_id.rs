@@ -36,6 +36,8 @@ pub enum MenuId {
     Flip(String),
     /// Who else has a job enabled (not clickable).
     Others(String),
+    /// That a job runs with no standby left (not clickable).
+    Standby(String),
     /// Why a job's last flip was refused (not clickable).
     Error(String),
     /// The user's own flip of a job, confirmed (not clickable).
@@ -62,6 +64,7 @@ impl fmt::Display for MenuId {
             MenuId::Status(job) => write!(f, "status:{job}"),
             MenuId::Flip(job) => write!(f, "flip:{job}"),
             MenuId::Others(job) => write!(f, "others:{job}"),
+            MenuId::Standby(job) => write!(f, "standby:{job}"),
             MenuId::Error(job) => write!(f, "error:{job}"),
             MenuId::Confirm(job) => write!(f, "confirm:{job}"),
             // User names hold no ':' (spec::name), job names may.
@@ -89,6 +92,7 @@ impl MenuId {
             "status" => Some(MenuId::Status(rest.to_owned())),
             "flip" => Some(MenuId::Flip(rest.to_owned())),
             "others" => Some(MenuId::Others(rest.to_owned())),
+            "standby" => Some(MenuId::Standby(rest.to_owned())),
             "error" => Some(MenuId::Error(rest.to_owned())),
             "confirm" => Some(MenuId::Confirm(rest.to_owned())),
             "onit" => {
@@ -117,6 +121,7 @@ mod tests {
                 MenuId::Status(job.clone()),
                 MenuId::Flip(job.clone()),
                 MenuId::Others(job.clone()),
+                MenuId::Standby(job.clone()),
                 MenuId::OnIt { job: job.clone(), user: "a.b@site".into() },
                 MenuId::Ack(job.clone()),
                 MenuId::Confirm(job.clone()),

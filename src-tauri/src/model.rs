@@ -147,6 +147,8 @@ pub struct JobMenu {
     pub own_ack: Option<bool>,
     /// The ack item's label: "I'm on it" or "I'm no longer on it".
     pub ack_label: String,
+    /// `⚠ No standby: srv-b is silent`, while the job runs with none left.
+    pub standby_line: Option<String>,
     /// Whether the menu offers the ack item: while the job is in trouble
     /// (stale, down, conflict, unknown), or to take back the user's own.
     pub ack_offered: bool,
@@ -204,6 +206,7 @@ fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
             on_it_users: Vec::new(),
             own_ack: None,
             ack_label: tr.t("menu-ack"),
+            standby_line: None,
             ack_offered: false,
         };
     };
@@ -228,6 +231,16 @@ fn job_menu(j: &JobView, user: &str, words: &Words) -> JobMenu {
         on_it_users: s.acks.iter().map(|a| a.user.clone()).collect(),
         own_ack,
         ack_label: tr.t(if own_ack == Some(true) { "menu-unack" } else { "menu-ack" }),
+        standby_line: s.no_standby.as_ref().map(|_| {
+            let holder = s.holder.as_ref().and_then(|h| h.node.as_deref());
+            let silent: Vec<&str> = s
+                .nodes
+                .iter()
+                .filter(|n| !n.fresh && Some(n.node.as_str()) != holder)
+                .map(|n| n.node.as_str())
+                .collect();
+            tr.ta("menu-no-standby", &[("server", tr.list(&silent).into())])
+        }),
         ack_offered: own_ack == Some(true) || in_trouble(s.state),
     }
 }
@@ -403,7 +416,21 @@ impl NoteAction {
 /// Which events notify (the settings' choice).
 pub fn default_notify_kinds() -> Vec<EventKind> {
     use EventKind::*;
-    vec![Died, DataLost, Failover, Restarted, Conflict, Stalled, Recovered, Started, Stopped, Unreachable, Reachable]
+    vec![
+        Died,
+        DataLost,
+        Failover,
+        Restarted,
+        Conflict,
+        Stalled,
+        Recovered,
+        Started,
+        Stopped,
+        Unreachable,
+        Reachable,
+        StandbyLost,
+        StandbyBack,
+    ]
 }
 
 /// Decides which events become notifications: respects the choices and the
@@ -465,14 +492,22 @@ pub const OWN_FLIP_MS: u64 = 60_000;
 
 /// Events that open an incident, or belong to the one open.
 fn is_trouble(kind: EventKind) -> bool {
-    matches!(kind, EventKind::Died | EventKind::DataLost | EventKind::Conflict | EventKind::Stalled)
+    matches!(
+        kind,
+        EventKind::Died | EventKind::DataLost | EventKind::Conflict | EventKind::Stalled | EventKind::StandbyLost
+    )
 }
 
 /// Events after which the job runs (or stands still on purpose) again: the incident is over.
 fn ends_incident(kind: EventKind) -> bool {
     matches!(
         kind,
-        EventKind::Recovered | EventKind::Started | EventKind::Stopped | EventKind::Failover | EventKind::Restarted
+        EventKind::Recovered
+            | EventKind::Started
+            | EventKind::Stopped
+            | EventKind::Failover
+            | EventKind::Restarted
+            | EventKind::StandbyBack
     )
 }
 
@@ -587,6 +622,8 @@ pub fn note(event: &Event, at: &str, tr: &Tr) -> Note {
         EventKind::Stopped => ("note-stopped", false),
         EventKind::Unreachable => ("note-unreachable", false),
         EventKind::Reachable => ("note-reachable", false),
+        EventKind::StandbyLost => ("note-standby-lost", false),
+        EventKind::StandbyBack => ("note-standby-back", false),
     };
     // A failover whose servers are not named is said the general way.
     let kind = match (event.event, &to) {
@@ -667,6 +704,7 @@ mod tests {
             since_ms: Some(1_000_000 - 720_000),
             pending_until_ms: None,
             problems: vec![],
+            no_standby: None,
         }
     }
 
@@ -676,6 +714,40 @@ mod tests {
 
     fn event(kind: EventKind, job: &str) -> Event {
         Event { event: kind, job: job.into(), at_ms: 0, from: None, to: None, reason: "why".into() }
+    }
+
+    #[test]
+    fn a_lost_standby_is_told_with_both_servers_in_both_languages_and_stays_in_the_menu() {
+        let node = |n: &str| Some(lockwatch::status::HolderRef { field: String::new(), node: Some(n.into()) });
+        let lost = Event { from: node("srv-a"), to: node("srv-b"), ..event(EventKind::StandbyLost, "outbound") };
+        let n = note(&lost, "10:02", &en().tr);
+        assert_eq!(n.summary, "outbound has no standby left");
+        assert_eq!(n.body, "10:02: srv-b is silent; if srv-a stops, no server takes the job over.");
+        let n = note(&lost, "10:02", &zh().tr);
+        assert!(n.body.contains("srv-b") && n.body.contains("srv-a") && !n.body.contains("silent"), "{}", n.body);
+        assert!(n.actions.contains(&NoteAction::OnIt("outbound".into())), "trouble someone can be on");
+        let back = Event { from: node("srv-a"), to: node("srv-b"), ..event(EventKind::StandbyBack, "outbound") };
+        assert_eq!(note(&back, "10:05", &zh().tr).body, "10:05：srv-b 已恢复，可以接管此任务。");
+
+        let mut v = view(State::Running, Some("srv-a"), &["alice"]);
+        if let Some(s) = v.status.as_mut() {
+            s.no_standby = Some("no standby: srv-b (heartbeat 11 s old) silent; …".into());
+            s.nodes = vec![lockwatch::status::NodeView {
+                node: "srv-b".into(),
+                state: Some("idle".into()),
+                host: None,
+                heartbeat_age_ms: Some(11_000),
+                fence: None,
+                fresh: false,
+            }];
+        }
+        let line = |w: &Words| tray_view(std::slice::from_ref(&v), "alice", None, 0, w).jobs[0].standby_line.clone();
+        assert_eq!(line(&en()).as_deref(), Some("⚠ No standby: srv-b is silent"));
+        assert_eq!(line(&zh()).as_deref(), Some("⚠ 没有备用服务器：srv-b 已无响应"));
+        assert_eq!(
+            tray_view(&[view(State::Running, Some("srv-a"), &[])], "alice", None, 0, &en()).jobs[0].standby_line,
+            None
+        );
     }
 
     #[test]

@@ -102,10 +102,10 @@ pub fn redraw(app: &AppHandle, desk: &Desk) {
 }
 
 /// What decides the menu's items: per job its name, whether it has an
-/// error line, a confirmation line, how many "on it" lines and whether
-/// "I'm on it" is offered; the fixed
-/// labels; the mute submenu's title.
-type Shape = (Vec<(String, bool, bool, usize, bool)>, Labels, String);
+/// error line, a confirmation line and a no-standby line, how many "on it"
+/// lines, and whether "I'm on it" is offered; the fixed labels; the mute
+/// submenu's title.
+type Shape = (Vec<(String, (bool, bool, bool), usize, bool)>, Labels, String);
 
 /// The menu as built, to update it in place.
 struct TrayMenu {
@@ -120,6 +120,7 @@ struct JobItems {
     status: Item,
     flip: CheckMenuItem<Wry>,
     others: Item,
+    standby: Option<Item>,
     on_it: Vec<Item>,
     ack: Option<Item>,
     confirm: Option<Item>,
@@ -150,7 +151,8 @@ fn render(
         view.jobs
             .iter()
             .map(|j| {
-                (j.job.clone(), j.error_line.is_some(), j.confirm_line.is_some(), j.on_it_lines.len(), j.ack_offered)
+                let lines = (j.error_line.is_some(), j.confirm_line.is_some(), j.standby_line.is_some());
+                (j.job.clone(), lines, j.on_it_lines.len(), j.ack_offered)
             })
             .collect(),
         view.labels.clone(),
@@ -173,6 +175,13 @@ fn render(
             )?;
             let others = item(app, MenuId::Others(j.job.clone()), &j.others_line, false)?;
             menu.append_items(&[&status, &flip, &others])?;
+            let standby = match &j.standby_line {
+                Some(text) => Some(item(app, MenuId::Standby(j.job.clone()), text, false)?),
+                None => None,
+            };
+            if let Some(standby) = &standby {
+                menu.append(standby)?;
+            }
             let mut on_it = Vec::new();
             for (line, user) in j.on_it_lines.iter().zip(&j.on_it_users) {
                 let on = item(app, MenuId::OnIt { job: j.job.clone(), user: user.clone() }, line, false)?;
@@ -183,8 +192,8 @@ fn render(
                 true => Some(item(app, MenuId::Ack(j.job.clone()), &j.ack_label, j.own_ack.is_some())?),
                 false => None,
             };
-            for line in &ack {
-                menu.append(line)?;
+            if let Some(ack) = &ack {
+                menu.append(ack)?;
             }
             let confirm = match &j.confirm_line {
                 Some(text) => Some(item(app, MenuId::Confirm(j.job.clone()), text, false)?),
@@ -198,7 +207,7 @@ fn render(
                 menu.append(line)?;
             }
             menu.append(&PredefinedMenuItem::separator(app)?)?;
-            jobs.push(JobItems { status, flip, others, on_it, ack, confirm, error });
+            jobs.push(JobItems { status, flip, others, standby, on_it, ack, confirm, error });
         }
         let labels = &view.labels;
         let unmute = item(app, MenuId::Mute(Mute::Off), &view.unmute_label, true)?;
@@ -239,6 +248,9 @@ fn render(
         items.flip.set_checked(j.enabled_for_me.unwrap_or(false))?;
         items.flip.set_enabled(j.can_flip)?;
         items.others.set_text(&j.others_line)?;
+        if let (Some(item), Some(text)) = (&items.standby, &j.standby_line) {
+            item.set_text(text)?;
+        }
         for (item, line) in items.on_it.iter().zip(&j.on_it_lines) {
             item.set_text(line)?;
         }

@@ -156,7 +156,7 @@ fn on_menu(app: &AppHandle, desk: &Desk, event: &MenuEvent) {
         MenuId::Ack(job) => off_main(desk, move |desk| actions::toggle_ack(desk, &job)),
         // The status and a refused flip's short line lead to the details.
         MenuId::Status(_) | MenuId::Error(_) => desk.open("live"),
-        MenuId::Others(_) | MenuId::OnIt { .. } | MenuId::Confirm(_) | MenuId::MuteMenu => {}
+        MenuId::Others(_) | MenuId::Standby(_) | MenuId::OnIt { .. } | MenuId::Confirm(_) | MenuId::MuteMenu => {}
     }
 }
 

@@ -37,6 +37,9 @@ pub struct Engine {
     unreachable: bool,
     /// Last Redis time known, advanced by elapsed time while unreadable.
     clock_ms: u64,
+    /// Whether the job ran without a standby at the last read that could
+    /// tell; `None` before one.
+    standby_lost: Option<bool>,
 }
 
 /// The engine's answer to one observation.
@@ -65,6 +68,7 @@ impl Engine {
             failures: 0,
             unreachable: false,
             clock_ms: 0,
+            standby_lost: None,
         }
     }
 
@@ -109,8 +113,35 @@ impl Engine {
         }
         events.extend(self.edges.advance(&self.job, &raw, since, shown.is_none(), now));
         let status = self.job.status(snap, &raw, since, &self.cfg);
+        let quiet = !events.is_empty();
+        events.extend(self.standby_edge(snap, &raw, &status, quiet));
         self.shown = Some(status.clone());
         Step { status, events, next_check_ms: raw.deadline_ms }
+    }
+
+    /// The news of a standby lost or back, while a server holds the job.
+    /// Said on a change while the job keeps its holder; not on a first
+    /// look, nor beside another event (a failover says the move itself).
+    fn standby_edge(&mut self, snap: &Snapshot, raw: &Raw, status: &Status, quiet: bool) -> Option<Event> {
+        let others = super::view::standbys(snap, raw, &self.cfg)?;
+        let lost = status.no_standby.is_some();
+        let before = self.standby_lost.replace(lost);
+        if quiet || before.is_none_or(|b| b == lost) {
+            return None;
+        }
+        let holder = raw.holder.as_ref().map(super::Holder::as_ref);
+        let (kind, standby, reason) = match lost {
+            true => (EventKind::StandbyLost, others.first().map(|(b, _)| b.node.clone()), status.no_standby.clone()?),
+            false => {
+                let back = others.iter().find(|(_, alive)| *alive).map(|(b, _)| b.node.clone());
+                let name = back.clone().unwrap_or_default();
+                (EventKind::StandbyBack, back, format!("{name} is back: it can take the job over"))
+            }
+        };
+        let mut event = self.job.event(kind, snap.time_ms, &reason);
+        event.from = holder;
+        event.to = standby.map(|node| super::HolderRef { field: String::new(), node: Some(node) });
+        Some(event)
     }
 
     /// Takes in a failed read, or a read that has not answered for a while:

@@ -232,6 +232,21 @@ pub struct Status {
     pub pending_until_ms: Option<u64>,
     /// Data found that could not be read.
     pub problems: Vec<String>,
+    /// While a server runs the job: why no other server could take it over,
+    /// when one that was seen in the last day has gone silent (`None` with
+    /// a standby, or for a job only one server ever ran).
+    pub no_standby: Option<String>,
+}
+
+impl Status {
+    /// Exit code of `lockwatch status`, Nagios style: the state's, and a
+    /// warning (1) for a job that runs with no standby left.
+    pub fn exit_code(&self) -> u8 {
+        match self.state {
+            State::Running if self.no_standby.is_some() => 1,
+            state => state.exit_code(),
+        }
+    }
 }
 
 /// An event's name.
@@ -253,6 +268,11 @@ pub enum EventKind {
     Conflict,
     Unreachable,
     Reachable,
+    /// The job runs, but no other server could take it over now: the
+    /// others known have gone silent (`to` names one).
+    StandbyLost,
+    /// A server that could take the job over is back (`to` names it).
+    StandbyBack,
 }
 
 impl EventKind {
@@ -270,6 +290,8 @@ impl EventKind {
             EventKind::Conflict => "conflict",
             EventKind::Unreachable => "unreachable",
             EventKind::Reachable => "reachable",
+            EventKind::StandbyLost => "standby_lost",
+            EventKind::StandbyBack => "standby_back",
         }
     }
 }

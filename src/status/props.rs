@@ -21,6 +21,8 @@ enum Change {
     Fail(u64),
     /// Redis forgets everything (restart without persistence, `FLUSHALL`).
     Flush,
+    /// The standby beats again (`true`) or falls silent.
+    Standby(bool),
 }
 
 fn change() -> impl Strategy<Value = Change> {
@@ -34,6 +36,7 @@ fn change() -> impl Strategy<Value = Change> {
         1 => Just(Change::Renew),
         2 => (0u64..5_000).prop_map(Change::Fail),
         1 => Just(Change::Flush),
+        2 => any::<bool>().prop_map(Change::Standby),
     ]
 }
 
@@ -78,6 +81,9 @@ fn run(changes: &[Change], offset: u64, elapsed_scale: u64) -> Vec<Look> {
             }
             Change::Renew => w.ttl_ms = 30_000,
             Change::Flush => w.flush(),
+            Change::Standby(true) => w.standby_beat_ms = Some(w.time_ms),
+            // Silent since a while: older than any grace.
+            Change::Standby(false) => w.standby_beat_ms = w.standby_beat_ms.map(|_| w.time_ms.saturating_sub(60_000)),
             Change::Fail(_) => {}
         }
         let obs = match c {
@@ -191,7 +197,7 @@ proptest! {
                 _ => false,
             };
             if prev.state == step.status.state && !moved {
-                prop_assert!(step.events.iter().all(|e| matches!(e.event, EventKind::Reachable | EventKind::DataLost | EventKind::Unreachable)),
+                prop_assert!(step.events.iter().all(|e| matches!(e.event, EventKind::Reachable | EventKind::DataLost | EventKind::Unreachable | EventKind::StandbyLost | EventKind::StandbyBack)),
                     "{:?} → {:?}: {:?}", prev.state, step.status.state, step.events);
             }
             for e in &step.events {
@@ -203,6 +209,13 @@ proptest! {
                     EventKind::Conflict => State::Conflict,
                     EventKind::Unreachable | EventKind::DataLost => State::Unknown,
                     EventKind::Reachable => { prop_assert_eq!(prev.state, State::Unknown); continue; }
+                    // The standby's news: while a server holds the job, alone, and true to the status.
+                    EventKind::StandbyLost | EventKind::StandbyBack => {
+                        prop_assert!(matches!(step.status.state, State::Running | State::Stale), "{:?}", e);
+                        prop_assert_eq!(step.events.len(), 1, "{:?}", step.events);
+                        prop_assert_eq!(step.status.no_standby.is_some(), e.event == EventKind::StandbyLost);
+                        continue;
+                    }
                 };
                 prop_assert_eq!(step.status.state, expected, "{:?}", e);
             }

@@ -477,3 +477,51 @@ fn a_holder_that_waits_for_another_servers_job_says_which() {
         waiting.status.reason
     );
 }
+
+#[test]
+fn a_standby_gone_silent_is_said_once_and_its_return_too() {
+    let mut t = engine();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    w.standby_beat_ms = Some(w.time_ms);
+    let first = read(&mut t, &w);
+    assert_eq!((first.status.no_standby.as_deref(), first.status.exit_code()), (None, 0));
+    // srv-s stops beating: past the grace it is silent, and nobody could take over.
+    w.wait(Config::default().heartbeat_grace_ms + 1_000);
+    let lost = read(&mut t, &w);
+    assert_eq!(kinds(&lost), vec![EventKind::StandbyLost]);
+    let e = &lost.events[0];
+    assert_eq!(
+        (e.from.as_ref().and_then(|h| h.node.as_deref()), e.to.as_ref().and_then(|h| h.node.as_deref())),
+        (Some("srv-a"), Some(STANDBY))
+    );
+    let said = lost.status.no_standby.clone().unwrap();
+    assert!(said.contains("srv-s (heartbeat 11 s old)") && said.contains("if srv-a stops"), "{said}");
+    assert_eq!(lost.status.state, State::Running);
+    assert_eq!(lost.status.exit_code(), 1, "a monitoring check warns");
+    w.wait(1_000);
+    assert!(read(&mut t, &w).events.is_empty(), "said once");
+    // srv-s beats again.
+    w.standby_beat_ms = Some(w.time_ms);
+    let back = read(&mut t, &w);
+    assert_eq!(kinds(&back), vec![EventKind::StandbyBack]);
+    assert_eq!((back.status.no_standby.as_deref(), back.status.exit_code()), (None, 0));
+}
+
+#[test]
+fn a_job_one_server_runs_has_no_standby_to_lose_and_a_failover_says_the_move_not_the_standby() {
+    let mut t = engine();
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let _ = read(&mut t, &w);
+    w.wait(60_000);
+    let alone = read(&mut t, &w);
+    assert_eq!((alone.status.no_standby.as_deref(), alone.events.len()), (None, 0));
+    // A standby that was there, then the holder moves to it: the old holder is silent,
+    // and the failover says so; no second notification of a lost standby.
+    w.standby_beat_ms = Some(w.time_ms);
+    let _ = read(&mut t, &w);
+    w.hand_to(Some((STANDBY, "uuid-s:1")));
+    w.standby_beat_ms = None;
+    w.wait(300);
+    let moved = read(&mut t, &w);
+    assert_eq!(kinds(&moved), vec![EventKind::Failover]);
+}

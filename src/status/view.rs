@@ -1,7 +1,7 @@
 //! What the engine shows: a [`Status`] built from a read and its verdict,
 //! a blank one when nothing could be read, and the events it emits.
 
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Beat, Snapshot};
 
 use super::evaluate::Raw;
 use super::{Config, Event, EventKind, LockView, NodeView, State, Status};
@@ -44,6 +44,7 @@ impl Job {
             since_ms,
             pending_until_ms: None,
             problems: Vec::new(),
+            no_standby: None,
         }
     }
 
@@ -92,6 +93,38 @@ impl Job {
             since_ms,
             pending_until_ms,
             problems: snap.problems.clone(),
+            no_standby: no_standby(snap, raw, cfg),
         }
     }
+}
+
+/// The servers other than the holder that were seen in the last day
+/// (heartbeats live a day): each alive or silent. `None` unless a server
+/// holds the job.
+pub(super) fn standbys<'a>(snap: &'a Snapshot, raw: &Raw, cfg: &Config) -> Option<Vec<(&'a Beat, bool)>> {
+    if !matches!(raw.state, State::Running | State::Stale) {
+        return None;
+    }
+    let holder = raw.holder.as_ref()?.node.as_deref()?;
+    let alive = |b: &Beat| {
+        b.present != Some(false) && b.beat_ms.is_some_and(|t| snap.time_ms.saturating_sub(t) <= cfg.heartbeat_grace_ms)
+    };
+    Some(snap.beats.iter().filter(|b| b.node != holder).map(|b| (b, alive(b))).collect())
+}
+
+/// Why nobody could take the job over, when servers were seen that could.
+fn no_standby(snap: &Snapshot, raw: &Raw, cfg: &Config) -> Option<String> {
+    let others = standbys(snap, raw, cfg)?;
+    if others.is_empty() || others.iter().any(|(_, alive)| *alive) {
+        return None;
+    }
+    let holder = raw.holder.as_ref()?.node.as_deref()?;
+    let silent: Vec<String> = others
+        .iter()
+        .map(|(b, _)| match b.beat_ms {
+            Some(t) => format!("{} (heartbeat {} old)", b.node, human_duration(snap.time_ms.saturating_sub(t))),
+            None => b.node.clone(),
+        })
+        .collect();
+    Some(format!("no standby: {} silent; if {holder} stops, no server takes the job over", silent.join(", ")))
 }

@@ -7,6 +7,8 @@ use crate::snapshot::{Beat, Flag, Lock, LockKind, Snapshot, StreamEntry, StreamI
 
 pub(super) const JOB: &str = "outbound";
 pub(super) const LOCK: &str = "{outbound}:lock";
+/// The standby's name, in worlds that have one.
+pub(super) const STANDBY: &str = "srv-s";
 
 #[derive(Debug, Clone)]
 pub(super) struct World {
@@ -27,6 +29,9 @@ pub(super) struct World {
     pub flags_present: bool,
     /// The event stream, newest first.
     pub stream: Vec<StreamEntry>,
+    /// A standby `srv-s`, idle: the Redis time of its last beat (`None`:
+    /// no such server was ever seen).
+    pub standby_beat_ms: Option<u64>,
 }
 
 impl World {
@@ -42,6 +47,7 @@ impl World {
             flag_at_ms: 0,
             flags_present: true,
             stream: Vec::new(),
+            standby_beat_ms: None,
         };
         w.record("acquired");
         w
@@ -115,6 +121,15 @@ impl World {
                     ..Default::default()
                 });
             }
+        }
+        if let Some(at) = self.standby_beat_ms {
+            snap.beats.push(Beat {
+                node: STANDBY.to_owned(),
+                beat_ms: Some(at),
+                state: Some("idle".to_owned()),
+                present: Some(true),
+                ..Default::default()
+            });
         }
         if self.flags_present {
             snap.flags.push(Flag {

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { duration, holderName, lastOneOn, leaseText, ownFlag, reasonText, stateInfo } from "../format.js";
+import { duration, holderName, lastOneOn, leaseText, noStandbyText, ownFlag, reasonText, serversText, stateInfo } from "../format.js";
 import { setTexts } from "../i18n.js";
 
 // The app's own catalog, as the page gets it (written from it by a Rust test).
@@ -63,4 +63,27 @@ test("only the last one with the job on is asked why before switching off", () =
   assert.equal(lastOneOn({ ...s, enabled_users: ["alice", "bob"] }, "alice"), false);
   assert.equal(lastOneOn({ ...s, checked_at_ms: null }, "alice"), false, "not known, not asked");
   assert.equal(lastOneOn(undefined, "alice"), false);
+});
+
+test("the servers line names each server, a silent one with how long, and a lost standby says which", () => {
+  const status = {
+    state: "running",
+    holder: { field: "a:1", node: "srv-a" },
+    no_standby: "no standby: srv-b (heartbeat 11 s old) silent; if srv-a stops, no server takes the job over",
+    nodes: [
+      { node: "srv-a", fresh: true, heartbeat_age_ms: 300 },
+      { node: "srv-b", fresh: false, heartbeat_age_ms: 11_000 },
+    ],
+  };
+  assert.equal(serversText(status), "srv-a, srv-b (silent 11 s)");
+  assert.equal(noStandbyText(status), "⚠ No standby: srv-b is silent; nothing takes the job over if it stops here.");
+  assert.equal(noStandbyText({ ...status, no_standby: null }), null);
+  assert.equal(serversText({ nodes: [] }), "–");
+  setTexts(texts("zh-CN"));
+  try {
+    assert.equal(serversText(status), "srv-a, srv-b（已无响应 11 秒）");
+    assert.match(noStandbyText(status), /^⚠ 没有备用服务器：srv-b 已无响应/);
+  } finally {
+    setTexts(texts("en"));
+  }
 });

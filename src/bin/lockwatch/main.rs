@@ -196,7 +196,7 @@ async fn status_once(g: &Global, json: bool) -> Result<u8> {
     } else {
         write!(out, "{}", render::status(&step.status))?;
     }
-    Ok(step.status.state.exit_code())
+    Ok(step.status.exit_code())
 }
 
 async fn watch(g: &Global, json: bool) -> Result<u8> {

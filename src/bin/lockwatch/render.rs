@@ -69,6 +69,9 @@ pub fn status(s: &Status) -> String {
     if let Some(since) = s.since_ms {
         let _ = writeln!(out, "  since    {}", utc(since));
     }
+    if let Some(w) = &s.no_standby {
+        let _ = writeln!(out, "  warning  {w}");
+    }
     for p in &s.problems {
         let _ = writeln!(out, "  problem  {p}");
     }
