@@ -69,6 +69,8 @@ note-failover-unnamed = { $job } moved to another server
 note-restarted-on = { $job } restarted on { $server }
 note-restarted = { $job } restarted
 note-stalled = { $job } is stuck
+note-stalled-hung = { $job } is stuck on { $server }
+note-stalled-dying = { $job } is dying on { $server }
 note-recovered = { $job } runs again
 note-started = { $job } started
 note-stopped = { $job } stopped
@@ -81,6 +83,9 @@ note-standby-back = { $job } has a standby again
 note-body = { $kind ->
         [failover] { $at }: { $to } runs it now.
         [restarted] { $at }: the same server took the job again.
+        [stalled_hung] { $at }: { $server }'s heartbeat is { $duration } old, yet the lock is still renewed: the job may hang.
+        [stalled_dying] { $at }: { $server } no longer keeps the lock (its process died or lost its link); the lock expires in { $duration }, then another server takes over.
+        [stalled_dying_never] { $at }: { $server } no longer keeps the lock, which never expires: if that server is gone, delete the lock by hand.
         [standby_lost] { $at }: { $to } is silent; if { $from } stops, no server takes the job over.
         [standby_back] { $at }: { $to } is back and can take the job over.
        *[other] { $at }: { $reason }

@@ -69,6 +69,8 @@ note-failover-unnamed = { $job } 已切换到另一台服务器
 note-restarted-on = { $job } 已在 { $server } 上重新启动
 note-restarted = { $job } 已重新启动
 note-stalled = { $job } 停滞了
+note-stalled-hung = { $job } 在 { $server } 上卡住了
+note-stalled-dying = { $job } 在 { $server } 上即将宕机
 note-recovered = { $job } 已恢复运行
 note-started = { $job } 已开始运行
 note-stopped = { $job } 已停止
@@ -84,6 +86,9 @@ note-body = { $kind ->
         [failover] { $at }：现在由 { $to } 运行。
         [restarted] { $at }：同一台服务器重新接管了任务。
         [stalled] { $at }：锁仍被占用，但服务器已失去响应：任务可能卡住，也可能进程已退出（锁到期后释放）。
+        [stalled_hung] { $at }：{ $server } 的心跳已 { $duration } 未更新，但锁仍在续期：任务可能卡住了。
+        [stalled_dying] { $at }：{ $server } 已不再持有锁（进程已退出或与 Redis 断开）；锁将在 { $duration } 后到期，随后由另一台服务器接管。
+        [stalled_dying_never] { $at }：{ $server } 已不再持有锁，而此锁永不过期：如果该服务器已不在，请手动删除锁。
         [recovered] { $at }：心跳恢复正常。
         [started] { $at }：任务已开始运行。
         [stopped] { $at }：所有人都已停用，任务已停止。

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use lockwatch::snapshot::Ack;
+use lockwatch::status::Stall;
 use lockwatch::{Event, EventKind, State, Status};
 
 use crate::i18n::Tr;
@@ -616,7 +617,11 @@ pub fn note(event: &Event, at: &str, tr: &Tr) -> Note {
         EventKind::Failover => ("note-failover-unnamed", false),
         EventKind::Restarted if to.is_some() => ("note-restarted-on", false),
         EventKind::Restarted => ("note-restarted", false),
-        EventKind::Stalled => ("note-stalled", false),
+        EventKind::Stalled => match (event.stall, &from) {
+            (Some(Stall::Dying), Some(_)) => ("note-stalled-dying", false),
+            (Some(Stall::Hung), Some(_)) => ("note-stalled-hung", false),
+            _ => ("note-stalled", false),
+        },
         EventKind::Recovered => ("note-recovered", false),
         EventKind::Started => ("note-started", false),
         EventKind::Stopped => ("note-stopped", false),
@@ -625,13 +630,20 @@ pub fn note(event: &Event, at: &str, tr: &Tr) -> Note {
         EventKind::StandbyLost => ("note-standby-lost", false),
         EventKind::StandbyBack => ("note-standby-back", false),
     };
-    // A failover whose servers are not named is said the general way.
+    // A failover whose servers are not named is said the general way; a
+    // stall by its cause, with its server and time.
     let kind = match (event.event, &to) {
         (EventKind::Failover, None) => "other".to_owned(),
+        (EventKind::Stalled, _) if from.is_some() => match (event.stall, event.ms) {
+            (Some(Stall::Dying), Some(_)) => "stalled_dying".to_owned(),
+            (Some(Stall::Dying), None) => "stalled_dying_never".to_owned(),
+            (Some(Stall::Hung), Some(_)) => "stalled_hung".to_owned(),
+            _ => "stalled".to_owned(),
+        },
         (kind, _) => serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
     };
     let server = match event.event {
-        EventKind::Died => from.clone(),
+        EventKind::Died | EventKind::Stalled => from.clone(),
         _ => to.clone(),
     };
     let from = from.unwrap_or_default();
@@ -645,6 +657,7 @@ pub fn note(event: &Event, at: &str, tr: &Tr) -> Note {
         ("at", at.into()),
         ("kind", kind.as_str().into()),
         ("reason", event.reason.as_str().into()),
+        ("duration", event.ms.map(|ms| tr.duration(ms)).unwrap_or_default().into()),
     ];
     let mut actions = vec![NoteAction::Open, NoteAction::Snooze];
     // Someone can be on trouble, or on a move nobody asked for; good news needs nobody.
@@ -713,7 +726,36 @@ mod tests {
     }
 
     fn event(kind: EventKind, job: &str) -> Event {
-        Event { event: kind, job: job.into(), at_ms: 0, from: None, to: None, reason: "why".into() }
+        Event {
+            event: kind,
+            job: job.into(),
+            at_ms: 0,
+            from: None,
+            to: None,
+            reason: "why".into(),
+            stall: None,
+            ms: None,
+        }
+    }
+
+    #[test]
+    fn a_dying_holder_is_told_with_its_server_and_the_lock_s_time_left_in_both_languages() {
+        let node = |n: &str| Some(lockwatch::status::HolderRef { field: "f:1".into(), node: Some(n.into()) });
+        let dying = Event {
+            from: node("wh-east-1"),
+            stall: Some(Stall::Dying),
+            ms: Some(8_000),
+            ..event(EventKind::Stalled, "outbound")
+        };
+        let n = note(&dying, "10:02", &en().tr);
+        assert_eq!(n.summary, "outbound is dying on wh-east-1");
+        assert!(n.body.contains("wh-east-1") && n.body.contains("8 s"), "{}", n.body);
+        let n = note(&dying, "10:02", &zh().tr);
+        assert_eq!(n.summary, "outbound 在 wh-east-1 上即将宕机");
+        assert!(n.body.contains("wh-east-1") && n.body.contains("8 秒"), "the same facts in Chinese: {}", n.body);
+        let hung = Event { stall: Some(Stall::Hung), ms: Some(12_000), ..dying.clone() };
+        assert_eq!(note(&hung, "10:02", &en().tr).summary, "outbound is stuck on wh-east-1");
+        assert!(note(&hung, "10:02", &zh().tr).body.contains("12 秒"));
     }
 
     #[test]

@@ -102,6 +102,10 @@ fn edge_event(job: &Job, kind: EventKind, now: u64, raw: &Raw, old: Option<&Hold
         // Who ran it last is what a supervisor checks first.
         e.from = old.map(Holder::as_ref);
     }
+    if kind == EventKind::Stalled {
+        e.from = raw.holder.as_ref().map(Holder::as_ref);
+        (e.stall, e.ms) = raw.stall.map_or((None, None), |(stall, ms)| (Some(stall), ms));
+    }
     if matches!(kind, EventKind::Failover | EventKind::Restarted) {
         e.from = old.map(Holder::as_ref);
         e.to = raw.holder.as_ref().map(Holder::as_ref);

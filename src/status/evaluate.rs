@@ -7,7 +7,7 @@ use crate::duration::human_duration;
 use crate::snapshot::kind;
 use crate::snapshot::{Beat, LockKind, Snapshot};
 
-use super::{Config, Holder, State};
+use super::{Config, Holder, Stall, State};
 
 /// The verdict on one snapshot before debouncing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +24,9 @@ pub(super) struct Raw {
     pub gap: Option<Gap>,
     /// For a holder that waits before starting the job: until when.
     pub starts_at_ms: Option<u64>,
+    /// For `stale`: why, and its ms (the heartbeat's age when hung, the
+    /// lock's time left when dying).
+    pub stall: Option<(Stall, Option<u64>)>,
 }
 
 /// What a free lock waits for: a first start, or a takeover.
@@ -177,9 +180,13 @@ fn stale(
             format!("{missing} and the lock never expires; if that server is gone, the lock must be deleted by hand")
         }
     };
+    let stall = match renewed {
+        true => (Stall::Hung, holder.heartbeat_age_ms),
+        false => (Stall::Dying, snap.lock.ttl_ms),
+    };
     // Stale since the heartbeat passed its grace.
     let since = last_beat.map(|b| b.saturating_add(cfg.heartbeat_grace_ms));
-    Raw { since_ms: since, ..raw(State::Stale, reason, Some(holder), earliest(deadlines)) }
+    Raw { since_ms: since, stall: Some(stall), ..raw(State::Stale, reason, Some(holder), earliest(deadlines)) }
 }
 
 /// The holder's presence subscription is gone although its heartbeat says it
@@ -195,7 +202,8 @@ fn gone(snap: &Snapshot, holder: Holder, who: &str, beat: &Beat, deadlines: Vec<
         ),
     };
     // Gone since it was last heard of.
-    Raw { since_ms: beat.beat_ms, ..raw(State::Stale, reason, Some(holder), earliest(deadlines)) }
+    let stall = Some((Stall::Dying, snap.lock.ttl_ms));
+    Raw { since_ms: beat.beat_ms, stall, ..raw(State::Stale, reason, Some(holder), earliest(deadlines)) }
 }
 
 fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
@@ -307,7 +315,7 @@ pub(super) fn raw_verdict(state: State, reason: String) -> Raw {
 }
 
 fn raw(state: State, reason: String, holder: Option<Holder>, deadline_ms: Option<u64>) -> Raw {
-    Raw { state, reason, holder, deadline_ms, since_ms: None, gap: None, starts_at_ms: None }
+    Raw { state, reason, holder, deadline_ms, since_ms: None, gap: None, starts_at_ms: None, stall: None }
 }
 
 fn earliest(deadlines: Vec<Option<u64>>) -> Option<u64> {

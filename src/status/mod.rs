@@ -326,4 +326,23 @@ pub struct Event {
     pub to: Option<HolderRef>,
     /// One sentence saying what happened.
     pub reason: String,
+    /// For `stalled`: why, as a token every language can word (`from`
+    /// names the server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stall: Option<Stall>,
+    /// For a `hung` stall, the heartbeat's age; for a `dying` one, the ms
+    /// until the lock expires (none: it never does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ms: Option<u64>,
+}
+
+/// Why a held job is stale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stall {
+    /// Its server is silent, yet the lock is still being renewed: the job may hang.
+    Hung,
+    /// The lock is no longer renewed, or the server's connection to Redis
+    /// closed (its process died or lost its link): it goes when the lock expires.
+    Dying,
 }

@@ -213,6 +213,7 @@ fn a_silent_holder_is_stale_and_says_whether_the_lock_is_renewed() {
     assert_eq!(s.status.state, State::Stale);
     assert_eq!(kinds(&s), vec![EventKind::Stalled]);
     assert!(s.status.reason.starts_with("dying"), "{}", s.status.reason);
+    assert_eq!(s.events[0].stall, Some(Stall::Dying));
     w.wait(1_000);
     w.ttl_ms = 30_000;
     let renewed = read(&mut t, &w);
@@ -239,6 +240,10 @@ fn a_holder_whose_connection_closed_is_dying_at_the_next_confirmation_while_its_
         s.status.reason,
         "dying: srv-a's connection to Redis closed (its process died or lost its link); the lock expires in 29 s"
     );
+    // The facts, for every language: who, why, and when the lock goes.
+    let e = &s.events[0];
+    assert_eq!(e.from.as_ref().and_then(|h| h.node.as_deref()), Some("srv-a"));
+    assert_eq!((e.stall, e.ms), (Some(Stall::Dying), Some(w.ttl_ms)));
     assert_eq!(s.next_check_ms, Some(w.ttl_ms + 1), "looks again when the lease runs out");
 }
 

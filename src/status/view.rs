@@ -17,7 +17,16 @@ pub(super) struct Job {
 impl Job {
     /// An event about this job, with no holders named.
     pub fn event(&self, kind: EventKind, at_ms: u64, reason: &str) -> Event {
-        Event { event: kind, job: self.name.clone(), at_ms, from: None, to: None, reason: reason.to_owned() }
+        Event {
+            event: kind,
+            job: self.name.clone(),
+            at_ms,
+            from: None,
+            to: None,
+            reason: reason.to_owned(),
+            stall: None,
+            ms: None,
+        }
     }
 
     /// A status with nothing read: every fact blank.

@@ -170,6 +170,8 @@ mod tests {
             from: Some(HolderRef { field: "a:1".into(), node: Some("srv-a".into()) }),
             to: Some(HolderRef { field: "b:1".into(), node: Some("srv-b".into()) }),
             reason: String::new(),
+            stall: None,
+            ms: None,
         };
         assert_eq!(event(&e), "1970-01-01 00:00:00 UTC failover outbound: srv-a → srv-b");
     }
