@@ -118,6 +118,9 @@ struct Run {
     end: Option<(End, Option<u64>)>,
     /// The last entry its server wrote about it: the latest it surely lived.
     last_sign: u64,
+    /// Its server's last heartbeat, as the next holder found it: when a run
+    /// that wrote no end last lived.
+    last_beat: Option<u64>,
 }
 
 impl Run {
@@ -147,14 +150,15 @@ pub fn build(entries: &[Entry], flags: &[FlagFlip], beats: &[Beat], now_ms: u64,
         let at = e.id.ms;
         let node = e.node.as_deref();
         match &e.record {
-            Record::Acquired { fence, field, .. } => {
+            Record::Acquired { fence, field, prev_beat_ms, .. } => {
                 if let Some(cur) = runs.last_mut()
                     && cur.end.is_none()
                 {
                     cur.end = Some((End::Silent, None));
+                    cur.last_beat = prev_beat_ms.filter(|t| (cur.start..=at).contains(t));
                 }
                 let (node, field, fence) = (e.node.clone(), field.clone(), *fence);
-                runs.push(Run { node, field, fence, start: at, end: None, last_sign: at });
+                runs.push(Run { node, field, fence, start: at, end: None, last_sign: at, last_beat: None });
             }
             Record::Released { fence, cause } | Record::Lost { fence, cause } => {
                 let end =
@@ -191,7 +195,8 @@ pub fn build(entries: &[Entry], flags: &[FlagFlip], beats: &[Beat], now_ms: u64,
         let until = match run.end {
             None => None,
             Some((_, Some(at))) => Some(at),
-            Some((_, None)) => Some(next.map_or(run.last_sign, |n| n.start)),
+            // Silent: until its last heartbeat when the next holder saw it, else until the next one.
+            Some((_, None)) => Some(run.last_beat.or(next.map(|n| n.start)).unwrap_or(run.last_sign)),
         };
         items.push(Item {
             at_ms: run.start,
@@ -213,7 +218,8 @@ pub fn build(entries: &[Entry], flags: &[FlagFlip], beats: &[Beat], now_ms: u64,
         match next {
             Some(n) if within_window(n.start) => {
                 let (from, to) = (run.holder(), n.holder());
-                let down_ms = ended_at.map(|t| n.start.saturating_sub(t));
+                // The outage: from its end, or its last heartbeat, to the new start.
+                let down_ms = ended_at.or(run.last_beat).map(|t| n.start.saturating_sub(t));
                 let reason = end.sentence().to_owned();
                 let what = if from.same_server(&to) {
                     What::Restart {
@@ -295,7 +301,8 @@ mod tests {
     }
 
     fn acquired(ms: u64, node: &str, fence: i64) -> Entry {
-        at(ms, node, Record::Acquired { fence: Some(fence), field: Some(format!("{node}-uuid:1")), wait: None })
+        let field = Some(format!("{node}-uuid:1"));
+        at(ms, node, Record::Acquired { fence: Some(fence), field, wait: None, prev_beat_ms: None })
     }
 
     fn released(ms: u64, node: &str, fence: i64, cause: Cause) -> Entry {
@@ -354,6 +361,31 @@ mod tests {
         assert_eq!(*until_ms, Some(9_000));
         let What::Run { until_ms, end, .. } = &h.items[2].what else { panic!() };
         assert_eq!((*until_ms, *end), (None, None), "b still runs: its heartbeat is fresh");
+    }
+
+    #[test]
+    fn a_kill_9_holder_s_run_ends_at_its_last_heartbeat_and_the_gap_to_the_takeover_is_the_outage() {
+        // b found a's last heartbeat at 31 s when it took the lock at 40 s (a 30 s lease ran out).
+        let taken = at(
+            40_000,
+            "b",
+            Record::Acquired { fence: Some(2), field: Some("b-uuid:1".into()), wait: None, prev_beat_ms: Some(31_000) },
+        );
+        let h = build(&[acquired(1_000, "a", 1), taken], &[], &[beat("b", Some(2), "running", 59_500)], 60_000, &cfg());
+        assert_eq!(kinds(&h), ["run", "failover", "run"]);
+        let What::Run { until_ms, end, .. } = &h.items[0].what else { panic!() };
+        assert_eq!((*until_ms, *end), (Some(31_000), Some(End::Silent)), "a ran until its last heartbeat");
+        let What::Failover { down_ms, .. } = &h.items[1].what else { panic!() };
+        assert_eq!(*down_ms, Some(9_000), "nobody ran the job from 31 s to 40 s");
+        // A heartbeat from before the run (a stale record) is no evidence.
+        let odd = at(
+            40_000,
+            "b",
+            Record::Acquired { fence: Some(2), field: Some("b-uuid:1".into()), wait: None, prev_beat_ms: Some(500) },
+        );
+        let h = build(&[acquired(1_000, "a", 1), odd], &[], &[], 60_000, &cfg());
+        let What::Failover { down_ms, .. } = &h.items[1].what else { panic!() };
+        assert_eq!(*down_ms, None);
     }
 
     #[test]
@@ -477,6 +509,7 @@ mod tests {
                         fence: Some(1),
                         field: Some("u:1".into()),
                         wait: Some((2_000, Some(WaitCause::CounterMissing))),
+                        prev_beat_ms: None,
                     },
                 ),
                 acquired(9_000, "b", 2),

@@ -128,6 +128,9 @@ pub enum Record {
         fence: Option<i64>,
         field: Option<String>,
         wait: Option<(u64, Option<WaitCause>)>,
+        /// The previous holder's last heartbeat (Redis ms), as the new
+        /// holder found it: when a holder that wrote no end last lived.
+        prev_beat_ms: Option<u64>,
     },
     /// Given up on purpose.
     Released {
@@ -185,13 +188,14 @@ impl Record {
         };
         let num = |n: Option<i64>| n.map(|n| n.to_string());
         match self {
-            Record::Acquired { fence, field, wait } => {
+            Record::Acquired { fence, field, wait, prev_beat_ms } => {
                 put("fence", num(*fence));
                 put("field", field.clone());
                 if let Some((ms, cause)) = wait {
                     put("wait_ms", Some(ms.to_string()));
                     put("wait_cause", cause.map(|c| c.token().to_owned()));
                 }
+                put("prev_beat_ms", prev_beat_ms.map(|t| t.to_string()));
             }
             Record::Released { fence, cause } | Record::Lost { fence, cause } => {
                 put("fence", num(*fence));
@@ -232,6 +236,7 @@ impl Record {
                 wait: get("wait_ms")
                     .and_then(|w| w.parse().ok())
                     .map(|ms| (ms, get("wait_cause").and_then(WaitCause::decode))),
+                prev_beat_ms: get("prev_beat_ms").and_then(|t| t.parse().ok()),
             },
             kind::RELEASED => Record::Released { fence, cause: cause() },
             kind::LOST => Record::Lost { fence, cause: cause() },
@@ -288,11 +293,12 @@ mod tests {
 
     #[test]
     fn every_record_survives_the_stream() {
-        round_trip(Record::Acquired { fence: Some(7), field: Some("uuid:1".into()), wait: None });
+        round_trip(Record::Acquired { fence: Some(7), field: Some("uuid:1".into()), wait: None, prev_beat_ms: None });
         round_trip(Record::Acquired {
             fence: Some(8),
             field: Some("uuid:1".into()),
             wait: Some((30_000, Some(WaitCause::CounterMissing))),
+            prev_beat_ms: Some(1_700_000_000_000),
         });
         for cause in Cause::ALL {
             round_trip(Record::Released { fence: Some(7), cause: Some(cause) });

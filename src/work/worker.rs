@@ -427,7 +427,8 @@ impl Worker {
                     // acquisition can have happened.
                     let waits_until = wait.map(|w| Until::after(w.left, snap.time_ms));
                     *holding = Some(self.hold(fence, since, waits_until));
-                    self.note_acquired(fence, wait).await;
+                    let prev_beat_ms = self.previous_beat(&snap, fence);
+                    self.note_acquired(fence, wait, prev_beat_ms).await;
                 }
                 Ok((Acquire::Unconfirmed { fence }, _)) => {
                     // Not a holding: the next attempt takes it again (it is
@@ -590,11 +591,23 @@ impl Worker {
     }
 
     /// Says that the lock is ours, and why the job waits if it does.
-    async fn note_acquired(&mut self, fence: i64, wait: Option<Wait>) {
+    /// The last heartbeat of the holder before this one on another server
+    /// (its heartbeat names the highest fence below `fence` and says it held
+    /// the job), as the look before the acquisition found it.
+    fn previous_beat(&self, snap: &Snapshot, fence: i64) -> Option<u64> {
+        snap.beats
+            .iter()
+            .filter(|b| b.node != self.opts.node && !matches!(b.state.as_deref(), Some("idle") | None))
+            .filter(|b| b.fence.is_some_and(|f| f < fence))
+            .max_by_key(|b| b.fence)
+            .and_then(|b| b.beat_ms)
+    }
+
+    async fn note_acquired(&mut self, fence: i64, wait: Option<Wait>, prev_beat_ms: Option<u64>) {
         let field = Some(self.lock.field().to_owned());
         let Some(wait) = wait else {
             tracing::info!(node = %self.opts.node, fence, "acquired the lock");
-            self.record(Record::Acquired { fence: Some(fence), field, wait: None }).await;
+            self.record(Record::Acquired { fence: Some(fence), field, wait: None, prev_beat_ms }).await;
             return;
         };
         let why = wait.reason();
@@ -604,8 +617,8 @@ impl Worker {
             "acquired the lock; {why}; waiting {} s so an earlier holder has stopped",
             wait.left.as_secs_f64()
         );
-        self.record(Record::Acquired { fence: Some(fence), field, wait: Some((millis(wait.left), Some(wait.why))) })
-            .await;
+        let wait = Some((millis(wait.left), Some(wait.why)));
+        self.record(Record::Acquired { fence: Some(fence), field, wait, prev_beat_ms }).await;
     }
 
     /// Lost the lock: kill the job at once, say so if Redis listens.
