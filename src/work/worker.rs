@@ -694,8 +694,9 @@ impl Worker {
         Enabled::Unknown { reason }
     }
 
-    /// Reads the whole job; records the flips seen since the last read
-    /// (every worker does: supervisors may not write the stream).
+    /// Reads the whole job; records the flips seen since the last read, or
+    /// the flags as found at the first (every worker does: supervisors may
+    /// not write the stream).
     async fn look(&mut self) -> Result<Snapshot, Error> {
         let keys = self.keys.clone();
         let host = self.target.endpoint().clone();
@@ -703,17 +704,18 @@ impl Worker {
         let snap = tokio::time::timeout(REDIS_PATIENCE, probe(conn, &keys, &host))
             .await
             .map_err(|_| Error::Timeout { action: Action::ReadingJob, host: host.clone(), after: REDIS_PATIENCE })??;
-        let changed: Vec<Flag> = match &self.flags_seen {
-            Some(seen) => snap
-                .flags
-                .iter()
-                .filter(|f| {
-                    f.on.is_some() && !seen.iter().any(|s| s.user == f.user && s.on == f.on && s.at_ms == f.at_ms)
-                })
-                .cloned()
-                .collect(),
-            None => Vec::new(),
-        };
+        // A flip is a flag written with its time: a registered user with no
+        // flag yet flipped nothing. The first look records the flags as
+        // found (flips made before any worker ran, as the demo's); the
+        // history counts a flip once, whoever recorded it how often.
+        let seen = self.flags_seen.as_deref().unwrap_or_default();
+        let changed: Vec<Flag> = snap
+            .flags
+            .iter()
+            .filter(|f| f.on.is_some() && f.at_ms.is_some())
+            .filter(|f| !seen.iter().any(|s| s.user == f.user && s.on == f.on && s.at_ms == f.at_ms))
+            .cloned()
+            .collect();
         self.flags_seen = Some(snap.flags.clone());
         if !changed.is_empty() {
             self.record_flips(&changed).await;
