@@ -40,4 +40,9 @@ export function renderOff(root, app, job) {
   const form = offForm(app, job, () => app.invoke("close_dialog"));
   root.replaceChildren(form);
   form.elements.reason.focus();
+  // The window takes the size its words need, in any language and font.
+  requestAnimationFrame(() => {
+    const page = document.documentElement;
+    app.invoke("fit_dialog", { width: page.scrollWidth, height: form.getBoundingClientRect().bottom + 16 }).catch(() => {});
+  });
 }

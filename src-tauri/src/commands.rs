@@ -60,6 +60,15 @@ pub async fn close_dialog(window: tauri::WebviewWindow) -> Result<(), String> {
     window.destroy().map_err(|e| e.to_string())
 }
 
+/// Sizes the window that asks to its content (`width` × `height` CSS
+/// pixels, as the page measured it), within what a screen surely holds:
+/// the same window fits its words in every language and font.
+#[tauri::command]
+pub async fn fit_dialog(window: tauri::WebviewWindow, width: f64, height: f64) -> Result<(), String> {
+    let size = tauri::LogicalSize::new(width.clamp(360.0, 800.0), height.clamp(160.0, 600.0));
+    window.set_size(size).map_err(|e| e.to_string())
+}
+
 /// Field-by-field problems of a settings form.
 #[derive(Debug, Serialize)]
 pub struct Invalid {

@@ -59,6 +59,7 @@ pub fn run(view: String) {
             commands::get_state,
             commands::set_enabled,
             commands::close_dialog,
+            commands::fit_dialog,
             commands::save_settings,
             commands::validate_settings,
             commands::test_connection,

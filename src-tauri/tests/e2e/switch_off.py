@@ -12,7 +12,9 @@ and the app for alice, the only one with the job on, then checks:
 3. unticking again and answering the window (a reason typed, Enter on the
    form) turns the flag off with the reason in the job's history; the tray
    confirms it in its menu and does not notify the stop the user asked for.
-Env: LOCKWATCH_BIN, LOCKWATCH_TRAY_BIN.
+In the desktop's language (LOCALE); with SCREENSHOT_DIR set, the window is
+kept there as switch-off-<lang>.png.
+Env: LOCKWATCH_BIN, LOCKWATCH_TRAY_BIN, LOCALE (default en_US.UTF-8), SCREENSHOT_DIR.
 """
 import os
 import signal
@@ -24,11 +26,16 @@ import dbus
 
 from support import Desktop, Run, app_env, below, close_window, descendants, shown_window, still_running, until, x_windows
 
-FLIP = "Enabled for me"
-TITLE = "Switch outbound off"  # dialog-off-title in locales/en.ftl
-STOPPED = "outbound stopped"  # note-stopped
-CONFIRMED = "✓ You switched it off at "  # menu-own-off
+LOCALE = os.environ.get("LOCALE", "en_US.UTF-8")
+ZH = LOCALE.startswith("zh_CN")
+# What the app's catalog says (menu-flip, dialog-off-title, note-stopped, menu-own-off, the status line).
+FLIP = "由我启用" if ZH else "Enabled for me"
+TITLE = "停用 outbound" if ZH else "Switch outbound off"
+STOPPED = "outbound 已停止" if ZH else "outbound stopped"
+CONFIRMED = "✓ 您已于 " if ZH else "✓ You switched it off at "
+RUNNING = "outbound：运行中 · " if ZH else "outbound: running on "
 REASON = "maintenance window 42"
+SHOTS = os.environ.get("SCREENSHOT_DIR") or None
 
 
 def main():
@@ -63,17 +70,20 @@ def main():
         run.worker("srv-a", "--lease", "3s", "--stop-grace", "1s", "--", "sh", "-c", "while :; do sleep 0.2; done")
         until("the job running", run.holder, 15)
 
-        env = app_env(run.tmp, lang="en_US.UTF-8", LOCKWATCH_REDIS_URL=f"redis://alice:alice-pw@127.0.0.1:{run.port}",
+        env = app_env(run.tmp, lang=LOCALE, LOCKWATCH_REDIS_URL=f"redis://alice:alice-pw@127.0.0.1:{run.port}",
                       LOCKWATCH_USER="alice", LOCKWATCH_LOG="info")
         app = run.start_app(env, "app.log")
         desktop.wait_for_item(app, 15, "the tray item")
         until("the box checked", lambda: (tray.entry(FLIP) or (0, "", 0))[2] == 1, 15, retry_on=(dbus.DBusException,))
-        until("the menu saying where it runs", lambda: tray.entry("outbound: running on "), 15)
+        until("the menu saying where it runs", lambda: tray.entry(RUNNING), 15)
 
         # 1. the last one unticks: a window asks why, the flag stays on
         child, wid = ask()
         time.sleep(2)
         assert flag() == "1", f"the flag changed before the window was answered: on={flag()!r}"
+        if SHOTS:
+            name = f"switch-off-{'zh' if ZH else 'en'}.png"
+            subprocess.run(["import", "-window", wid, os.path.join(SHOTS, name)], check=True, timeout=20)
         assert STOPPED not in notes.summaries(), notes.summaries()
         assert app.poll() is None, "the tray app ended"
         run.ok(f"unticking opened {TITLE!r} ({wid}) in pid {child[0]}; the flag still on 2 s later; no {STOPPED!r}")
