@@ -16,7 +16,7 @@ if $tests; then
     xvfb dbus-x11 dbus python3-dbus python3-dbusmock python3-gi gir1.2-gdkpixbuf-2.0 webkit2gtk-driver
     trayer x11-utils xdotool python3-xlib
     gcc-mingw-w64-x86-64-win32 wine64 wixl
-    systemd
+    systemd locales
   )
 fi
 missing=()
@@ -35,6 +35,16 @@ fi
 # redis-server's package starts a system instance on 6379; lockwatch never uses it.
 command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs first" >&2; exit 1; }
 $tests || exit 0
+# The desktops the end-to-end tests play (English, Chinese) have their locales,
+# as a real one does: GTK then speaks them instead of falling back to C.
+for loc in en_US zh_CN; do
+  if ! locale -a 2>/dev/null | grep -qix "$loc.utf8"; then
+    $sudo sed -i "s/^# *\($loc.UTF-8 UTF-8\)/\1/" /etc/locale.gen
+    grep -q "^$loc.UTF-8 UTF-8" /etc/locale.gen || echo "$loc.UTF-8 UTF-8" | $sudo tee -a /etc/locale.gen >/dev/null
+    generate=true
+  fi
+done
+if [ -n "${generate:-}" ]; then $sudo locale-gen >/dev/null; fi
 # tauri-driver drives the dashboard's real webview in the end-to-end test.
 cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
 if ! [ -x "$cargo_bin/tauri-driver" ] && ! command -v tauri-driver >/dev/null; then
