@@ -53,11 +53,7 @@ fn status_json(url: &str) -> (Value, i32) {
 
 #[test]
 fn status_json_and_exit_codes_follow_the_state() {
-    let server = RedisServer::start();
-    let url = server.url();
-    let mut c = server.conn();
-
-    flag(&mut c, "outbound", "alice", false);
+    let (_server, url, mut c) = server_with_flag("alice", false);
     let (json, code) = status_json(&url);
     assert_eq!((json["state"].as_str(), code), (Some("stopped"), 0));
     assert_eq!(json["holder"], Value::Null);
@@ -221,6 +217,62 @@ fn watch_json_prints_the_status_then_one_line_per_event() {
     child.kill().unwrap();
     let _ = child.wait();
     std::thread::sleep(Duration::from_millis(10));
+}
+
+/// Polls `status --json` until `want` holds of its exit code and JSON, or 15 s pass.
+fn status_until(url: &str, what: &str, want: impl Fn(Option<i32>, &Value) -> bool) -> (Option<i32>, Value) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let out = lockwatch(url, &["status", "--json"]);
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        if want(out.status.code(), &json) {
+            return (out.status.code(), json);
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: {} / {json}", out.status.code().unwrap_or(-1));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_standby_killed_is_a_warning_monitoring_sees_and_told_once_and_its_return_too() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let job = "while :; do sleep 0.2; done";
+    let _a = WorkerProcess::spawn(&mut worker_command(&url, "srv-a", "3s", &[], job));
+    status_until(&url, "srv-a runs", |_, s| s["holder"]["node"] == "srv-a");
+    let mut b = WorkerProcess::spawn(&mut worker_command(&url, "srv-b", "3s", &[], job));
+    let fresh_b =
+        |s: &Value| s["nodes"].as_array().is_some_and(|n| n.iter().any(|n| n["node"] == "srv-b" && n["fresh"] == true));
+    let (code, _) = status_until(&url, "srv-b standing by", |_, s| fresh_b(s) && s["no_standby"].is_null());
+    assert_eq!(code, Some(0));
+    let mut watch = lockwatch_command()
+        .args(["--redis", &url, "--interval", "300ms", "watch", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("\"event\":\"status\""), "{first}");
+
+    // kill -9 of the server that was not running the job: Redis drops its presence at once.
+    b.kill9();
+    let (code, s) = status_until(&url, "no standby", |_, s| !s["no_standby"].is_null());
+    assert_eq!(code, Some(1), "a monitoring check warns: {s}");
+    assert_eq!(s["state"], "running", "the job itself runs on");
+    let said = s["no_standby"].as_str().unwrap();
+    assert!(said.contains("srv-b") && said.contains("if srv-a stops"), "{said}");
+    let text = String::from_utf8(lockwatch(&url, &["status"]).stdout).unwrap();
+    assert!(text.contains("  warning  no standby: srv-b"), "{text}");
+    let lost: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!((lost["event"].as_str(), lost["to"]["node"].as_str()), (Some("standby_lost"), Some("srv-b")), "{lost}");
+
+    let _b = WorkerProcess::spawn(&mut worker_command(&url, "srv-b", "3s", &[], job));
+    let (code, s) = status_until(&url, "srv-b back", |_, s| fresh_b(s) && s["no_standby"].is_null());
+    assert_eq!((code, s["holder"]["node"].as_str()), (Some(0), Some("srv-a")));
+    let back: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!((back["event"].as_str(), back["to"]["node"].as_str()), (Some("standby_back"), Some("srv-b")), "{back}");
+    watch.kill().unwrap();
+    let _ = watch.wait();
 }
 
 #[test]

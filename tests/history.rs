@@ -52,6 +52,8 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
     seed_fence(&mut c);
     let enable = lockwatch(&url, &["enable", "--user", "alice", "--reason", "morning shift"]);
     assert!(enable.status.success(), "{}", String::from_utf8_lossy(&enable.stderr));
+    // carol is registered but never flipped anything: no flip of hers may appear.
+    let _: () = redis::cmd("SADD").arg("{outbound}:users").arg("carol").query(&mut c).unwrap();
 
     // A failover: the holder is killed, the other server takes over.
     let mut a = worker(&url, "srv-a");
@@ -99,6 +101,9 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
     eventually("srv-b to beat after the flip", Duration::from_secs(10), || (seq(&mut c) > recorded).then_some(()))
         .await;
     b.kill9();
+    // alice switches off after all: her switching on, before any worker ran, stays in the history.
+    let off = lockwatch(&url, &["disable", "--user", "alice", "--reason", "done"]);
+    assert!(off.status.success(), "{}", String::from_utf8_lossy(&off.stderr));
     let items = eventually("the death of srv-b", Duration::from_secs(20), || {
         let items = history(&url);
         items.iter().any(|i| i["kind"] == "death").then_some(items)
@@ -114,6 +119,11 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
         i["kind"] == "failover" && i["from"]["node"] == "srv-a" && i["to"]["node"] == "srv-b" && i["cause"] == "silent"
     });
     assert!(first < failover);
+    // srv-a's run ends at its last heartbeat, and the failover's outage is the gap to srv-b's start.
+    let down = items[failover]["down_ms"].as_u64().expect("the outage of a kill -9 is measured");
+    assert!((500..=5_000).contains(&down), "a 2 s lease ran out: {down} ms");
+    let a_run = items[..failover].iter().rfind(|i| i["kind"] == "run" && i["node"] == "srv-a").unwrap();
+    assert_eq!(a_run["until_ms"].as_u64(), Some(items[failover]["at_ms"].as_u64().unwrap() - down));
     let restart = find(&items, failover, "the restart", |i| {
         i["kind"] == "restart" && i["to"]["node"] == "srv-b" && i["cause"] == "shutdown" && i["down_ms"].is_u64()
     });
@@ -132,6 +142,13 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
         1,
         "one flip, however many saw it"
     );
+    assert!(items.iter().all(|i| i["user"] != "carol"), "a registered user with no flag flipped nothing: {items:#?}");
+    let alice: Vec<(bool, &str)> = items
+        .iter()
+        .filter(|i| i["kind"] == "flag" && i["user"] == "alice")
+        .map(|i| (i["on"].as_bool().unwrap(), i["reason"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(alice, [(true, "morning shift"), (false, "done")], "every flip of alice's, once each");
     let last_run = items.iter().rfind(|i| i["kind"] == "run").unwrap();
     assert_eq!(last_run["until_ms"], items[death]["at_ms"], "the run ends at the last heartbeat");
 

@@ -137,10 +137,9 @@ async fn a_lock_evicted_under_volatile_ttl_stops_the_holder_before_the_next_one_
 
 #[tokio::test]
 async fn an_older_snapshot_restored_neither_repeats_a_fence_nor_starts_a_second_run() {
-    let mut server = RedisServer::start();
-    let mut c = server.conn();
+    // `server.url()` throughout: a restart may move it to another port.
+    let (mut server, _, mut c) = server_with_flag("alice", true);
     seed_fence(&mut c);
-    flag(&mut c, "outbound", "alice", true);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     // srv-a runs the job once and hands it back (SIGTERM releases the lock);

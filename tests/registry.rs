@@ -13,12 +13,6 @@ fn lock_holders(c: &mut redis::Connection) -> Vec<String> {
     redis::cmd("HKEYS").arg("{outbound}:lock").query(c).unwrap()
 }
 
-fn event_types(c: &mut redis::Connection) -> Vec<String> {
-    let entries: redis::streams::StreamRangeReply =
-        redis::cmd("XRANGE").arg("{outbound}:events").arg("-").arg("+").query(c).unwrap();
-    entries.ids.iter().filter_map(|e| e.get::<String>("type")).collect()
-}
-
 #[tokio::test]
 async fn a_worker_starts_the_job_for_the_one_enabled_user_among_thousands() {
     let server = RedisServer::start();
@@ -83,7 +77,8 @@ async fn unreadable_flags_neither_start_nor_stop_the_job() {
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert!(journal(&running).len() > before + 10, "the job kept running");
     assert_eq!(lock_holders(&mut c).len(), 1, "the lock is still held");
-    assert!(!event_types(&mut c).iter().any(|t| t == "released"), "{:?}", event_types(&mut c));
+    let kinds: Vec<String> = stream_events(&mut c).into_iter().map(|e| e.kind).collect();
+    assert!(!kinds.iter().any(|t| t == "released"), "{kinds:?}");
 
     // Not holding: a worker that cannot read the flags does not start it.
     drop(_a);

@@ -121,11 +121,7 @@ fn status_json(url: &str) -> (Value, Option<i32>) {
 
 #[test]
 fn status_on_windows_reads_redis_in_words_and_json_with_nagios_exit_codes() {
-    let server = RedisServer::start();
-    let url = server.url();
-    let mut c = server.conn();
-
-    flag(&mut c, "outbound", "alice", true);
+    let (_server, url, mut c) = server_with_flag("alice", true);
     let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
     let (json, code) = status_json(&url);
     assert_eq!((json["state"].as_str(), code), (Some("down"), Some(2)), "{json}");

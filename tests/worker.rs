@@ -104,15 +104,13 @@ async fn sigterm_hands_over_in_under_a_second() {
 
 #[tokio::test]
 async fn all_flags_off_stop_the_job_and_release_the_lock() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    flag(&mut c, "outbound", "bob", true);
     // A 30 s lease: a first start on a counter-less Redis would wait 30 s.
     seed_fence(&mut c);
-    flag(&mut c, "outbound", "alice", true);
-    flag(&mut c, "outbound", "bob", true);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
-    let mut a = journal_worker(&server.url(), "srv-a", "30s", &j);
+    let mut a = journal_worker(&url, "srv-a", "30s", &j);
     wait_holder(&mut c, None).await;
     let child: u32 = eventually("child", Duration::from_secs(5), || {
         beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
@@ -492,22 +490,6 @@ async fn sigterm_while_the_worker_first_connects_stops_it_cleanly() {
     );
 }
 
-fn events(c: &mut redis::Connection) -> Vec<(String, Vec<(String, String)>)> {
-    let reply: redis::streams::StreamRangeReply =
-        redis::cmd("XRANGE").arg("{outbound}:events").arg("-").arg("+").query(c).unwrap();
-    reply
-        .ids
-        .into_iter()
-        .map(|entry| {
-            let mut fields: Vec<(String, String)> =
-                entry.map.into_iter().map(|(k, v)| (k, redis::from_redis_value::<String>(v).unwrap())).collect();
-            fields.sort();
-            let kind = fields.iter().find(|(k, _)| k == "type").map(|(_, v)| v.clone()).unwrap_or_default();
-            (kind, fields)
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn released_is_recorded_only_when_the_release_released() {
     let (_server, url, mut c) = server_with_flag("alice", true);
@@ -543,7 +525,7 @@ async fn released_is_recorded_only_when_the_release_released() {
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let kinds: Vec<String> = events(&mut c).into_iter().map(|(k, _)| k).collect();
+    let kinds: Vec<String> = stream_events(&mut c).into_iter().map(|e| e.kind).collect();
     assert!(!kinds.contains(&"released".to_owned()), "a lock taken over was recorded as released: {kinds:?}");
     assert!(kinds.contains(&"lost".to_owned()), "{kinds:?}");
     let holder: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(&mut c).unwrap();
@@ -729,36 +711,6 @@ async fn redis_restarted_empty_under_a_running_job_starts_no_second_run_until_it
     no_second_run_after_data_loss(|server| server.restart()).await;
 }
 
-/// One entry of the job's event stream.
-struct Event {
-    kind: String,
-    /// Redis time of the entry (its stream id).
-    ms: u64,
-    fields: Vec<(String, String)>,
-}
-
-impl Event {
-    fn field(&self, name: &str) -> Option<&str> {
-        self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-    }
-}
-
-fn events_at(c: &mut redis::Connection) -> Vec<Event> {
-    let reply: redis::streams::StreamRangeReply =
-        redis::cmd("XRANGE").arg("{outbound}:events").arg("-").arg("+").query(c).unwrap();
-    reply
-        .ids
-        .into_iter()
-        .map(|entry| {
-            let ms = entry.id.split('-').next().unwrap().parse().unwrap();
-            let fields: Vec<(String, String)> =
-                entry.map.into_iter().map(|(k, v)| (k, redis::from_redis_value::<String>(v).unwrap())).collect();
-            let kind = fields.iter().find(|(k, _)| k == "type").map(|(_, v)| v.clone()).unwrap_or_default();
-            Event { kind, ms, fields }
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn the_first_start_on_a_fresh_redis_waits_one_lease_and_says_starting() {
     let (_server, url, mut c) = server_with_flag("alice", true);
@@ -783,7 +735,7 @@ async fn the_first_start_on_a_fresh_redis_waits_one_lease_and_says_starting() {
     let waiting: Vec<&String> = states.iter().take(states.len().saturating_sub(3)).collect();
     assert!(!waiting.is_empty() && waiting.iter().all(|s| *s == "starting"), "states while waiting: {states:?}");
     let started_ms: u64 = beat_field(&mut c, "srv-a", "started_ms").unwrap().parse().unwrap();
-    let events = events_at(&mut c);
+    let events = stream_events(&mut c);
     let acquired = events.iter().find(|e| e.kind == "acquired").expect("an acquired event");
     let wait: u64 = acquired.field("wait_ms").map(|v| v.parse().unwrap()).unwrap_or(0);
     assert_eq!(wait, lease_ms, "the acquired event says the job waits one lease: {:?}", acquired.fields);
@@ -902,7 +854,7 @@ async fn a_holder_that_lets_go_during_the_wait_leaves_the_rest_of_it_to_the_next
     wait_holder(&mut c, Some("srv-a")).await;
     assert_eq!(beat_field(&mut c, "srv-b", "state").as_deref(), Some("starting"));
     eventually("srv-b's job", Duration::from_millis(lease_ms + 5_000), || journal(&j).first().cloned()).await;
-    let events = events_at(&mut c);
+    let events = stream_events(&mut c);
     let job_started = events.iter().find(|e| e.kind == "job-started").unwrap();
     assert_eq!(job_started.field("node"), Some("srv-b"));
     let job_started_ms = job_started.ms;
@@ -976,7 +928,7 @@ async fn the_demo_starts_its_job_at_once_on_its_own_new_redis() {
     })
     .await;
     let mut c = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
-    let acquired: Vec<Event> = events_at(&mut c).into_iter().filter(|e| e.kind == "acquired").collect();
+    let acquired: Vec<StreamEvent> = stream_events(&mut c).into_iter().filter(|e| e.kind == "acquired").collect();
     assert!(!acquired.is_empty());
     for e in &acquired {
         assert_eq!(e.field("wait_ms"), None, "the demo's job waited: {:?}", e.fields);
@@ -1051,22 +1003,18 @@ async fn a_flip_is_announced_and_the_workers_listen_for_it() {
 async fn a_killed_holder_is_reported_within_seconds_and_healthy_running_raises_no_alarm() {
     use lockwatch::EventKind;
     use lockwatch::watcher::{Options, Watcher};
-    let server = RedisServer::start();
-    let mut c = server.conn();
+    let (_server, url, mut c) = server_with_flag("alice", true);
     seed_fence(&mut c);
-    flag(&mut c, "outbound", "alice", true);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
-    let mut workers = vec![
-        ("srv-a", journal_worker(&server.url(), "srv-a", "30s", &j)),
-        ("srv-b", journal_worker(&server.url(), "srv-b", "30s", &j)),
-    ];
+    let mut workers =
+        vec![("srv-a", journal_worker(&url, "srv-a", "30s", &j)), ("srv-b", journal_worker(&url, "srv-b", "30s", &j))];
     let holder = wait_holder(&mut c, None).await;
     eventually("the job", Duration::from_secs(10), || journal(&j).iter().any(|l| l.1 == holder).then_some(())).await;
     // A grace longer than the bound below: only the holder's vanished
     // connection, not its heartbeat ageing, can explain an event in time.
     let engine = Config { heartbeat_grace_ms: 20_000, ..Config::default() };
-    let target = Target::new(&server.url(), None).unwrap();
+    let target = Target::new(&url, None).unwrap();
     let watcher = Watcher::spawn(target, Keys::new("outbound"), Options { engine, ..Options::default() });
     let mut events = watcher.events();
     let mut status = watcher.status();

@@ -304,6 +304,38 @@ pub fn flag(conn: &mut redis::Connection, job: &str, user: &str, on: bool) {
     let _: () = redis::cmd("SADD").arg(format!("{{{job}}}:users")).arg(user).query(conn).unwrap();
 }
 
+/// One entry of the event stream of the job `outbound`.
+pub struct StreamEvent {
+    /// Its `type` field (empty if it has none).
+    pub kind: String,
+    /// Redis time of the entry (its stream id).
+    pub ms: u64,
+    pub fields: Vec<(String, String)>,
+}
+
+impl StreamEvent {
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// The entries of `{outbound}:events`, oldest first.
+pub fn stream_events(c: &mut redis::Connection) -> Vec<StreamEvent> {
+    let reply: redis::streams::StreamRangeReply =
+        redis::cmd("XRANGE").arg("{outbound}:events").arg("-").arg("+").query(c).unwrap();
+    reply
+        .ids
+        .into_iter()
+        .map(|entry| {
+            let ms = entry.id.split('-').next().unwrap().parse().unwrap();
+            let fields: Vec<(String, String)> =
+                entry.map.into_iter().map(|(k, v)| (k, redis::from_redis_value::<String>(v).unwrap())).collect();
+            let kind = fields.iter().find(|(k, _)| k == "type").map(|(_, v)| v.clone()).unwrap_or_default();
+            StreamEvent { kind, ms, fields }
+        })
+        .collect()
+}
+
 /// Waits until `check` holds, or fails naming `what`.
 pub async fn eventually<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;
