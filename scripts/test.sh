@@ -9,6 +9,8 @@ bash scripts/setup-test-deps.sh
 bash scripts/build-windows.sh
 cargo test --workspace --locked "$@"
 node --test ui/tests/
+# No import circle, between the crates' modules or their files.
+for crate in src src-tauri/src; do python3 scripts/module-cycles.py "$crate" --files; done
 
 # Redis 6.2 and Valkey 8 and 9 (scripts/fetch-servers.sh), first on PATH.
 # Redis 6.2 cannot keep a supervisor's writes to her own keys (no ACL

@@ -119,8 +119,11 @@ test-connected = Connected to { $host } and read job { $job }: { $users ->
         [one] one registered user
        *[other] { $users } registered users
     }, { $workers ->
-        [one] one worker
-       *[other] { $workers } workers
+        [one] one worker alive
+       *[other] { $workers } workers alive
+    }{ $silent ->
+        [0] {""}
+       *[other] , { $silent } silent
     }.
 
 ## The dashboard page

@@ -123,7 +123,10 @@ test-failed = 未能连接 { $host }：{ $why ->
         [not-allowed] { $user } 无权读取此任务；Redis 管理员可授予 `lockwatch acl --user { $user }` 输出的规则。
        *[other] Redis 拒绝了请求；将指针悬停可查看其原话。
     }
-test-connected = 已连接 { $host } 并读取任务 { $job }：{ $users } 个已登记用户，{ $workers } 个工作进程。
+test-connected = 已连接 { $host } 并读取任务 { $job }：{ $users } 个已登记用户，{ $workers } 个工作进程在线{ $silent ->
+        [0] {""}
+       *[other] ，{ $silent } 个已无响应
+    }。
 
 ## 监控面板
 

@@ -186,18 +186,29 @@ async fn test_form(form: SettingsForm, overrides: &Overrides, tr: &i18n::Tr) -> 
     };
     let keys = lockwatch::Keys::new(&job);
     match probe(&mut conn, &keys, target.endpoint()).await {
-        Ok(snap) => Tested {
-            line: tr.ta(
-                "test-connected",
-                &[
-                    ("host", target.host().into()),
-                    ("job", keys.job.as_str().into()),
-                    ("users", snap.flags.len().into()),
-                    ("workers", snap.beats.len().into()),
-                ],
-            ),
-            detail: None,
-        },
+        Ok(snap) => {
+            // Alive: beating within the grace, its process's presence not gone.
+            let grace = lockwatch::status::Config::default().heartbeat_grace_ms;
+            let alive = snap
+                .beats
+                .iter()
+                .filter(|b| b.present != Some(false))
+                .filter(|b| b.beat_ms.is_some_and(|t| snap.time_ms.saturating_sub(t) <= grace))
+                .count();
+            Tested {
+                line: tr.ta(
+                    "test-connected",
+                    &[
+                        ("host", target.host().into()),
+                        ("job", keys.job.as_str().into()),
+                        ("users", snap.flags.len().into()),
+                        ("workers", alive.into()),
+                        ("silent", (snap.beats.len() - alive).into()),
+                    ],
+                ),
+                detail: None,
+            }
+        }
         Err(e) => failed(e),
     }
 }

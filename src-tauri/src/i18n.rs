@@ -330,7 +330,7 @@ mod tests {
         let args: Vec<Arg> = ["job", "state", "server", "reason", "left", "duration", "since", "age", "users", "error"]
             .into_iter()
             .chain(["from", "to", "at", "kind", "host", "workers", "ms", "s", "min", "h", "message", "redis", "user"])
-            .chain(["until", "time", "field", "variable", "note", "window", "runs", "why", "login"])
+            .chain(["until", "time", "field", "variable", "note", "window", "runs", "why", "login", "silent"])
             .map(|name| (name, FluentValue::from(if matches!(name, "users" | "workers") { "2" } else { "x" })))
             .collect();
         for lang in Lang::ALL {
@@ -392,7 +392,7 @@ mod tests {
         assert_eq!(zh.duration(7_380_000), "2 小时 3 分");
         assert_eq!(en.list(&["bob", "carol"]), "bob, carol");
         assert_eq!(zh.list(&["bob", "carol"]), "bob、carol");
-        let connected = |t: Tr, users: u64| {
+        let connected = |t: &Tr, users: u64, silent: u64| {
             t.ta(
                 "test-connected",
                 &[
@@ -400,12 +400,16 @@ mod tests {
                     ("job", "outbound".into()),
                     ("users", users.into()),
                     ("workers", 1u64.into()),
+                    ("silent", silent.into()),
                 ],
             )
         };
-        assert_eq!(connected(en, 1), "Connected to db:6379 and read job outbound: one registered user, one worker.");
-        assert_eq!(connected(en, 3), "Connected to db:6379 and read job outbound: 3 registered users, one worker.");
-        assert_eq!(connected(zh, 3), "已连接 db:6379 并读取任务 outbound：3 个已登记用户，1 个工作进程。");
+        let said = "Connected to db:6379 and read job outbound: one registered user, one worker alive.";
+        assert_eq!(connected(&en, 1, 0), said);
+        let said = "Connected to db:6379 and read job outbound: 3 registered users, one worker alive, 1 silent.";
+        assert_eq!(connected(&en, 3, 1), said);
+        assert_eq!(connected(&zh, 3, 0), "已连接 db:6379 并读取任务 outbound：3 个已登记用户，1 个工作进程在线。");
+        assert_eq!(connected(&zh, 3, 2), "已连接 db:6379 并读取任务 outbound：3 个已登记用户，1 个工作进程在线，2 个已无响应。");
         assert_eq!(en.t("no-such-message"), "no-such-message");
     }
 }

@@ -232,6 +232,8 @@ def main():
         s.click("form.settings button.test")
         tested = until("the test's answer", lambda: (lambda r: r if r and not r.endswith("…") and r != "Testing…" else None)(s.text("form.settings .result")), 15)
         assert tested.startswith(f"Connected to 127.0.0.1:{port} ") and "\n" not in tested, tested
+        # The holder killed in 3 is counted as silent, not as a worker.
+        assert tested.endswith("one worker alive, 1 silent."), tested
         run.ok(f"Test connection: {tested}")
         s.close()
 
