@@ -156,6 +156,8 @@ impl Shell {
         let mut last = Instant::now();
         // When the next look is due; between looks, liveness checks.
         let mut look_at = Instant::now();
+        // When the last look a wake-up asked for was due.
+        let mut woken_at = Instant::now().checked_sub(WAKE_GAP).unwrap_or_else(Instant::now);
         let alive_key = keys.fence();
         let publish = |step: Step| {
             status.send_if_modified(|shown| {
@@ -236,12 +238,15 @@ impl Shell {
                 _ = sleep_until(until) => {}
                 _ = wake.notified() => {
                     known.forget();
-                    // Writes come in bursts (an acquisition touches several keys): let it settle.
-                    sleep(Duration::from_millis(15)).await;
+                    // Writes come in bursts (an acquisition touches several keys): let it
+                    // settle; and wake-ups in a flood are one look per gap.
+                    woken_at = (Instant::now() + Duration::from_millis(15)).max(woken_at + WAKE_GAP);
+                    sleep_until(woken_at).await;
                     look_at = Instant::now();
                 }
                 _ = entry.notified() => {
-                    sleep(Duration::from_millis(15)).await;
+                    woken_at = (Instant::now() + Duration::from_millis(15)).max(woken_at + WAKE_GAP);
+                    sleep_until(woken_at).await;
                     look_at = Instant::now();
                 }
                 _ = stop.changed() => break,
@@ -377,6 +382,13 @@ pub(crate) async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>,
 
 /// How long subscribing may take before the connection counts as dead.
 const SUBSCRIBE_PATIENCE: Duration = Duration::from_secs(3);
+
+/// The shortest time between two reads a wake-up asks for. Anyone allowed
+/// to publish on `{job}:wake` (a supervisor, for her flips) could otherwise
+/// make every watcher and worker read the whole job once per message: a
+/// flood costs at most a few reads a second per process, and a flip after
+/// a quiet spell is still read at once.
+pub(crate) const WAKE_GAP: Duration = Duration::from_millis(250);
 
 /// Subscribes to Redisson's unlock channel and, where the server sends them,
 /// the keyspace notifications of the job's keys.

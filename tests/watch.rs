@@ -11,6 +11,7 @@ use lockwatch::connect::Target;
 use lockwatch::status::{Config, Event};
 use lockwatch::watcher::{Options, Watcher};
 use lockwatch::{EventKind, Keys, State};
+use redis::Commands as _;
 use tokio::sync::broadcast;
 
 fn watcher(server: &RedisServer, poll: Duration, engine: Config) -> Watcher {
@@ -450,4 +451,54 @@ async fn redis_restarted_empty_is_unreachable_then_data_lost() {
         ["unreachable", "reachable", "data_lost"]
     );
     w.stop().await;
+}
+
+/// The job's full reads Redis has served so far: calls of the probe, by
+/// whichever way it was called.
+fn probe_calls(c: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+    info.lines()
+        .filter(|l| ["cmdstat_fcall_ro:", "cmdstat_evalsha_ro:", "cmdstat_evalsha:"].iter().any(|p| l.starts_with(p)))
+        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn a_flood_of_wake_ups_costs_a_few_reads_a_second_per_process_not_one_per_message() {
+    let (server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let _worker = WorkerProcess::spawn(&mut worker_command(&url, "srv-a", "3s", &[], "while :; do sleep 0.2; done"));
+    let mut watch = WorkerProcess::spawn(
+        lockwatch_command().args(["--redis", &url, "watch", "--json"]).stdout(std::process::Stdio::null()),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    // As alice may: 200 messages a second on the wake channel, for 3 s.
+    let before = probe_calls(&mut c);
+    let start = Instant::now();
+    let mut sent = 0u32;
+    while start.elapsed() < Duration::from_secs(3) {
+        let _: i64 = redis::cmd("PUBLISH").arg("{outbound}:wake").arg("x").query(&mut c).unwrap();
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let reads = probe_calls(&mut c) - before;
+    // Two processes, a wake-up look at most every 250 ms each, plus their own
+    // looks: measured 41; paced by nothing, it was 1,305 (2.3 per message).
+    assert!(reads <= 60, "{reads} full reads for {sent} wake-ups");
+    assert!(sent > 300, "the flood was sent: {sent}");
+    // A flip after the flood is still seen at once.
+    std::thread::sleep(Duration::from_millis(300));
+    let off = lockwatch(&url, &["disable", "--user", "alice"]);
+    assert!(off.status.success());
+    let started = Instant::now();
+    while c.exists::<_, bool>("{outbound}:lock").unwrap() {
+        assert!(started.elapsed() < Duration::from_secs(2), "the worker did not let go at once");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!(
+        "{sent} wake-ups in 3 s: {reads} full reads; the lock let go {} ms after the flip",
+        started.elapsed().as_millis()
+    );
+    watch.kill9();
+    drop(server);
 }
