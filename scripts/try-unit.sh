@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || exec sudo -E bash "$0" "$@"
 base=${LOCKWATCH_DEBIAN_ROOT:-/var/cache/lockwatch/bookworm-root}
 cached=$base-systemd
-deb=$(ls dist/lockwatch_*.deb 2>/dev/null | head -1)
+deb=$(ls dist/lockwatch_*.deb 2>/dev/null | head -1 || true)
 [ -n "$deb" ] || { echo "dist/lockwatch_*.deb is missing: run bash scripts/package.sh first" >&2; exit 1; }
 missing=()
 for p in debootstrap systemd-container redis-server redis-tools; do
@@ -30,9 +30,9 @@ lockwatch=target/debug/lockwatch
 [ -x "$lockwatch" ] || lockwatch=target/release/lockwatch
 
 in_chroot() {
+  local code=0
   mount --bind /proc "$1/proc"
-  chroot "$1" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive sh -c "$2"
-  local code=$?
+  chroot "$1" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive sh -c "$2" || code=$?
   umount "$1/proc"
   return $code
 }
@@ -55,7 +55,7 @@ redis_pid=""
 leader=""
 cleanup() {
   [ -n "$leader" ] && { nsenter -t "$leader" -a systemctl poweroff >/dev/null 2>&1 || kill "$leader" 2>/dev/null || true; }
-  [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null
+  [ -n "$redis_pid" ] && { kill "$redis_pid" 2>/dev/null || true; }
   sleep 1
   pkill -f "systemd-nspawn -D $root" 2>/dev/null || true
   rm -rf "$work"
@@ -95,8 +95,9 @@ fence() { redis-cli -p "$port" GET "{outbound}:fence"; }
 runs_anew() { runs_on srv-a && [ "$(fence)" != "$1" ]; }
 # Pids as the host sees them (the container's processes are the host's too,
 # and a minbase root has no ps): the job (the sh below the reaper) and the worker.
-job_pid() { pgrep -f "^sh -c while :; do date" | head -1 || true; }
-worker_pid() { pgrep -f "^/usr/bin/lockwatch --job outbound worker" | head -1 || true; }
+# Only in the container's namespaces: never a worker of the host's own.
+job_pid() { pgrep --ns "$leader" --nslist pid -f "^sh -c while :; do date" | head -1 || true; }
+worker_pid() { pgrep --ns "$leader" --nslist pid -f "^/usr/bin/lockwatch --job outbound worker" | head -1 || true; }
 
 step "boot a clean Debian 12 with systemd (systemd-nspawn)"
 systemd-nspawn -D "$root" --register=no --keep-unit --hostname=srv-a --console=passive -b >"$work/boot.log" 2>&1 &

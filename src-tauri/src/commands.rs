@@ -126,20 +126,21 @@ pub struct Tested {
 /// its first job, and answers in one line.
 #[tauri::command]
 pub async fn test_connection(desk: State<'_, Desk>, form: SettingsForm) -> Result<Tested, String> {
-    let (tr, overrides) = {
+    let (tr, overrides, login_as_name) = {
         let inner = desk.state().lock();
-        (inner.tr(), inner.overrides.clone())
+        (inner.tr(), inner.overrides.clone(), inner.settings.login_as_name)
     };
-    Ok(test_form(form, &overrides, &tr).await)
+    Ok(test_form(form, &overrides, login_as_name, &tr).await)
 }
 
-async fn test_form(form: SettingsForm, overrides: &Overrides, tr: &i18n::Tr) -> Tested {
+async fn test_form(form: SettingsForm, overrides: &Overrides, login_as_name: bool, tr: &i18n::Tr) -> Tested {
     let bad = |sentence: String| Tested { line: sentence, detail: None };
     let url = match &overrides.redis_url {
         Some(url) => url.clone(),
         None => {
             let (url, typed) = lockwatch::address::split_password(form.redis_url.trim());
             let name = overrides.user.as_deref().or(Some(form.user.trim()).filter(|u| !u.is_empty()));
+            let name = name.filter(|_| login_as_name);
             let url = lockwatch::address::with_user(&url, name);
             match Some(form.password).filter(|p| !p.is_empty()).or(typed) {
                 Some(p) => lockwatch::address::with_password(&url, &p),

@@ -493,22 +493,14 @@ pub const OWN_FLIP_MS: u64 = 60_000;
 
 /// Events that open an incident, or belong to the one open.
 fn is_trouble(kind: EventKind) -> bool {
-    matches!(
-        kind,
-        EventKind::Died | EventKind::DataLost | EventKind::Conflict | EventKind::Stalled | EventKind::StandbyLost
-    )
+    matches!(kind, EventKind::Died | EventKind::DataLost | EventKind::Conflict | EventKind::Stalled)
 }
 
 /// Events after which the job runs (or stands still on purpose) again: the incident is over.
 fn ends_incident(kind: EventKind) -> bool {
     matches!(
         kind,
-        EventKind::Recovered
-            | EventKind::Started
-            | EventKind::Stopped
-            | EventKind::Failover
-            | EventKind::Restarted
-            | EventKind::StandbyBack
+        EventKind::Recovered | EventKind::Started | EventKind::Stopped | EventKind::Failover | EventKind::Restarted
     )
 }
 
@@ -767,7 +759,8 @@ mod tests {
         assert_eq!(n.body, "10:02: srv-b is silent; if srv-a stops, no server takes the job over.");
         let n = note(&lost, "10:02", &zh().tr);
         assert!(n.body.contains("srv-b") && n.body.contains("srv-a") && !n.body.contains("silent"), "{}", n.body);
-        assert!(n.actions.contains(&NoteAction::OnIt("outbound".into())), "trouble someone can be on");
+        // Not an incident of its own: an "on it" for it must not quiet a death that follows.
+        assert!(!n.actions.contains(&NoteAction::OnIt("outbound".into())));
         let back = Event { from: node("srv-a"), to: node("srv-b"), ..event(EventKind::StandbyBack, "outbound") };
         assert_eq!(note(&back, "10:05", &zh().tr).body, "10:05：srv-b 已恢复，可以接管此任务。");
 

@@ -40,6 +40,11 @@ pub struct Settings {
     pub cluster: bool,
     /// Supervisor name; empty: the URL's ACL user, else the login name.
     pub user: String,
+    /// A URL that names no Redis user logs in as the supervisor's name (each
+    /// supervisor has a Redis user of her own, as `lockwatch acl` makes
+    /// them): an admin sets it beside one URL for the whole team. Off, such
+    /// a URL logs in as `default` (a shared `requirepass`).
+    pub login_as_name: bool,
     pub jobs: Vec<JobSettings>,
     pub poll_ms: u64,
     pub heartbeat_grace_ms: u64,
@@ -83,6 +88,7 @@ impl Default for Settings {
             sentinel_master: String::new(),
             cluster: false,
             user: String::new(),
+            login_as_name: false,
             jobs: vec![JobSettings::default()],
             poll_ms: ms(watcher::Options::default().poll),
             heartbeat_grace_ms: engine.heartbeat_grace_ms,
@@ -228,12 +234,12 @@ impl Settings {
         }
     }
 
-    /// The stored URL as it logs in: as the supervisor named in the settings
-    /// or `overrides` when it names no Redis user, so the machine's one URL
-    /// logs each supervisor in as herself.
+    /// The stored URL as it logs in: with [`Settings::login_as_name`], as
+    /// the supervisor named in the settings or `overrides` when it names no
+    /// Redis user, so the machine's one URL logs each supervisor in as herself.
     pub fn login_url(&self, overrides: &Overrides) -> String {
         let name = overrides.user.as_deref().or(Some(self.user.as_str()).filter(|u| !u.is_empty()));
-        lockwatch::address::with_user(&self.redis_url, name)
+        lockwatch::address::with_user(&self.redis_url, name.filter(|_| self.login_as_name))
     }
 
     /// What takes effect, with `overrides` and the keyring's password.
@@ -495,7 +501,13 @@ mod tests {
     #[test]
     fn one_url_for_the_team_logs_each_supervisor_in_as_herself() {
         let store = Memory(Mutex::new(HashMap::from([("alice@db:6379".to_owned(), "pw".to_owned())])));
-        let s = Settings { redis_url: "redis://db:6379".into(), user: "alice".into(), ..Settings::default() };
+        let shared = Settings { redis_url: "redis://db:6379".into(), user: "alice".into(), ..Settings::default() };
+        assert_eq!(
+            shared.login_url(&Overrides::default()),
+            "redis://db:6379",
+            "off: a shared requirepass stays `default`"
+        );
+        let s = Settings { login_as_name: true, ..shared };
         let e = s.effective(&Overrides::default(), &store).unwrap();
         assert_eq!((e.target.user(), e.shown_url.as_str()), (Some("alice"), "redis://alice:***@db:6379"));
         let named = Settings { redis_url: "redis://ops@db:6379".into(), ..s.clone() };

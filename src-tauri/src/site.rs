@@ -137,6 +137,7 @@ mod tests {
         let example = include_str!("../../packaging/desktop/settings.example.json");
         let s = layered(&site(example), None).unwrap();
         assert_eq!((s.redis_url.as_str(), s.language), ("rediss://redis.warehouse.example:6380", Language::ZhHans));
+        assert!(s.login_as_name);
     }
 
     #[test]

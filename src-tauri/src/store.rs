@@ -14,7 +14,7 @@
 //! defaults an admin pushed ([`crate::site`]) and the built-in ones.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 use tauri::{AppHandle, Wry};
@@ -22,6 +22,10 @@ use tauri_plugin_store::{Store, StoreExt as _, resolve_store_path};
 
 use crate::settings::{STORE_FILE, STORE_KEY, Settings};
 use crate::site;
+
+/// The machine's defaults as the settings were last loaded with, to save
+/// against (this process's settings in memory were layered on these).
+static LOADED: Mutex<Option<Map<String, Value>>> = Mutex::new(None);
 
 /// A sentence to tell once, under the catalog's summary `summary`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +39,7 @@ pub struct Said {
 /// could not be used as they are.
 pub fn load(app: &AppHandle) -> (Settings, Vec<Said>) {
     let (machine, site_problem) = site::read();
+    *LOADED.lock().unwrap_or_else(|p| p.into_inner()) = Some(machine.clone());
     let mut problems: Vec<Said> =
         site_problem.into_iter().map(|body| Said { summary: "note-site-settings", body }).collect();
     let beneath = || site::layered(&machine, None).unwrap_or_default();
@@ -83,7 +88,11 @@ fn write(app: &AppHandle, settings: &Settings) -> Result<(), String> {
         std::fs::copy(&path, backup(&path)).map_err(|e| format!("keeping {}: {e}", backup(&path).display()))?;
     }
     let store = open(app)?;
-    store.set(STORE_KEY, site::own(settings, &site::read().0)?);
+    // Against the machine's defaults the settings were loaded with: those the
+    // admin changed since must not be pinned as the user's own.
+    let loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let beneath = loaded.unwrap_or_else(|| site::read().0);
+    store.set(STORE_KEY, site::own(settings, &beneath)?);
     store.save().map_err(|e| e.to_string())
 }
 

@@ -133,9 +133,10 @@ impl Engine {
         let (kind, standby, reason) = match lost {
             true => (EventKind::StandbyLost, others.first().map(|(b, _)| b.node.clone()), status.no_standby.clone()?),
             false => {
-                let back = others.iter().find(|(_, alive)| *alive).map(|(b, _)| b.node.clone());
-                let name = back.clone().unwrap_or_default();
-                (EventKind::StandbyBack, back, format!("{name} is back: it can take the job over"))
+                // None back (the silent one's heartbeat expired after a day): nothing to tell.
+                let back = others.iter().find(|(_, alive)| *alive).map(|(b, _)| b.node.clone())?;
+                let reason = format!("{back} is back: it can take the job over");
+                (EventKind::StandbyBack, Some(back), reason)
             }
         };
         let mut event = self.job.event(kind, snap.time_ms, &reason);

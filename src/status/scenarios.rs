@@ -505,6 +505,12 @@ fn a_standby_gone_silent_is_said_once_and_its_return_too() {
     assert_eq!(lost.status.exit_code(), 1, "a monitoring check warns");
     w.wait(1_000);
     assert!(read(&mut t, &w).events.is_empty(), "said once");
+    // Its heartbeat expires (a day later): it no longer counts, and nothing came back.
+    let mut retired = w.clone();
+    retired.standby_beat_ms = None;
+    let mut t2 = t.clone();
+    let gone = read(&mut t2, &retired);
+    assert_eq!((gone.status.no_standby.as_deref(), gone.events.len()), (None, 0), "no standby_back for nobody");
     // srv-s beats again.
     w.standby_beat_ms = Some(w.time_ms);
     let back = read(&mut t, &w);

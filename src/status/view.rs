@@ -77,7 +77,9 @@ impl Job {
                 host: b.host.clone(),
                 heartbeat_age_ms: b.beat_ms.map(|t| now.saturating_sub(t)),
                 fence: b.fence,
-                fresh: b.beat_ms.is_some_and(|t| now.saturating_sub(t) <= cfg.heartbeat_grace_ms),
+                // Alive: beating within the grace, its process's presence not gone.
+                fresh: b.present != Some(false)
+                    && b.beat_ms.is_some_and(|t| now.saturating_sub(t) <= cfg.heartbeat_grace_ms),
             })
             .collect();
         let pending_until_ms =
