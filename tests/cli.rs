@@ -223,7 +223,7 @@ fn watch_json_prints_the_status_then_one_line_per_event() {
 fn status_until(url: &str, what: &str, want: impl Fn(Option<i32>, &Value) -> bool) -> (Option<i32>, Value) {
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     loop {
-        let out = lockwatch(url, &["status", "--json"]);
+        let out = lockwatch(url, &["--heartbeat-grace", "2s", "status", "--json"]);
         let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         if want(out.status.code(), &json) {
             return (out.status.code(), json);
@@ -246,7 +246,7 @@ fn a_standby_killed_is_a_warning_monitoring_sees_and_told_once_and_its_return_to
     let (code, _) = status_until(&url, "srv-b standing by", |_, s| fresh_b(s) && s["no_standby"].is_null());
     assert_eq!(code, Some(0));
     let mut watch = lockwatch_command()
-        .args(["--redis", &url, "--interval", "300ms", "watch", "--json"])
+        .args(["--redis", &url, "--heartbeat-grace", "2s", "--interval", "300ms", "watch", "--json"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -254,14 +254,14 @@ fn a_standby_killed_is_a_warning_monitoring_sees_and_told_once_and_its_return_to
     let first = lines.next().unwrap().unwrap();
     assert!(first.contains("\"event\":\"status\""), "{first}");
 
-    // kill -9 of the server that was not running the job: Redis drops its presence at once.
+    // kill -9 of the server that was not running the job: silent once its heartbeat passes the grace.
     b.kill9();
     let (code, s) = status_until(&url, "no standby", |_, s| !s["no_standby"].is_null());
     assert_eq!(code, Some(1), "a monitoring check warns: {s}");
     assert_eq!(s["state"], "running", "the job itself runs on");
     let said = s["no_standby"].as_str().unwrap();
     assert!(said.contains("srv-b") && said.contains("if srv-a stops"), "{said}");
-    let text = String::from_utf8(lockwatch(&url, &["status"]).stdout).unwrap();
+    let text = String::from_utf8(lockwatch(&url, &["--heartbeat-grace", "2s", "status"]).stdout).unwrap();
     assert!(text.contains("  warning  no standby: srv-b"), "{text}");
     let lost: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
     assert_eq!((lost["event"].as_str(), lost["to"]["node"].as_str()), (Some("standby_lost"), Some("srv-b")), "{lost}");

@@ -199,9 +199,8 @@ pub struct NodeView {
     pub host: Option<String>,
     pub heartbeat_age_ms: Option<u64>,
     pub fence: Option<i64>,
-    /// Whether the server is alive: its heartbeat within the grace and its
-    /// process's presence not gone. A silent node's `state` is only what it
-    /// last said.
+    /// Whether the heartbeat is within the grace: a silent node's `state`
+    /// is only what it last said.
     pub fresh: bool,
 }
 

@@ -77,9 +77,7 @@ impl Job {
                 host: b.host.clone(),
                 heartbeat_age_ms: b.beat_ms.map(|t| now.saturating_sub(t)),
                 fence: b.fence,
-                // Alive: beating within the grace, its process's presence not gone.
-                fresh: b.present != Some(false)
-                    && b.beat_ms.is_some_and(|t| now.saturating_sub(t) <= cfg.heartbeat_grace_ms),
+                fresh: b.beat_ms.is_some_and(|t| now.saturating_sub(t) <= cfg.heartbeat_grace_ms),
             })
             .collect();
         let pending_until_ms =
@@ -117,9 +115,10 @@ pub(super) fn standbys<'a>(snap: &'a Snapshot, raw: &Raw, cfg: &Config) -> Optio
         return None;
     }
     let holder = raw.holder.as_ref()?.node.as_deref()?;
-    let alive = |b: &Beat| {
-        b.present != Some(false) && b.beat_ms.is_some_and(|t| snap.time_ms.saturating_sub(t) <= cfg.heartbeat_grace_ms)
-    };
+    // By its heartbeat alone: a presence missing on a primary that Sentinel
+    // just promoted is no sign of a dead standby (it subscribes again), and
+    // a standby's death may wait for the grace, unlike the holder's.
+    let alive = |b: &Beat| b.beat_ms.is_some_and(|t| snap.time_ms.saturating_sub(t) <= cfg.heartbeat_grace_ms);
     Some(snap.beats.iter().filter(|b| b.node != holder).map(|b| (b, alive(b))).collect())
 }
 
