@@ -156,8 +156,7 @@ impl Shell {
         let mut last = Instant::now();
         // When the next look is due; between looks, liveness checks.
         let mut look_at = Instant::now();
-        // When the last look a wake-up asked for was due.
-        let mut woken_at = Instant::now().checked_sub(WAKE_GAP).unwrap_or_else(Instant::now);
+        let mut pace = WakePace::new();
         let alive_key = keys.fence();
         let publish = |step: Step| {
             status.send_if_modified(|shown| {
@@ -240,13 +239,11 @@ impl Shell {
                     known.forget();
                     // Writes come in bursts (an acquisition touches several keys): let it
                     // settle; and wake-ups in a flood are one look per gap.
-                    woken_at = (Instant::now() + Duration::from_millis(15)).max(woken_at + WAKE_GAP);
-                    sleep_until(woken_at).await;
+                    pace.wait(Duration::from_millis(15)).await;
                     look_at = Instant::now();
                 }
                 _ = entry.notified() => {
-                    woken_at = (Instant::now() + Duration::from_millis(15)).max(woken_at + WAKE_GAP);
-                    sleep_until(woken_at).await;
+                    pace.wait(Duration::from_millis(15)).await;
                     look_at = Instant::now();
                 }
                 _ = stop.changed() => break,
@@ -389,6 +386,25 @@ const SUBSCRIBE_PATIENCE: Duration = Duration::from_secs(3);
 /// flood costs at most a few reads a second per process, and a flip after
 /// a quiet spell is still read at once.
 pub(crate) const WAKE_GAP: Duration = Duration::from_millis(250);
+
+/// The pace of the reads wake-ups ask for: one per [`WAKE_GAP`] at most.
+pub(crate) struct WakePace {
+    /// When the last read a wake-up asked for was due.
+    last: Instant,
+}
+
+impl WakePace {
+    pub(crate) fn new() -> WakePace {
+        WakePace { last: Instant::now().checked_sub(WAKE_GAP).unwrap_or_else(Instant::now) }
+    }
+
+    /// Waits until a wake-up may be read: `settle` from now at the
+    /// earliest, and a gap after the last.
+    pub(crate) async fn wait(&mut self, settle: Duration) {
+        self.last = (Instant::now() + settle).max(self.last + WAKE_GAP);
+        sleep_until(self.last).await;
+    }
+}
 
 /// Subscribes to Redisson's unlock channel and, where the server sends them,
 /// the keyspace notifications of the job's keys.

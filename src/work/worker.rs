@@ -21,7 +21,7 @@ use crate::history::{self, Cause, FlagFlip, Record};
 use crate::keys::Keys;
 use crate::probe::probe;
 use crate::snapshot::{Enabled, Flag, Snapshot};
-use crate::watcher::{WAKE_GAP, follow_pubsub};
+use crate::watcher::{WakePace, follow_pubsub};
 use crate::work::handover::busy_elsewhere;
 use crate::work::job::{Job, JobEnv, Killer, Work};
 use crate::work::lock::{Acquire, Lock, Renew, Wait, dead_man};
@@ -243,8 +243,8 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     };
     tokio::pin!(shutdown);
     let mut holding: Option<Holding> = None;
-    // When the last look a wake-up asked for was due: a flood of them is one look per gap.
-    let mut woken_at = Instant::now().checked_sub(WAKE_GAP).unwrap_or_else(Instant::now);
+    // A flood of wake-ups is one look per gap.
+    let mut pace = WakePace::new();
     let result = loop {
         let mut wait = w.opts.tick;
         match w.step(&mut holding).await {
@@ -271,8 +271,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         tokio::select! {
             _ = sleep(wait) => {}
             _ = wake.notified() => {
-                woken_at = Instant::now().max(woken_at + WAKE_GAP);
-                sleep_until(woken_at).await;
+                pace.wait(Duration::ZERO).await;
             }
             _ = holding_news => {}
             _ = async { match safety { Some(at) => sleep_until(at).await, None => std::future::pending().await } } => {}
