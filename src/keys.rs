@@ -113,6 +113,13 @@ impl Keys {
         format!("{}:wake", self.prefix)
     }
 
+    /// Channel every worker publishes its node name on with each heartbeat
+    /// (about once a second): while it arrives, a watcher knows Redis
+    /// answers and the holder lives without asking either.
+    pub fn beat_channel(&self) -> String {
+        format!("{}:beat", self.prefix)
+    }
+
     /// Redisson's unlock channel: the lock key wrapped in `{}` unless it
     /// already contains a `{`.
     pub fn unlock_channel(&self) -> String {

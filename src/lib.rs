@@ -11,7 +11,8 @@
 //!   (what one read of a job found), [`address`] (where Redis is, as text: the
 //!   endpoint, the URL's password hidden, split out, put back), [`duration`]
 //!   (durations read, written and said), [`clock`] (the clock leases are
-//!   measured on, which counts a suspended host).
+//!   measured on, which counts a suspended host), [`heard`] (what a watcher
+//!   heard from Redis between looks: the workers' beats).
 //! - [`error`]: the library's errors, one sentence each.
 //! - [`connect`]: connecting to Redis: one node, Sentinel, Cluster, sharded
 //!   pub/sub, the wait between tries.
@@ -33,6 +34,7 @@ pub mod clock;
 pub mod connect;
 pub mod duration;
 pub mod error;
+pub mod heard;
 pub mod history;
 pub mod keys;
 pub mod probe;

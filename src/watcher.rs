@@ -4,10 +4,17 @@
 //! notification, or the moment the engine says the verdict may change (a
 //! lease running out, a heartbeat ageing past its grace). Most looks are
 //! glances ([`look`]): the full read comes when its fingerprint changed, a
-//! flip was announced, and every `full_every`. Between looks, a `PING`
-//! every `alive_every` asks whether Redis still answers. A read or a `PING`
-//! that does not answer within the patience counts as a failed look while it
-//! is still awaited, so a frozen Redis shows as `unknown` within seconds,
+//! flip was announced, and every `full_every`.
+//!
+//! Between looks it listens: every worker publishes a beat about once a
+//! second ([`Heard`]), and while the beats come Redis answers and the holder
+//! lives, so the watcher sends nothing. When nothing was heard for a while
+//! it asks Redis with one cheap command (`PING`); when the holder's beat
+//! went quiet, it counts the holder's presence subscription instead, and
+//! looks at once when it is gone, so a dead holder is told within about two
+//! seconds even with no other worker left to tell it. A read or a check
+//! that does not answer within the patience counts as a failed look while
+//! it is still awaited, so a frozen Redis shows as `unknown` within seconds,
 //! however long the poll interval, while one slow reply changes nothing. It
 //! publishes the latest status and every event to any number of subscribers.
 
@@ -25,6 +32,7 @@ use crate::clock::millis;
 use crate::connect::Backoff;
 use crate::connect::{Conn, Target};
 use crate::error::{Error, RedisFailure};
+use crate::heard::{BEAT_SLACK, Heard};
 use crate::keys::Keys;
 use crate::keys::keyspace_pattern;
 use crate::probe::{Known, look};
@@ -36,12 +44,15 @@ use crate::status::{self, Engine, Event, Status, Step};
 pub struct Options {
     /// Regular probe interval.
     pub poll: Duration,
-    /// How often, between looks, the watcher asks Redis whether it still
-    /// answers: a `PING` on the look's own connection (to the node that
-    /// serves the job, on a cluster), far cheaper than a look. One left
-    /// unanswered for `patience` counts like a failed look, so a Redis that
-    /// froze with its connections open is `unknown` within this plus
-    /// `engine.confirmations` × `patience` (2.6 s with the defaults),
+    /// How long the watcher may hear nothing from Redis between looks (no
+    /// beat, no message, no answer; a beat's lateness, [`BEAT_SLACK`], on
+    /// top) before it asks whether Redis still answers: a `PING` on the
+    /// look's own connection (to the node that serves the job, on a
+    /// cluster), far cheaper than a look, or the count of the holder's
+    /// presence subscriptions when its beat went quiet. One left unanswered
+    /// for `patience` counts like a failed look, so a Redis that froze with
+    /// its connections open is `unknown` within this plus the slack plus
+    /// `engine.confirmations` × `patience` (2.9 s with the defaults),
     /// however far away the next look is.
     pub alive_every: Duration,
     /// Longest wait between attempts while Redis cannot be reached.
@@ -144,9 +155,10 @@ impl Shell {
         // A stream entry changes the fingerprint (a glance sees it); a message
         // (a flip announced, an unlock, a keyspace event) or a refresh asks for a full read.
         let entry = Arc::new(Notify::new());
+        let heard = Arc::new(Heard::default());
         let wakers = [
-            tokio::spawn(follow_stream(target.clone(), keys.clone(), entry.clone(), stop.clone())),
-            tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop.clone())),
+            tokio::spawn(follow_stream(target.clone(), keys.clone(), entry.clone(), heard.clone(), stop.clone())),
+            tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), Some(heard.clone()), stop.clone())),
         ];
         let mut known = Known::default();
         // Spread over the period, so many desktops started at once do not read in step.
@@ -158,6 +170,9 @@ impl Shell {
         let mut look_at = Instant::now();
         let mut pace = WakePace::new();
         let alive_key = keys.fence();
+        // The holder whose presence subscription the last look counted: when
+        // its beat goes quiet, the check between looks counts it again.
+        let mut holder: Option<String> = None;
         let publish = |step: Step| {
             status.send_if_modified(|shown| {
                 let changed = shown.as_ref() != Some(&step.status);
@@ -170,9 +185,14 @@ impl Shell {
             }
             step.next_check_ms
         };
-        loop {
+        'run: loop {
             let asked = Instant::now();
             let looking = asked >= look_at || conn.is_none();
+            // Between looks: the holder's presence if its beat went quiet, else a PING.
+            let quiet = holder.as_ref().filter(|node| {
+                heard.last_beat(node).is_none_or(|beat| asked >= beat + options.alive_every + BEAT_SLACK)
+            });
+            let asking = quiet.map(|node| keys.alive_channel(node));
             if looking && asked >= full_at {
                 known.forget();
                 full_at = asked + options.full_every;
@@ -181,7 +201,7 @@ impl Shell {
             let reply = {
                 let request = async {
                     if let (false, Some(node)) = (looking, conn.as_mut()) {
-                        return Reply::Alive(node.ping_owner(&alive_key).await);
+                        return Reply::Alive(node.ask_owner(&alive_key, asking.as_deref()).await);
                     }
                     Reply::Look(read(&target, &keys, &mut conn, &mut known).await)
                 };
@@ -209,7 +229,15 @@ impl Shell {
                 Reply::Look(answer) => {
                     let elapsed_ms = millis(std::mem::replace(&mut last, Instant::now()).elapsed());
                     let step = match answer {
-                        Ok(snapshot) => engine.handle_read(&snapshot),
+                        Ok(snapshot) => {
+                            heard.something();
+                            let now = present_holder(&snapshot);
+                            if let Some(node) = now.as_deref().filter(|_| now != holder) {
+                                heard.vouch(node);
+                            }
+                            holder = now;
+                            engine.handle_read(&snapshot)
+                        }
                         Err(err) => {
                             tracing::debug!(job = %keys.job, error = %err, "probe failed");
                             engine.handle_failure(err.to_string(), elapsed_ms)
@@ -218,10 +246,16 @@ impl Shell {
                     let next_check_ms = publish(step);
                     look_at = Instant::now() + next_wait(&options, next_check_ms, engine.failures());
                 }
-                // Redis answers as it did at the last look: nothing new.
-                Reply::Alive(Ok(())) if silences == 0 => {}
+                // Redis answers, and the holder (if asked after) is there: nothing new.
+                Reply::Alive(Ok(count)) if silences == 0 && count > 0 => {
+                    heard.something();
+                    if let Some(node) = quiet {
+                        heard.vouch(node);
+                    }
+                }
                 Reply::Alive(result) => {
-                    // A late answer (the silence counted) or a refusal: the look tells what it means.
+                    // A late answer (the silence counted), a refusal, or the
+                    // holder's subscription gone: the look tells what it means.
                     if let Err(err) = result {
                         tracing::debug!(job = %keys.job, error = %err, "liveness check failed");
                     }
@@ -231,22 +265,34 @@ impl Shell {
             }
             // Only a Redis that answered the last look is checked between looks:
             // while it does not, the looks themselves retry, backed off.
+            // The check is due once nothing was heard for a while, or the
+            // holder's beat went quiet; each beat heard meanwhile puts it off.
             let checking = conn.is_some() && engine.failures() == 0;
-            let until = if checking { look_at.min(asked + options.alive_every) } else { look_at };
-            tokio::select! {
-                _ = sleep_until(until) => {}
-                _ = wake.notified() => {
-                    known.forget();
-                    // Writes come in bursts (an acquisition touches several keys): let it
-                    // settle; and wake-ups in a flood are one look per gap.
-                    pace.wait(Duration::from_millis(15)).await;
-                    look_at = Instant::now();
+            loop {
+                let until =
+                    if checking { look_at.min(check_due(&heard, holder.as_deref(), &options)) } else { look_at };
+                tokio::select! {
+                    _ = sleep_until(until) => {
+                        let now = Instant::now();
+                        if !checking || now >= look_at || now >= check_due(&heard, holder.as_deref(), &options) {
+                            break;
+                        }
+                    }
+                    _ = wake.notified() => {
+                        known.forget();
+                        // Writes come in bursts (an acquisition touches several keys): let it
+                        // settle; and wake-ups in a flood are one look per gap.
+                        pace.wait(Duration::from_millis(15)).await;
+                        look_at = Instant::now();
+                        break;
+                    }
+                    _ = entry.notified() => {
+                        pace.wait(Duration::from_millis(15)).await;
+                        look_at = Instant::now();
+                        break;
+                    }
+                    _ = stop.changed() => break 'run,
                 }
-                _ = entry.notified() => {
-                    pace.wait(Duration::from_millis(15)).await;
-                    look_at = Instant::now();
-                }
-                _ = stop.changed() => break,
             }
         }
         for task in wakers {
@@ -255,11 +301,32 @@ impl Shell {
     }
 }
 
-/// What came back from Redis: a look, or a liveness check between looks.
+/// What came back from Redis: a look, or a check between looks (the
+/// holder's presence subscriptions counted, or 1 for a `PING`).
 #[allow(clippy::large_enum_variant)] // one at a time, moved once; boxing would only add noise
 enum Reply {
     Look(Result<Snapshot, Error>),
-    Alive(redis::RedisResult<()>),
+    Alive(redis::RedisResult<i64>),
+}
+
+/// When the check between looks is due: once nothing was heard from Redis
+/// for the liveness interval (and a beat's lateness), or the holder's beat
+/// was not heard for as long.
+fn check_due(heard: &Heard, holder: Option<&str>, options: &Options) -> Instant {
+    let quiet = options.alive_every + BEAT_SLACK;
+    let any = heard.last() + quiet;
+    match holder.and_then(|node| heard.last_beat(node)) {
+        Some(beat) => any.min(beat + quiet),
+        None => any,
+    }
+}
+
+/// The node holding the lock, when the look counted its presence
+/// subscription: its beat going quiet is worth counting it again.
+fn present_holder(snapshot: &Snapshot) -> Option<String> {
+    let field = snapshot.lock.holders.first()?;
+    let beat = snapshot.beats.iter().find(|b| b.lock_field.as_deref() == Some(field.as_str()))?;
+    (beat.present == Some(true)).then(|| beat.node.clone())
 }
 
 /// One look, on a connection made when there is none.
@@ -292,7 +359,13 @@ fn next_wait(options: &Options, next_check_ms: Option<u64>, failures: u32) -> Du
 }
 
 /// Wakes the watcher on every new entry of the job's event stream.
-async fn follow_stream(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
+async fn follow_stream(
+    target: Target,
+    keys: Keys,
+    wake: Arc<Notify>,
+    heard: Arc<Heard>,
+    mut stop: watch::Receiver<bool>,
+) {
     // Long: each answer is a round trip Redis pays for, and an entry ends it at once.
     const BLOCK: Duration = Duration::from_secs(30);
     let stream = keys.events();
@@ -317,6 +390,7 @@ async fn follow_stream(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: 
             match reply {
                 Ok(value) => {
                     backoff.reset();
+                    heard.something();
                     if let Some(id) = last_stream_id(&value) {
                         last_id = id;
                         wake.notify_one();
@@ -333,11 +407,19 @@ async fn follow_stream(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: 
 }
 
 /// Wakes the watcher on Redisson unlock messages and keyspace notifications
-/// (when the server sends them) for the job's keys.
-pub(crate) async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
+/// (when the server sends them) for the job's keys. With `heard`, also
+/// follows the workers' beats, which tell it and wake nothing.
+pub(crate) async fn follow_pubsub(
+    target: Target,
+    keys: Keys,
+    wake: Arc<Notify>,
+    heard: Option<Arc<Heard>>,
+    mut stop: watch::Receiver<bool>,
+) {
     if target.is_cluster() {
-        return crate::connect::sharded::follow(target, keys, wake, stop).await;
+        return crate::connect::sharded::follow(target, keys, wake, heard, stop).await;
     }
+    let beat_channel = keys.beat_channel();
     let mut backoff = Backoff::default();
     while !*stop.borrow() {
         let mut pubsub = tokio::select! {
@@ -350,7 +432,7 @@ pub(crate) async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>,
         // A server that accepted the connection may still never answer: the
         // subscriptions are bounded, and a stop request ends them at once.
         let subscribed = tokio::select! {
-            result = tokio::time::timeout(SUBSCRIBE_PATIENCE, subscribe(&mut pubsub, &keys)) => result,
+            result = tokio::time::timeout(SUBSCRIBE_PATIENCE, subscribe(&mut pubsub, &keys, heard.is_some())) => result,
             _ = stop.changed() => return,
         };
         if let Err(err) = subscribed
@@ -365,7 +447,15 @@ pub(crate) async fn follow_pubsub(target: Target, keys: Keys, wake: Arc<Notify>,
         loop {
             tokio::select! {
                 message = messages.next() => match message {
-                    Some(_) => wake.notify_one(),
+                    Some(message) => {
+                        let channel = message.get_channel_name().as_bytes();
+                        if let Some(heard) = &heard {
+                            heard.message(channel, message.get_payload_bytes(), &beat_channel);
+                        }
+                        if heard.is_none() || channel != beat_channel.as_bytes() {
+                            wake.notify_one();
+                        }
+                    }
                     None => break,
                 },
                 _ = stop.changed() => return,
@@ -408,11 +498,18 @@ impl WakePace {
 
 /// Subscribes to Redisson's unlock channel and, where the server sends them,
 /// the keyspace notifications of the job's keys.
-async fn subscribe(pubsub: &mut redis::aio::PubSub, keys: &Keys) -> redis::RedisResult<()> {
+async fn subscribe(pubsub: &mut redis::aio::PubSub, keys: &Keys, beats: bool) -> redis::RedisResult<()> {
     pubsub.subscribe(keys.unlock_channel()).await?;
-    // A supervisor's flip: optional, as a user provisioned before it may lack the channel.
-    if let Err(err) = pubsub.subscribe(keys.wake_channel()).await {
-        tracing::debug!(error = %err, "the wake channel is unavailable");
+    // A supervisor's flip and the workers' beats: optional, as a user
+    // provisioned before them may lack the channels (the watcher then asks).
+    let mut optional = vec![keys.wake_channel()];
+    if beats {
+        optional.push(keys.beat_channel());
+    }
+    for channel in optional {
+        if let Err(err) = pubsub.subscribe(&channel).await {
+            tracing::debug!(channel = %channel, error = %err, "channel unavailable");
+        }
     }
     // Keyspace notifications are a bonus: a server without them, or an ACL
     // without the pattern, still leaves the unlock channel and the stream.

@@ -2,10 +2,10 @@
 
 use std::fmt;
 
-use redis::RedisFuture;
 use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{RedisFuture, Value};
 
 /// A connection to Redis of any topology: one node's (reconnecting by
 /// itself, or a dedicated one for blocking reads) or a cluster's, which
@@ -43,22 +43,38 @@ impl Conn {
         if self.sharded() { "SPUBLISH" } else { "PUBLISH" }
     }
 
-    /// Asks the node that serves `key` whether it still answers: a `PING`,
-    /// the cheapest command there is. On a cluster it goes to the owner of
-    /// `key`'s slot alone (the crate would send a plain `PING` to every primary).
+    /// Asks the node that serves `key` whether it still answers, and how
+    /// many subscribers `channel` has there: one cheap command (`PUBSUB
+    /// NUMSUB`, or `SHARDNUMSUB` on a cluster, where it goes to the owner of
+    /// `key`'s slot alone, as the crate would ask every primary), or a
+    /// `PING` when there is no channel to count (the count is then 1).
     ///
     /// # Errors
     /// The connection's error when the node cannot be reached or refuses.
-    pub async fn ping_owner(&mut self, key: &str) -> redis::RedisResult<()> {
-        let ping = redis::cmd("PING");
-        match &mut self.0 {
+    pub async fn ask_owner(&mut self, key: &str, channel: Option<&str>) -> redis::RedisResult<i64> {
+        let mut cmd = redis::cmd(if channel.is_some() { "PUBSUB" } else { "PING" });
+        if let Some(channel) = channel {
+            cmd.arg(if self.sharded() { "SHARDNUMSUB" } else { "NUMSUB" }).arg(channel);
+        }
+        let reply = match &mut self.0 {
             Inner::Cluster(cluster) => {
                 let owner = SingleNodeRoutingInfo::SpecificNode(Route::with_key(key, SlotAddr::Master));
-                cluster.route_command(ping, RoutingInfo::SingleNode(owner)).await.map(drop)
+                cluster.route_command(cmd, RoutingInfo::SingleNode(owner)).await?
             }
-            Inner::Managed(node) => ping.query_async(node).await,
-            Inner::Plain(node) => ping.query_async(node).await,
-        }
+            Inner::Managed(node) => cmd.query_async(node).await?,
+            Inner::Plain(node) => cmd.query_async(node).await?,
+        };
+        // [channel, count] (a map in RESP3 on some servers); anything else
+        // counts as present: the next look tells.
+        let count = match &reply {
+            Value::Array(pair) => pair.get(1),
+            Value::Map(pairs) => pairs.first().map(|(_, count)| count),
+            _ => None,
+        };
+        Ok(match count {
+            Some(Value::Int(count)) => *count,
+            _ => 1,
+        })
     }
 }
 

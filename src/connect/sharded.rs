@@ -25,6 +25,7 @@ use tokio::sync::{Notify, mpsc, watch};
 use super::Backoff;
 use crate::connect::Target;
 use crate::error::{Action, Error, describe};
+use crate::heard::Heard;
 use crate::keys::{Keys, keyspace_pattern};
 
 /// How long finding the owner and subscribing may take before the attempt
@@ -37,8 +38,8 @@ pub(crate) enum Change {
     /// Subscribed on the slot's owner; `again` after an earlier loss.
     /// `server` is the owner's run id, for a shard that asks for it.
     Subscribed { again: bool, server: Option<String> },
-    /// A message on one of the channels or patterns.
-    Message,
+    /// A message on one of the channels or patterns: its channel and payload.
+    Message { channel: Vec<u8>, payload: Vec<u8> },
     /// The subscriptions ended: the slot moved away or the connection closed.
     /// Subscribing again follows at once.
     Lost,
@@ -77,7 +78,15 @@ impl Shard {
 
 /// Wakes `wake` on every unlock message, flip announcement and keyspace
 /// notification of the job until `stop`; follows the slots when they move.
-pub(crate) async fn follow(target: Target, keys: Keys, wake: Arc<Notify>, stop: watch::Receiver<bool>) {
+/// With `heard`, also follows the workers' beats, which tell it and wake nothing.
+pub(crate) async fn follow(
+    target: Target,
+    keys: Keys,
+    wake: Arc<Notify>,
+    heard: Option<Arc<Heard>>,
+    stop: watch::Receiver<bool>,
+) {
+    let beat_channel = keys.beat_channel();
     let mut job = Shard {
         key: keys.fence(),
         channels: vec![(keys.wake_channel(), false)],
@@ -85,6 +94,9 @@ pub(crate) async fn follow(target: Target, keys: Keys, wake: Arc<Notify>, stop: 
         patterns: vec![keyspace_pattern(&keys.prefix, true)],
         identify: false,
     };
+    if heard.is_some() {
+        job.channels.push((beat_channel.clone(), false));
+    }
     let mut shards = Vec::new();
     // The unlock channel hashes like the lock key: with the job, or apart.
     if keys.lock_shares_slot() {
@@ -100,14 +112,19 @@ pub(crate) async fn follow(target: Target, keys: Keys, wake: Arc<Notify>, stop: 
         });
     }
     shards.push(job);
-    // Anything but the first subscription is news: a message, or a moment
-    // nobody listened (a message may have gone out then; Redis may be gone).
-    let on_change = |change| {
-        if !matches!(change, Change::Subscribed { again: false, .. }) {
-            wake.notify_one();
+    // Anything but the first subscription and a beat is news: a message, or
+    // a moment nobody listened (a message may have gone out then; Redis may be gone).
+    let on_change = |change: Change| match (&change, &heard) {
+        (Change::Subscribed { again: false, .. }, _) => {}
+        (Change::Message { channel, payload }, Some(heard)) => {
+            heard.message(channel, payload, &beat_channel);
+            if channel.as_slice() != beat_channel.as_bytes() {
+                wake.notify_one();
+            }
         }
+        _ => wake.notify_one(),
     };
-    let followers = shards.into_iter().map(|shard| follow_shard(&target, shard, on_change, None, stop.clone()));
+    let followers = shards.into_iter().map(|shard| follow_shard(&target, shard, &on_change, None, stop.clone()));
     futures_util::future::join_all(followers).await;
 }
 
@@ -148,14 +165,14 @@ pub(crate) async fn follow_shard(
         first = false;
         loop {
             tokio::select! {
-                push = received.recv() => match push.map(|p| p.kind) {
-                    Some(PushKind::Message | PushKind::SMessage | PushKind::PMessage) => on(Change::Message),
-                    Some(PushKind::SUnsubscribe) => {
+                push = received.recv() => match push.map(|p| (p.kind, p.data)) {
+                    Some((PushKind::Message | PushKind::SMessage | PushKind::PMessage, data)) => on(message(&data)),
+                    Some((PushKind::SUnsubscribe, _)) => {
                         tracing::debug!(key = %shard.key, "the slot moved; subscribing on its new owner");
                         on(Change::Lost);
                         break;
                     }
-                    Some(PushKind::Disconnection) | None => {
+                    Some((PushKind::Disconnection, _)) | None => {
                         on(Change::Lost);
                         break;
                     }
@@ -215,6 +232,18 @@ async fn subscribe(
         }
         return Ok((conn, server));
     }
+}
+
+/// A message push as a [`Change`]: its data ends with the channel and the
+/// payload (a pattern's message names the pattern first).
+fn message(data: &[Value]) -> Change {
+    let bytes = |v: Option<&Value>| match v {
+        Some(Value::BulkString(b)) => b.clone(),
+        Some(Value::SimpleString(s)) => s.clone().into_bytes(),
+        _ => Vec::new(),
+    };
+    let at = data.len().saturating_sub(2);
+    Change::Message { channel: bytes(data.get(at)), payload: bytes(data.get(at + 1)) }
 }
 
 /// `host:port` of a redirection, as `(host, port)`.

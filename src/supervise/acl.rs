@@ -130,6 +130,7 @@ pub fn rules(keys: &Keys, user: &str, server: Server) -> Vec<String> {
     }
     setuser.push(format!("&{}", glob_escape(&keys.unlock_channel())));
     setuser.push(format!("&{}", glob_escape(&keys.wake_channel())));
+    setuser.push(format!("&{}", glob_escape(&keys.beat_channel())));
     // Patterns are granted as the exact pattern the watcher subscribes to.
     setuser.push(format!("&{}", keyspace_pattern(&keys.prefix, true)));
     if !keys.lock.starts_with(&keys.prefix) {

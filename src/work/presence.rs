@@ -89,7 +89,7 @@ pub async fn keep(
             let now = match change {
                 Change::Subscribed { server, .. } => Some(server.unwrap_or_default()),
                 Change::Lost => None,
-                Change::Message => return,
+                Change::Message { .. } => return,
             };
             record(now);
         };

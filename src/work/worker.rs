@@ -30,6 +30,10 @@ use crate::work::trim;
 
 static BEAT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("worker.lua")));
 
+/// How often a standby counts the holder's presence subscription between
+/// its looks: one cheap command, a few a second from each standby server.
+const PEEK_EVERY: Duration = Duration::from_millis(200);
+
 /// How long the supervision loop waits on one Redis call before it moves on
 /// (the lease's safety never waits on it: the watchdog kills the job itself).
 const REDIS_PATIENCE: Duration = Duration::from_secs(2);
@@ -215,7 +219,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.endpoint()).sharded(target.is_cluster());
     let wake = Arc::new(Notify::new());
     let (stop_tx, stop_rx) = watch::channel(false);
-    let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), stop_rx.clone()));
+    let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), None, stop_rx.clone()));
     let present = Arc::new(Held::default());
     let presence = tokio::spawn(crate::work::presence::keep(
         target.clone(),
@@ -237,6 +241,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         flags_seen: None,
         beat_state: String::new(),
         told_gone: None,
+        peek: None,
         unreadable_since: None,
         last_exit: String::new(),
         present,
@@ -253,6 +258,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
             Err(err) => break Err(err),
         }
         let safety = holding.as_ref().map(|h| Instant::now() + (h.lock_ok_at + w.opts.lease * 3 / 4).remaining());
+        let standby = holding.is_none();
         // Wakes on the job's exit or on news from the watchdog.
         let holding_news = async {
             match holding.as_mut() {
@@ -274,6 +280,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
                 pace.wait(Duration::ZERO).await;
             }
             _ = holding_news => {}
+            _ = w.holder_gone(standby) => {}
             _ = async { match safety { Some(at) => sleep_until(at).await, None => std::future::pending().await } } => {}
             _ = &mut shutdown => break Ok(()),
         }
@@ -337,6 +344,9 @@ struct Worker {
     beat_state: String,
     /// The holder (node, heartbeat seq) last announced gone, to say it once.
     told_gone: Option<(String, Option<u64>)>,
+    /// The presence channel of another server holding the lock, counted
+    /// between looks while this one stands by.
+    peek: Option<String>,
     /// Since when the job could not be read, to say an outage once.
     unreadable_since: Option<Instant>,
     last_exit: String,
@@ -725,6 +735,13 @@ impl Worker {
             self.record_flips(&changed).await;
         }
         self.tell_if_holder_gone(&snap).await;
+        self.peek = snap
+            .lock
+            .holders
+            .first()
+            .and_then(|field| snap.beats.iter().find(|b| b.lock_field.as_deref() == Some(field.as_str())))
+            .filter(|b| b.node != self.opts.node && b.present == Some(true))
+            .map(|b| self.keys.alive_channel(&b.node));
         self.check_own_presence(&snap);
         for key in &snap.oversized {
             self.trim(key).await;
@@ -773,6 +790,27 @@ impl Worker {
             tracing::info!(node = %self.opts.node, holder = %beat.node, "the holder's connection to Redis closed");
             self.told_gone = Some(this);
             self.announce().await;
+        }
+    }
+
+    /// Returns once the holder's presence subscription is gone, counted
+    /// every [`PEEK_EVERY`] while this server stands by: its next look then
+    /// tells every watcher within a fraction of a second, and not at the
+    /// next tick. Never returns while there is nothing to count, or counting
+    /// fails (the regular look then tells).
+    async fn holder_gone(&mut self, standby: bool) {
+        let Some(channel) = self.peek.clone().filter(|_| standby) else {
+            return std::future::pending().await;
+        };
+        let key = self.keys.fence();
+        loop {
+            sleep(PEEK_EVERY).await;
+            let Ok(conn) = self.conn().await else { return std::future::pending().await };
+            match tokio::time::timeout(REDIS_PATIENCE, conn.ask_owner(&key, Some(&channel))).await {
+                Ok(Ok(0)) => return,
+                Ok(Ok(_)) => {}
+                _ => return std::future::pending().await,
+            }
         }
     }
 
@@ -867,8 +905,9 @@ impl Worker {
         let node = self.opts.node.clone();
         let last_exit = self.last_exit.clone();
         let host = self.target.endpoint().clone();
+        let publish = if self.target.is_cluster() { "SPUBLISH" } else { "PUBLISH" };
         let mut call = BEAT.key(keys.0);
-        call.key(keys.1).arg(node);
+        call.key(keys.1).arg(publish).arg(self.keys.beat_channel()).arg(node);
         for (k, v) in pairs {
             call.arg(k).arg(v);
         }
