@@ -10,6 +10,10 @@ same run, on one private Redis (each peer on a key of its own).
 - flag: the last flag off (`lockwatch disable`) with a Redisson-style waiter
   queued on the worker's lock.
 - stall: the job stops printing (`--stall-after 2s`) until `stalled`.
+- alone: `kill -9` of the only worker (no server left to tell it).
+- frozen: Redis stopped (SIGSTOP) under two beating workers, until `unreachable`.
+- first: a new Redis (no fence counter yet): enable → the job runs, which
+  waits one lease by design (a holder of lost data may still run it).
 """
 import os
 import random
@@ -185,7 +189,61 @@ def stall_run(redis_server, dir):
         procs.kill_all()
 
 
-SCENARIOS = {"kill": kill_run, "term": term_run, "term-program": term_program_run, "flag": flag_run, "stall": stall_run}
+def alone_run(redis_server, dir):
+    """The holder killed with no other worker to announce it."""
+    procs = Procs(dir)
+    c = Cluster(redis_server, procs, dir)
+    try:
+        c.lockwatch("enable", "--user", "alice")
+        c.worker("srv-a")
+        until("srv-a's job to start", lambda: c.started("srv-a"), 30)
+        watch = c.watch()
+        time.sleep(1.0 + random.random())
+        t0 = time.time()
+        os.kill(c.workers["srv-a"].pid, signal.SIGKILL)
+        first_at, _ = watch.wait_for("an event after the kill", is_event(), 60, after=t0)
+        return {"detect_alone_s": first_at - t0}
+    finally:
+        procs.kill_all()
+
+
+def frozen_run(redis_server, dir):
+    """Redis frozen while two workers beat: the watcher says unreachable."""
+    procs = Procs(dir)
+    c = Cluster(redis_server, procs, dir)
+    try:
+        two_workers(c)
+        watch = c.watch()
+        time.sleep(2.0 + random.random())
+        t0 = time.time()
+        os.kill(redis_server.proc.pid, signal.SIGSTOP)
+        try:
+            at, _ = watch.wait_for("the unreachable event", is_event("unreachable"), 30, after=t0)
+        finally:
+            os.kill(redis_server.proc.pid, signal.SIGCONT)
+        return {"frozen_s": at - t0}
+    finally:
+        procs.kill_all()
+
+
+FIRST_LEASE_S = 5
+
+
+def first_run(redis_server, dir):
+    """The first holder on a Redis with no fence counter waits one lease."""
+    procs = Procs(dir)
+    c = Cluster(redis_server, procs, dir)
+    c.r.delete("{outbound}:fence")
+    try:
+        c.lockwatch("enable", "--user", "alice")
+        t0 = time.time()
+        c.worker("srv-a", lease=f"{FIRST_LEASE_S}s")
+        return {"first_start_s": until("srv-a's job to start", lambda: c.started("srv-a"), 60) - t0}
+    finally:
+        procs.kill_all()
+
+
+SCENARIOS = {"kill": kill_run, "alone": alone_run, "frozen": frozen_run, "first": first_run, "term": term_run, "term-program": term_program_run, "flag": flag_run, "stall": stall_run}
 
 
 def run(redis_server, scratch, runs, log):

@@ -2,11 +2,12 @@
 //! came (a message on a channel it follows, an answer), and when each
 //! worker last published its beat on `{job}:beat`. While the beats come,
 //! Redis answers and the holder lives, and the watcher asks neither: one
-//! publish a second fanned out to every desktop costs Redis far less than a
-//! command from each.
+//! publish fanned out to every desktop costs Redis far less than a command
+//! from each.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -14,9 +15,14 @@ use tokio::time::Instant;
 /// whoever may publish on the channel cannot grow this past a bound.
 const MOST_NODES: usize = 64;
 
-/// How long a watcher may hear nothing more than its liveness interval
-/// before it asks: a beat comes about once a second, a little late under load.
-pub const BEAT_SLACK: std::time::Duration = std::time::Duration::from_millis(300);
+/// How often the job's beat is published. Each one costs Redis a write to
+/// every desktop, so not more often than a frozen Redis must be told
+/// (within 3 s: a beat missed by [`BEAT_SLACK`] and a `PING` left
+/// unanswered for the watcher's patience).
+pub const BEAT_EVERY: Duration = Duration::from_millis(1800);
+
+/// How late a beat may come before it counts as missed.
+pub const BEAT_SLACK: Duration = Duration::from_millis(200);
 
 /// When anything, and each worker's beat, was last heard.
 #[derive(Debug)]
@@ -25,12 +31,14 @@ pub struct Heard(Mutex<Inner>);
 #[derive(Debug)]
 struct Inner {
     any: Instant,
+    /// The last beat of any worker.
+    beat: Option<Instant>,
     beats: HashMap<String, Instant>,
 }
 
 impl Default for Heard {
     fn default() -> Self {
-        Heard(Mutex::new(Inner { any: Instant::now(), beats: HashMap::new() }))
+        Heard(Mutex::new(Inner { any: Instant::now(), beat: None, beats: HashMap::new() }))
     }
 }
 
@@ -56,6 +64,7 @@ impl Heard {
                 inner.beats.clear();
             }
             inner.beats.insert(node.into_owned(), now);
+            inner.beat = Some(now);
         }
     }
 
@@ -75,9 +84,13 @@ impl Heard {
         self.inner().any
     }
 
-    /// When `node` last beat (or was vouched for).
-    pub fn last_beat(&self, node: &str) -> Option<Instant> {
-        self.inner().beats.get(node).copied()
+    /// When `node` last beat (or was vouched for), or, with no node, any worker.
+    pub fn last_beat(&self, node: Option<&str>) -> Option<Instant> {
+        let inner = self.inner();
+        match node {
+            Some(node) => inner.beats.get(node).copied(),
+            None => inner.beat,
+        }
     }
 }
 
@@ -92,10 +105,11 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(5));
         heard.message(b"{outbound}:wake", b"srv-a", "{outbound}:beat");
         assert!(heard.last() > start);
-        assert_eq!(heard.last_beat("srv-a"), None, "a wake-up is no beat");
+        assert_eq!(heard.last_beat(Some("srv-a")), None, "a wake-up is no beat");
         heard.message(b"{outbound}:beat", b"srv-a", "{outbound}:beat");
-        assert!(heard.last_beat("srv-a").is_some());
-        assert_eq!(heard.last_beat("srv-b"), None);
+        assert!(heard.last_beat(Some("srv-a")).is_some());
+        assert_eq!(heard.last_beat(Some("srv-b")), None);
+        assert_eq!(heard.last_beat(None), heard.last_beat(Some("srv-a")));
     }
 
     #[test]
@@ -105,6 +119,6 @@ mod tests {
             heard.message(b"{outbound}:beat", format!("n{i}").as_bytes(), "{outbound}:beat");
         }
         assert!(heard.inner().beats.len() <= MOST_NODES);
-        assert!(heard.last_beat("n9999").is_some());
+        assert!(heard.last_beat(Some("n9999")).is_some());
     }
 }

@@ -4,7 +4,8 @@
 //! notification, or the moment the engine says the verdict may change (a
 //! lease running out, a heartbeat ageing past its grace). Most looks are
 //! glances ([`look`]): the full read comes when its fingerprint changed, a
-//! flip was announced, and every `full_every`.
+//! flip was announced, and every `full_every`. While a steady job's beats
+//! come (below), looks are three poll intervals apart.
 //!
 //! Between looks it listens: every worker publishes a beat about once a
 //! second ([`Heard`]), and while the beats come Redis answers and the holder
@@ -32,7 +33,7 @@ use crate::clock::millis;
 use crate::connect::Backoff;
 use crate::connect::{Conn, Target};
 use crate::error::{Error, RedisFailure};
-use crate::heard::{BEAT_SLACK, Heard};
+use crate::heard::{BEAT_EVERY, BEAT_SLACK, Heard};
 use crate::keys::Keys;
 use crate::keys::keyspace_pattern;
 use crate::probe::{Known, look};
@@ -62,7 +63,9 @@ pub struct Options {
     /// `engine.confirmations` of them in a row before it says `unknown`).
     pub patience: Duration,
     /// Longest time between two full reads, for writes nobody announced
-    /// (a flag set by hand, an acknowledgement by an older client).
+    /// (an acknowledgement by an older client; a flag set by hand while no
+    /// worker runs: a worker records the flips it sees on the stream, whose
+    /// newest entry a glance sees).
     pub full_every: Duration,
     pub engine: status::Config,
 }
@@ -74,7 +77,7 @@ impl Default for Options {
             alive_every: Duration::from_secs(1),
             max_backoff: Duration::from_secs(10),
             patience: Duration::from_millis(800),
-            full_every: Duration::from_secs(60),
+            full_every: Duration::from_secs(300),
             engine: status::Config::default(),
         }
     }
@@ -167,7 +170,8 @@ impl Shell {
         let mut conn: Option<Conn> = None;
         let mut last = Instant::now();
         // When the next look is due; between looks, liveness checks.
-        let mut look_at = Instant::now();
+        let mut due = Due { look_at: Instant::now(), trusted: None };
+        let quiet_after = BEAT_EVERY + BEAT_SLACK;
         let mut pace = WakePace::new();
         let alive_key = keys.fence();
         // The holder whose presence subscription the last look counted: when
@@ -183,21 +187,33 @@ impl Shell {
                 tracing::info!(job = %event.job, event = event.event.as_str(), reason = %event.reason, "event");
                 let _ = events.send(event);
             }
-            step.next_check_ms
+            (step.next_check_ms, step.steady)
         };
         'run: loop {
             let asked = Instant::now();
-            let looking = asked >= look_at || conn.is_none();
+            let looking = asked >= due.at(&heard, quiet_after) || conn.is_none();
             // Between looks: the holder's presence if its beat went quiet, else a PING.
-            let quiet = holder.as_ref().filter(|node| {
-                heard.last_beat(node).is_none_or(|beat| asked >= beat + options.alive_every + BEAT_SLACK)
-            });
+            let quiet = holder
+                .as_ref()
+                .filter(|node| heard.last_beat(Some(node)).is_none_or(|beat| asked >= beat + quiet_after));
             let asking = quiet.map(|node| keys.alive_channel(node));
+            // A beat that did not come while they come is the first silence.
+            let missed = !looking && beating(&heard) && asked >= heard.last() + quiet_after;
             if looking && asked >= full_at {
                 known.forget();
                 full_at = asked + options.full_every;
             }
             let mut silences = 0u32;
+            if missed {
+                silences = 1;
+                let reason = format!(
+                    "Redis on {} has sent nothing for {:.1} s, not even the workers' beat",
+                    target.host(),
+                    heard.last().elapsed().as_secs_f64()
+                );
+                let elapsed_ms = millis(std::mem::replace(&mut last, Instant::now()).elapsed());
+                let _ = publish(engine.handle_failure(reason, elapsed_ms));
+            }
             let reply = {
                 let request = async {
                     if let (false, Some(node)) = (looking, conn.as_mut()) {
@@ -228,14 +244,17 @@ impl Shell {
             match reply {
                 Reply::Look(answer) => {
                     let elapsed_ms = millis(std::mem::replace(&mut last, Instant::now()).elapsed());
+                    let mut vouch = None;
                     let step = match answer {
                         Ok(snapshot) => {
                             heard.something();
-                            let now = present_holder(&snapshot);
-                            if let Some(node) = now.as_deref().filter(|_| now != holder) {
+                            let found = present_holder(&snapshot);
+                            if let Some(node) = found.as_deref().filter(|_| found != holder) {
                                 heard.vouch(node);
                             }
-                            holder = now;
+                            // Whose beats vouch for a steady job: the holder's, or, with none, any worker's.
+                            vouch = if snapshot.lock.is_held() { found.clone().map(Some) } else { Some(None) };
+                            holder = found;
                             engine.handle_read(&snapshot)
                         }
                         Err(err) => {
@@ -243,8 +262,12 @@ impl Shell {
                             engine.handle_failure(err.to_string(), elapsed_ms)
                         }
                     };
-                    let next_check_ms = publish(step);
-                    look_at = Instant::now() + next_wait(&options, next_check_ms, engine.failures());
+                    let (next_check_ms, steady) = publish(step);
+                    let now = Instant::now();
+                    due = Due {
+                        look_at: now + next_wait(&options, next_check_ms, engine.failures()),
+                        trusted: vouch.filter(|_| steady).map(|node| (now + options.poll * TRUSTED_POLLS, node)),
+                    };
                 }
                 // Redis answers, and the holder (if asked after) is there: nothing new.
                 Reply::Alive(Ok(count)) if silences == 0 && count > 0 => {
@@ -259,7 +282,7 @@ impl Shell {
                     if let Err(err) = result {
                         tracing::debug!(job = %keys.job, error = %err, "liveness check failed");
                     }
-                    look_at = Instant::now();
+                    due.now();
                     continue;
                 }
             }
@@ -269,12 +292,15 @@ impl Shell {
             // holder's beat went quiet; each beat heard meanwhile puts it off.
             let checking = conn.is_some() && engine.failures() == 0;
             loop {
-                let until =
-                    if checking { look_at.min(check_due(&heard, holder.as_deref(), &options)) } else { look_at };
+                let look_at = due.at(&heard, quiet_after);
+                let until = if checking { look_at.min(check_due(&heard, holder.as_deref(), &options)) } else { look_at };
                 tokio::select! {
                     _ = sleep_until(until) => {
                         let now = Instant::now();
-                        if !checking || now >= look_at || now >= check_due(&heard, holder.as_deref(), &options) {
+                        if !checking
+                            || now >= due.at(&heard, quiet_after)
+                            || now >= check_due(&heard, holder.as_deref(), &options)
+                        {
                             break;
                         }
                     }
@@ -283,12 +309,12 @@ impl Shell {
                         // Writes come in bursts (an acquisition touches several keys): let it
                         // settle; and wake-ups in a flood are one look per gap.
                         pace.wait(Duration::from_millis(15)).await;
-                        look_at = Instant::now();
+                        due.now();
                         break;
                     }
                     _ = entry.notified() => {
                         pace.wait(Duration::from_millis(15)).await;
-                        look_at = Instant::now();
+                        due.now();
                         break;
                     }
                     _ = stop.changed() => break 'run,
@@ -309,15 +335,54 @@ enum Reply {
     Alive(redis::RedisResult<i64>),
 }
 
-/// When the check between looks is due: once nothing was heard from Redis
-/// for the liveness interval (and a beat's lateness), or the holder's beat
-/// was not heard for as long.
+/// When the check between looks is due: once a beat is late (nothing
+/// heard since a beat was due), or the holder's beat is; with no beats,
+/// once nothing was heard for the liveness interval.
 fn check_due(heard: &Heard, holder: Option<&str>, options: &Options) -> Instant {
-    let quiet = options.alive_every + BEAT_SLACK;
-    let any = heard.last() + quiet;
-    match holder.and_then(|node| heard.last_beat(node)) {
-        Some(beat) => any.min(beat + quiet),
+    let late = BEAT_EVERY + BEAT_SLACK;
+    let any = heard.last() + if beating(heard) { late } else { options.alive_every };
+    match holder.and_then(|node| heard.last_beat(Some(node))) {
+        Some(beat) => any.min(beat + late),
         None => any,
+    }
+}
+
+/// Whether the workers' beats come: one heard within the last few periods.
+/// A publisher that stopped leaves the watcher to its `PING`s until another
+/// takes over.
+fn beating(heard: &Heard) -> bool {
+    heard.last_beat(None).is_some_and(|beat| beat.elapsed() < BEAT_EVERY * 3)
+}
+
+/// How many poll intervals apart the looks at a steady job are while the
+/// workers' beats vouch for it (30 s with the defaults).
+const TRUSTED_POLLS: u32 = 3;
+
+/// When the next look is due.
+struct Due {
+    /// As the poll interval and the engine's deadlines have it.
+    look_at: Instant,
+    /// For a steady job (`running` or `stopped`): no look before this
+    /// while the beats of the node named (the holder; none: any worker)
+    /// keep coming. A beat is written with the holder's heartbeat, and a
+    /// worker records on the stream whatever else would end the steady
+    /// state (a renewal failing, the lock lost, a flag flipped), which wakes
+    /// the watcher anyway.
+    trusted: Option<(Instant, Option<String>)>,
+}
+
+impl Due {
+    /// When the next look is due, given the beats heard so far.
+    fn at(&self, heard: &Heard, quiet: Duration) -> Instant {
+        match &self.trusted {
+            Some((at, node)) if heard.last_beat(node.as_deref()).is_some_and(|beat| beat.elapsed() < quiet) => *at,
+            _ => self.look_at,
+        }
+    }
+
+    /// A look now, whatever the beats say.
+    fn now(&mut self) {
+        *self = Due { look_at: Instant::now(), trusted: None };
     }
 }
 

@@ -52,6 +52,10 @@ pub struct Step {
     /// Ms from this observation after which the state may change by time
     /// alone (a lease running out, a heartbeat ageing, a grace ending).
     pub next_check_ms: Option<u64>,
+    /// A confirmed `running` or `stopped`: its deadlines are the holder's
+    /// heartbeat and lease, which the holder's beats vouch for (a worker
+    /// records on the stream whatever ends them otherwise), or none.
+    pub steady: bool,
 }
 
 impl Engine {
@@ -116,7 +120,8 @@ impl Engine {
         let quiet = !events.is_empty();
         events.extend(self.standby_edge(snap, &raw, &status, quiet));
         self.shown = Some(status.clone());
-        Step { status, events, next_check_ms: raw.deadline_ms }
+        let steady = matches!(raw.state, State::Running | State::Stopped);
+        Step { status, events, next_check_ms: raw.deadline_ms, steady }
     }
 
     /// The news of a standby lost or back, while a server holds the job.
@@ -173,7 +178,7 @@ impl Engine {
         };
         self.shown = Some(status.clone());
         let next_check_ms = (!confirmed).then_some(self.cfg.confirm_delay_ms);
-        Step { status, events, next_check_ms }
+        Step { status, events, next_check_ms, steady: false }
     }
 
     /// The step while Redis has lost the job's data: `unknown`, one
@@ -191,7 +196,7 @@ impl Engine {
         let raw = Raw { since_ms: since, ..raw_verdict(State::Unknown, lost.reason) };
         let status = self.job.status(snap, &raw, since, &self.cfg);
         self.shown = Some(status.clone());
-        Step { status, events, next_check_ms: None }
+        Step { status, events, next_check_ms: None, steady: false }
     }
 
     /// A verdict not yet confirmed: the facts as read now, the verdict shown
@@ -207,7 +212,7 @@ impl Engine {
             status.since_ms = shown.since_ms;
             status.pending_until_ms = shown.pending_until_ms;
         }
-        Step { status, events: Vec::new(), next_check_ms }
+        Step { status, events: Vec::new(), next_check_ms, steady: false }
     }
 
     /// `unreachable`, unless one already went out.

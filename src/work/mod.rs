@@ -1,5 +1,6 @@
 //! Running the job on exactly one server: the worker and what it stands on.
 
+pub mod beat;
 pub mod handover;
 pub mod job;
 pub mod lock;

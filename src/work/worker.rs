@@ -21,6 +21,7 @@ use crate::history::{self, Cause, FlagFlip, Record};
 use crate::keys::Keys;
 use crate::probe::probe;
 use crate::snapshot::{Enabled, Flag, Snapshot};
+use crate::heard::BEAT_EVERY;
 use crate::watcher::{WakePace, follow_pubsub};
 use crate::work::handover::busy_elsewhere;
 use crate::work::job::{Job, JobEnv, Killer, Work};
@@ -242,6 +243,8 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         beat_state: String::new(),
         told_gone: None,
         peek: None,
+        publishing: false,
+        published_at: None,
         unreadable_since: None,
         last_exit: String::new(),
         present,
@@ -256,6 +259,10 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
             Ok(Some(hint)) => wait = wait.min(hint),
             Ok(None) => {}
             Err(err) => break Err(err),
+        }
+        if let Some(at) = w.published_at.filter(|_| w.publishing) {
+            // The next beat on time, whatever woke the loop in between.
+            wait = wait.min((at + BEAT_EVERY).saturating_duration_since(Instant::now()));
         }
         let safety = holding.as_ref().map(|h| Instant::now() + (h.lock_ok_at + w.opts.lease * 3 / 4).remaining());
         let standby = holding.is_none();
@@ -347,6 +354,10 @@ struct Worker {
     /// The presence channel of another server holding the lock, counted
     /// between looks while this one stands by.
     peek: Option<String>,
+    /// Whether this worker's heartbeats publish the job's beat (`work::beat`),
+    /// and when one last did.
+    publishing: bool,
+    published_at: Option<Instant>,
     /// Since when the job could not be read, to say an outage once.
     unreadable_since: Option<Instant>,
     last_exit: String,
@@ -494,6 +505,7 @@ impl Worker {
             None => ("idle", None, None, None),
         };
         let wait = holding.as_ref().filter(|h| !h.started).and_then(Holding::shown_wait);
+        self.publishing = crate::work::beat::publishes(&snap, &self.opts.node, holding.is_some());
         match self.beat(state, field.as_deref().zip(fence), child, wait).await {
             Ok(()) if state != self.beat_state => {
                 // Watchers glance seldom: a job turning stalled (or running
@@ -905,7 +917,15 @@ impl Worker {
         let node = self.opts.node.clone();
         let last_exit = self.last_exit.clone();
         let host = self.target.endpoint().clone();
-        let publish = if self.target.is_cluster() { "SPUBLISH" } else { "PUBLISH" };
+        // One beat per BEAT_EVERY, however often this loop turns; a little early is on time.
+        let due = self.publishing
+            && self.published_at.is_none_or(|at| at.elapsed() + Duration::from_millis(50) >= BEAT_EVERY);
+        let publish = match (due, self.target.is_cluster()) {
+            (false, _) => "",
+            (true, false) => "PUBLISH",
+            (true, true) => "SPUBLISH",
+        };
+        let sent = Instant::now();
         let mut call = BEAT.key(keys.0);
         call.key(keys.1).arg(publish).arg(self.keys.beat_channel()).arg(node);
         for (k, v) in pairs {
@@ -914,6 +934,9 @@ impl Worker {
         call.arg("last_exit").arg(last_exit);
         let _: u64 =
             call.invoke_async(self.conn().await?).await.map_err(|e| describe(e, Action::WritingHeartbeat, &host))?;
+        if due {
+            self.published_at = Some(sent);
+        }
         Ok(())
     }
 
