@@ -293,7 +293,8 @@ impl Shell {
             let checking = conn.is_some() && engine.failures() == 0;
             loop {
                 let look_at = due.at(&heard, quiet_after);
-                let until = if checking { look_at.min(check_due(&heard, holder.as_deref(), &options)) } else { look_at };
+                let until =
+                    if checking { look_at.min(check_due(&heard, holder.as_deref(), &options)) } else { look_at };
                 tokio::select! {
                     _ = sleep_until(until) => {
                         let now = Instant::now();

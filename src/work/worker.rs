@@ -17,11 +17,11 @@ use crate::clock::{Boot, millis};
 
 use crate::connect::{Conn, Target};
 use crate::error::{Action, Error, describe};
+use crate::heard::BEAT_EVERY;
 use crate::history::{self, Cause, FlagFlip, Record};
 use crate::keys::Keys;
 use crate::probe::probe;
 use crate::snapshot::{Enabled, Flag, Snapshot};
-use crate::heard::BEAT_EVERY;
 use crate::watcher::{WakePace, follow_pubsub};
 use crate::work::handover::busy_elsewhere;
 use crate::work::job::{Job, JobEnv, Killer, Work};
