@@ -50,13 +50,14 @@ def start_peers(procs, port):
     return p
 
 
-def stream_times(c, node):
-    """{entry type: Redis time (s) of its first entry} on the job's event
-    stream for `node`: when the worker noticed, stopped, released."""
+def stream_times(c, node, after=0.0):
+    """{entry type: Redis time (s) of its first entry after `after`} on the
+    job's event stream for `node`: when the worker noticed, stopped, released."""
     out = {}
     for entry_id, fields in c.r.xrange(f"{{{c.job}}}:events"):
-        if fields.get("node") == node:
-            out.setdefault(fields.get("type"), int(entry_id.split("-")[0]) / 1000)
+        at = int(entry_id.split("-")[0]) / 1000
+        if fields.get("node") == node and at >= after:
+            out.setdefault(fields.get("type"), at)
     return out
 
 
@@ -155,7 +156,8 @@ def flag_run(redis_server, dir):
         flag_written = int(c.r.hget("{outbound}:enabled:alice", "time")) / 1000
         held = waiter.stamp("held", 30)
         # The worker records its release right after it; the waiter may be quicker.
-        steps = until("the worker's released entry", lambda: (t := stream_times(c, "srv-a")).get("released") and t, 10)
+        steps = until("the worker's released entry",
+                      lambda: (t := stream_times(c, "srv-a", after=flag_written)).get("released") and t, 10)
         return {
             "flag_off_ms": (held - flag_written) * 1000,
             "disable_cli_ms": (flag_written - t_cmd) * 1000,

@@ -6,10 +6,13 @@
 //! from each.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use crate::keys::Keys;
 
 /// The most workers whose beats are kept: a job has a handful of servers;
 /// whoever may publish on the channel cannot grow this past a bound.
@@ -94,8 +97,67 @@ impl Heard {
     }
 }
 
+/// Whom a pub/sub follower tells of each message on the job's channels.
+pub(crate) struct Listeners {
+    /// Woken by a message that asks for a look: a flip announced, a
+    /// keyspace notification, an unlock unless `unlocked` takes it.
+    pub wake: Arc<Notify>,
+    /// Woken instead by a Redisson unlock message, when set: a worker
+    /// waiting for the lock acts on it at once, unpaced (only those that
+    /// may unlock publish there; a supervisor's rights do not reach it).
+    unlocked: Option<Arc<Notify>>,
+    /// Told of the workers' beats (a watcher's), which wake nothing.
+    heard: Option<Arc<Heard>>,
+    beat_channel: String,
+    unlock_channel: String,
+}
+
+impl Listeners {
+    /// Listeners of `keys`'s job that only wake.
+    pub(crate) fn new(keys: &Keys, wake: Arc<Notify>) -> Listeners {
+        Listeners {
+            wake,
+            unlocked: None,
+            heard: None,
+            beat_channel: keys.beat_channel(),
+            unlock_channel: keys.unlock_channel(),
+        }
+    }
+
+    /// The same, also told of the workers' beats.
+    pub(crate) fn hearing(self, heard: Arc<Heard>) -> Listeners {
+        Listeners { heard: Some(heard), ..self }
+    }
+
+    /// The same, with unlock messages to `unlocked` rather than `wake`.
+    pub(crate) fn unlocking(self, unlocked: Arc<Notify>) -> Listeners {
+        Listeners { unlocked: Some(unlocked), ..self }
+    }
+
+    /// The beat channel, when the beats are listened for.
+    pub(crate) fn beat_channel(&self) -> Option<&str> {
+        self.heard.as_ref().map(|_| self.beat_channel.as_str())
+    }
+
+    /// Tells a message on `channel` to whoever listens for it.
+    pub(crate) fn message(&self, channel: &[u8], payload: &[u8]) {
+        if let Some(heard) = &self.heard {
+            heard.message(channel, payload, &self.beat_channel);
+            if channel == self.beat_channel.as_bytes() {
+                return;
+            }
+        }
+        match &self.unlocked {
+            Some(unlocked) if channel == self.unlock_channel.as_bytes() => unlocked.notify_one(),
+            _ => self.wake.notify_one(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use futures_util::FutureExt as _;
+
     use super::*;
 
     #[test]
@@ -110,6 +172,23 @@ mod tests {
         assert!(heard.last_beat(Some("srv-a")).is_some());
         assert_eq!(heard.last_beat(Some("srv-b")), None);
         assert_eq!(heard.last_beat(None), heard.last_beat(Some("srv-a")));
+    }
+
+    #[test]
+    fn each_message_reaches_its_listener() {
+        let keys = Keys::new("outbound");
+        let (wake, unlocked, heard) = (Arc::new(Notify::new()), Arc::new(Notify::new()), Arc::new(Heard::default()));
+        let listeners = Listeners::new(&keys, wake.clone()).unlocking(unlocked.clone()).hearing(heard.clone());
+        let woken = |n: &Notify| n.notified().now_or_never().is_some();
+        listeners.message(b"{outbound}:beat", b"srv-a");
+        assert!(!woken(&wake) && !woken(&unlocked) && heard.last_beat(Some("srv-a")).is_some());
+        listeners.message(b"redisson_lock__channel:{outbound}:lock", b"0");
+        assert!(woken(&unlocked) && !woken(&wake));
+        listeners.message(b"{outbound}:wake", b"alice");
+        assert!(woken(&wake) && !woken(&unlocked));
+        let plain = Listeners::new(&keys, wake.clone());
+        plain.message(b"{outbound}:beat", b"srv-a");
+        assert!(woken(&wake), "a follower not listening for beats wakes on anything it hears");
     }
 
     #[test]

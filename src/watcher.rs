@@ -33,7 +33,7 @@ use crate::clock::millis;
 use crate::connect::Backoff;
 use crate::connect::{Conn, Target};
 use crate::error::{Error, RedisFailure};
-use crate::heard::{BEAT_EVERY, BEAT_SLACK, Heard};
+use crate::heard::{BEAT_EVERY, BEAT_SLACK, Heard, Listeners};
 use crate::keys::Keys;
 use crate::keys::keyspace_pattern;
 use crate::probe::{Known, look};
@@ -161,7 +161,12 @@ impl Shell {
         let heard = Arc::new(Heard::default());
         let wakers = [
             tokio::spawn(follow_stream(target.clone(), keys.clone(), entry.clone(), heard.clone(), stop.clone())),
-            tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), Some(heard.clone()), stop.clone())),
+            tokio::spawn(follow_pubsub(
+                target.clone(),
+                keys.clone(),
+                Listeners::new(&keys, wake.clone()).hearing(heard.clone()),
+                stop.clone(),
+            )),
         ];
         let mut known = Known::default();
         // Spread over the period, so many desktops started at once do not read in step.
@@ -472,20 +477,13 @@ async fn follow_stream(
     }
 }
 
-/// Wakes the watcher on Redisson unlock messages and keyspace notifications
-/// (when the server sends them) for the job's keys. With `heard`, also
-/// follows the workers' beats, which tell it and wake nothing.
-pub(crate) async fn follow_pubsub(
-    target: Target,
-    keys: Keys,
-    wake: Arc<Notify>,
-    heard: Option<Arc<Heard>>,
-    mut stop: watch::Receiver<bool>,
-) {
+/// Tells `listeners` of Redisson unlock messages, flip announcements,
+/// keyspace notifications (when the server sends them) and, where they
+/// listen for them, the workers' beats.
+pub(crate) async fn follow_pubsub(target: Target, keys: Keys, listeners: Listeners, mut stop: watch::Receiver<bool>) {
     if target.is_cluster() {
-        return crate::connect::sharded::follow(target, keys, wake, heard, stop).await;
+        return crate::connect::sharded::follow(target, keys, listeners, stop).await;
     }
-    let beat_channel = keys.beat_channel();
     let mut backoff = Backoff::default();
     while !*stop.borrow() {
         let mut pubsub = tokio::select! {
@@ -498,7 +496,7 @@ pub(crate) async fn follow_pubsub(
         // A server that accepted the connection may still never answer: the
         // subscriptions are bounded, and a stop request ends them at once.
         let subscribed = tokio::select! {
-            result = tokio::time::timeout(SUBSCRIBE_PATIENCE, subscribe(&mut pubsub, &keys, heard.is_some())) => result,
+            result = tokio::time::timeout(SUBSCRIBE_PATIENCE, subscribe(&mut pubsub, &keys, listeners.beat_channel())) => result,
             _ = stop.changed() => return,
         };
         if let Err(err) = subscribed
@@ -513,22 +511,14 @@ pub(crate) async fn follow_pubsub(
         loop {
             tokio::select! {
                 message = messages.next() => match message {
-                    Some(message) => {
-                        let channel = message.get_channel_name().as_bytes();
-                        if let Some(heard) = &heard {
-                            heard.message(channel, message.get_payload_bytes(), &beat_channel);
-                        }
-                        if heard.is_none() || channel != beat_channel.as_bytes() {
-                            wake.notify_one();
-                        }
-                    }
+                    Some(message) => listeners.message(message.get_channel_name().as_bytes(), message.get_payload_bytes()),
                     None => break,
                 },
                 _ = stop.changed() => return,
             }
         }
         // A connection that closed is news too: Redis may be gone, so look now.
-        wake.notify_one();
+        listeners.wake.notify_one();
         backoff.wait(&mut stop).await;
     }
 }
@@ -564,14 +554,12 @@ impl WakePace {
 
 /// Subscribes to Redisson's unlock channel and, where the server sends them,
 /// the keyspace notifications of the job's keys.
-async fn subscribe(pubsub: &mut redis::aio::PubSub, keys: &Keys, beats: bool) -> redis::RedisResult<()> {
+async fn subscribe(pubsub: &mut redis::aio::PubSub, keys: &Keys, beats: Option<&str>) -> redis::RedisResult<()> {
     pubsub.subscribe(keys.unlock_channel()).await?;
     // A supervisor's flip and the workers' beats: optional, as a user
     // provisioned before them may lack the channels (the watcher then asks).
     let mut optional = vec![keys.wake_channel()];
-    if beats {
-        optional.push(keys.beat_channel());
-    }
+    optional.extend(beats.map(str::to_owned));
     for channel in optional {
         if let Err(err) = pubsub.subscribe(&channel).await {
             tracing::debug!(channel = %channel, error = %err, "channel unavailable");

@@ -16,7 +16,6 @@
 //! the driver would take it for a command's answer. Here it is the signal to
 //! look (something moved) and to subscribe again on the slot's new owner.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use redis::{PushInfo, PushKind, Value};
@@ -25,7 +24,7 @@ use tokio::sync::{Notify, mpsc, watch};
 use super::Backoff;
 use crate::connect::Target;
 use crate::error::{Action, Error, describe};
-use crate::heard::Heard;
+use crate::heard::Listeners;
 use crate::keys::{Keys, keyspace_pattern};
 
 /// How long finding the owner and subscribing may take before the attempt
@@ -76,17 +75,10 @@ impl Shard {
     }
 }
 
-/// Wakes `wake` on every unlock message, flip announcement and keyspace
-/// notification of the job until `stop`; follows the slots when they move.
-/// With `heard`, also follows the workers' beats, which tell it and wake nothing.
-pub(crate) async fn follow(
-    target: Target,
-    keys: Keys,
-    wake: Arc<Notify>,
-    heard: Option<Arc<Heard>>,
-    stop: watch::Receiver<bool>,
-) {
-    let beat_channel = keys.beat_channel();
+/// Tells `listeners` of every unlock message, flip announcement, keyspace
+/// notification and, where they listen for them, beat of the job until
+/// `stop`; follows the slots when they move.
+pub(crate) async fn follow(target: Target, keys: Keys, listeners: Listeners, stop: watch::Receiver<bool>) {
     let mut job = Shard {
         key: keys.fence(),
         channels: vec![(keys.wake_channel(), false)],
@@ -94,8 +86,8 @@ pub(crate) async fn follow(
         patterns: vec![keyspace_pattern(&keys.prefix, true)],
         identify: false,
     };
-    if heard.is_some() {
-        job.channels.push((beat_channel.clone(), false));
+    if let Some(beat) = listeners.beat_channel() {
+        job.channels.push((beat.to_owned(), false));
     }
     let mut shards = Vec::new();
     // The unlock channel hashes like the lock key: with the job, or apart.
@@ -112,17 +104,12 @@ pub(crate) async fn follow(
         });
     }
     shards.push(job);
-    // Anything but the first subscription and a beat is news: a message, or
-    // a moment nobody listened (a message may have gone out then; Redis may be gone).
-    let on_change = |change: Change| match (&change, &heard) {
-        (Change::Subscribed { again: false, .. }, _) => {}
-        (Change::Message { channel, payload }, Some(heard)) => {
-            heard.message(channel, payload, &beat_channel);
-            if channel.as_slice() != beat_channel.as_bytes() {
-                wake.notify_one();
-            }
-        }
-        _ => wake.notify_one(),
+    // Anything but the first subscription is news: a message, or a moment
+    // nobody listened (a message may have gone out then; Redis may be gone).
+    let on_change = |change: Change| match change {
+        Change::Subscribed { again: false, .. } => {}
+        Change::Message { channel, payload } => listeners.message(&channel, &payload),
+        _ => listeners.wake.notify_one(),
     };
     let followers = shards.into_iter().map(|shard| follow_shard(&target, shard, &on_change, None, stop.clone()));
     futures_util::future::join_all(followers).await;

@@ -17,7 +17,7 @@ use crate::clock::{Boot, millis};
 
 use crate::connect::{Conn, Target};
 use crate::error::{Action, Error, describe};
-use crate::heard::BEAT_EVERY;
+use crate::heard::{BEAT_EVERY, Listeners};
 use crate::history::{self, Cause, FlagFlip, Record};
 use crate::keys::Keys;
 use crate::probe::probe;
@@ -220,7 +220,11 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.endpoint()).sharded(target.is_cluster());
     let wake = Arc::new(Notify::new());
     let (stop_tx, stop_rx) = watch::channel(false);
-    let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), wake.clone(), None, stop_rx.clone()));
+    // An unlock is acted on at once; other wake-ups are paced (anyone who
+    // may flip a flag may publish on the wake channel).
+    let unlocked = Arc::new(Notify::new());
+    let listeners = Listeners::new(&keys, wake.clone()).unlocking(unlocked.clone());
+    let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), listeners, stop_rx.clone()));
     let present = Arc::new(Held::default());
     let presence = tokio::spawn(crate::work::presence::keep(
         target.clone(),
@@ -283,6 +287,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         };
         tokio::select! {
             _ = sleep(wait) => {}
+            _ = unlocked.notified() => {}
             _ = wake.notified() => {
                 pace.wait(Duration::ZERO).await;
             }
