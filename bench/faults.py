@@ -15,6 +15,7 @@ same run, on one private Redis (each peer on a key of its own).
 - first: a new Redis (no fence counter yet): enable → the job runs, which
   waits one lease by design (a holder of lost data may still run it).
 """
+import contextlib
 import os
 import random
 import re
@@ -25,6 +26,16 @@ from common import JOURNAL_JOB, PROGRAM_JOB, Cluster, Peer, Procs, until
 
 STALL_AFTER_S = 2.0
 HOLDERS = ("rp_holder", "rs_holder", "solo_holder")
+
+
+@contextlib.contextmanager
+def rig(redis_server, dir):
+    """A job on the bench's Redis and the run's children, all gone when the run ends."""
+    procs = Procs(dir)
+    try:
+        yield procs, Cluster(redis_server, procs, dir)
+    finally:
+        procs.kill_all()
 
 
 def is_event(name=None):
@@ -72,9 +83,7 @@ def two_workers(c, job=JOURNAL_JOB):
 
 
 def kill_run(redis_server, dir):
-    procs = Procs(dir)
-    c = Cluster(redis_server, procs, dir)
-    try:
+    with rig(redis_server, dir) as (procs, c):
         two_workers(c)
         watch = c.watch()
         peers = start_peers(procs, redis_server.port)
@@ -98,14 +107,10 @@ def kill_run(redis_server, dir):
             "redisson_kill_s": peers["rs_waiter"].stamp("held", 60) - t0,
             "exists_kill_s": peers["poller"].stamp("gone", 60) - t0,
         }
-    finally:
-        procs.kill_all()
 
 
 def term_run(redis_server, dir):
-    procs = Procs(dir)
-    c = Cluster(redis_server, procs, dir)
-    try:
+    with rig(redis_server, dir) as (procs, c):
         two_workers(c)
         peers = start_peers(procs, redis_server.port)
         t0 = time.time()
@@ -123,28 +128,20 @@ def term_run(redis_server, dir):
             "redisson_release_ms": (peers["rs_waiter"].stamp("held", 15) - released["rs_holder"]) * 1000,
             "exists_release_ms": (peers["poller"].stamp("gone", 15) - released["solo_holder"]) * 1000,
         }
-    finally:
-        procs.kill_all()
 
 
 def term_program_run(redis_server, dir):
     """SIGTERM hand-over when the job's process is a program, not a shell."""
-    procs = Procs(dir)
-    c = Cluster(redis_server, procs, dir)
-    try:
+    with rig(redis_server, dir) as (procs, c):
         two_workers(c, job=PROGRAM_JOB)
         t0 = time.time()
         c.workers["srv-a"].send_signal(signal.SIGTERM)
         b_started = until("srv-b's job to start", lambda: c.started("srv-b", after=t0), 30)
         return {"handover_program_ms": (b_started - t0) * 1000}
-    finally:
-        procs.kill_all()
 
 
 def flag_run(redis_server, dir):
-    procs = Procs(dir)
-    c = Cluster(redis_server, procs, dir)
-    try:
+    with rig(redis_server, dir) as (procs, c):
         c.lockwatch("enable", "--user", "alice")
         c.worker("srv-a")
         until("srv-a's job to start", lambda: c.started("srv-a"), 30)
@@ -165,17 +162,13 @@ def flag_run(redis_server, dir):
             "flag_job_stopped_ms": (steps["job-exited"] - flag_written) * 1000,
             "flag_released_ms": (steps["released"] - flag_written) * 1000,
         }
-    finally:
-        procs.kill_all()
 
 
 def stall_run(redis_server, dir):
-    procs = Procs(dir)
-    c = Cluster(redis_server, procs, dir)
     hang = os.path.join(dir, "hang")
-    # Prints its time every 0.1 s until told to hang, then stays silent.
-    job = f'while [ ! -e "{hang}" ]; do date +%s.%N; sleep 0.1; done; exec sleep 1000000'
-    try:
+    with rig(redis_server, dir) as (procs, c):
+        # Prints its time every 0.1 s until told to hang, then stays silent.
+        job = f'while [ ! -e "{hang}" ]; do date +%s.%N; sleep 0.1; done; exec sleep 1000000'
         c.lockwatch("enable", "--user", "alice")
         c.worker("srv-a", "--stall-after", f"{STALL_AFTER_S:g}s", job=job)
         until("the job running", lambda: c.lockwatch("status", check=False).returncode == 0, 30, every=0.2)
@@ -187,15 +180,11 @@ def stall_run(redis_server, dir):
         with open(os.path.join(dir, "worker-srv-a.log")) as f:
             last = max(float(m) for m in re.findall(r"^(\d{9,}\.\d+)$", f.read(), re.M))
         return {"stall_s": event_at - (last + STALL_AFTER_S)}
-    finally:
-        procs.kill_all()
 
 
 def alone_run(redis_server, dir):
     """The holder killed with no other worker to announce it."""
-    procs = Procs(dir)
-    c = Cluster(redis_server, procs, dir)
-    try:
+    with rig(redis_server, dir) as (procs, c):
         c.lockwatch("enable", "--user", "alice")
         c.worker("srv-a")
         until("srv-a's job to start", lambda: c.started("srv-a"), 30)
@@ -205,15 +194,11 @@ def alone_run(redis_server, dir):
         os.kill(c.workers["srv-a"].pid, signal.SIGKILL)
         first_at, _ = watch.wait_for("an event after the kill", is_event(), 60, after=t0)
         return {"detect_alone_s": first_at - t0}
-    finally:
-        procs.kill_all()
 
 
 def frozen_run(redis_server, dir):
     """Redis frozen while two workers beat: the watcher says unreachable."""
-    procs = Procs(dir)
-    c = Cluster(redis_server, procs, dir)
-    try:
+    with rig(redis_server, dir) as (procs, c):
         two_workers(c)
         watch = c.watch()
         time.sleep(2.0 + random.random())
@@ -224,8 +209,6 @@ def frozen_run(redis_server, dir):
         finally:
             os.kill(redis_server.proc.pid, signal.SIGCONT)
         return {"frozen_s": at - t0}
-    finally:
-        procs.kill_all()
 
 
 FIRST_LEASE_S = 5
@@ -233,19 +216,16 @@ FIRST_LEASE_S = 5
 
 def first_run(redis_server, dir):
     """The first holder on a Redis with no fence counter waits one lease."""
-    procs = Procs(dir)
-    c = Cluster(redis_server, procs, dir)
-    c.r.delete("{outbound}:fence")
-    try:
+    with rig(redis_server, dir) as (procs, c):
+        c.r.delete("{outbound}:fence")
         c.lockwatch("enable", "--user", "alice")
         t0 = time.time()
         c.worker("srv-a", lease=f"{FIRST_LEASE_S}s")
         return {"first_start_s": until("srv-a's job to start", lambda: c.started("srv-a"), 60) - t0}
-    finally:
-        procs.kill_all()
 
 
-SCENARIOS = {"kill": kill_run, "alone": alone_run, "frozen": frozen_run, "first": first_run, "term": term_run, "term-program": term_program_run, "flag": flag_run, "stall": stall_run}
+SCENARIOS = {"kill": kill_run, "alone": alone_run, "frozen": frozen_run, "first": first_run, "term": term_run,
+             "term-program": term_program_run, "flag": flag_run, "stall": stall_run}
 
 
 def run(redis_server, scratch, runs, log):
