@@ -186,6 +186,17 @@ async fn a_demoted_primary_answering_readonly_is_dropped_and_the_worker_follows_
     eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
 
+    // What the old primary refused: a write (READONLY), or, while it syncs
+    // from the new one, a read of the probe function it no longer has.
+    let failed_calls = |port: u16| -> u64 {
+        let stats: String = query(port, redis::cmd("INFO").arg("commandstats")).unwrap_or_default();
+        stats
+            .split([',', '\n'])
+            .filter_map(|kv| kv.trim().strip_prefix("failed_calls="))
+            .map(|n| n.parse::<u64>().unwrap_or(0))
+            .sum()
+    };
+    let failed_before = failed_calls(old);
     let swapped_ns = now_ns();
     let new = tokio::task::block_in_place(|| set.demote_primary());
     // The worker's next write on the old primary answers READONLY; it
@@ -202,7 +213,8 @@ async fn a_demoted_primary_answering_readonly_is_dropped_and_the_worker_follows_
     });
     beats_on_new.await;
     let errors: String = query(old, redis::cmd("INFO").arg("errorstats")).unwrap();
-    assert!(errors.contains("errorstat_READONLY"), "the old primary answered no READONLY: {errors}");
+    let refused = errors.contains("errorstat_READONLY") || failed_calls(old) > failed_before;
+    assert!(refused, "the old primary refused the worker nothing: {errors}");
     let ttl: i64 = query(new, redis::cmd("PTTL").arg("{outbound}:lock")).unwrap();
     assert!(ttl > 0, "the lock is held and renewed on the new primary");
     // Its presence subscription stayed on the old primary (no CLIENT KILL),
