@@ -27,6 +27,9 @@ pub const BEAT_EVERY: Duration = Duration::from_millis(1800);
 /// How late a beat may come before it counts as missed.
 pub const BEAT_SLACK: Duration = Duration::from_millis(200);
 
+/// How long after a beat the next counts as missed.
+pub const BEAT_LATE: Duration = BEAT_EVERY.saturating_add(BEAT_SLACK);
+
 /// When anything, and each worker's beat, was last heard.
 #[derive(Debug)]
 pub struct Heard(Mutex<Inner>);
@@ -37,6 +40,16 @@ struct Inner {
     /// The last beat of any worker.
     beat: Option<Instant>,
     beats: HashMap<String, Instant>,
+}
+
+impl Inner {
+    /// Notes `node`'s beat at `now`, keeping at most [`MOST_NODES`].
+    fn beat_of(&mut self, node: &str, now: Instant) {
+        if !self.beats.contains_key(node) && self.beats.len() >= MOST_NODES {
+            self.beats.clear();
+        }
+        self.beats.insert(node.to_owned(), now);
+    }
 }
 
 impl Default for Heard {
@@ -62,11 +75,7 @@ impl Heard {
         let mut inner = self.inner();
         inner.any = now;
         if channel == beat_channel.as_bytes() {
-            let node = String::from_utf8_lossy(payload);
-            if !inner.beats.contains_key(node.as_ref()) && inner.beats.len() >= MOST_NODES {
-                inner.beats.clear();
-            }
-            inner.beats.insert(node.into_owned(), now);
+            inner.beat_of(&String::from_utf8_lossy(payload), now);
             inner.beat = Some(now);
         }
     }
@@ -74,12 +83,7 @@ impl Heard {
     /// Counts `node` as heard now: the holder just found, or found alive,
     /// gets a whole interval before it is asked after.
     pub fn vouch(&self, node: &str) {
-        let now = Instant::now();
-        let mut inner = self.inner();
-        if !inner.beats.contains_key(node) && inner.beats.len() >= MOST_NODES {
-            inner.beats.clear();
-        }
-        inner.beats.insert(node.to_owned(), now);
+        self.inner().beat_of(node, Instant::now());
     }
 
     /// When anything was last heard.

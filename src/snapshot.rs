@@ -37,6 +37,12 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The heartbeat of the lock's (first) holder: the one that names its field.
+    pub fn holder_beat(&self) -> Option<&Beat> {
+        let field = self.lock.holders.first()?;
+        self.beats.iter().find(|b| b.lock_field.as_deref() == Some(field.as_str()))
+    }
+
     /// Whether anybody has the job enabled, or why that cannot be told. The
     /// status and the worker both decide by this: a flag that cannot be read
     /// (or a registry of flags that cannot) may be the one that is on.

@@ -7,8 +7,8 @@
 //! flip was announced, and every `full_every`. While a steady job's beats
 //! come (below), looks are three poll intervals apart.
 //!
-//! Between looks it listens: every worker publishes a beat about once a
-//! second ([`Heard`]), and while the beats come Redis answers and the holder
+//! Between looks it listens: one worker publishes the job's beat every
+//! 1.8 s ([`Heard`]), and while the beat comes Redis answers and the holder
 //! lives, so the watcher sends nothing. When nothing was heard for a while
 //! it asks Redis with one cheap command (`PING`); when the holder's beat
 //! went quiet, it counts the holder's presence subscription instead, and
@@ -33,7 +33,7 @@ use crate::clock::millis;
 use crate::connect::Backoff;
 use crate::connect::{Conn, Target};
 use crate::error::{Error, RedisFailure};
-use crate::heard::{BEAT_EVERY, BEAT_SLACK, Heard, Listeners};
+use crate::heard::{BEAT_EVERY, BEAT_LATE, Heard, Listeners};
 use crate::keys::Keys;
 use crate::keys::keyspace_pattern;
 use crate::probe::{Known, look};
@@ -45,16 +45,15 @@ use crate::status::{self, Engine, Event, Status, Step};
 pub struct Options {
     /// Regular probe interval.
     pub poll: Duration,
-    /// How long the watcher may hear nothing from Redis between looks (no
-    /// beat, no message, no answer; a beat's lateness, [`BEAT_SLACK`], on
-    /// top) before it asks whether Redis still answers: a `PING` on the
-    /// look's own connection (to the node that serves the job, on a
-    /// cluster), far cheaper than a look, or the count of the holder's
-    /// presence subscriptions when its beat went quiet. One left unanswered
-    /// for `patience` counts like a failed look, so a Redis that froze with
-    /// its connections open is `unknown` within this plus the slack plus
-    /// `engine.confirmations` × `patience` (2.9 s with the defaults),
-    /// however far away the next look is.
+    /// How long the watcher may hear nothing from Redis between looks, while
+    /// no worker's beat comes, before it asks whether Redis still answers: a
+    /// `PING` on the look's own connection (to the node that serves the job,
+    /// on a cluster), far cheaper than a look. While beats come it asks once
+    /// one is late ([`crate::heard::BEAT_LATE`]), and that late beat is the
+    /// first silence. One check left unanswered for `patience` counts like a
+    /// failed look, so a Redis that froze with its connections open is
+    /// `unknown` within this plus `engine.confirmations` × `patience` (2.6 s
+    /// with the defaults; 2.8 s after the last beat while beats come),
     pub alive_every: Duration,
     /// Longest wait between attempts while Redis cannot be reached.
     pub max_backoff: Duration,
@@ -176,7 +175,6 @@ impl Shell {
         let mut last = Instant::now();
         // When the next look is due; between looks, liveness checks.
         let mut due = Due { look_at: Instant::now(), trusted: None };
-        let quiet_after = BEAT_EVERY + BEAT_SLACK;
         let mut pace = WakePace::new();
         let alive_key = keys.fence();
         // The holder whose presence subscription the last look counted: when
@@ -196,14 +194,13 @@ impl Shell {
         };
         'run: loop {
             let asked = Instant::now();
-            let looking = asked >= due.at(&heard, quiet_after) || conn.is_none();
+            let looking = asked >= due.at(&heard) || conn.is_none();
             // Between looks: the holder's presence if its beat went quiet, else a PING.
-            let quiet = holder
-                .as_ref()
-                .filter(|node| heard.last_beat(Some(node)).is_none_or(|beat| asked >= beat + quiet_after));
+            let quiet =
+                holder.as_ref().filter(|node| heard.last_beat(Some(node)).is_none_or(|beat| asked >= beat + BEAT_LATE));
             let asking = quiet.map(|node| keys.alive_channel(node));
             // A beat that did not come while they come is the first silence.
-            let missed = !looking && beating(&heard) && asked >= heard.last() + quiet_after;
+            let missed = !looking && beating(&heard) && asked >= heard.last() + BEAT_LATE;
             if looking && asked >= full_at {
                 known.forget();
                 full_at = asked + options.full_every;
@@ -297,14 +294,14 @@ impl Shell {
             // holder's beat went quiet; each beat heard meanwhile puts it off.
             let checking = conn.is_some() && engine.failures() == 0;
             loop {
-                let look_at = due.at(&heard, quiet_after);
+                let look_at = due.at(&heard);
                 let until =
                     if checking { look_at.min(check_due(&heard, holder.as_deref(), &options)) } else { look_at };
                 tokio::select! {
                     _ = sleep_until(until) => {
                         let now = Instant::now();
                         if !checking
-                            || now >= due.at(&heard, quiet_after)
+                            || now >= due.at(&heard)
                             || now >= check_due(&heard, holder.as_deref(), &options)
                         {
                             break;
@@ -345,10 +342,9 @@ enum Reply {
 /// heard since a beat was due), or the holder's beat is; with no beats,
 /// once nothing was heard for the liveness interval.
 fn check_due(heard: &Heard, holder: Option<&str>, options: &Options) -> Instant {
-    let late = BEAT_EVERY + BEAT_SLACK;
-    let any = heard.last() + if beating(heard) { late } else { options.alive_every };
+    let any = heard.last() + if beating(heard) { BEAT_LATE } else { options.alive_every };
     match holder.and_then(|node| heard.last_beat(Some(node))) {
-        Some(beat) => any.min(beat + late),
+        Some(beat) => any.min(beat + BEAT_LATE),
         None => any,
     }
 }
@@ -379,9 +375,9 @@ struct Due {
 
 impl Due {
     /// When the next look is due, given the beats heard so far.
-    fn at(&self, heard: &Heard, quiet: Duration) -> Instant {
+    fn at(&self, heard: &Heard) -> Instant {
         match &self.trusted {
-            Some((at, node)) if heard.last_beat(node.as_deref()).is_some_and(|beat| beat.elapsed() < quiet) => *at,
+            Some((at, node)) if heard.last_beat(node.as_deref()).is_some_and(|beat| beat.elapsed() < BEAT_LATE) => *at,
             _ => self.look_at,
         }
     }
@@ -395,9 +391,7 @@ impl Due {
 /// The node holding the lock, when the look counted its presence
 /// subscription: its beat going quiet is worth counting it again.
 fn present_holder(snapshot: &Snapshot) -> Option<String> {
-    let field = snapshot.lock.holders.first()?;
-    let beat = snapshot.beats.iter().find(|b| b.lock_field.as_deref() == Some(field.as_str()))?;
-    (beat.present == Some(true)).then(|| beat.node.clone())
+    snapshot.holder_beat().filter(|b| b.present == Some(true)).map(|b| b.node.clone())
 }
 
 /// One look, on a connection made when there is none.

@@ -753,10 +753,7 @@ impl Worker {
         }
         self.tell_if_holder_gone(&snap).await;
         self.peek = snap
-            .lock
-            .holders
-            .first()
-            .and_then(|field| snap.beats.iter().find(|b| b.lock_field.as_deref() == Some(field.as_str())))
+            .holder_beat()
             .filter(|b| b.node != self.opts.node && b.present == Some(true))
             .map(|b| self.keys.alive_channel(&b.node));
         self.check_own_presence(&snap);
@@ -925,11 +922,7 @@ impl Worker {
         // One beat per BEAT_EVERY, however often this loop turns; a little early is on time.
         let due = self.publishing
             && self.published_at.is_none_or(|at| at.elapsed() + Duration::from_millis(50) >= BEAT_EVERY);
-        let publish = match (due, self.target.is_cluster()) {
-            (false, _) => "",
-            (true, false) => "PUBLISH",
-            (true, true) => "SPUBLISH",
-        };
+        let publish = if due { self.conn().await?.publish_command() } else { "" };
         let sent = Instant::now();
         let mut call = BEAT.key(keys.0);
         call.key(keys.1).arg(publish).arg(self.keys.beat_channel()).arg(node);
