@@ -50,6 +50,14 @@ impl Keys {
         format!("{}:fence_run", self.prefix)
     }
 
+    /// Hash naming the last holding (`node`, `field`, `fence`) and whether
+    /// it is known to have stopped its job (`stopped`): a new holder waits
+    /// for one that is not, whatever heartbeats Redis still has. No expiry,
+    /// so `volatile-*` eviction leaves it.
+    pub fn handover(&self) -> String {
+        format!("{}:handover", self.prefix)
+    }
+
     /// Set of supervisor names whose flags count.
     pub fn users(&self) -> String {
         format!("{}:users", self.prefix)

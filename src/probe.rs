@@ -267,7 +267,7 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
     snap.flags = pair_up(user_names.as_deref().unwrap_or_default(), flags)
         .map(|(user, reply)| {
             note_oversized(&keys.enabled(user), reply, &mut snap.oversized);
-            decode_flag(&keys.enabled(user), user, reply, &mut snap.problems)
+            decode_flag(&keys.enabled(user), user, reply, snap.time_ms, &mut snap.problems)
         })
         .collect();
     snap.flags.sort_by(|a, b| a.user.cmp(&b.user));
@@ -523,11 +523,14 @@ fn note_oversized(key: &str, v: &Value, oversized: &mut Vec<String>) {
     }
 }
 
-fn decode_flag(key: &str, user: &str, v: &Value, problems: &mut Vec<String>) -> Flag {
+/// A user's flag. Its time, which she writes herself, counts only up to
+/// `now_ms` (Redis time): a flip dated ahead of it has no known time.
+fn decode_flag(key: &str, user: &str, v: &Value, now_ms: u64, problems: &mut Vec<String>) -> Flag {
     let mut flag = Flag { user: user.to_owned(), on: None, at_ms: None, host: None };
     if let Some(fields) = decode_hash(key, v, problems) {
         flag.on = Some(field(&fields, "on").is_some_and(|on| on == "1" || on.eq_ignore_ascii_case("true")));
-        flag.at_ms = field(&fields, "time").and_then(parse_int).and_then(|t| u64::try_from(t).ok());
+        flag.at_ms =
+            field(&fields, "time").and_then(parse_int).and_then(|t| u64::try_from(t).ok()).filter(|&t| t <= now_ms);
         flag.host = field(&fields, "host").map(str::to_owned);
     }
     flag
@@ -547,7 +550,8 @@ fn decode_ack(key: &str, user: &str, v: &Value, now_ms: u64, problems: &mut Vec<
         return None;
     };
     let note = field(&fields, "note").unwrap_or_default().to_owned();
-    (until_ms > now_ms).then(|| Ack { user: user.to_owned(), at_ms, until_ms, note })
+    // She writes the times herself: said no later than now.
+    (until_ms > now_ms).then(|| Ack { user: user.to_owned(), at_ms: at_ms.min(now_ms), until_ms, note })
 }
 
 fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<String>) -> Beat {

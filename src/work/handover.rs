@@ -5,13 +5,21 @@
 //! dead-man deadline passes. So the new holder holds the lock and waits
 //! until that server beats idle, or until the deadline counted from its
 //! last beat or renewal has passed (a dead server cannot say it stopped).
+//!
+//! Heartbeats can vanish too (evicted with the lock, or never written by
+//! a server that is gone), and a missing heartbeat proves nothing. So the
+//! holding before the new one, which the lock script names ([`Before`]),
+//! is waited for until something proves it stopped: it said so (released,
+//! or noted it after losing the lock), its server beats idle or holds a
+//! later fence, or its process is gone; with no such proof, until the
+//! dead-man time has passed since the lock was taken.
 //! Pure: a snapshot in, a wait out.
 
 use std::time::Duration;
 
 use crate::clock::millis;
 use crate::snapshot::Snapshot;
-use crate::work::lock::dead_man;
+use crate::work::lock::{Before, dead_man};
 
 /// Another server that may still run the job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +48,37 @@ pub fn busy_elsewhere(snap: &Snapshot, node: &str, field: &str, lease: Duration)
                 .then(|| Busy { node: b.node.clone(), left: Duration::from_millis(until - snap.time_ms) })
         })
         .max_by_key(|b| b.left)
+}
+
+/// The holding `before` the one `node` took at `acquired_ms` (Redis time),
+/// if it may still run the job as `snap` shows its server: how long, at
+/// the latest, from the snapshot. `node` itself is never waited for: this
+/// process runs no job outside a holding, and no other process runs under
+/// its name.
+pub fn before_busy(snap: &Snapshot, before: &Before, node: &str, lease: Duration, acquired_ms: u64) -> Option<Busy> {
+    let may_run = millis(dead_man(lease));
+    let (who, last_sign) = match before {
+        Before::Stopped => return None,
+        Before::Running { node: other, .. } if other == node => return None,
+        Before::Unknown => (String::new(), None),
+        Before::Running { node: other, fence } => match snap.beats.iter().find(|b| &b.node == other) {
+            None => (other.clone(), None),
+            Some(b) => {
+                let stopped = b.present == Some(false)
+                    || matches!(b.state.as_deref(), Some("idle"))
+                    || b.fence.is_some_and(|f| f > *fence);
+                if stopped {
+                    return None;
+                }
+                (other.clone(), b.beat_ms.max(b.renewed_ms))
+            }
+        },
+    };
+    // Its reaper kills its job at the latest the dead-man time after its
+    // last renewal, which came before the lock was taken, and no later than
+    // its heartbeat's last sign (each renewal stamps the heartbeat).
+    let until = last_sign.unwrap_or(acquired_ms).min(acquired_ms).saturating_add(may_run);
+    (until > snap.time_ms).then(|| Busy { node: who, left: Duration::from_millis(until - snap.time_ms) })
 }
 
 #[cfg(test)]
@@ -92,7 +131,66 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_holding_before_is_waited_for_until_something_proves_it_stopped() {
+        let before = Before::Running { node: "a".to_owned(), fence: 5 };
+        let acquired = 10_000;
+        let at = |beats| snap(10_500, beats);
+        // No heartbeat (evicted): the dead-man time from the acquisition.
+        let busy = before_busy(&at(vec![]), &before, "b", LEASE, acquired).unwrap();
+        assert_eq!(busy, Busy { node: "a".to_owned(), left: Duration::from_millis(10_000 + 7_000 - 10_500) });
+        // Nothing names it: the same.
+        assert_eq!(before_busy(&at(vec![]), &Before::Unknown, "b", LEASE, acquired).unwrap().left, busy.left);
+        // A heartbeat still running under it: from its last sign, if earlier.
+        let mut running = beat("a", "running", "fa", 9_000);
+        running.fence = Some(5);
+        assert_eq!(
+            before_busy(&at(vec![running.clone()]), &before, "b", LEASE, acquired).unwrap().left.as_millis(),
+            5_500
+        );
+        // Proofs that it stopped.
+        let mut dead = running.clone();
+        dead.present = Some(false);
+        let mut later = running.clone();
+        later.fence = Some(6);
+        for (what, b) in [
+            ("its process is gone", dead),
+            ("beats idle", beat("a", "idle", "", 10_200)),
+            ("holds a later fence", later),
+        ] {
+            assert_eq!(before_busy(&at(vec![b]), &before, "b", LEASE, acquired), None, "{what}");
+        }
+        assert_eq!(before_busy(&at(vec![]), &Before::Stopped, "b", LEASE, acquired), None, "it said it stopped");
+        assert_eq!(before_busy(&at(vec![]), &before, "a", LEASE, acquired), None, "this very server");
+    }
+
     proptest! {
+        /// Whatever the heartbeats, the holding before is never waited for
+        /// past the dead-man time after the acquisition, and always while
+        /// nothing proves it stopped and that time has not passed.
+        #[test]
+        fn the_wait_for_the_holding_before_is_bounded_and_kept(
+            now in 0u64..40_000,
+            acquired in 0u64..40_000,
+            beat_at in proptest::option::of((0u64..40_000, 0usize..5, proptest::option::of(0u64..40_000))),
+        ) {
+            let states = ["running", "stalled", "stopping", "idle", "starting"];
+            let before = Before::Running { node: "a".to_owned(), fence: 5 };
+            let beats: Vec<Beat> = beat_at
+                .map(|(at, st, renewed)| Beat { renewed_ms: renewed, fence: Some(5), ..beat("a", states[st], "fa", at) })
+                .into_iter()
+                .collect();
+            let proven = beats.first().is_some_and(|b| b.state.as_deref() == Some("idle"));
+            let busy = before_busy(&snap(now, beats), &before, "b", LEASE, acquired);
+            if let Some(busy) = &busy {
+                prop_assert!(now + (busy.left.as_millis() as u64) <= acquired + 7_000);
+            }
+            if !proven && beat_at.is_none() && now < acquired + 7_000 {
+                prop_assert!(busy.is_some());
+            }
+        }
+
+
         /// Whatever the heartbeats, a wait never reaches past the last sign
         /// of life plus the dead-man time, and names a server that runs it.
         #[test]

@@ -232,7 +232,11 @@ impl Job {
     pub fn exited(&mut self) -> Option<String> {
         match &mut self.run {
             #[cfg(unix)]
-            Run::Reaped { reaper: child, .. } => child.try_wait().ok().flatten().map(|s| s.to_string()),
+            Run::Reaped { reaper: child, .. } => {
+                let status = child.try_wait().ok().flatten()?;
+                sweep_after(status);
+                Some(status.to_string())
+            }
             Run::Process(child) => child.try_wait().ok().flatten().map(|s| s.to_string()),
             Run::Task { handle, done, .. } => (*done || handle.is_finished()).then(|| "task ended".to_owned()),
         }
@@ -243,7 +247,9 @@ impl Job {
         match &mut self.run {
             #[cfg(unix)]
             Run::Reaped { reaper: child, .. } => {
-                let _ = child.wait().await;
+                if let Ok(status) = child.wait().await {
+                    sweep_after(status);
+                }
             }
             Run::Process(child) => {
                 let _ = child.wait().await;
@@ -295,6 +301,18 @@ impl Job {
             Run::Process(_) => self.pid.map(KillTarget::Group),
             Run::Task { handle, stop, .. } => Some(KillTarget::Task(handle.abort_handle(), stop.clone())),
         }
+    }
+}
+
+/// Once a job's reaper has ended: kills what the job left below the worker,
+/// which is nothing unless the reaper itself was killed; says so then.
+#[cfg(unix)]
+fn sweep_after(reaper_status: std::process::ExitStatus) {
+    let killed = reaper::sweep();
+    if killed > 0 {
+        tracing::error!(
+            "the job's reaper ended ({reaper_status}) and left {killed} of the job's processes running; killed them"
+        );
     }
 }
 

@@ -1,17 +1,20 @@
 -- Redisson-compatible RLock operations, one per script call.
 -- KEYS[1] lock hash, KEYS[2] fence counter, KEYS[3] the node's heartbeat hash, KEYS[4] the nodes set,
 -- KEYS[5] the earliest time (Redis ms) a new holder may start the job,
--- KEYS[6] the run id of the Redis process that issued the last fence
--- ARGV[1] operation: acquire | renew | release
+-- KEYS[6] the run id of the Redis process that issued the last fence,
+-- KEYS[7] the handover hash: the last holding (node, field, fence) and whether it stopped its job
+-- ARGV[1] operation: acquire | renew | release | stopped (the holding under ARGV[2] stopped its job)
 -- ARGV[2] our field (<client-uuid>:<thread-id>), ARGV[3] lease in ms
 -- ARGV[4] unlock channel, ARGV[5] node name, ARGV[6] the highest fence the caller has seen
 -- ARGV[7] '1' on a Redis Cluster: the unlock message goes out sharded too (SPUBLISH), where Redisson 3.22+
 -- listens; plain PUBLISH reaches Redisson before 3.22 (or with sharded mode off) on every node
 -- acquire answers {1, fence, ms to wait before starting the job, why (0 none, 1 the counter was
 -- missing, 2 Redis restarted less than a lease ago, 3 an earlier wait still runs), 1 if the lock
--- was already ours}
+-- was already ours, the holding before (0 none or stopped, 1 unknown, 2 not known to have stopped),
+-- its node, its fence, Redis time in ms}
 -- or {0, PTTL, fence} when someone else holds the lock
-local lock, fence_key, node_key, nodes_key, start_key, run_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local lock, fence_key, node_key, nodes_key, start_key, run_key, handover_key =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local op, field, lease, channel, node = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local seen = tonumber(ARGV[6]) or 0
 
@@ -73,6 +76,32 @@ local function start_wait(counter, issued_by, now, run, up)
   return wait, why
 end
 
+-- The holding before a fresh one, which the new holder must know stopped
+-- before it starts the job: 0 when there was none (a counter of 0 was
+-- seeded on a new Redis) or it stopped its job, 1 when nothing says (no
+-- record: evicted, or written by an older lockwatch), 2 when it is named
+-- but not known to have stopped. Records the new holding in its place.
+local function hand_over(counter, fence)
+  local last = redis.call('HMGET', handover_key, 'node', 'fence', 'stopped')
+  local state = 0
+  if last[2] then
+    if last[3] ~= '1' then
+      state = 2
+    end
+  elseif counter ~= 0 then
+    state = 1
+  end
+  redis.call('HSET', handover_key, 'node', node, 'field', field, 'fence', string.format('%d', fence), 'stopped', '0')
+  return state, last[1] or '', tonumber(last[2]) or 0
+end
+
+-- Notes that the holding under our field stopped its job, if it is the last one.
+local function note_stopped()
+  if redis.call('HGET', handover_key, 'field') == field then
+    redis.call('HSET', handover_key, 'stopped', '1')
+  end
+end
+
 if op == 'acquire' then
   local free = redis.call('EXISTS', lock) == 0
   if not free and redis.call('HEXISTS', lock, field) == 0 then
@@ -86,12 +115,14 @@ if op == 'acquire' then
   local now = redis_ms()
   local fence = (not free) and tonumber(redis.call('GET', fence_key))
   local wait, why = 0, 0
+  local before, before_node, before_fence = 0, '', 0
   if not fence then
     local run, up = server_run()
     local issued_by = redis.call('GET', run_key)
     local counter
     fence, counter = next_fence(now, run)
     wait, why = start_wait(counter, issued_by, now, run, up)
+    before, before_node, before_fence = hand_over(counter, fence)
   end
   -- The heartbeat names the new holding in the same step, so no reader sees
   -- a lock that no heartbeat claims; `starting` while the job waits.
@@ -99,7 +130,7 @@ if op == 'acquire' then
     'state', wait > 0 and 'starting' or 'running', 'beat_ms', now, 'started_ms', now,
     'wait_until_ms', wait > 0 and string.format('%d', now + wait) or '')
   redis.call('SADD', nodes_key, node)
-  return {1, fence, wait, why, free and 0 or 1}
+  return {1, fence, wait, why, free and 0 or 1, before, before_node, before_fence, now}
 elseif op == 'renew' then
   if redis.call('HEXISTS', lock, field) == 1 then
     redis.call('PEXPIRE', lock, lease)
@@ -118,11 +149,16 @@ elseif op == 'release' then
     return {1, 0}
   end
   redis.call('DEL', lock)
+  -- The worker stopped the job before it released.
+  note_stopped()
   -- Redisson's waiters listen here for the unlock message 0.
   redis.call('PUBLISH', channel, 0)
   if ARGV[7] == '1' then
     redis.call('SPUBLISH', channel, 0)
   end
   return {1, 1}
+elseif op == 'stopped' then
+  note_stopped()
+  return {1, 0}
 end
 return redis.error_reply('unknown lock operation ' .. tostring(op))

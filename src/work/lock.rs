@@ -25,7 +25,13 @@
 //!
 //! An acquisition that finds the fence counter missing cannot know whether
 //! an earlier holder, whose lock vanished with Redis's data, still runs its
-//! job: it says how long to wait before starting the job ([`Wait`]).
+//! job: it says how long to wait before starting the job ([`Wait`]). Every
+//! fresh acquisition also names the holding before it ([`Before`]), which
+//! the new holder must know stopped before it starts the job.
+//!
+//! Each holding has a field of its own (a new client id): a lock that comes
+//! back with an older snapshot, naming a holding this process has ended,
+//! is somebody else's, never taken up again as ours.
 
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
@@ -46,15 +52,17 @@ static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(inc
 const MAX_CONFIRM_WAIT: Duration = Duration::from_secs(2);
 
 /// Outcome of one acquisition attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acquire {
     /// The lock is ours, with this fencing token; `wait` says how long the
-    /// job must not start yet.
-    Acquired { fence: i64, wait: Option<Wait> },
+    /// job must not start yet, `before` what is known of the holding before,
+    /// `at_ms` when it was taken (Redis time).
+    Acquired { fence: i64, wait: Option<Wait>, before: Before, at_ms: u64 },
     /// Taken on the primary, but no replica confirmed it in time (or none
     /// is online where the holding, taken again, saw one): not a holding.
-    /// It expires unless a later attempt gets the confirmation.
-    Unconfirmed { fence: i64 },
+    /// It expires unless a later attempt gets the confirmation, which then
+    /// finds it ours already: `before` and `at_ms` are this attempt's.
+    Unconfirmed { fence: i64, before: Before, at_ms: u64 },
     /// Somebody else holds it; it expires in this long unless renewed
     /// (`None`: no expiry set).
     Held { ttl: Option<Duration> },
@@ -84,6 +92,21 @@ impl Wait {
     }
 }
 
+/// The holding before a fresh acquisition, as the handover record
+/// (`Keys::handover`) named it when the lock was taken.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Before {
+    /// None, or it stopped its job (released, or said so after losing the lock);
+    /// also when the lock was already ours.
+    #[default]
+    Stopped,
+    /// Nothing says (the record is gone: evicted, or never written by an
+    /// older lockwatch): it may still run its job.
+    Unknown,
+    /// This holding, not known to have stopped its job.
+    Running { node: String, fence: i64 },
+}
+
 /// How long after its lease was last confirmed a job may run at most: its
 /// reaper kills it then, whatever its worker is doing (the worker itself
 /// stops it at three quarters). The lease's last eighth is the margin for
@@ -109,7 +132,8 @@ pub enum Renew {
 pub struct Lock {
     keys: Keys,
     node: String,
-    /// `<client-uuid>:<thread-id>`, as Redisson names its holders.
+    /// `<client-uuid>:<thread-id>`, as Redisson names its holders; a new
+    /// one for each holding ([`Lock::next_holding`]).
     field: String,
     lease: Duration,
     host: Endpoint,
@@ -134,17 +158,19 @@ struct Reply {
     fence: Option<i64>,
     /// Of an acquisition: the wait before the job may start.
     wait: Option<Wait>,
+    /// Of an acquisition: the holding before, and when it was taken (Redis ms).
+    before: Before,
+    at_ms: u64,
     confirmed: bool,
 }
 
 impl Lock {
     /// A lock client for `node`, with a fresh client id, as Redisson makes one per client.
     pub fn new(keys: Keys, node: &str, lease: Duration, host: &Endpoint) -> Lock {
-        let field = format!("{}:1", uuid::Uuid::new_v4());
         Lock {
             keys,
             node: node.to_owned(),
-            field,
+            field: fresh_field(),
             lease,
             host: host.clone(),
             seen: Arc::default(),
@@ -164,6 +190,13 @@ impl Lock {
     /// The hash field this client holds the lock under.
     pub fn field(&self) -> &str {
         &self.field
+    }
+
+    /// Ends the holding's identity: the next acquisition holds under a new
+    /// field, so a lock that comes back naming this one (an older snapshot
+    /// restored) is never taken for ours.
+    pub fn next_holding(&mut self) {
+        self.field = fresh_field();
     }
 
     /// The lease each acquisition and renewal sets.
@@ -187,8 +220,10 @@ impl Lock {
             self.seen.fetch_max(fence, Ordering::SeqCst);
         }
         Ok(match (reply.ok, reply.confirmed) {
-            (true, true) => Acquire::Acquired { fence: reply.value, wait: reply.wait },
-            (true, false) => Acquire::Unconfirmed { fence: reply.value },
+            (true, true) => {
+                Acquire::Acquired { fence: reply.value, wait: reply.wait, before: reply.before, at_ms: reply.at_ms }
+            }
+            (true, false) => Acquire::Unconfirmed { fence: reply.value, before: reply.before, at_ms: reply.at_ms },
             (false, _) => Acquire::Held { ttl: u64::try_from(reply.value).ok().map(Duration::from_millis) },
         })
     }
@@ -215,6 +250,15 @@ impl Lock {
         Ok(self.call(conn, "release", false).await?.ok)
     }
 
+    /// Notes that the holding under this field, if it was the last one,
+    /// stopped its job: a new holder need not wait for it.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] when Redis cannot be reached or refuses.
+    pub async fn stopped<C: ConnectionLike>(&self, conn: &mut C) -> Result<(), Error> {
+        self.call(conn, "stopped", false).await.map(|_| ())
+    }
+
     /// Runs `op`; with `confirm`, in one pipeline with `INFO replication`
     /// and, when replicas were online at the last look, `WAIT 1`: sent
     /// together on one connection, so the WAIT covers the script's writes.
@@ -228,6 +272,7 @@ impl Lock {
             .key(self.keys.nodes())
             .key(self.keys.start_after())
             .key(self.keys.fence_run())
+            .key(self.keys.handover())
             .arg(op)
             .arg(&self.field)
             .arg(u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX))
@@ -238,7 +283,8 @@ impl Lock {
         if !confirm {
             let (ok, value): (i64, i64) =
                 invocation.invoke_async(conn).await.map_err(|e| describe(e, what(), &self.host))?;
-            return Ok(Reply { ok: ok == 1, value, fence: None, wait: None, confirmed: true });
+            let (before, at_ms) = (Before::Stopped, 0);
+            return Ok(Reply { ok: ok == 1, value, fence: None, wait: None, before, at_ms, confirmed: true });
         }
         // A replica first seen by this call's INFO was not waited for: once
         // more, waiting for it.
@@ -253,7 +299,9 @@ impl Lock {
             let values: Vec<Value> = pipe.query_async(conn).await.map_err(|e| describe(e, what(), &self.host))?;
             let mut values = values.into_iter();
             let info: String = self.decode(values.next(), "INFO replication")?;
-            let script: Vec<i64> = self.decode(values.next(), "the lock script's answer")?;
+            let answer: Vec<Value> = self.decode(values.next(), "the lock script's answer")?;
+            // Numbers, but for the node name of the holding before.
+            let script: Vec<i64> = answer.iter().map(|v| redis::from_redis_value_ref(v).unwrap_or(0)).collect();
             let acked: i64 = if waited { self.decode(values.next(), "WAIT")? } else { 0 };
             let replicas = online_replicas(&info);
             self.replicas.store(replicas, Ordering::SeqCst);
@@ -283,7 +331,16 @@ impl Lock {
                 _ => None,
             };
             let confirmed = if replicas == 0 { !needs_replica } else { waited && acked >= 1 };
-            return Ok(Reply { ok: ok == 1, value, fence, wait, confirmed });
+            let before = match (ok, script.get(5)) {
+                (1, Some(1)) => Before::Unknown,
+                (1, Some(2)) => Before::Running {
+                    node: answer.get(6).and_then(|v| redis::from_redis_value_ref(v).ok()).unwrap_or_default(),
+                    fence: script.get(7).copied().unwrap_or(0),
+                },
+                _ => Before::Stopped,
+            };
+            let at_ms = script.get(8).and_then(|&ms| u64::try_from(ms).ok()).unwrap_or(0);
+            return Ok(Reply { ok: ok == 1, value, fence, wait, before, at_ms, confirmed });
         }
     }
 
@@ -326,6 +383,11 @@ pub async fn seed_fence<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &End
         .await
         .map_err(|e| describe(e, Action::SeedingFence { key: fence.clone() }, host))?;
     Ok(())
+}
+
+/// A new holding's field: `<client-uuid>:<thread-id>`, as Redisson names its holders.
+fn fresh_field() -> String {
+    format!("{}:1", uuid::Uuid::new_v4())
 }
 
 /// Replicas in state `online` in an `INFO replication` answer.

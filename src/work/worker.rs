@@ -23,9 +23,9 @@ use crate::keys::Keys;
 use crate::probe::probe;
 use crate::snapshot::{Enabled, Flag, Snapshot};
 use crate::watcher::{WakePace, follow_pubsub};
-use crate::work::handover::busy_elsewhere;
+use crate::work::handover::{Busy, before_busy, busy_elsewhere};
 use crate::work::job::{Job, JobEnv, Killer, Work};
-use crate::work::lock::{Acquire, Lock, Renew, Wait, dead_man};
+use crate::work::lock::{Acquire, Before, Lock, Renew, Wait, dead_man};
 use crate::work::presence::Held;
 use crate::work::trim;
 
@@ -73,6 +73,11 @@ struct Holding {
     /// must not start before it stops (looked at again each turn until the
     /// job first starts).
     waits_for: Option<Waiting>,
+    /// The holding before this one, as the acquisition found it, and when
+    /// the lock was taken (Redis ms): the job waits until it is known to
+    /// have stopped, or could not run any more.
+    before: Before,
+    acquired_ms: u64,
     /// Whether the job has started in this holding.
     started: bool,
     restarts: u32,
@@ -202,6 +207,10 @@ pub fn stop_signals() -> Result<std::pin::Pin<Box<dyn Future<Output = ()> + Send
 pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
     if matches!(opts.work, Work::Command(_)) {
         hide_from_jobs();
+        #[cfg(unix)]
+        if crate::work::reaper::available() {
+            crate::work::reaper::adopt_orphans();
+        }
     }
     if target.is_cluster() && !keys.lock_shares_slot() {
         return Err(Error::Invalid(format!(
@@ -250,6 +259,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         publishing: false,
         published_at: None,
         unreadable_since: None,
+        unconfirmed: None,
         last_exit: String::new(),
         present,
     };
@@ -305,6 +315,21 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let _ = waker.await;
     let _ = presence.await;
     result
+}
+
+/// What the log says while a new holder waits for a job that may still run elsewhere.
+fn waiting_sentence(busy: &Busy) -> String {
+    let left = busy.left.as_secs_f64();
+    if busy.node.is_empty() {
+        format!(
+            "holds the lock, but nothing says whether the holder before stopped its job (Redis lost that record: evicted, or written by an older lockwatch); waiting {left:.1} s, until it could not run any more"
+        )
+    } else {
+        format!(
+            "holds the lock, but {} may still run the job (its heartbeat says so, or is gone); waiting up to {left:.1} s for it to stop",
+            busy.node
+        )
+    }
 }
 
 /// The job as an error names it: the command line, arguments with spaces quoted.
@@ -365,6 +390,10 @@ struct Worker {
     published_at: Option<Instant>,
     /// Since when the job could not be read, to say an outage once.
     unreadable_since: Option<Instant>,
+    /// An acquisition no replica confirmed yet (fence, the holding before,
+    /// when): a later attempt that gets the confirmation finds the lock
+    /// ours already, and this is what it took over.
+    unconfirmed: Option<(i64, Before, u64)>,
     last_exit: String,
     /// Whether the presence subscription (`{job}:alive:<node>`) is held, and
     /// in which server process, which the heartbeat says so that watchers
@@ -452,17 +481,23 @@ impl Worker {
         let mut hint = None;
         match (holding.is_some(), enabled) {
             (false, true) => match self.try_acquire().await {
-                Ok((Acquire::Acquired { fence, wait }, since)) => {
+                Ok((Acquire::Acquired { fence, wait, mut before, mut at_ms }, since)) => {
+                    if let Some((_, b, at)) = self.unconfirmed.take().filter(|u| u.0 == fence) {
+                        (before, at_ms) = (b, at);
+                    }
                     // Counted from when the answer came, the latest the
                     // acquisition can have happened.
                     let waits_until = wait.map(|w| Until::after(w.left, snap.time_ms));
-                    *holding = Some(self.hold(fence, since, waits_until));
+                    *holding = Some(self.hold(fence, since, waits_until, before, at_ms));
                     let prev_beat_ms = self.previous_beat(&snap, fence);
                     self.note_acquired(fence, wait, prev_beat_ms).await;
                 }
-                Ok((Acquire::Unconfirmed { fence }, _)) => {
+                Ok((Acquire::Unconfirmed { fence, before, at_ms }, _)) => {
                     // Not a holding: the next attempt takes it again (it is
                     // ours) and may get the confirmation; else it expires.
+                    if self.unconfirmed.as_ref().is_none_or(|u| u.0 != fence) {
+                        self.unconfirmed = Some((fence, before, at_ms));
+                    }
                     tracing::warn!(
                         node = %self.opts.node,
                         fence,
@@ -580,19 +615,21 @@ impl Worker {
     }
 
     /// Looks again, before the job first starts in this holding, whether
-    /// another server's heartbeat still says it runs the job; says so once.
+    /// another server's heartbeat still says it runs the job, or the holding
+    /// before is not known to have stopped; says so once.
     fn wait_for_others(&self, h: &mut Holding, snap: &Snapshot) {
-        let busy = busy_elsewhere(snap, &self.opts.node, self.lock.field(), self.opts.lease);
+        let lease = self.opts.lease;
+        let busy = [
+            busy_elsewhere(snap, &self.opts.node, self.lock.field(), lease),
+            before_busy(snap, &h.before, &self.opts.node, lease, h.acquired_ms),
+        ]
+        .into_iter()
+        .flatten()
+        .max_by_key(|b| b.left);
         if let Some(b) = &busy
             && h.waits_for.as_ref().is_none_or(|w| w.node != b.node)
         {
-            tracing::warn!(
-                node = %self.opts.node,
-                other = %b.node,
-                "holds the lock, but {}'s heartbeat still says it runs the job; waiting up to {:.1} s for it to stop",
-                b.node,
-                b.left.as_secs_f64()
-            );
+            tracing::warn!(node = %self.opts.node, other = %b.node, "{}", waiting_sentence(b));
         }
         h.waits_for = busy.map(|b| Waiting { until: Until::after(b.left, snap.time_ms), node: b.node });
     }
@@ -600,7 +637,7 @@ impl Worker {
     /// Starts holding: `since` is when the acquiring call was sent, the
     /// earliest the lease can have begun; the job starts at once, or once
     /// `waits_until` has passed.
-    fn hold(&self, fence: i64, since: Boot, waits_until: Option<Until>) -> Holding {
+    fn hold(&self, fence: i64, since: Boot, waits_until: Option<Until>, before: Before, acquired_ms: u64) -> Holding {
         let (tx, rx) = watch::channel(Renewal::Renewed(since));
         let killer = Killer::default();
         killer.feed(since + dead_man(self.opts.lease));
@@ -612,6 +649,8 @@ impl Worker {
             next_start: waits_until.map_or_else(Instant::now, |w| w.at),
             waits_until,
             waits_for: None,
+            before,
+            acquired_ms,
             started: false,
             restarts: 0,
             renew_failing: false,
@@ -660,7 +699,21 @@ impl Worker {
             job.kill();
             let _ = job.wait().await;
         }
+        self.note_stopped().await;
         self.record(Record::Lost { fence: Some(h.fence), cause: Some(cause) }).await;
+        self.lock.next_holding();
+    }
+
+    /// Notes that the job of the holding just lost has stopped, if Redis
+    /// listens: a new holder waiting for it may start at once.
+    async fn note_stopped(&mut self) {
+        let lock = self.lock.clone();
+        let Ok(conn) = self.conn().await else { return };
+        match tokio::time::timeout(REDIS_PATIENCE, lock.stopped(conn)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::debug!(error = %err, "cannot note that the job stopped"),
+            Err(_) => tracing::debug!("cannot note that the job stopped: Redis did not answer in time"),
+        }
     }
 
     /// Gives the lock up cleanly: stop the job, stop claiming it, release.
@@ -688,6 +741,7 @@ impl Worker {
             }
             Err(err) => tracing::warn!(error = %err, "release failed; the lease will expire"),
         }
+        self.lock.next_holding();
     }
 
     async fn conn(&mut self) -> Result<&mut Conn, Error> {
@@ -707,15 +761,19 @@ impl Worker {
         Ok((lock.acquire(conn).await?, sent))
     }
 
-    /// Whether anybody has the job enabled: as `snap` says, unless Redis lost
-    /// the flag of a user whose flag was on at an earlier look (evicted or
-    /// deleted, never switched off): then it cannot be told, and the job
-    /// neither starts nor stops until that user's flag is written again.
+    /// Whether anybody has the job enabled: as `snap` says, unless no flag is
+    /// on and Redis lost the flag of a user whose flag was on at an earlier
+    /// look (evicted or deleted, never switched off): then it cannot be
+    /// told, and the job neither starts nor stops until that user's flag is
+    /// written again.
     fn enabled_in(&mut self, snap: &Snapshot) -> Enabled {
         let lost: Vec<String> = snap.flags_lost(&self.were_on).into_iter().map(str::to_owned).collect();
         self.were_on = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.clone()).collect();
-        if lost.is_empty() {
-            return snap.enabled();
+        // One flag on is enough to run: a lost flag of someone else cannot stop it.
+        let enabled = snap.enabled();
+        if lost.is_empty() || enabled == Enabled::Yes {
+            self.were_on.extend(lost);
+            return enabled;
         }
         let reason = format!(
             "Redis lost the flag of {} (switched on at the last look; its hash is gone, no flip switched it off); it counts again once written again",

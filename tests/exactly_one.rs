@@ -1,0 +1,223 @@
+//! Exactly one run where Redis itself works against the lock: eviction
+//! taking the lock with the heartbeats, an older snapshot that holds a live
+//! worker's old lock, two workers started under one name, a reaper killed,
+//! a supervisor's flag emptied. Each case runs real workers whose job
+//! journals every 50 ms, and checks that no two runs overlapped and that
+//! fences only grew in start order.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::journal::{assert_no_overlap, journal, journal_worker, overlap_ms};
+use common::procs::runs;
+use common::*;
+
+const LEASE: &str = "3s";
+
+/// The node whose job wrote the journal's last line, once it runs.
+async fn running_node(path: &Path, not: Option<&str>) -> String {
+    eventually("the job to run", Duration::from_secs(15), || {
+        let lines = journal(path);
+        let last = lines.last()?;
+        (not != Some(last.1.as_str()) && common::journal::now_ns() - last.2 < 300_000_000).then(|| last.1.clone())
+    })
+    .await
+}
+
+/// Stops (SIGSTOP) the worker `pid` until the returned guard is dropped.
+fn freeze(pid: i32) -> Resume {
+    // SAFETY: kill(2) on a worker this test started.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    Resume(pid)
+}
+
+fn exists(c: &mut redis::Connection, key: &str) -> bool {
+    redis::cmd("EXISTS").arg(key).query(c).unwrap()
+}
+
+/// Fills memory under `policy` with keys that have no expiry until Redis
+/// has evicted the lock and every heartbeat (or 5 s pass); then frees it
+/// and lifts the limit. Returns whether they all went.
+fn evict_lock_and_heartbeats(c: &mut redis::Connection, policy: &str) -> bool {
+    let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
+    let used: u64 =
+        info.lines().find_map(|l| l.strip_prefix("used_memory:")).and_then(|v| v.trim().parse().ok()).unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg(policy)
+        .arg("maxmemory")
+        .arg(used + 2 * 1024 * 1024)
+        .query(c)
+        .unwrap();
+    let value = vec![b'x'; 32 * 1024];
+    let gone = |c: &mut redis::Connection| {
+        !exists(c, "{outbound}:lock") && !exists(c, "{outbound}:node:wh-a") && !exists(c, "{outbound}:node:wh-b")
+    };
+    let t = Instant::now();
+    let mut n = 0;
+    while t.elapsed() < Duration::from_secs(5) && !gone(c) {
+        // Under volatile-ttl, once nothing with an expiry is left, Redis refuses the write.
+        let _: redis::RedisResult<()> = redis::cmd("SET").arg(format!("filler:{n}")).arg(&value).query(c);
+        n += 1;
+    }
+    let all_gone = gone(c);
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(0).query(c).unwrap();
+    let mut pipe = redis::pipe();
+    for i in 0..n {
+        pipe.del(format!("filler:{i}")).ignore();
+    }
+    let _: () = pipe.query(c).unwrap();
+    all_gone
+}
+
+/// Two workers; the holder's worker is frozen while Redis evicts the lock
+/// and both heartbeats, and for two seconds after: its job runs on meanwhile.
+/// The other server takes the lock, finds no heartbeat to wait for, and
+/// must still not start the job until the holder's job has stopped.
+async fn eviction_starts_no_second_run(policy: &str) {
+    let (server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal");
+    let a = journal_worker(&url, "wh-a", "6s", &path);
+    let b = journal_worker(&url, "wh-b", "6s", &path);
+    let holder = running_node(&path, None).await;
+    let held = if holder == "wh-a" { &a } else { &b };
+    {
+        let _frozen = freeze(held.pid());
+        assert!(evict_lock_and_heartbeats(&mut c, policy), "Redis evicted the lock and both heartbeats");
+        // allkeys-* may take the flag too: the supervisor switches it on again.
+        flag(&mut c, "outbound", "alice", true);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    let other = running_node(&path, Some(&holder)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let lines = journal(&path);
+    println!("{policy}: {holder} → {other}, {} ms of two runs", overlap_ms(&lines));
+    assert_eq!(overlap_ms(&lines), 0, "{policy}: two runs at once");
+    assert_no_overlap(&lines);
+    drop(server);
+}
+
+#[tokio::test]
+async fn volatile_ttl_eviction_of_the_lock_and_heartbeats_starts_no_second_run() {
+    eviction_starts_no_second_run("volatile-ttl").await;
+}
+
+#[tokio::test]
+async fn allkeys_lru_eviction_starts_no_second_run() {
+    eviction_starts_no_second_run("allkeys-lru").await;
+}
+
+/// srv-a holds; a snapshot is taken; the lock is force-unlocked and wh-b
+/// runs the job; Redis comes back from the snapshot (the lock naming
+/// wh-a's old holding) while wh-b's worker is frozen: wh-a must not take
+/// the old lock up as its own, nor run under its old fence.
+#[tokio::test]
+async fn an_older_snapshot_with_a_live_workers_old_lock_starts_no_second_run() {
+    let (mut server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal");
+    let a = journal_worker(&url, "wh-a", "6s", &path);
+    let b = journal_worker(&url, "wh-b", "6s", &path);
+    let first = running_node(&path, None).await;
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    let _: () = redis::pipe()
+        .del("{outbound}:lock")
+        .ignore()
+        .publish("redisson_lock__channel:{outbound}:lock", 0)
+        .ignore()
+        .query(&mut c)
+        .unwrap();
+    let second = running_node(&path, Some(&first)).await;
+    let runner = if second == "wh-a" { &a } else { &b };
+    {
+        let _frozen = freeze(runner.pid());
+        server.restart_from_snapshot();
+        let mut c = server.conn();
+        assert!(exists(&mut c, "{outbound}:lock"), "the snapshot brought the old lock back");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let lines = journal(&path);
+    println!("{first} → {second}, snapshot restored: {} ms of two runs", overlap_ms(&lines));
+    assert_eq!(overlap_ms(&lines), 0, "two runs at once");
+    assert_no_overlap(&lines);
+}
+
+/// A supervisor empties her own flag (or Redis loses it) while bob's is
+/// on; the holder dies: the other server takes over, since one flag on is
+/// enough to run.
+#[tokio::test]
+async fn an_emptied_flag_of_one_supervisor_does_not_stop_the_job_anothers_keeps_on() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    flag(&mut c, "outbound", "bob", true);
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal");
+    let mut a = journal_worker(&url, "wh-a", LEASE, &path);
+    let mut b = journal_worker(&url, "wh-b", LEASE, &path);
+    let holder = running_node(&path, None).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let _: () = redis::cmd("HDEL").arg("{outbound}:enabled:alice").arg(&["on", "time", "host"]).query(&mut c).unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    if holder == "wh-a" {
+        a.kill9()
+    } else {
+        b.kill9()
+    };
+    let t = Instant::now();
+    let other = running_node(&path, Some(&holder)).await;
+    println!("{holder} killed, {other} took over in {:?} with alice's flag emptied", t.elapsed());
+}
+
+/// A job whose background child outlives its own main process; the
+/// reaper between the worker and the job is killed (`kill -9`).
+const BACKGROUND: &str = r#"sh -c 'echo $$ > "$DIR/bg"; exec sleep 600' &
+setsid sh -c 'echo $$ > "$DIR/bg2"; exec sleep 601' &
+while :; do sleep 1; done"#;
+
+/// The reaper killed: nothing the job started may run on beside the job
+/// the worker starts again, or beside another server's.
+#[tokio::test]
+async fn a_killed_reaper_takes_everything_the_job_started_along() {
+    let (_server, url, _c) = server_with_flag("alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let worker = WorkerProcess::spawn(worker_command(&url, "wh-a", LEASE, &[], BACKGROUND).env("DIR", dir.path()));
+    let read = |name: &str| -> Option<u32> { std::fs::read_to_string(dir.path().join(name)).ok()?.trim().parse().ok() };
+    let pids = eventually("the job's background children", Duration::from_secs(10), || {
+        Some(vec![read("bg")?, read("bg2")?]).filter(|p| p.iter().all(|p| runs(*p)))
+    })
+    .await;
+    let reaper = common::procs::all()
+        .into_iter()
+        .find(|p| p.ppid == worker.pid() && p.cmdline.contains("lockwatch"))
+        .expect("the worker's reaper");
+    let _strays = Strays(pids.clone());
+    let t = Instant::now();
+    // SAFETY: kill(2) on the reaper this test's worker started.
+    unsafe { libc::kill(reaper.pid, libc::SIGKILL) };
+    eventually("the job's background children to die with their reaper", Duration::from_secs(5), || {
+        pids.iter().all(|p| !runs(*p)).then_some(())
+    })
+    .await;
+    println!("the job's background children gone {:?} after kill -9 of the reaper", t.elapsed());
+}
+
+/// Pids a test started indirectly, killed when the test ends however it ends.
+struct Strays(Vec<u32>);
+
+impl Drop for Strays {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            if runs(*pid) {
+                // SAFETY: kill(2) on a process this test's job started.
+                unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+            }
+        }
+    }
+}
