@@ -51,6 +51,16 @@ pub enum Error {
     #[error("cannot listen for {signal}: {cause}; the worker cannot stop its job cleanly without it")]
     Signal { signal: &'static str, cause: String },
 
+    /// Another live worker process runs under this worker's node name.
+    #[error(
+        "another worker already runs as node {node} ({by}); two workers under one name could run the job at once, so this one stops: give each server its own --node (cloned hosts share a host name), or stop the other one"
+    )]
+    NodeTaken {
+        node: String,
+        /// The other process, as its heartbeat names it (pid, host, last beat).
+        by: String,
+    },
+
     /// A user name or other input that cannot be used as given.
     #[error("{0}")]
     Invalid(String),

@@ -24,7 +24,7 @@ local READ = {
   [ARGV[2]] = {measure = false, fields = {'node', 'host', 'pid', 'lock_field', 'fence', 'seq', 'beat_ms',
                                           'state', 'version', 'started_ms', 'child_pid', 'last_exit',
                                           'wait_until_ms', 'presence', 'presence_on', 'waits_for',
-                                          'renewed_ms'}},
+                                          'renewed_ms', 'instance'}},
 }
 
 -- Acknowledgements, like flags, are written by the supervisors: measured first.

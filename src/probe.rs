@@ -575,6 +575,7 @@ fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<String>) -> 
         wait_until_ms: unsigned("wait_until_ms"),
         waits_for: text("waits_for").filter(|n| !n.is_empty()),
         renewed_ms: unsigned("renewed_ms"),
+        instance: text("instance").filter(|i| !i.is_empty()),
         // Known once the subscriber count is read; `Some(_)` here only marks
         // that the worker says it holds the subscription.
         present: matches!(text("presence").as_deref(), Some(PRESENCE_PLAIN | PRESENCE_SHARDED)).then_some(true),

@@ -187,6 +187,10 @@ pub struct Beat {
     pub waits_for: Option<String>,
     /// Redis time of the holder's last lease renewal, ms.
     pub renewed_ms: Option<u64>,
+    /// The id of the worker process that beats under this name: a second
+    /// process started under the same name is told apart by it.
+    #[serde(skip)]
+    pub instance: Option<String>,
     /// Whether the worker's presence subscription is there: `Some(false)`
     /// when the heartbeat says the worker holds one but Redis counts none
     /// (its process died, or its connection broke); `None` when it holds

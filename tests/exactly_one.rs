@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::journal::{assert_no_overlap, journal, journal_worker, overlap_ms};
+use common::journal::{JOURNAL_LOOP, assert_no_overlap, journal, journal_worker, overlap_ms};
 use common::procs::runs;
 use common::*;
 
@@ -173,6 +173,78 @@ async fn an_emptied_flag_of_one_supervisor_does_not_stop_the_job_anothers_keeps_
     let t = Instant::now();
     let other = running_node(&path, Some(&holder)).await;
     println!("{holder} killed, {other} took over in {:?} with alice's flag emptied", t.elapsed());
+}
+
+/// A second worker started under a name another live worker runs as (a
+/// cloned host, `--node %H`) stops at once, saying so, and never runs the
+/// job; the first runs on, even while it is stopped (SIGSTOP) and its lock
+/// is deleted.
+#[tokio::test]
+async fn a_second_worker_under_a_name_in_use_refuses_in_one_sentence() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal");
+    let first = journal_worker(&url, "wh-a", LEASE, &path);
+    running_node(&path, None).await;
+    let frozen = freeze(first.pid());
+    let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
+    let mut second = WorkerProcess::spawn(
+        worker_command(&url, "wh-a", LEASE, &[], JOURNAL_LOOP)
+            .env("JOURNAL", &path)
+            .stderr(std::process::Stdio::piped()),
+    );
+    let code = eventually("the second worker to stop", Duration::from_secs(10), || second.try_wait().unwrap()).await;
+    drop(frozen);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(code.code(), Some(1), "{stderr}");
+    let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("lockwatch: ")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].contains("another worker already runs as node wh-a (pid"), "{stderr}");
+    assert!(said[0].contains("give each server its own --node"), "{stderr}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lines = journal(&path);
+    assert!(lines.iter().all(|l| l.1 == "wh-a"));
+    assert_eq!(overlap_ms(&lines), 0, "two runs at once");
+    assert_no_overlap(&lines);
+}
+
+/// Workers started with the default name on hosts that share a host name
+/// (a cloned host; here one host twice) take distinct names, and the pause
+/// and DEL that ran the job twice under one name run it once.
+#[tokio::test]
+async fn workers_on_cloned_hosts_get_distinct_default_names_and_never_run_twice() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal");
+    let default_worker = || {
+        let mut cmd = lockwatch_command();
+        cmd.args(["--redis", &url, "worker", "--lease", LEASE, "--stop-grace", "1s", "--", "sh", "-c", JOURNAL_LOOP]);
+        WorkerProcess::spawn(
+            cmd.env("JOURNAL", &path).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()),
+        )
+    };
+    let a = default_worker();
+    let holder = running_node(&path, None).await;
+    let b = default_worker();
+    let names = eventually("two names", Duration::from_secs(10), || {
+        let names: Vec<String> = redis::cmd("SMEMBERS").arg("{outbound}:nodes").query(&mut c).ok()?;
+        (names.len() == 2).then_some(names)
+    })
+    .await;
+    assert!(names.contains(&holder) && names.contains(&format!("{holder}@127.0.0.1")), "{names:?}");
+    {
+        let _frozen = freeze(a.pid());
+        let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    running_node(&path, Some(&holder)).await;
+    let lines = journal(&path);
+    assert_eq!(overlap_ms(&lines), 0, "two runs at once");
+    assert_no_overlap(&lines);
+    drop(b);
 }
 
 /// A job whose background child outlives its own main process; the

@@ -2,6 +2,7 @@
 
 pub mod beat;
 pub mod handover;
+pub mod identity;
 pub mod job;
 pub mod lock;
 pub mod presence;

@@ -1,7 +1,12 @@
 -- Writes one heartbeat at Redis time and registers the node; tidies the registry.
 -- KEYS[1] the node's heartbeat hash, KEYS[2] the nodes set
 -- ARGV: how to publish the beat ('PUBLISH', 'SPUBLISH' on a cluster, '' not at all), the beat
--- channel, the node name, then field/value pairs
+-- channel, the node name, this worker process's id, '1' once the name is its own ('0' to
+-- claim it), the id of a process known dead that may be replaced at once, how long (ms)
+-- another process's last beat keeps the name its own, then field/value pairs.
+-- Answers Redis time in ms, or, when another process has the name, {its id, host, pid,
+-- ms since its beat}: a name claimed is kept while its process beats (a lease's
+-- silence ends any job it ran); a name taken by another since is lost.
 -- A heartbeat lives a day past its last beat, so servers gone for long leave no trace;
 -- each beat checks a few registered names and removes those whose heartbeat is gone
 -- or silent for as long (older heartbeats were written without expiry). The heartbeats
@@ -10,9 +15,17 @@ local GONE_MS = 86400000
 local CHECKS_PER_BEAT = 5
 
 local publish, channel, node = ARGV[1], ARGV[2], ARGV[3]
+local instance, claimed, dead, keeps = ARGV[4], ARGV[5] == '1', ARGV[6], tonumber(ARGV[7])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-redis.call('HSET', KEYS[1], 'beat_ms', now, unpack(ARGV, 4))
+local other = redis.call('HMGET', KEYS[1], 'instance', 'beat_ms', 'host', 'pid')
+if other[1] and other[1] ~= '' and other[1] ~= instance then
+  local age = now - (tonumber(other[2]) or 0)
+  if claimed or (other[1] ~= dead and age < keeps) then
+    return {other[1], other[3] or '', other[4] or '', age}
+  end
+end
+redis.call('HSET', KEYS[1], 'beat_ms', now, 'instance', instance, unpack(ARGV, 8))
 redis.call('PEXPIRE', KEYS[1], GONE_MS)
 redis.call('SADD', KEYS[2], node)
 -- The beat watchers listen for instead of asking Redis each second. A user

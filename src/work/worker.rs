@@ -44,6 +44,10 @@ const REDIS_PATIENCE: Duration = Duration::from_secs(2);
 pub struct Options {
     /// This server's name, as supervisors see it.
     pub node: String,
+    /// The name to take instead when another live worker runs as `node`
+    /// (the default name, the host name, on a cloned host); `None`: stop,
+    /// saying so.
+    pub fallback_node: Option<String>,
     /// Lock lease; renewed every third of it.
     pub lease: Duration,
     /// Run the command every this long instead of restarting it when it exits.
@@ -235,13 +239,9 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let listeners = Listeners::new(&keys, wake.clone()).unlocking(unlocked.clone());
     let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), listeners, stop_rx.clone()));
     let present = Arc::new(Held::default());
-    let presence = tokio::spawn(crate::work::presence::keep(
-        target.clone(),
-        keys.alive_channel(&opts.node),
-        present.clone(),
-        wake.clone(),
-        stop_rx,
-    ));
+    // The presence subscription starts once the name is this worker's: made
+    // before, it would count as the live worker the claim looks for.
+    let mut presence = None;
     let mut w = Worker {
         target,
         keys,
@@ -260,6 +260,9 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         published_at: None,
         unreadable_since: None,
         unconfirmed: None,
+        instance: uuid::Uuid::new_v4().to_string(),
+        claimed: false,
+        replaces: String::new(),
         last_exit: String::new(),
         present,
     };
@@ -273,6 +276,17 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
             Ok(Some(hint)) => wait = wait.min(hint),
             Ok(None) => {}
             Err(err) => break Err(err),
+        }
+        if presence.is_none() && w.claimed {
+            let channel = w.keys.alive_channel(&w.opts.node);
+            let keep = crate::work::presence::keep(
+                w.target.clone(),
+                channel,
+                w.present.clone(),
+                wake.clone(),
+                stop_rx.clone(),
+            );
+            presence = Some(tokio::spawn(keep));
         }
         if let Some(at) = w.published_at.filter(|_| w.publishing) {
             // The next beat on time, whatever woke the loop in between.
@@ -310,11 +324,23 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     if let Some(h) = holding.take() {
         w.let_go(h, Cause::Shutdown).await;
     }
-    let _ = w.beat("idle", None, None, None).await;
+    if w.claimed {
+        let _ = w.beat("idle", None, None, None).await;
+    }
     let _ = stop_tx.send(true);
     let _ = waker.await;
-    let _ = presence.await;
+    if let Some(presence) = presence {
+        let _ = presence.await;
+    }
     result
+}
+
+/// Another worker process as an error names it: its pid, host and last beat.
+fn other_worker(pid: &str, host: Option<&str>, age_ms: Option<u64>) -> String {
+    let pid = if pid.is_empty() { "pid unknown".to_owned() } else { format!("pid {pid}") };
+    let host = host.map(|h| format!(" on {h}")).unwrap_or_default();
+    let age = age_ms.map(|ms| format!(", last beat {} ago", crate::duration::human_duration(ms))).unwrap_or_default();
+    format!("{pid}{host}{age}")
 }
 
 /// What the log says while a new holder waits for a job that may still run elsewhere.
@@ -390,6 +416,12 @@ struct Worker {
     published_at: Option<Instant>,
     /// Since when the job could not be read, to say an outage once.
     unreadable_since: Option<Instant>,
+    /// This process's id in its heartbeat (`instance`), and whether the
+    /// node name is its own yet (its first beat claimed it); `replaces`
+    /// names a process that had the name and is known dead.
+    instance: String,
+    claimed: bool,
+    replaces: String,
     /// An acquisition no replica confirmed yet (fence, the holding before,
     /// when): a later attempt that gets the confirmation finds the lock
     /// ours already, and this is what it took over.
@@ -451,6 +483,17 @@ impl Worker {
                 return Ok(Some(Duration::from_millis(500)));
             }
         };
+        if !self.claimed {
+            match self.claim(&snap).await {
+                Ok(()) => {}
+                Err(err @ Error::NodeTaken { .. }) => return Err(err),
+                Err(err) => {
+                    tracing::warn!(node = %self.opts.node, error = %err, "cannot write the first heartbeat; trying again");
+                    self.conn = None;
+                    return Ok(Some(Duration::from_millis(500)));
+                }
+            }
+        }
         // The lock gone from under a running holder (deleted, force-unlocked,
         // evicted, lost in a restart) or taken by another: stop now, not at
         // the next renewal, and say so, so a new holder waiting for this
@@ -557,6 +600,7 @@ impl Worker {
                 }
             }
             Ok(()) => {}
+            Err(err @ Error::NodeTaken { .. }) => return Err(err),
             Err(err) => {
                 tracing::warn!(error = %err, "heartbeat failed");
                 self.conn = None;
@@ -783,6 +827,52 @@ impl Worker {
         Enabled::Unknown { reason }
     }
 
+    /// Makes the node name this process's own with a first heartbeat,
+    /// unless another live worker has it: one whose presence subscription
+    /// Redis counts (even when it is stopped or hung), or that beat less than
+    /// a lease and a second ago (its presence cannot be counted). One known
+    /// dead (its subscription gone) is replaced at once. Takes the fallback
+    /// name, if there is one, when the name is taken.
+    ///
+    /// # Errors
+    /// [`Error::NodeTaken`] when the name is another's and there is no
+    /// fallback; [`Error::Redis`] when the heartbeat cannot be written.
+    async fn claim(&mut self, snap: &Snapshot) -> Result<(), Error> {
+        loop {
+            let other = snap
+                .beats
+                .iter()
+                .find(|b| b.node == self.opts.node && b.instance.as_deref().is_some_and(|i| i != self.instance));
+            self.replaces =
+                other.filter(|b| b.present == Some(false)).and_then(|b| b.instance.clone()).unwrap_or_default();
+            let result = match other {
+                Some(b) if b.present == Some(true) => {
+                    let age = b.beat_ms.map(|at| snap.time_ms.saturating_sub(at));
+                    let pid = b.pid.map(|p| p.to_string()).unwrap_or_default();
+                    Err(Error::NodeTaken {
+                        node: self.opts.node.clone(),
+                        by: other_worker(&pid, b.host.as_deref(), age),
+                    })
+                }
+                _ => self.beat("idle", None, None, None).await,
+            };
+            match result {
+                Ok(()) => {
+                    self.claimed = true;
+                    return Ok(());
+                }
+                Err(err @ Error::NodeTaken { .. }) => {
+                    let Some(fallback) = self.opts.fallback_node.take() else { return Err(err) };
+                    tracing::warn!(node = %fallback, "{err}; this one runs as {fallback}");
+                    self.lock = Lock::new(self.keys.clone(), &fallback, self.opts.lease, self.target.endpoint())
+                        .sharded(self.target.is_cluster());
+                    self.opts.node = fallback;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
     /// Reads the whole job; records the flips seen since the last read, or
     /// the flags as found at the first (every worker does: supervisors may
     /// not write the stream).
@@ -982,14 +1072,22 @@ impl Worker {
             && self.published_at.is_none_or(|at| at.elapsed() + Duration::from_millis(50) >= BEAT_EVERY);
         let publish = if due { self.conn().await?.publish_command() } else { "" };
         let sent = Instant::now();
+        // Another process keeps the name while it beats; one silent past a
+        // lease runs no job any more (its reaper saw to that).
+        let keeps = millis(self.opts.lease) + 1_000;
         let mut call = BEAT.key(keys.0);
-        call.key(keys.1).arg(publish).arg(self.keys.beat_channel()).arg(node);
+        call.key(keys.1).arg(publish).arg(self.keys.beat_channel()).arg(&node);
+        call.arg(&self.instance).arg(if self.claimed { "1" } else { "0" }).arg(&self.replaces).arg(keeps);
         for (k, v) in pairs {
             call.arg(k).arg(v);
         }
         call.arg("last_exit").arg(last_exit);
-        let _: u64 =
+        let answer: redis::Value =
             call.invoke_async(self.conn().await?).await.map_err(|e| describe(e, Action::WritingHeartbeat, &host))?;
+        if let Ok((_, other_host, pid, age)) = redis::from_redis_value::<(String, String, String, u64)>(answer) {
+            let other_host = Some(other_host.as_str()).filter(|h| !h.is_empty());
+            return Err(Error::NodeTaken { node, by: other_worker(&pid, other_host, Some(age)) });
+        }
         if due {
             self.published_at = Some(sent);
         }

@@ -111,9 +111,10 @@ pub enum Command {
     },
     /// Run CMD on exactly one server of the cluster, while somebody has the job enabled.
     Worker {
-        /// This server's name, as supervisors see it.
-        #[arg(long, value_parser = parse_user)]
-        node: String,
+        /// This server's name, as supervisors see it [default: the host name; where another live
+        /// worker has that name (a cloned host), the host name @ the address it reaches Redis from].
+        #[arg(long, env = "LOCKWATCH_NODE", hide_env_values = true, value_parser = parse_user)]
+        node: Option<String>,
         /// Lock lease; the watchdog renews it every third of it.
         #[arg(long, env = "LOCKWATCH_LEASE", hide_env_values = true, default_value = "30s", value_parser = parse_lease, value_name = "DURATION")]
         lease: Duration,

@@ -103,8 +103,18 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Worker { node, lease, every, stall_after, stop_grace, command } => {
             // Before anything else: a stop request from now on is a clean stop.
             let stop = lockwatch::work::worker::stop_signals()?;
+            let target = g.target()?;
+            // A name given is this server's alone; the default gives way on a cloned host.
+            let (node, fallback_node) = match node {
+                Some(node) => (node.clone(), None),
+                None => {
+                    let (host, fallback) = lockwatch::work::identity::default_names(target.endpoint());
+                    (host, Some(fallback))
+                }
+            };
             let opts = lockwatch::work::worker::Options {
-                node: node.clone(),
+                node,
+                fallback_node,
                 lease: *lease,
                 every: *every,
                 stall_after: *stall_after,
@@ -112,7 +122,7 @@ async fn run(cli: Cli) -> Result<u8> {
                 stop_grace: *stop_grace,
                 work: lockwatch::work::job::Work::Command(command.clone()),
             };
-            lockwatch::work::worker::run(g.target()?, g.keys(), opts, stop).await?;
+            lockwatch::work::worker::run(target, g.keys(), opts, stop).await?;
             Ok(0)
         }
         Command::Demo => demo::run(g).await,
