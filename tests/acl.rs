@@ -130,8 +130,13 @@ async fn a_supervisor_says_they_are_on_it_and_is_refused_for_another() {
     assert!(!bobs, "bob's ack is untouched");
 
     assert!(clear_ack(&mut conn, &keys, "alice", target.host()).await.unwrap());
-    let refused: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut admin).unwrap();
-    assert_eq!(refused.len(), 2, "only the two writes for bob were refused: {refused:?}");
+    // Refused: her writes for bob (HSET and PEXPIREAT, then HDEL), nothing else.
+    let refused: Vec<std::collections::HashMap<String, redis::Value>> =
+        redis::cmd("ACL").arg("LOG").query(&mut admin).unwrap();
+    let objects: Vec<String> = refused.iter().map(|e| redis::from_redis_value_ref(&e["object"]).unwrap()).collect();
+    let count: i64 = refused.iter().map(|e| redis::from_redis_value_ref::<i64>(&e["count"]).unwrap()).sum();
+    assert!(objects.iter().all(|o| o == "{outbound}:ack:bob"), "only writes for bob were refused: {refused:?}");
+    assert_eq!(count, 3, "{refused:?}");
 }
 
 #[test]
@@ -250,6 +255,13 @@ const HARMFUL: &[(&[&str], &str)] = &[
     (&["SWAPDB", "0", "1"], "NOPERM"),
     (&["ACL", "SETUSER", "alice", "+@all"], "NOPERM"),
     (&["ACL", "LOG"], "NOPERM"),
+    // Nothing whose size or lifetime her rules cannot bound: another
+    // database (no worker trims her keys there), a transaction (its replies
+    // queue in Redis's memory), a message (any size, to every subscriber).
+    (&["SELECT", "1"], "NOPERM"),
+    (&["MULTI"], "NOPERM"),
+    (&["PUBLISH", "{outbound}:wake", "x"], "NOPERM"),
+    (&["SPUBLISH", "{outbound}:wake", "x"], "NOPERM"),
 ];
 
 /// A connection as `user`. The redis crate's default handshake sends
@@ -375,7 +387,8 @@ fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_w
 #[test]
 fn a_supervisor_reads_a_job_kept_in_another_database() {
     let server = RedisServer::start();
-    provision(&server, "alice", "alice-pw");
+    // The rules for the job's own database, as `lockwatch acl` prints them for its URL.
+    provision_at(&server, &format!("{}/3", server.url()), "alice", "alice-pw");
     let mut admin = redis::Client::open(format!("{}/3", server.url())).unwrap().get_connection().unwrap();
     flag(&mut admin, "outbound", "alice", false);
     let url = format!("redis://alice:alice-pw@127.0.0.1:{}/3", server.port);
@@ -459,4 +472,61 @@ async fn a_supervisor_who_fills_her_own_flag_is_cut_back_and_the_job_runs_on() {
     assert_no_overlap(&lines);
     let fences: std::collections::BTreeSet<i64> = lines.iter().map(|l| l.0).collect();
     assert_eq!(fences.len(), 1, "the job never stopped: one run, one fence: {fences:?}");
+}
+
+/// Replies she never reads are bounded by the server setting `lockwatch acl`
+/// prints: her 10 MB flag read twenty times in one write, unread, would
+/// hold 200 MB in Redis for as long as she kept the socket.
+#[tokio::test]
+async fn a_supervisor_who_never_reads_her_replies_is_cut_off_at_the_printed_limit() {
+    use std::io::Write;
+    let server = RedisServer::start();
+    provision(&server, "alice", "alice-pw");
+    let mut admin = server.conn();
+    flag(&mut admin, "outbound", "alice", true);
+    let junk = "x".repeat(10 << 20);
+    let mut raw = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    let arg = |s: &str| format!("${}\r\n{s}\r\n", s.len());
+    let command = |args: &[&str]| format!("*{}\r\n{}", args.len(), args.iter().map(|a| arg(a)).collect::<String>());
+    let mut out = command(&["AUTH", "alice", "alice-pw"]);
+    out += &command(&["HSET", "{outbound}:enabled:alice", "junk", &junk]);
+    for _ in 0..20 {
+        out += &command(&["HGETALL", "{outbound}:enabled:alice"]);
+    }
+    raw.write_all(out.as_bytes()).unwrap();
+    // Her replies pile up; Redis closes her connection past the limit.
+    let peak = |admin: &mut redis::Connection| -> u64 {
+        let info: String = redis::cmd("INFO").arg("memory").query(admin).unwrap();
+        info.lines().find_map(|l| l.strip_prefix("used_memory_peak:")).and_then(|v| v.trim().parse().ok()).unwrap()
+    };
+    let theirs = |admin: &mut redis::Connection| {
+        let clients: String = redis::cmd("CLIENT").arg("LIST").query(admin).unwrap();
+        clients.lines().any(|l| l.contains("user=alice"))
+    };
+    let t = std::time::Instant::now();
+    while t.elapsed() < Duration::from_secs(5) && theirs(&mut admin) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let most = peak(&mut admin);
+    println!("Redis's memory peaked at {} MB; her connection open: {}", most >> 20, theirs(&mut admin));
+    assert!(!theirs(&mut admin), "her connection is still open, its replies held");
+    assert!(most <= 150 << 20, "{} MB at the peak", most >> 20);
+}
+
+/// A flag's time is hers to write: one dated ahead of Redis's clock does
+/// not make a dead job look like one about to start.
+#[test]
+fn a_flag_dated_ahead_of_redis_time_does_not_turn_down_into_pending() {
+    let server = RedisServer::start();
+    let mut admin = server.conn();
+    flag(&mut admin, "outbound", "alice", true);
+    let a_year_ahead = redis_ms(&mut admin) + 365 * 86_400_000;
+    let _: () =
+        redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(a_year_ahead).query(&mut admin).unwrap();
+    // A server ran the job once and is gone.
+    let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(7).query(&mut admin).unwrap();
+    let out = lockwatch(&server.url(), &["status", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["state"], "down", "{json}");
+    assert_eq!(out.status.code(), Some(2), "{json}");
 }

@@ -967,7 +967,7 @@ async fn a_program_run_directly_starts_with_no_signal_blocked_and_stops_on_sigte
 }
 
 #[tokio::test]
-async fn a_flip_is_announced_and_the_workers_listen_for_it() {
+async fn a_flip_is_announced_by_the_worker_that_saw_it() {
     let (server, url, mut c) = server_with_flag("alice", true);
     seed_fence(&mut c);
     let dir = tempfile::tempdir().unwrap();
@@ -980,7 +980,8 @@ async fn a_flip_is_announced_and_the_workers_listen_for_it() {
         (listeners >= 1).then_some(())
     })
     .await;
-    // A flip says so on the wake channel, naming whose flag it was.
+    // Supervisors may not publish: the worker that sees the flip at its
+    // next look says so on the wake channel, naming itself.
     let mut listener = server.conn();
     listener.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut pubsub = listener.as_pubsub();
@@ -989,7 +990,7 @@ async fn a_flip_is_announced_and_the_workers_listen_for_it() {
     let out = lockwatch(&url, &["disable", "--user", "alice"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let who: String = pubsub.get_message().unwrap().get_payload().unwrap();
-    assert_eq!(who, "alice");
+    assert_eq!(who, "srv-a");
     drop(pubsub);
     eventually("the lock to be released", Duration::from_secs(5), || {
         let held: bool = redis::cmd("EXISTS").arg("{outbound}:lock").query(&mut c).ok()?;

@@ -70,6 +70,8 @@ pub struct Target {
     host: String,
     /// The ACL user of the URL, if any: the default supervisor name.
     user: Option<String>,
+    /// The database the URL names (0 on a Cluster, which has no other).
+    database: i64,
 }
 
 impl std::fmt::Debug for Target {
@@ -94,13 +96,14 @@ impl Target {
             _ => Endpoint::new("redis", false),
         };
         let user = info.redis_settings().username().map(str::to_owned);
+        let database = info.redis_settings().db();
         let ca = tls_ca.map(read_ca).transpose()?;
         let client = client_for(info, ca.as_deref()).map_err(|e| match (e, tls_ca) {
             (Fail::Ca(cause), Some(path)) => Error::TlsCa { path: path.to_owned(), cause },
             (Fail::Ca(cause) | Fail::Url(cause), _) => crate::error::bad_url(url, &cause),
         })?;
         let host = endpoint.to_string();
-        Ok(Target { kind: Kind::Single(Box::new(client)), endpoint, host, user })
+        Ok(Target { kind: Kind::Single(Box::new(client)), endpoint, host, user, database })
     }
 
     /// The primary that the sentinels at `sentinels` (`host:port` each) know
@@ -126,10 +129,11 @@ impl Target {
             .collect::<Result<Vec<_>, Error>>()?;
         let ca = tls_ca.map(read_ca).transpose()?;
         let user = info.redis_settings().username().map(str::to_owned);
+        let database = info.redis_settings().db();
         let endpoint = Endpoint::new(format!("{master} (Sentinel {})", sentinels.join(",")), tls);
         let host = endpoint.to_string();
         let sentinels = Sentinels { master: master.to_owned(), addrs, info, ca, ca_path: tls_ca.map(Path::to_owned) };
-        Ok(Target { kind: Kind::Sentinel(Arc::new(sentinels)), endpoint, host, user })
+        Ok(Target { kind: Kind::Sentinel(Arc::new(sentinels)), endpoint, host, user, database })
     }
 
     /// The Redis Cluster that the node at the URL belongs to; the URL's
@@ -153,7 +157,7 @@ impl Target {
         let commands = cluster_client(&info, TIMEOUT).map_err(|e| crate::error::bad_url(url, &e.to_string()))?;
         let user = info.redis_settings().username().map(str::to_owned);
         let host = endpoint.to_string();
-        Ok(Target { kind: Kind::Cluster(Arc::new(Nodes { commands, info })), endpoint, host, user })
+        Ok(Target { kind: Kind::Cluster(Arc::new(Nodes { commands, info })), endpoint, host, user, database: 0 })
     }
 
     /// Whether this is a Redis Cluster: sharded pub/sub, and every script's
@@ -192,6 +196,11 @@ impl Target {
     /// Where the server is, for errors.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// The database the URL names.
+    pub fn database(&self) -> i64 {
+        self.database
     }
 
     /// The ACL user named in the URL.

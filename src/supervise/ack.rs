@@ -37,9 +37,9 @@ pub struct Ack<'a> {
 }
 
 /// Writes `ack` for the job, stamped with Redis time and expiring (by the
-/// Redis clock) when it ends; it replaces the user's earlier one. The hash
-/// and its expiry are written in one transaction, so no acknowledgement is
-/// left without an end. `server` names Redis in messages.
+/// Redis clock) when it ends; it replaces the user's earlier one. The
+/// workers announce it to every watcher at their next look. `server` names
+/// Redis in messages.
 ///
 /// # Errors
 /// [`Error::Invalid`] for a user name, duration or note that breaks its
@@ -56,8 +56,11 @@ pub async fn set_ack(conn: &mut Conn, keys: &Keys, ack: &Ack<'_>, server: &str) 
     let at_ms = secs * 1000 + micros / 1000;
     let until_ms = at_ms + u64::try_from(lasts.as_millis()).unwrap_or(u64::MAX);
     let key = keys.ack(user);
+    // A pipeline, not a transaction: she is granted no MULTI, whose queued
+    // replies she could leave unread in Redis's memory. Were the expiry lost
+    // with the connection, the hash still says when it ends, and no reader
+    // shows it past then.
     let () = redis::pipe()
-        .atomic()
         .cmd("HSET")
         .arg(&key)
         .arg("at_ms")
@@ -73,9 +76,8 @@ pub async fn set_ack(conn: &mut Conn, keys: &Keys, ack: &Ack<'_>, server: &str) 
         .ignore()
         .query_async(conn)
         .await
-        .map_err(|e| refused(describe(first_failure(e), action(user, keys), server)))?;
+        .map_err(|e| refused(describe(e, action(user, keys), server)))?;
     let warning = unregistered(conn, keys, user, server).await?;
-    crate::supervise::flags::announce(conn, keys, user).await;
     Ok(Acked { user: user.to_owned(), at_ms, until_ms, warning })
 }
 
@@ -96,21 +98,7 @@ pub async fn clear_ack(conn: &mut Conn, keys: &Keys, user: &str, server: &str) -
         .query_async(conn)
         .await
         .map_err(|e| refused(describe(e, action(user, keys), server)))?;
-    crate::supervise::flags::announce(conn, keys, user).await;
     Ok(removed > 0)
-}
-
-/// A transaction the server refused is described by the first queued
-/// command's error (a key outside the ACL is `NOPERM` there), not by the
-/// abort around it.
-fn first_failure(err: redis::RedisError) -> redis::RedisError {
-    if err.kind() != redis::ErrorKind::Server(redis::ServerErrorKind::ExecAbort) {
-        return err;
-    }
-    match err.clone().into_server_errors().and_then(|errs| errs.first().map(|(_, e)| e.clone())) {
-        Some(first) => first.into(),
-        None => err,
-    }
 }
 
 fn checked_user(user: &str) -> Result<&str, Error> {

@@ -1,7 +1,11 @@
 //! The Redis ACL rules for one supervisor: read everything of the job, write
 //! only their own enable flag and their own "I'm on it", run no script of
-//! their own. The server enforces them; the app hides nothing. Redis 6.2,
-//! which cannot keep a user's writes to some keys, gets read-only rules.
+//! their own, and nothing whose size or lifetime no rule bounds (another
+//! database, a transaction, a message). The server enforces them; the app
+//! hides nothing. Redis 6.2, which cannot keep a user's writes to some
+//! keys, gets read-only rules. What no ACL rule bounds, the replies Redis
+//! keeps for a client that does not read them, a server setting does
+//! ([`SERVER_LIMITS`]).
 
 use crate::keys::{Keys, glob_escape, keyspace_pattern};
 
@@ -9,12 +13,12 @@ use crate::keys::{Keys, glob_escape, keyspace_pattern};
 /// and nothing else: no `CLIENT` (pause, kill, list), no `CONFIG`, no script
 /// of her own (`EVAL*`, `FUNCTION`: an endless one blocks Redis). The redis
 /// crate's handshake needs no grant for `AUTH` and `HELLO` (Redis lets anyone
-/// log in), `SELECT` only for a database other than 0, and `CLIENT SETINFO`
-/// is never sent ([`crate::connect::Target`] skips it: it is optional, and a
-/// refused one would fill the ACL log).
+/// log in), `SELECT` only for a database other than 0 (granted for the job's
+/// own, [`rules`]), and `CLIENT SETINFO` is never sent
+/// ([`crate::connect::Target`] skips it: it is optional, and a refused one
+/// would fill the ACL log).
 const READ: &[&str] = &[
-    // The connection: a database other than 0, liveness checks.
-    "+select",
+    // Liveness checks.
     "+ping",
     // The commands the probe (`probe.lua`) calls.
     "+time",
@@ -66,9 +70,17 @@ const READ_7: &[&str] = &["+fcall_ro", "+pubsub|shardnumsub", "+ssubscribe", "+s
 
 /// Her own writes, which only ACL selectors (Redis 7) keep to her own keys:
 /// the flag flip (`flags::set_flag`), and "I'm on it" (`ack::set_ack`,
-/// `ack::clear_ack`): the hash and its end in one transaction, withdrawn
-/// field by field.
-const WRITE: &[&str] = &["+hset", "+multi", "+exec", "+discard", "+pexpireat", "+hdel"];
+/// `ack::clear_ack`): the hash and its end, withdrawn field by field. No
+/// `MULTI`: a transaction's queued replies, never read, would stay in
+/// Redis's memory as long as she kept the connection.
+const WRITE: &[&str] = &["+hset", "+pexpireat", "+hdel"];
+
+/// The server setting that bounds what no ACL rule can: the replies Redis
+/// keeps for one ordinary client that sends and never reads (her `HGETALL`
+/// of her own 10 MB flag, twenty times): past 64 MB, or 16 MB for a minute,
+/// Redis closes that connection. Replicas and subscribers keep their own
+/// limits. Printed by `lockwatch acl` for the admin to apply once.
+pub const SERVER_LIMITS: &str = "CONFIG SET client-output-buffer-limit \"normal 64mb 16mb 60\"";
 
 /// The Redis a supervisor's rules are for, as far as they differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,12 +116,16 @@ impl Server {
 }
 
 /// Redis commands (one per line) that give `user` read access to the job
-/// and, on `server`s with selectors, write access to `{job}:enabled:<user>`
-/// and `{job}:ack:<user>` only, and register the user.
-/// The password is left out: set it with `ACL SETUSER <user> ><password>`.
-pub fn rules(keys: &Keys, user: &str, server: Server) -> Vec<String> {
+/// kept in `database` and, on `server`s with selectors, write access to
+/// `{job}:enabled:<user>` and `{job}:ack:<user>` only, and register the
+/// user. The password is left out: set it with `ACL SETUSER <user> ><password>`.
+pub fn rules(keys: &Keys, user: &str, server: Server, database: i64) -> Vec<String> {
     let mut setuser = vec![format!("ACL SETUSER {user} on resetkeys resetchannels -@all")];
     setuser.extend(READ.iter().map(|c| (*c).to_owned()));
+    // The job's database only: in any other she could keep keys no worker trims.
+    if database != 0 {
+        setuser.push(format!("+select|{database}"));
+    }
     let modern = server == Server::Modern;
     if modern {
         setuser.extend(READ_7.iter().chain(WRITE).map(|c| (*c).to_owned()));
@@ -136,11 +152,6 @@ pub fn rules(keys: &Keys, user: &str, server: Server) -> Vec<String> {
     if !keys.lock.starts_with(&keys.prefix) {
         setuser.push(format!("&{}", keyspace_pattern(&keys.lock, false)));
     }
-    if modern {
-        // Publishing, on the wake channel only: a selector of its own, since a
-        // channel granted at the top would let her publish on the unlock channel too.
-        setuser.push(format!("(+publish +spublish resetchannels &{})", glob_escape(&keys.wake_channel())));
-    }
     vec![setuser.join(" "), format!("SADD {} {user}", keys.users())]
 }
 
@@ -150,22 +161,28 @@ mod tests {
 
     #[test]
     fn rules_grant_read_on_the_job_and_write_on_the_own_flag_only() {
-        let lines = rules(&Keys::new("outbound"), "alice", Server::Modern);
+        let lines = rules(&Keys::new("outbound"), "alice", Server::Modern, 0);
         assert!(lines[0].starts_with("ACL SETUSER alice on resetkeys resetchannels -@all "));
         assert!(lines[0].contains(" %R~{outbound}:* "));
         assert!(lines[0].contains(" %RW~{outbound}:enabled:alice "));
         assert!(lines[0].contains(" %RW~{outbound}:ack:alice "));
         assert!(!lines[0].contains("~*"), "no key pattern may match everything");
         assert_eq!(lines[1], "SADD {outbound}:users alice");
-        assert!(
-            lines[0].ends_with(" (+publish +spublish resetchannels &{outbound}:wake)"),
-            "publishing on the wake channel only"
-        );
+    }
+
+    #[test]
+    fn rules_grant_no_other_database_transaction_or_message() {
+        let line = &rules(&Keys::new("outbound"), "alice", Server::Modern, 0)[0];
+        for unbounded in ["+select", "+multi", "+exec", "+publish", "+spublish", "("] {
+            assert!(!line.contains(unbounded), "{unbounded} in {line}");
+        }
+        let line = &rules(&Keys::new("outbound"), "alice", Server::Modern, 3)[0];
+        assert!(line.contains(" +select|3 "), "the job's own database only: {line}");
     }
 
     #[test]
     fn rules_grant_no_command_that_reaches_beyond_the_own_connection() {
-        let line = &rules(&Keys::new("outbound"), "alice", Server::Modern)[0];
+        let line = &rules(&Keys::new("outbound"), "alice", Server::Modern, 0)[0];
         let granted: Vec<&str> = line.split(' ').filter(|w| w.starts_with('+')).collect();
         for wide in [
             "+@",
@@ -191,7 +208,7 @@ mod tests {
 
     #[test]
     fn a_lock_outside_the_job_prefix_gets_its_own_read_rule() {
-        let lines = rules(&Keys::new("outbound").with_lock_key("outbound*Lock"), "bob", Server::Modern);
+        let lines = rules(&Keys::new("outbound").with_lock_key("outbound*Lock"), "bob", Server::Modern, 0);
         assert!(lines[0].contains(" %R~outbound\\*Lock "), "{}", lines[0]);
         assert!(lines[0].contains("&redisson_lock__channel:{outbound\\*Lock}"), "{}", lines[0]);
         assert!(lines[0].contains(" &__keyspace@*__:outbound\\*Lock"), "{}", lines[0]);
@@ -199,7 +216,7 @@ mod tests {
 
     #[test]
     fn redis_6_gets_read_only_rules_it_accepts_and_a_sentence_on_what_stays_open() {
-        let line = &rules(&Keys::new("outbound"), "alice", Server::Redis6)[0];
+        let line = &rules(&Keys::new("outbound"), "alice", Server::Redis6, 0)[0];
         assert!(line.contains(" ~{outbound}:* "), "{line}");
         for seven in ["%R~", "%RW~", "(", "+fcall_ro", "+eval_ro", "+ssubscribe", "+pubsub|shardnumsub", "+hset"] {
             assert!(!line.contains(seven), "{seven} in {line}");

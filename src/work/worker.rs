@@ -253,6 +253,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         enabled: None,
         were_on: Vec::new(),
         flags_seen: None,
+        acks_seen: Vec::new(),
         beat_state: String::new(),
         told_gone: None,
         peek: None,
@@ -403,6 +404,8 @@ struct Worker {
     were_on: Vec<String>,
     /// Each flag as last read (`None` before the first read), to record flips.
     flags_seen: Option<Vec<Flag>>,
+    /// The acknowledgements as last read, to announce a change of them.
+    acks_seen: Vec<crate::snapshot::Ack>,
     /// The state the last heartbeat said, to announce a change of it.
     beat_state: String,
     /// The holder (node, heartbeat seq) last announced gone, to say it once.
@@ -887,6 +890,7 @@ impl Worker {
         // flag yet flipped nothing. The first look records the flags as
         // found (flips made before any worker ran, as the demo's); the
         // history counts a flip once, whoever recorded it how often.
+        let first = self.flags_seen.is_none();
         let seen = self.flags_seen.as_deref().unwrap_or_default();
         let changed: Vec<Flag> = snap
             .flags
@@ -898,6 +902,15 @@ impl Worker {
         self.flags_seen = Some(snap.flags.clone());
         if !changed.is_empty() {
             self.record_flips(&changed).await;
+        }
+        // Supervisors may not publish: the workers tell every watcher of
+        // their flips and acknowledgements.
+        let acks_changed = self.acks_seen != snap.acks;
+        if acks_changed {
+            self.acks_seen.clone_from(&snap.acks);
+        }
+        if !first && (!changed.is_empty() || acks_changed) {
+            self.announce().await;
         }
         self.tell_if_holder_gone(&snap).await;
         self.peek = snap

@@ -428,13 +428,29 @@ pub fn provision(server: &RedisServer, user: &str, password: &str) -> String {
 
 /// [`provision`] with more arguments for `lockwatch acl`.
 pub fn provision_with(server: &RedisServer, user: &str, password: &str, extra: &[&str]) -> String {
-    let out = lockwatch(&server.url(), &[&["acl", "--user", user], extra].concat());
+    provision_via(server, &server.url(), user, password, extra)
+}
+
+/// [`provision`] with `lockwatch acl` given `url` (another database of the server).
+pub fn provision_at(server: &RedisServer, url: &str, user: &str, password: &str) -> String {
+    provision_via(server, url, user, password, &[])
+}
+
+fn provision_via(server: &RedisServer, url: &str, user: &str, password: &str, extra: &[&str]) -> String {
+    let out = lockwatch(url, &[&["acl", "--user", user], extra].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut admin = server.conn();
     for line in String::from_utf8(out.stdout).unwrap().lines() {
         let mut cmd = redis::Cmd::new();
-        for word in line.split_whitespace() {
-            cmd.arg(word);
+        // As redis-cli reads a line: words, or "quoted words with spaces".
+        for (i, part) in line.split('"').enumerate() {
+            if i % 2 == 1 {
+                cmd.arg(part);
+            } else {
+                part.split_whitespace().for_each(|word| {
+                    cmd.arg(word);
+                });
+            }
         }
         let _: () = cmd.query(&mut admin).unwrap_or_else(|e| panic!("{line}: {e}"));
     }

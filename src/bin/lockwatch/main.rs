@@ -134,15 +134,17 @@ async fn run(cli: Cli) -> Result<u8> {
                 })?,
                 None => server_of(g).await?,
             };
+            let database = g.target()?.database();
             let mut out = io::stdout().lock();
-            for line in lockwatch::supervise::acl::rules(&g.keys(), user, server) {
+            for line in lockwatch::supervise::acl::rules(&g.keys(), user, server, database) {
                 writeln!(out, "{line}")?;
             }
+            writeln!(out, "{}", lockwatch::supervise::acl::SERVER_LIMITS)?;
             if let Some(open) = server.left_open(user) {
                 eprintln!("lockwatch: {open}.");
             }
             eprintln!(
-                "lockwatch: pipe these lines into redis-cli as an admin, then set {user}'s password with: ACL SETUSER {user} ><password>"
+                "lockwatch: pipe these lines into redis-cli as an admin, then set {user}'s password with: ACL SETUSER {user} ><password>; the last line, once per server, closes any ordinary connection that leaves more than 64 MB of replies unread (no ACL rule can bound that); leave it out if another application on this Redis reads more at once"
             );
             Ok(0)
         }
