@@ -96,6 +96,8 @@ pub enum Action {
     ReadingTime,
     /// The registry of supervisors.
     ReadingUsers,
+    /// `INFO memory`: whether Redis may evict the job's keys.
+    ReadingMemoryPolicy,
     /// Writing a supervisor's flag key.
     WritingFlag { key: String },
     /// A supervisor's flag, when the ACL refused it: said in their words.
@@ -146,6 +148,7 @@ impl fmt::Display for Action {
             Action::ReadingLock => f.write_str("reading the lock"),
             Action::ReadingTime => f.write_str("reading the time"),
             Action::ReadingUsers => f.write_str("reading the users"),
+            Action::ReadingMemoryPolicy => f.write_str("reading the memory policy"),
             Action::WritingFlag { key } => write!(f, "writing {key}"),
             Action::SettingFlag { user, job } => write!(f, "setting {user}'s flag of job {job}"),
             Action::WritingHeartbeat => f.write_str("writing the heartbeat"),

@@ -17,6 +17,7 @@
 //! - [`connect`]: connecting to Redis: one node, Sentinel, Cluster, sharded
 //!   pub/sub, the wait between tries.
 //! - [`probe`]: the one-round-trip read of a job and the pure decoding of its reply.
+//! - [`eviction`]: whether Redis may evict the job's keys, in one sentence.
 //! - [`status`]: the pure status engine: snapshot in, state and events out.
 //! - [`watcher`]: the async shell around the engine: reads, wakes, publishes.
 //! - [`history`]: the job's shared history: typed stream entries, read back
@@ -34,6 +35,7 @@ pub mod clock;
 pub mod connect;
 pub mod duration;
 pub mod error;
+pub mod eviction;
 pub mod heard;
 pub mod history;
 pub mod keys;

@@ -293,3 +293,27 @@ impl Drop for Strays {
         }
     }
 }
+
+/// Where Redis may evict the job's keys, the worker and `status` say so.
+#[tokio::test]
+async fn the_worker_and_status_say_when_redis_may_evict_the_jobs_keys() {
+    use std::io::BufRead;
+    let server = RedisServer::with_args(&["--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"]);
+    let mut c = server.conn();
+    flag(&mut c, "outbound", "alice", true);
+    let mut worker = WorkerProcess::spawn(
+        worker_command(&server.url(), "wh-a", LEASE, &[], "sleep 600").stderr(std::process::Stdio::piped()),
+    );
+    let stderr = std::io::BufReader::new(worker.stderr.take().unwrap());
+    let said =
+        tokio::task::spawn_blocking(move || stderr.lines().map_while(Result::ok).find(|l| l.contains("may evict")));
+    let said = tokio::time::timeout(Duration::from_secs(10), said).await.expect("said within 10 s").unwrap();
+    let said = said.expect("the worker says Redis may evict");
+    assert!(said.contains("allkeys-lru") && said.contains("noeviction"), "{said}");
+    let out = lockwatch(&server.url(), &["status", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let eviction = json["eviction"].as_str().unwrap_or_default();
+    assert!(eviction.contains("maxmemory-policy allkeys-lru, maxmemory 100 MB"), "{json}");
+    let text = lockwatch(&server.url(), &["status"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("warning  Redis may evict"), "{text:?}");
+}

@@ -236,6 +236,9 @@ pub struct Status {
     /// when one that was seen in the last day has gone silent (`None` with
     /// a standby, or for a job only one server ever ran).
     pub no_standby: Option<String>,
+    /// Whether Redis may evict the job's keys, in one sentence; asked by
+    /// `lockwatch status` alone (`None` from the engine).
+    pub eviction: Option<String>,
 }
 
 impl Status {

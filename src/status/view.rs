@@ -54,6 +54,7 @@ impl Job {
             pending_until_ms: None,
             problems: Vec::new(),
             no_standby: None,
+            eviction: None,
         }
     }
 
@@ -103,6 +104,7 @@ impl Job {
             pending_until_ms,
             problems: snap.problems.clone(),
             no_standby: no_standby(snap, raw, cfg),
+            eviction: None,
         }
     }
 }

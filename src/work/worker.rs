@@ -35,6 +35,9 @@ static BEAT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(inclu
 /// its looks: one cheap command, a few a second from each standby server.
 const PEEK_EVERY: Duration = Duration::from_millis(200);
 
+/// How often a worker asks whether Redis may evict the job's keys.
+const EVICTION_CHECK_EVERY: Duration = Duration::from_secs(300);
+
 /// How long the supervision loop waits on one Redis call before it moves on
 /// (the lease's safety never waits on it: the watchdog kills the job itself).
 const REDIS_PATIENCE: Duration = Duration::from_secs(2);
@@ -261,6 +264,8 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         published_at: None,
         unreadable_since: None,
         unconfirmed: None,
+        eviction_asked: None,
+        eviction_said: None,
         instance: uuid::Uuid::new_v4().to_string(),
         claimed: false,
         replaces: String::new(),
@@ -425,6 +430,9 @@ struct Worker {
     instance: String,
     claimed: bool,
     replaces: String,
+    /// When the memory policy was last asked, and what was said of it.
+    eviction_asked: Option<Instant>,
+    eviction_said: Option<String>,
     /// An acquisition no replica confirmed yet (fence, the holding before,
     /// when): a later attempt that gets the confirmation finds the lock
     /// ours already, and this is what it took over.
@@ -486,6 +494,7 @@ impl Worker {
                 return Ok(Some(Duration::from_millis(500)));
             }
         };
+        self.check_eviction().await;
         if !self.claimed {
             match self.claim(&snap).await {
                 Ok(()) => {}
@@ -828,6 +837,31 @@ impl Worker {
         );
         self.were_on.extend(lost);
         Enabled::Unknown { reason }
+    }
+
+    /// Says, at start and whenever it changes, that Redis may evict the
+    /// job's keys (asked every few minutes); a refused or failed question
+    /// is asked again later.
+    async fn check_eviction(&mut self) {
+        if self.eviction_asked.is_some_and(|at| at.elapsed() < EVICTION_CHECK_EVERY) {
+            return;
+        }
+        self.eviction_asked = Some(Instant::now());
+        let host = self.target.endpoint().clone();
+        let Ok(conn) = self.conn().await else { return };
+        let Ok(Ok(said)) = tokio::time::timeout(REDIS_PATIENCE, crate::eviction::check(conn, &host)).await else {
+            return;
+        };
+        if said != self.eviction_said {
+            match &said {
+                Some(warning) => tracing::warn!(node = %self.opts.node, "{warning}"),
+                None if self.eviction_said.is_some() => {
+                    tracing::info!(node = %self.opts.node, "Redis no longer evicts the job's keys");
+                }
+                None => {}
+            }
+            self.eviction_said = said;
+        }
     }
 
     /// Makes the node name this process's own with a first heartbeat,

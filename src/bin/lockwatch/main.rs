@@ -194,14 +194,23 @@ async fn status_once(g: &Global, json: bool) -> Result<u8> {
     let target = g.target()?;
     let keys = g.keys();
     let mut engine = Engine::new(&keys.job, &keys.lock, g.engine());
+    let mut eviction = None;
     let read = match target.manager().await {
-        Ok(mut conn) => probe(&mut conn, &keys, target.endpoint()).await,
+        Ok(mut conn) => {
+            let read = probe(&mut conn, &keys, target.endpoint()).await;
+            // Asked beside the read; a user refused INFO is told nothing.
+            if read.is_ok() {
+                eviction = lockwatch::eviction::check(&mut conn, target.endpoint()).await.ok().flatten();
+            }
+            read
+        }
         Err(err) => Err(err),
     };
-    let step = match read {
+    let mut step = match read {
         Ok(snapshot) => engine.handle_read(&snapshot),
         Err(err) => engine.handle_failure(err.to_string(), 0),
     };
+    step.status.eviction = eviction;
     let mut out = io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string(&step.status)?)?;

@@ -69,7 +69,7 @@ pub fn status(s: &Status) -> String {
     if let Some(since) = s.since_ms {
         let _ = writeln!(out, "  since    {}", utc(since));
     }
-    if let Some(w) = &s.no_standby {
+    for w in s.no_standby.iter().chain(&s.eviction) {
         let _ = writeln!(out, "  warning  {w}");
     }
     for p in &s.problems {
