@@ -710,6 +710,7 @@ mod tests {
             pending_until_ms: None,
             problems: vec![],
             no_standby: None,
+            eviction: None,
         }
     }
 

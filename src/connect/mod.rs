@@ -188,6 +188,49 @@ impl Target {
         }
     }
 
+    /// A RESP3 connection to the server (the primary, with Sentinel) on
+    /// which Redis names every key written under `prefixes` (broadcast
+    /// tracking, `CLIENT TRACKING ON BCAST`), each given to `heard`: a
+    /// message whose size the writer does not choose. `heard` also gets the
+    /// redis crate's `Disconnection` when the connection closes. Not on a
+    /// Cluster, where each node tracks its own keys.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] or [`Error::Timeout`] when no connection can be
+    /// made, or Redis refuses tracking (an ACL without `CLIENT TRACKING`,
+    /// a server before 6.0).
+    pub async fn tracking(
+        &self,
+        prefixes: &[String],
+        heard: impl Fn(redis::PushInfo) + Send + Sync + 'static,
+    ) -> Result<MultiplexedConnection, Error> {
+        let info = self.client().await?.get_connection_info().clone();
+        let settings = info.redis_settings().clone().set_protocol(redis::ProtocolVersion::RESP3);
+        let client = Client::open(info.set_redis_settings(settings))
+            .map_err(|e| describe(e, Action::Subscribing, &self.endpoint))?;
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(TIMEOUT))
+            .set_response_timeout(Some(TIMEOUT))
+            .set_push_sender(move |push| {
+                heard(push);
+                Ok::<(), ()>(())
+            });
+        let connecting = async {
+            let mut conn = client.get_multiplexed_async_connection_with_config(&config).await?;
+            let mut tracking = redis::cmd("CLIENT");
+            tracking.arg("TRACKING").arg("ON").arg("BCAST");
+            for prefix in prefixes {
+                tracking.arg("PREFIX").arg(prefix);
+            }
+            tracking.query_async::<()>(&mut conn).await?;
+            Ok::<_, redis::RedisError>(conn)
+        };
+        match tokio::time::timeout(TIMEOUT, connecting).await {
+            Ok(result) => result.map_err(|e| describe(e, Action::Subscribing, &self.endpoint)),
+            Err(_) => Err(Error::Timeout { action: Action::Subscribing, host: self.endpoint.clone(), after: TIMEOUT }),
+        }
+    }
+
     /// The server as messages show it: `host:port`, with ` (TLS)` for `rediss://`.
     pub fn host(&self) -> &str {
         &self.host

@@ -9,18 +9,16 @@
 //! then cannot hand the lock to a second holder. Fences never repeat or go
 //! back, even when Redis loses its data.
 //!
-//! A holding that has seen a replica online on its primary needs a
-//! replica's confirmation for the rest of it, also once the primary has no
-//! replica left. A primary that lost all its replicas may have been deposed:
+//! A worker that has seen a replica online on a primary needs a replica's
+//! confirmation there from then on, also once the primary has no replica
+//! left, for its holding and any later one. A primary that lost all its replicas may have been deposed:
 //! after `SENTINEL FAILOVER` the old primary stays a writable primary, its
 //! clients' connections and subscriptions open, until a sentinel converts
 //! it about 10 s later; renewals there reach nobody, while the promoted
 //! replica lets the lease run out and hands the lock to another server.
 //! A primary is told by its replication id, which a promotion changes: a
-//! holding that follows the lock to the promoted replica, and any
-//! acquisition of a free lock, start fresh (a primary without replicas
-//! needs none); taking again a lock that is still ours on the same primary
-//! continues the holding. A replica that restarts is not missed as long as
+//! holding that follows the lock to the promoted replica starts fresh there
+//! (a primary without replicas needs none). A replica that restarts is not missed as long as
 //! it is back before 3/4 of the lease from the last confirmation.
 //!
 //! An acquisition that finds the fence counter missing cannot know whether
@@ -305,9 +303,7 @@ impl Lock {
             let acked: i64 = if waited { self.decode(values.next(), "WAIT")? } else { 0 };
             let replicas = online_replicas(&info);
             self.replicas.store(replicas, Ordering::SeqCst);
-            let took = script.first() == Some(&1);
-            let fresh = op == "acquire" && script.get(4) != Some(&1);
-            let needs_replica = self.holding_needs_replica(took, fresh, replicas, replication_id(&info));
+            let needs_replica = self.holding_needs_replica(replicas, replication_id(&info));
             if replicas > 0 && !waited && first {
                 first = false;
                 continue;
@@ -344,16 +340,16 @@ impl Lock {
         }
     }
 
-    /// Whether the holding needs a replica's confirmation on this primary
-    /// because it saw one online there before; remembers the primary when
-    /// a write that `took` sees one now. A `fresh` acquisition forgets.
-    fn holding_needs_replica(&self, took: bool, fresh: bool, replicas: usize, primary: &str) -> bool {
+    /// Whether a write needs a replica's confirmation on this primary
+    /// because this worker saw one online there before (holding the lock or
+    /// not); remembers the primary when it sees one now. Each holding has a
+    /// field of its own, so a fresh acquisition does not forget: a primary
+    /// that lost its replicas may have been deposed, and a new holding there
+    /// would run beside the promoted replica's holder.
+    fn holding_needs_replica(&self, replicas: usize, primary: &str) -> bool {
         let mut replicated_on = self.replicated_on.lock().unwrap_or_else(PoisonError::into_inner);
-        if fresh {
-            *replicated_on = None;
-        }
         let needed = replicated_on.as_deref() == Some(primary);
-        if took && replicas > 0 {
+        if replicas > 0 {
             *replicated_on = Some(primary.to_owned());
         }
         needed
@@ -430,24 +426,17 @@ mod tests {
     }
 
     #[test]
-    fn a_holding_that_saw_a_replica_needs_one_on_that_primary_until_a_fresh_acquisition() {
+    fn a_primary_that_had_a_replica_needs_one_for_every_holding_there() {
         let lock = Lock::new(Keys::new("j"), "n", Duration::from_secs(3), &Endpoint::new("h", false));
-        // Acquired without replicas: none needed.
-        assert!(!lock.holding_needs_replica(true, true, 0, "a"));
-        assert!(!lock.holding_needs_replica(true, false, 0, "a"));
-        // A replica comes online: from then on one is needed on this primary.
-        assert!(!lock.holding_needs_replica(true, false, 1, "a"));
-        assert!(lock.holding_needs_replica(true, false, 0, "a"));
-        // Taking again the lock still ours there continues the holding.
-        assert!(lock.holding_needs_replica(true, false, 0, "a"));
+        // Without replicas: none needed.
+        assert!(!lock.holding_needs_replica(0, "a"));
+        // A replica seen online (holding or standing by): from then on one
+        // is needed on this primary, for every holding (it may have been deposed).
+        assert!(!lock.holding_needs_replica(1, "a"));
+        assert!(lock.holding_needs_replica(0, "a"));
+        assert!(lock.holding_needs_replica(0, "a"));
         // Another primary (the promoted replica) does not need one.
-        assert!(!lock.holding_needs_replica(true, false, 0, "b"));
-        // A fresh acquisition on the first primary forgets.
-        assert!(!lock.holding_needs_replica(true, true, 0, "a"));
-        assert!(!lock.holding_needs_replica(true, false, 0, "a"));
-        // A write that was refused remembers nothing.
-        assert!(!lock.holding_needs_replica(false, false, 1, "a"));
-        assert!(!lock.holding_needs_replica(true, false, 0, "a"));
+        assert!(!lock.holding_needs_replica(0, "b"));
     }
 
     #[test]

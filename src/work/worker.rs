@@ -241,6 +241,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let unlocked = Arc::new(Notify::new());
     let listeners = Listeners::new(&keys, wake.clone()).unlocking(unlocked.clone());
     let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), listeners, stop_rx.clone()));
+    let flips = tokio::spawn(crate::work::flips::hear(target.clone(), keys.clone(), wake.clone(), stop_rx.clone()));
     let present = Arc::new(Held::default());
     // The presence subscription starts once the name is this worker's: made
     // before, it would count as the live worker the claim looks for.
@@ -335,6 +336,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     }
     let _ = stop_tx.send(true);
     let _ = waker.await;
+    let _ = flips.await;
     if let Some(presence) = presence {
         let _ = presence.await;
     }

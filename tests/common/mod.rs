@@ -231,7 +231,15 @@ pub fn worker_args<'c>(cmd: &'c mut Command, node: &str, lease: &str, extra: &[&
     if !extra.contains(&"--stop-grace") {
         cmd.args(["--stop-grace", "1s"]);
     }
-    cmd.args(extra).args(["--", "sh", "-c", script]).stdout(Stdio::null()).stderr(Stdio::null())
+    cmd.args(extra).args(["--", "sh", "-c", script]).stdout(Stdio::null()).stderr(worker_log(node))
+}
+
+/// Where a test worker's log goes: nowhere, or `$LOCKWATCH_TEST_LOGS/<node>.log`
+/// (appended) when that is set, to see what the workers did in a failed run.
+fn worker_log(node: &str) -> Stdio {
+    let Some(dir) = std::env::var_os("LOCKWATCH_TEST_LOGS") else { return Stdio::null() };
+    let path = Path::new(&dir).join(format!("{node}.log"));
+    std::fs::OpenOptions::new().create(true).append(true).open(path).map_or_else(|_| Stdio::null(), Stdio::from)
 }
 
 /// `lockwatch --redis <url> worker …` as [`worker_args`] makes it, not started.
