@@ -8,10 +8,15 @@
 //! the supervisor enables the job again, Redis restarted from an older
 //! snapshot (taken at a random earlier cycle), a worker killed with
 //! `kill -9` and started again a moment later, a worker paused (SIGSTOP)
-//! past its lease, the lock force-unlocked (DEL and the unlock message), and
-//! the lock evicted (`maxmemory` with `volatile-ttl` while a cache fills
-//! memory). Then the journals are read back: runs of different servers
-//! never overlap in time, and fences only grow.
+//! past its lease, the lock force-unlocked (DEL and the unlock message), the
+//! lock evicted with the holder's worker frozen meanwhile (`maxmemory` with
+//! `volatile-ttl`, which takes the heartbeats too, or `allkeys-lru`, which
+//! may take anything, while keys without expiry fill memory), a second
+//! worker started under a running one's name (a cloned host), and the
+//! holder's reaper killed (`kill -9`; the job runs its loop in a background
+//! child, which must die with it). Then the journals are read back: runs of
+//! different servers never overlap in time, fences only grow, no job
+//! outlives its worker or reaper, and no server runs two jobs at once.
 //!
 //! `cargo test --test soak -- --nocapture` runs the short soak (2
 //! minutes) and two quick checks of the tools; `cargo test --test soak
@@ -52,11 +57,14 @@ const LEASE: &str = "2s";
 const LEASE_MS: u64 = 2_000;
 
 /// The job: every 100 ms one line `node fence pid started_us now_us`
-/// appended to the journal named by its first argument. Times are the wall
+/// appended to the journal named by its first argument, from a background
+/// child (which a killed reaper must not leave running). Times are the wall
 /// clock in µs (`$EPOCHREALTIME`, no fork), the same clock for every job on
-/// this machine; `started_us` tells apart two processes that got the same pid.
+/// this machine; `started_us` tells apart two processes that got the same
+/// pid. `$TWIN` marks the lines of a worker started under another's name.
 const JOB: &str = r#"j=$1; s=${EPOCHREALTIME/./}
-while :; do echo "$LOCKWATCH_NODE $LOCKWATCH_FENCE $$ $s ${EPOCHREALTIME/./}" >> "$j"; sleep 0.1; done"#;
+(while :; do echo "$LOCKWATCH_NODE$TWIN $LOCKWATCH_FENCE $$ $s ${EPOCHREALTIME/./}" >> "$j"; sleep 0.1; done) &
+wait"#;
 
 #[test]
 fn the_job_never_runs_on_two_servers_under_faults() {
@@ -285,6 +293,12 @@ fn soak(length: Duration, min_cycles: usize) {
             report.fences_back_after_loss.len()
         );
     }
+    assert!(report.orphans.is_empty(), "jobs outlived their worker or reaper (seed {seed}): {:?}", report.orphans);
+    assert!(
+        report.same_server.is_empty(),
+        "{} times two jobs ran at once on one server (seed {seed})",
+        report.same_server.len()
+    );
     assert!(report.runs.len() > 1, "the job ran only {} times", report.runs.len());
     assert!(report.running_at_end, "no server ran the job within 30 s after the last fault healed (seed {seed})");
 }
@@ -347,13 +361,19 @@ enum Fault {
     Freeze { aim: Aim, hold: Duration },
     /// Redisson's `forceUnlock`: DEL of the lock and the unlock message.
     Unlock,
-    /// `maxmemory` with `volatile-ttl`, and a cache filling memory until the
-    /// lock (the shortest expiry) is evicted; then the cache goes, and the limit.
-    Evict,
+    /// The holder's worker frozen while `maxmemory` with `policy` and keys
+    /// without expiry filling memory evict the lock (and, under
+    /// `volatile-ttl`, every heartbeat), and a second after; then the filler
+    /// goes, and the limit, and the supervisor enables the job again.
+    Evict { policy: &'static str },
+    /// A second worker started under the name of the worker of `aim`.
+    Twin { aim: Aim },
+    /// `kill -9` of the reaper between the worker of `aim` and its job.
+    ReaperKill { aim: Aim },
 }
 
 /// How many kinds of fault there are: each strikes once in the first round.
-const KINDS: usize = 11;
+const KINDS: usize = 14;
 
 impl Fault {
     /// The fault of cycle `n` (from 0): the first cycles strike each kind
@@ -367,18 +387,22 @@ impl Fault {
             _ => Aim::Node(rng.below(NODES.len() as u64) as usize),
         };
         // Kinds 0..4 are the proxy modes, 4 a pause, 5 a restart, 6 a kill,
-        // 7 a restore, 8 a frozen worker, 9 a forced unlock, 10 an eviction.
+        // 7 a restore, 8 a frozen worker, 9 a forced unlock, 10 and 11 an
+        // eviction, 12 a twin, 13 a reaper killed.
         let kind = match first_round.get(n) {
             Some(&kind) => kind,
             None => match rng.below(100) {
-                0..30 => rng.below(4),
-                30..40 => 4,
-                40..47 => 5,
-                47..65 => 6,
-                65..72 => 7,
-                72..84 => 8,
-                84..92 => 9,
-                _ => 10,
+                0..27 => rng.below(4),
+                27..35 => 4,
+                35..41 => 5,
+                41..56 => 6,
+                56..62 => 7,
+                62..72 => 8,
+                72..79 => 9,
+                79..85 => 10,
+                85..89 => 11,
+                89..94 => 12,
+                _ => 13,
             },
         };
         match kind {
@@ -398,7 +422,10 @@ impl Fault {
             7 => Fault::Restore,
             8 => Fault::Freeze { aim: aim(rng, false), hold: rng.ms(LEASE_MS, LEASE_MS * 3) },
             9 => Fault::Unlock,
-            _ => Fault::Evict,
+            10 => Fault::Evict { policy: "volatile-ttl" },
+            11 => Fault::Evict { policy: "allkeys-lru" },
+            12 => Fault::Twin { aim: aim(rng, false) },
+            _ => Fault::ReaperKill { aim: aim(rng, false) },
         }
     }
 
@@ -415,7 +442,10 @@ impl Fault {
             Fault::Restore => "redis restored from a snapshot",
             Fault::Freeze { .. } => "worker SIGSTOP past its lease",
             Fault::Unlock => "forced unlock",
-            Fault::Evict => "lock evicted",
+            Fault::Evict { policy: "volatile-ttl" } => "lock and heartbeats evicted (volatile-ttl)",
+            Fault::Evict { .. } => "keys evicted (allkeys-lru)",
+            Fault::Twin { .. } => "a second worker under one name",
+            Fault::ReaperKill { .. } => "reaper kill -9",
         }
     }
 }
@@ -430,7 +460,14 @@ impl fmt::Display for Fault {
             Fault::Restore => f.write_str("Redis restarted from the last snapshot taken"),
             Fault::Freeze { aim, hold } => write!(f, "worker of {aim} stopped (SIGSTOP) for {hold:?}"),
             Fault::Unlock => f.write_str("lock force-unlocked (DEL and the unlock message)"),
-            Fault::Evict => f.write_str("lock evicted: maxmemory with volatile-ttl under a filling cache"),
+            Fault::Evict { policy } => {
+                write!(
+                    f,
+                    "the holder's worker frozen while maxmemory with {policy} evicts the lock under keys without expiry"
+                )
+            }
+            Fault::Twin { aim } => write!(f, "a second worker started under the name of the worker of {aim}"),
+            Fault::ReaperKill { aim } => write!(f, "kill -9 of the reaper of the worker of {aim}"),
         }
     }
 }
@@ -491,20 +528,22 @@ impl SoakRig {
         (0..NODES.len()).map(|i| self.journal(i)).collect()
     }
 
-    fn spawn_worker(&mut self, i: usize) {
-        let log =
-            OpenOptions::new().create(true).append(true).open(self.path.join(format!("{}.log", NODES[i]))).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_lockwatch"))
-            .args(["--redis", &self.proxies[i].url(), "worker", "--node", NODES[i], "--lease", LEASE])
+    /// The worker of server `i`, through its proxy, not started.
+    fn worker_command(&self, i: usize) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+        cmd.args(["--redis", &self.proxies[i].url(), "worker", "--node", NODES[i], "--lease", LEASE])
             .args(["--stop-grace", "1s", "--", "bash", "-c", JOB, "lockwatch-soak-job"])
             .arg(self.journal(i))
             .env("LOCKWATCH_LOG", "info")
             .env("LC_ALL", "C")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    fn spawn_worker(&mut self, i: usize) {
+        let log =
+            OpenOptions::new().create(true).append(true).open(self.path.join(format!("{}.log", NODES[i]))).unwrap();
+        let child = self.worker_command(i).stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap();
         self.workers[i] = Some(child);
     }
 
@@ -638,8 +677,87 @@ impl SoakRig {
                 });
                 done.err().map(|e| format!(" (not done: {e})")).unwrap_or_default()
             }
-            Fault::Evict => self.evict_lock().err().map(|e| format!(" (not done: {e})")).unwrap_or_default(),
+            Fault::Evict { policy } => {
+                let held = self.holder().and_then(|i| self.workers[i].as_ref().map(|w| (i, w.id())));
+                // SAFETY: kill(2) on the pid of our own child, not yet reaped.
+                let frozen = held.map(|(_, pid)| {
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+                    Resume(pid as i32)
+                });
+                let lost = now_us();
+                let done = self.evict(policy).err().map(|e| format!(" (not done: {e})")).unwrap_or_default();
+                std::thread::sleep(Duration::from_secs(1));
+                drop(frozen);
+                if *policy != "volatile-ttl" {
+                    // The flags may be gone with the rest: she enables it again.
+                    self.enable();
+                    self.disabled.push((lost, now_us()));
+                }
+                format!("{}{done}", held.map(|(i, _)| format!(" → {} frozen", NODES[i])).unwrap_or_default())
+            }
+            Fault::Twin { aim } => {
+                let i = self.aimed(*aim)[0];
+                self.start_twin(i)
+            }
+            Fault::ReaperKill { aim } => {
+                let i = self.aimed(*aim)[0];
+                self.kill_reaper(i)
+            }
         }
+    }
+
+    /// Starts a worker under the name of worker `i`, as a cloned host would:
+    /// it must stop at once, saying so, and never run the job.
+    fn start_twin(&mut self, i: usize) -> String {
+        let log = self.path.join(format!("{}-twin.log", NODES[i]));
+        let Ok(file) = OpenOptions::new().create(true).append(true).open(&log) else { return String::new() };
+        let Ok(mut twin) = self.worker_command(i).env("TWIN", "~twin").stdout(Stdio::null()).stderr(file).spawn()
+        else {
+            return " (not started)".to_owned();
+        };
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(status)) = twin.try_wait() {
+                let said = std::fs::read_to_string(&log).unwrap_or_default();
+                if !said.contains("another worker already runs as node") {
+                    self.orphans.push(format!("a twin of {} stopped ({status}) without saying why", NODES[i]));
+                }
+                return format!(" → {}: stopped after {:?}", NODES[i], t.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Still trying (Redis frozen or unreachable meanwhile): no fault as
+        // long as it never ran the job, which the journal would show.
+        let _ = twin.kill();
+        let _ = twin.wait();
+        format!(" → {}: still waiting for Redis after 5 s", NODES[i])
+    }
+
+    /// Kills the reaper of worker `i` (`kill -9`): the job's processes,
+    /// its background child among them, must be gone a second later.
+    fn kill_reaper(&mut self, i: usize) -> String {
+        let Some(worker) = self.workers[i].as_ref().map(Child::id) else { return String::new() };
+        let Some(reaper) =
+            procs::all().into_iter().find(|p| p.ppid == worker as i32 && p.cmdline.contains("lockwatch"))
+        else {
+            return format!(" → {}: no job running", NODES[i]);
+        };
+        // The job's processes: what names the journal, but for the worker
+        // itself (its command line does too).
+        let jobs: Vec<u32> = jobs_of(&self.journal(i)).into_iter().filter(|p| *p != worker).collect();
+        // SAFETY: kill(2) on a process whose parent is our own worker: its reaper.
+        unsafe { libc::kill(reaper.pid, libc::SIGKILL) };
+        std::thread::sleep(Duration::from_secs(1));
+        let left: Vec<u32> = jobs.into_iter().filter(|p| procs::runs(*p)).collect();
+        if !left.is_empty() {
+            self.orphans
+                .push(format!("job process(es) {left:?} of {} alive 1 s after its reaper was killed", NODES[i]));
+            for pid in &left {
+                // SAFETY: kill(2) on a job process of this soak's own.
+                unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+            }
+        }
+        format!(" → {}", NODES[i])
     }
 
     /// Takes a snapshot (`SAVE`) for a later restore; a failure is no fault.
@@ -650,9 +768,10 @@ impl SoakRig {
         }
     }
 
-    /// Fills memory under `volatile-ttl` until the lock is evicted (or 3 s
+    /// Fills memory under `policy` with keys without expiry until the lock
+    /// is evicted, and under `volatile-ttl` every heartbeat too (or 3 s
     /// pass), then frees it and lifts the limit.
-    fn evict_lock(&self) -> redis::RedisResult<()> {
+    fn evict(&self, policy: &str) -> redis::RedisResult<()> {
         let mut c = self.redis.client().get_connection_with_timeout(Duration::from_secs(1))?;
         c.set_read_timeout(Some(Duration::from_secs(2)))?;
         let used: String = redis::cmd("INFO").arg("memory").query(&mut c)?;
@@ -661,17 +780,22 @@ impl SoakRig {
         redis::cmd("CONFIG")
             .arg("SET")
             .arg("maxmemory-policy")
-            .arg("volatile-ttl")
+            .arg(policy)
             .arg("maxmemory")
             .arg(used + 4 * 1024 * 1024)
             .query::<()>(&mut c)?;
         let value = vec![b'x'; 64 * 1024];
+        let mut keys = vec!["{outbound}:lock".to_owned()];
+        if policy == "volatile-ttl" {
+            keys.extend(NODES.iter().map(|n| format!("{{outbound}}:node:{n}")));
+        }
         let t = Instant::now();
         let mut n = 0;
         while t.elapsed() < Duration::from_secs(3) {
-            redis::cmd("SET").arg(format!("cache:{n}")).arg(&value).arg("EX").arg(3600).query::<()>(&mut c)?;
+            // Refused (OOM) once nothing with an expiry is left: no fault.
+            let _: redis::RedisResult<()> = redis::cmd("SET").arg(format!("cache:{n}")).arg(&value).query(&mut c);
             n += 1;
-            if n > 64 && !redis::cmd("EXISTS").arg("{outbound}:lock").query::<bool>(&mut c)? {
+            if n > 64 && !redis::cmd("EXISTS").arg(&keys).query::<bool>(&mut c)? {
                 break;
             }
         }
@@ -968,6 +1092,8 @@ impl Report {
             && (!NO_OVERLAP_AFTER_DATA_LOSS || self.overlaps_after_loss.is_empty())
             && self.fences_back_same_data.is_empty()
             && (!FENCE_SURVIVES_DATA_LOSS || self.fences_back_after_loss.is_empty())
+            && self.orphans.is_empty()
+            && self.same_server.is_empty()
             && self.running_at_end
     }
 
