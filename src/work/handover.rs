@@ -4,7 +4,8 @@
 //! that holder stops at its next look, and at the latest when its reaper's
 //! dead-man deadline passes. So the new holder holds the lock and waits
 //! until that server beats idle, or until the deadline counted from its
-//! last beat or renewal has passed (a dead server cannot say it stopped).
+//! last beat or renewal has passed, with a margin for the kill to land (a
+//! dead server cannot say it stopped).
 //!
 //! Heartbeats can vanish too (evicted with the lock, or never written by
 //! a server that is gone), and a missing heartbeat proves nothing. So the
@@ -19,7 +20,7 @@ use std::time::Duration;
 
 use crate::clock::millis;
 use crate::snapshot::Snapshot;
-use crate::work::lock::{Before, dead_man};
+use crate::work::lock::Before;
 
 /// Another server that may still run the job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,13 +30,22 @@ pub struct Busy {
     pub left: Duration,
 }
 
+/// How long after its last sign of life another holder's job may still run,
+/// as far as a new holder counts: the whole lease. Its reaper kills it at
+/// 7/8 of the lease ([`crate::work::lock::dead_man`]); the last eighth is the margin for that
+/// kill to land (a reaper on a host with thousands of processes walks
+/// `/proc` for tens of milliseconds first).
+fn may_run(lease: Duration) -> u64 {
+    millis(lease)
+}
+
 /// The server the new holder `node` (holding under `field`) must wait for
 /// the longest, if any, as `snap` shows them. A server counts when its
 /// heartbeat says it runs the job (`running`, `stalled`, `stopping`) under
 /// another lock field, and its process is not known dead: a worker's death
 /// closes its presence subscription and its reaper kills the job at once.
 pub fn busy_elsewhere(snap: &Snapshot, node: &str, field: &str, lease: Duration) -> Option<Busy> {
-    let may_run = millis(dead_man(lease));
+    let may_run = may_run(lease);
     snap.beats
         .iter()
         .filter(|b| b.node != node && matches!(b.state.as_deref(), Some("running" | "stalled" | "stopping")))
@@ -56,7 +66,7 @@ pub fn busy_elsewhere(snap: &Snapshot, node: &str, field: &str, lease: Duration)
 /// process runs no job outside a holding, and no other process runs under
 /// its name.
 pub fn before_busy(snap: &Snapshot, before: &Before, node: &str, lease: Duration, acquired_ms: u64) -> Option<Busy> {
-    let may_run = millis(dead_man(lease));
+    let may_run = may_run(lease);
     let (who, last_sign) = match before {
         Before::Stopped => return None,
         Before::Running { node: other, .. } if other == node => return None,
@@ -76,7 +86,8 @@ pub fn before_busy(snap: &Snapshot, before: &Before, node: &str, lease: Duration
     };
     // Its reaper kills its job at the latest the dead-man time after its
     // last renewal, which came before the lock was taken, and no later than
-    // its heartbeat's last sign (each renewal stamps the heartbeat).
+    // its heartbeat's last sign (each renewal stamps the heartbeat); the
+    // wait is a lease from then, the margin included.
     let until = last_sign.unwrap_or(acquired_ms).min(acquired_ms).saturating_add(may_run);
     (until > snap.time_ms).then(|| Busy { node: who, left: Duration::from_millis(until - snap.time_ms) })
 }
@@ -104,15 +115,15 @@ mod tests {
     }
 
     #[test]
-    fn a_running_server_is_waited_for_until_its_dead_man_deadline() {
+    fn a_running_server_is_waited_for_a_lease_after_its_last_sign() {
         let s = snap(10_000, vec![beat("a", "running", "fa", 9_000)]);
         let busy = busy_elsewhere(&s, "b", "fb", LEASE).unwrap();
-        assert_eq!(busy, Busy { node: "a".to_owned(), left: Duration::from_millis(9_000 + 7_000 - 10_000) });
+        assert_eq!(busy, Busy { node: "a".to_owned(), left: Duration::from_millis(9_000 + 8_000 - 10_000) });
         // A renewal after the beat counts from the renewal.
         let mut renewed = beat("a", "running", "fa", 9_000);
         renewed.renewed_ms = Some(9_500);
         let busy = busy_elsewhere(&snap(10_000, vec![renewed]), "b", "fb", LEASE).unwrap();
-        assert_eq!(busy.left, Duration::from_millis(6_500));
+        assert_eq!(busy.left, Duration::from_millis(7_500));
     }
 
     #[test]
@@ -136,9 +147,9 @@ mod tests {
         let before = Before::Running { node: "a".to_owned(), fence: 5 };
         let acquired = 10_000;
         let at = |beats| snap(10_500, beats);
-        // No heartbeat (evicted): the dead-man time from the acquisition.
+        // No heartbeat (evicted): a lease from the acquisition.
         let busy = before_busy(&at(vec![]), &before, "b", LEASE, acquired).unwrap();
-        assert_eq!(busy, Busy { node: "a".to_owned(), left: Duration::from_millis(10_000 + 7_000 - 10_500) });
+        assert_eq!(busy, Busy { node: "a".to_owned(), left: Duration::from_millis(10_000 + 8_000 - 10_500) });
         // Nothing names it: the same.
         assert_eq!(before_busy(&at(vec![]), &Before::Unknown, "b", LEASE, acquired).unwrap().left, busy.left);
         // A heartbeat still running under it: from its last sign, if earlier.
@@ -146,7 +157,7 @@ mod tests {
         running.fence = Some(5);
         assert_eq!(
             before_busy(&at(vec![running.clone()]), &before, "b", LEASE, acquired).unwrap().left.as_millis(),
-            5_500
+            6_500
         );
         // Proofs that it stopped.
         let mut dead = running.clone();
@@ -183,9 +194,9 @@ mod tests {
             let proven = beats.first().is_some_and(|b| b.state.as_deref() == Some("idle"));
             let busy = before_busy(&snap(now, beats), &before, "b", LEASE, acquired);
             if let Some(busy) = &busy {
-                prop_assert!(now + (busy.left.as_millis() as u64) <= acquired + 7_000);
+                prop_assert!(now + (busy.left.as_millis() as u64) <= acquired + 8_000);
             }
-            if !proven && beat_at.is_none() && now < acquired + 7_000 {
+            if !proven && beat_at.is_none() && now < acquired + 8_000 {
                 prop_assert!(busy.is_some());
             }
         }
@@ -209,7 +220,7 @@ mod tests {
                 let b = beats.iter().find(|b| b.node == busy.node).unwrap();
                 prop_assert!(["running", "stalled", "stopping"].contains(&b.state.as_deref().unwrap()));
                 let last = b.beat_ms.max(b.renewed_ms).unwrap();
-                prop_assert_eq!(now + busy.left.as_millis() as u64, last + 7_000);
+                prop_assert_eq!(now + busy.left.as_millis() as u64, last + 8_000);
             }
         }
     }
