@@ -1,7 +1,8 @@
 //! Exactly one run where Redis itself works against the lock: eviction
 //! taking the lock with the heartbeats, an older snapshot that holds a live
 //! worker's old lock, two workers started under one name, a reaper killed,
-//! a supervisor's flag emptied. Each case runs real workers whose job
+//! a supervisor's flag emptied (a reaper killed is `worker.rs`'s, beside
+//! the other ways the job's tree must die). Each case runs real workers whose job
 //! journals every 50 ms, and checks that no two runs overlapped and that
 //! fences only grew in start order.
 
@@ -11,7 +12,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::journal::{JOURNAL_LOOP, assert_no_overlap, journal, journal_worker, overlap_ms};
-use common::procs::runs;
 use common::*;
 
 const LEASE: &str = "3s";
@@ -245,53 +245,6 @@ async fn workers_on_cloned_hosts_get_distinct_default_names_and_never_run_twice(
     assert_eq!(overlap_ms(&lines), 0, "two runs at once");
     assert_no_overlap(&lines);
     drop(b);
-}
-
-/// A job whose background child outlives its own main process; the
-/// reaper between the worker and the job is killed (`kill -9`).
-const BACKGROUND: &str = r#"sh -c 'echo $$ > "$DIR/bg"; exec sleep 600' &
-setsid sh -c 'echo $$ > "$DIR/bg2"; exec sleep 601' &
-while :; do sleep 1; done"#;
-
-/// The reaper killed: nothing the job started may run on beside the job
-/// the worker starts again, or beside another server's.
-#[tokio::test]
-async fn a_killed_reaper_takes_everything_the_job_started_along() {
-    let (_server, url, _c) = server_with_flag("alice", true);
-    let dir = tempfile::tempdir().unwrap();
-    let worker = WorkerProcess::spawn(worker_command(&url, "wh-a", LEASE, &[], BACKGROUND).env("DIR", dir.path()));
-    let read = |name: &str| -> Option<u32> { std::fs::read_to_string(dir.path().join(name)).ok()?.trim().parse().ok() };
-    let pids = eventually("the job's background children", Duration::from_secs(10), || {
-        Some(vec![read("bg")?, read("bg2")?]).filter(|p| p.iter().all(|p| runs(*p)))
-    })
-    .await;
-    let reaper = common::procs::all()
-        .into_iter()
-        .find(|p| p.ppid == worker.pid() && p.cmdline.contains("lockwatch"))
-        .expect("the worker's reaper");
-    let _strays = Strays(pids.clone());
-    let t = Instant::now();
-    // SAFETY: kill(2) on the reaper this test's worker started.
-    unsafe { libc::kill(reaper.pid, libc::SIGKILL) };
-    eventually("the job's background children to die with their reaper", Duration::from_secs(5), || {
-        pids.iter().all(|p| !runs(*p)).then_some(())
-    })
-    .await;
-    println!("the job's background children gone {:?} after kill -9 of the reaper", t.elapsed());
-}
-
-/// Pids a test started indirectly, killed when the test ends however it ends.
-struct Strays(Vec<u32>);
-
-impl Drop for Strays {
-    fn drop(&mut self) {
-        for pid in &self.0 {
-            if runs(*pid) {
-                // SAFETY: kill(2) on a process this test's job started.
-                unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
-            }
-        }
-    }
 }
 
 /// Where Redis may evict the job's keys, the worker and `status` say so.

@@ -352,6 +352,23 @@ async fn kill_9_of_the_worker_takes_the_jobs_whole_tree_along_setsid_or_not() {
 }
 
 #[tokio::test]
+async fn kill_9_of_the_reaper_takes_the_jobs_whole_tree_along_setsid_or_not() {
+    let (_server, url, _) = server_with_flag("alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let a = tree_worker(&url, "srv-a", dir.path());
+    let tree = job_tree(dir.path()).await;
+    let reaper = common::procs::all()
+        .into_iter()
+        .find(|p| p.ppid == a.pid() && p.cmdline.contains("lockwatch"))
+        .expect("the worker's reaper");
+    let t0 = Instant::now();
+    // SAFETY: kill(2) on the reaper this test's worker started.
+    unsafe { libc::kill(reaper.pid, libc::SIGKILL) };
+    all_gone("the job, its grandchild and its setsid grandchild to die with the reaper", &tree).await;
+    println!("whole job tree gone {:?} after kill -9 of the reaper", t0.elapsed());
+}
+
+#[tokio::test]
 async fn flags_off_and_sigterm_stop_the_jobs_whole_tree_setsid_or_not() {
     let (_server, url, mut c) = server_with_flag("alice", true);
     let dir = tempfile::tempdir().unwrap();
