@@ -21,7 +21,8 @@ while read -r name dir _; do
   skip=()
   if [[ $name == redis-6* ]]; then
     for t in a_supervisor_can_run_no_script a_supervisor_flips_their_own a_supervisor_says_they_are_on_it \
-      the_cli_says_in_one_sentence_when_the_server_refuses a_supervisor_who_fills a_supervisor_is_refused_everything; do
+      the_cli_says_in_one_sentence_when_the_server_refuses a_supervisor_who_fills a_supervisor_is_refused_everything \
+      a_supervisor_who_never_reads; do
       skip+=(--skip "$t")
     done
   fi
