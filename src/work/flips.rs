@@ -15,8 +15,8 @@ use tokio::sync::{Notify, watch};
 use crate::connect::{Backoff, Target};
 use crate::keys::Keys;
 
-/// How often the tracking connection is asked whether it still answers: a
-/// connection that died silently would hear nothing.
+/// How often the tracking connection is asked whether it still tracks
+/// (`CLIENT TRACKINGINFO`): a connection that died silently would hear nothing.
 const CHECK_EVERY: Duration = Duration::from_secs(5);
 
 /// Wakes `wake` at every write to a flag or an acknowledgement of the job,
@@ -59,9 +59,12 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch
             tokio::select! {
                 _ = closed.notified() => break,
                 _ = tokio::time::sleep(CHECK_EVERY) => {
-                    let ping = redis::cmd("PING");
-                    if !matches!(tokio::time::timeout(CHECK_EVERY, ping.query_async::<()>(&mut conn)).await, Ok(Ok(()))) {
-                        break;
+                    // Any answer, even a refusal, says the connection lives.
+                    let info = redis::cmd("CLIENT").arg("TRACKINGINFO").to_owned();
+                    match tokio::time::timeout(CHECK_EVERY, info.query_async::<redis::Value>(&mut conn)).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(err)) if err.code().is_some() => {}
+                        _ => break,
                     }
                 }
                 _ = stop.changed() => return,
