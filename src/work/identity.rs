@@ -1,11 +1,37 @@
-//! The worker's name when none is given: the host name, and the one it
-//! takes instead when another live worker already runs under that name (a
-//! cloned host keeps its original's host name): the host name with the
-//! address this host reaches Redis from, which a clone does not share.
+//! A worker's name: one live process per name. Whether a name can be
+//! claimed, as a snapshot shows its heartbeat (pure); and the name when none
+//! is given: the host name, and the one taken instead when another live
+//! worker already runs under that name (a cloned host keeps its original's
+//! host name): the host name with the address this host reaches Redis
+//! from, which a clone does not share.
 
 use std::net::{ToSocketAddrs, UdpSocket};
 
 use crate::address::Endpoint;
+use crate::snapshot::{Beat, Snapshot};
+
+/// What a snapshot says of claiming the name `node` for the process `instance`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Claim<'a> {
+    /// Another live process has it: its presence subscription is counted.
+    Taken(&'a Beat),
+    /// The heartbeat names a process whose subscription is gone: dead, its
+    /// job killed by its reaper; the claim may replace it at once.
+    Replaces(&'a str),
+    /// Nothing in the snapshot stands in the way (the heartbeat script still
+    /// refuses a process that beat less than a lease ago).
+    Open,
+}
+
+/// Whether `instance` may claim the name `node`, as `snap` shows its heartbeat.
+pub fn claim<'a>(snap: &'a Snapshot, node: &str, instance: &str) -> Claim<'a> {
+    let other = snap.beats.iter().find(|b| b.node == node && b.instance.as_deref().is_some_and(|i| i != instance));
+    match other {
+        Some(b) if b.present == Some(true) => Claim::Taken(b),
+        Some(Beat { present: Some(false), instance: Some(dead), .. }) => Claim::Replaces(dead),
+        _ => Claim::Open,
+    }
+}
 
 /// The default name and its fallback, for a worker reaching Redis at `redis`.
 pub fn default_names(redis: &Endpoint) -> (String, String) {
@@ -30,6 +56,24 @@ fn local_address(addr: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_is_taken_while_another_process_lives_under_it() {
+        let beat = |instance: &str, present: Option<bool>| Beat {
+            node: "wh-a".to_owned(),
+            instance: Some(instance.to_owned()),
+            present,
+            ..Beat::default()
+        };
+        let snap = |beats| Snapshot { beats, ..Snapshot::default() };
+        let alive = snap(vec![beat("other", Some(true))]);
+        assert!(matches!(claim(&alive, "wh-a", "me"), Claim::Taken(_)), "alive, even when stopped");
+        assert_eq!(claim(&alive, "wh-b", "me"), Claim::Open, "another name");
+        assert_eq!(claim(&snap(vec![beat("me", Some(true))]), "wh-a", "me"), Claim::Open, "its own");
+        assert_eq!(claim(&snap(vec![beat("other", Some(false))]), "wh-a", "me"), Claim::Replaces("other"));
+        assert_eq!(claim(&snap(vec![beat("other", None)]), "wh-a", "me"), Claim::Open, "the script decides");
+        assert_eq!(claim(&snap(vec![]), "wh-a", "me"), Claim::Open);
+    }
 
     #[test]
     fn the_fallback_names_the_address_redis_is_reached_from_and_is_a_valid_name() {

@@ -24,6 +24,7 @@ use crate::probe::probe;
 use crate::snapshot::{Enabled, Flag, Snapshot};
 use crate::watcher::{WakePace, follow_pubsub};
 use crate::work::handover::{Busy, before_busy, busy_elsewhere};
+use crate::work::identity::Claim;
 use crate::work::job::{Job, JobEnv, Killer, Work};
 use crate::work::lock::{Acquire, Before, Lock, Renew, Wait, dead_man};
 use crate::work::presence::Held;
@@ -878,14 +879,13 @@ impl Worker {
     /// fallback; [`Error::Redis`] when the heartbeat cannot be written.
     async fn claim(&mut self, snap: &Snapshot) -> Result<(), Error> {
         loop {
-            let other = snap
-                .beats
-                .iter()
-                .find(|b| b.node == self.opts.node && b.instance.as_deref().is_some_and(|i| i != self.instance));
-            self.replaces =
-                other.filter(|b| b.present == Some(false)).and_then(|b| b.instance.clone()).unwrap_or_default();
-            let result = match other {
-                Some(b) if b.present == Some(true) => {
+            let claim = crate::work::identity::claim(snap, &self.opts.node, &self.instance);
+            self.replaces = match claim {
+                Claim::Replaces(dead) => dead.to_owned(),
+                _ => String::new(),
+            };
+            let result = match claim {
+                Claim::Taken(b) => {
                     let age = b.beat_ms.map(|at| snap.time_ms.saturating_sub(at));
                     let pid = b.pid.map(|p| p.to_string()).unwrap_or_default();
                     Err(Error::NodeTaken {
