@@ -271,6 +271,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         instance: uuid::Uuid::new_v4().to_string(),
         claimed: false,
         replaces: String::new(),
+        refused_since: None,
         last_exit: String::new(),
         present,
     };
@@ -433,6 +434,8 @@ struct Worker {
     instance: String,
     claimed: bool,
     replaces: String,
+    /// Since when claiming the name is refused for a beat too recent.
+    refused_since: Option<Instant>,
     /// When the memory policy was last asked, and what was said of it.
     eviction_asked: Option<Instant>,
     eviction_said: Option<String>,
@@ -500,6 +503,7 @@ impl Worker {
         self.check_eviction().await;
         if !self.claimed {
             match self.claim(&snap).await {
+                Ok(()) if !self.claimed => return Ok(Some(Duration::from_millis(500))),
                 Ok(()) => {}
                 Err(err @ Error::NodeTaken { .. }) => return Err(err),
                 Err(err) => {
@@ -870,9 +874,13 @@ impl Worker {
     /// Makes the node name this process's own with a first heartbeat,
     /// unless another live worker has it: one whose presence subscription
     /// Redis counts (even when it is stopped or hung), or that beat less than
-    /// a lease and a second ago (its presence cannot be counted). One known
-    /// dead (its subscription gone) is replaced at once. Takes the fallback
-    /// name, if there is one, when the name is taken.
+    /// a lease and a second ago while its presence cannot be counted (a
+    /// predecessor just killed, whose subscription Redis has not dropped
+    /// yet, may look so: that refusal is retried until a lease and a second
+    /// have passed). One known dead (its subscription gone) is replaced at
+    /// once. Takes the fallback name, if there is one, when the name is taken.
+    ///
+    /// Returns with the name not claimed yet when it is to be asked again.
     ///
     /// # Errors
     /// [`Error::NodeTaken`] when the name is another's and there is no
@@ -884,6 +892,7 @@ impl Worker {
                 Claim::Replaces(dead) => dead.to_owned(),
                 _ => String::new(),
             };
+            let alive = matches!(claim, Claim::Taken(_));
             let result = match claim {
                 Claim::Taken(b) => {
                     let age = b.beat_ms.map(|at| snap.time_ms.saturating_sub(at));
@@ -901,7 +910,13 @@ impl Worker {
                     return Ok(());
                 }
                 Err(err @ Error::NodeTaken { .. }) => {
+                    let since = *self.refused_since.get_or_insert_with(Instant::now);
+                    if !alive && since.elapsed() < self.opts.lease + Duration::from_secs(1) {
+                        tracing::debug!(node = %self.opts.node, "{err}; trying again");
+                        return Ok(());
+                    }
                     let Some(fallback) = self.opts.fallback_node.take() else { return Err(err) };
+                    self.refused_since = None;
                     tracing::warn!(node = %fallback, "{err}; this one runs as {fallback}");
                     self.lock = Lock::new(self.keys.clone(), &fallback, self.opts.lease, self.target.endpoint())
                         .sharded(self.target.is_cluster());
