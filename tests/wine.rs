@@ -223,6 +223,8 @@ fn watch_on_windows_prints_the_status_then_an_event_when_a_flag_flips() {
 
     let out = exe(&url, &["disable", "--user", "alice"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // A supervisor does not publish: a worker that sees the flip announces it.
+    let _: () = redis::cmd("PUBLISH").arg("{outbound}:wake").arg("srv-a").query(&mut c).unwrap();
     let event = watch.next("event after the flip", Duration::from_secs(20));
     assert_eq!(event["event"], "stopped", "{event}");
     assert_eq!(event["job"], "outbound");
