@@ -111,8 +111,8 @@ pub enum Command {
     },
     /// Run CMD on exactly one server of the cluster, while somebody has the job enabled.
     Worker {
-        /// This server's name, as supervisors see it [default: the host name; where another live
-        /// worker has that name (a cloned host), the host name @ the address it reaches Redis from].
+        /// This server's name, as supervisors see it [default: the host name, or HOST@ADDRESS
+        /// where another live worker has it].
         #[arg(long, env = "LOCKWATCH_NODE", hide_env_values = true, value_parser = parse_user)]
         node: Option<String>,
         /// Lock lease; the watchdog renews it every third of it.
