@@ -9,6 +9,8 @@
 #   2. the worker stopped by SIGSTOP: its reaper kills the job by the lease
 #      by itself, under the unit's hardening;
 #   3. the worker killed by SIGKILL: systemd restarts it and the job runs again;
+#   3b. the worker and its reaper killed together: what the job left (its
+#      background child, fallen to init) is ended by systemd, and it runs again;
 #   4. systemctl stop: the lock is released, nothing of the unit is left.
 # The root with systemd is made once from scripts/try-debs.sh's and cached
 # beside it. Needs root (nspawn); about a minute once cached.
@@ -96,7 +98,9 @@ runs_anew() { runs_on srv-a && [ "$(fence)" != "$1" ]; }
 # Pids as the host sees them (the container's processes are the host's too,
 # and a minbase root has no ps): the job (the sh below the reaper) and the worker.
 # Only in the container's namespaces: never a worker of the host's own.
-job_pid() { pgrep --ns "$leader" --nslist pid -f "^sh -c while :; do date" | head -1 || true; }
+job_pid() { job_pids | head -1; }
+# The job and the background child it journals from.
+job_pids() { pgrep --ns "$leader" --nslist pid -f "^sh -c .while :; do date" || true; }
 worker_pid() { pgrep --ns "$leader" --nslist pid -f "^/usr/bin/lockwatch --job outbound worker" | head -1 || true; }
 
 step "boot a clean Debian 12 with systemd (systemd-nspawn)"
@@ -112,7 +116,8 @@ step "apt-get install ./lockwatch_*.deb, the job's .env, systemctl enable --now"
 in_box sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq /var/tmp/lockwatch/$(basename "$deb") >/var/tmp/lockwatch/apt.log 2>&1" ||
   fail "apt-get install failed: $(tail -20 "$root/var/tmp/lockwatch/apt.log")"
 in_box getent passwd lockwatch >/dev/null || fail "postinst made no user lockwatch"
-# The job: a line a second into its state directory (writable under ProtectSystem=strict).
+# The job: a line every 0.2 s into its state directory (writable under
+# ProtectSystem=strict), from a background child of the job's process.
 cat >"$root/var/tmp/lockwatch/outbound.env" <<ENV
 LOCKWATCH_REDIS_URL=$url
 LOCKWATCH_LEASE=3s
@@ -121,7 +126,7 @@ LOCKWATCH_COMMAND=/usr/local/bin/outbound-job
 ENV
 cat >"$root/usr/local/bin/outbound-job" <<'JOB'
 #!/bin/sh
-exec sh -c 'while :; do date +%s >> /var/lib/lockwatch/outbound.ticks; sleep 0.2; done'
+exec sh -c '(while :; do date +%s >> /var/lib/lockwatch/outbound.ticks; sleep 0.2; done) & wait'
 JOB
 chmod 0755 "$root/usr/local/bin/outbound-job"
 in_box install -o lockwatch -g lockwatch -m 0600 /var/tmp/lockwatch/outbound.env /etc/lockwatch/outbound.env
@@ -156,6 +161,19 @@ kill -KILL "$worker"
 within 200 runs_anew "$second_fence" || fail "the worker was not restarted, or took the job not again"
 [ "$(worker_pid)" != "$worker" ] || fail "the same worker runs"
 echo "restarted by systemd (NRestarts=$(in_box systemctl show -p NRestarts --value lockwatch-worker@outbound)); running again $(( ($(date +%s%N) - killed_at) / 1000000 )) ms after the SIGKILL (lease 3 s), fence $(fence) (was $second_fence)"
+
+step "3b. the worker and its reaper killed together (as pkill -9 lockwatch does): systemd ends what the job left"
+third_fence=$(fence)
+worker=$(worker_pid)
+reaper=$(pgrep -P "$worker" | head -1)
+jobs=$(job_pids)
+[ -n "$reaper" ] && [ -n "$jobs" ] || fail "no reaper or job below the worker"
+killed_at=$(date +%s%N)
+kill -KILL "$worker" "$reaper"
+none_left() { for p in $jobs; do [ -e "/proc/$p" ] && return 1; done; return 0; }
+within 50 none_left || fail "the job's processes $jobs outlived the worker and its reaper"
+echo "the job and its background child gone $(( ($(date +%s%N) - killed_at) / 1000000 )) ms after kill -9 of the worker and the reaper"
+within 200 runs_anew "$third_fence" || fail "the worker was not restarted, or took the job not again"
 
 step "4. systemctl stop: the lock released, nothing of the unit left"
 in_box systemctl stop lockwatch-worker@outbound
