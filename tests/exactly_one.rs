@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::journal::{JOURNAL_LOOP, assert_no_overlap, journal, journal_worker, overlap_ms};
+use common::journal::{JOURNAL_LOOP, Two, assert_no_overlap, journal, journal_worker, overlap_ms};
 use common::*;
 
 const LEASE: &str = "3s";
@@ -54,7 +54,7 @@ fn evict_lock_and_heartbeats(c: &mut redis::Connection, policy: &str) -> bool {
         .unwrap();
     let value = vec![b'x'; 32 * 1024];
     let gone = |c: &mut redis::Connection| {
-        !exists(c, "{outbound}:lock") && !exists(c, "{outbound}:node:wh-a") && !exists(c, "{outbound}:node:wh-b")
+        !exists(c, "{outbound}:lock") && !exists(c, "{outbound}:node:srv-a") && !exists(c, "{outbound}:node:srv-b")
     };
     let t = Instant::now();
     let mut n = 0;
@@ -78,28 +78,22 @@ fn evict_lock_and_heartbeats(c: &mut redis::Connection, policy: &str) -> bool {
 /// The other server takes the lock, finds no heartbeat to wait for, and
 /// must still not start the job until the holder's job has stopped.
 async fn eviction_starts_no_second_run(policy: &str) {
-    let (server, url, mut c) = server_with_flag("alice", true);
-    seed_fence(&mut c);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("journal");
-    let a = journal_worker(&url, "wh-a", "6s", &path);
-    let b = journal_worker(&url, "wh-b", "6s", &path);
-    let holder = running_node(&path, None).await;
-    let held = if holder == "wh-a" { &a } else { &b };
+    let server = RedisServer::start();
+    let two = Two::start(&server, "6s").await;
+    let (mut c, path, holder) = (server.conn(), &two.j, &two.holder);
     {
-        let _frozen = freeze(held.pid());
+        let _frozen = freeze(two.holder_pid());
         assert!(evict_lock_and_heartbeats(&mut c, policy), "Redis evicted the lock and both heartbeats");
         // allkeys-* may take the flag too: the supervisor switches it on again.
         flag(&mut c, "outbound", "alice", true);
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
-    let other = running_node(&path, Some(&holder)).await;
+    let other = running_node(path, Some(holder)).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let lines = journal(&path);
+    let lines = journal(path);
     println!("{policy}: {holder} → {other}, {} ms of two runs", overlap_ms(&lines));
     assert_eq!(overlap_ms(&lines), 0, "{policy}: two runs at once");
     assert_no_overlap(&lines);
-    drop(server);
 }
 
 #[tokio::test]
@@ -118,13 +112,9 @@ async fn allkeys_lru_eviction_starts_no_second_run() {
 /// the old lock up as its own, nor run under its old fence.
 #[tokio::test]
 async fn an_older_snapshot_with_a_live_workers_old_lock_starts_no_second_run() {
-    let (mut server, url, mut c) = server_with_flag("alice", true);
-    seed_fence(&mut c);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("journal");
-    let a = journal_worker(&url, "wh-a", "6s", &path);
-    let b = journal_worker(&url, "wh-b", "6s", &path);
-    let first = running_node(&path, None).await;
+    let mut server = RedisServer::start();
+    let two = Two::start(&server, "6s").await;
+    let (mut c, path, first) = (server.conn(), &two.j, &two.holder);
     let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
     let _: () = redis::pipe()
         .del("{outbound}:lock")
@@ -133,8 +123,8 @@ async fn an_older_snapshot_with_a_live_workers_old_lock_starts_no_second_run() {
         .ignore()
         .query(&mut c)
         .unwrap();
-    let second = running_node(&path, Some(&first)).await;
-    let runner = if second == "wh-a" { &a } else { &b };
+    let second = running_node(path, Some(first)).await;
+    let runner = if second == "srv-a" { &two.a } else { &two.b };
     {
         let _frozen = freeze(runner.pid());
         server.restart_from_snapshot();
@@ -143,7 +133,7 @@ async fn an_older_snapshot_with_a_live_workers_old_lock_starts_no_second_run() {
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     tokio::time::sleep(Duration::from_secs(8)).await;
-    let lines = journal(&path);
+    let lines = journal(path);
     println!("{first} → {second}, snapshot restored: {} ms of two runs", overlap_ms(&lines));
     assert_eq!(overlap_ms(&lines), 0, "two runs at once");
     assert_no_overlap(&lines);
@@ -154,24 +144,21 @@ async fn an_older_snapshot_with_a_live_workers_old_lock_starts_no_second_run() {
 /// enough to run.
 #[tokio::test]
 async fn an_emptied_flag_of_one_supervisor_does_not_stop_the_job_anothers_keeps_on() {
-    let (_server, url, mut c) = server_with_flag("alice", true);
-    flag(&mut c, "outbound", "bob", true);
-    seed_fence(&mut c);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("journal");
-    let mut a = journal_worker(&url, "wh-a", LEASE, &path);
-    let mut b = journal_worker(&url, "wh-b", LEASE, &path);
-    let holder = running_node(&path, None).await;
+    let server = RedisServer::start();
+    flag(&mut server.conn(), "outbound", "bob", true);
+    let mut two = Two::start(&server, LEASE).await;
+    let mut c = server.conn();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let _: () = redis::cmd("HDEL").arg("{outbound}:enabled:alice").arg(&["on", "time", "host"]).query(&mut c).unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    if holder == "wh-a" {
-        a.kill9()
+    let holder = two.holder.clone();
+    if holder == "srv-a" {
+        two.a.kill9()
     } else {
-        b.kill9()
+        two.b.kill9()
     };
     let t = Instant::now();
-    let other = running_node(&path, Some(&holder)).await;
+    let other = running_node(&two.j, Some(&holder)).await;
     println!("{holder} killed, {other} took over in {:?} with alice's flag emptied", t.elapsed());
 }
 

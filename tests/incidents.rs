@@ -6,59 +6,14 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use common::journal::{assert_no_overlap, journal, journal_worker, now_ns, overlap_ms};
+use common::journal::{Two, assert_no_overlap, journal, journal_worker, now_ns, overlap_ms};
 use common::*;
 
 const LOCK: &str = "{outbound}:lock";
 
-/// The node whose heartbeat names the lock's holder field.
-fn holder(c: &mut redis::Connection) -> Option<String> {
-    let fields: Vec<String> = redis::cmd("HKEYS").arg(LOCK).query(c).ok()?;
-    let field = fields.first()?;
-    ["srv-a", "srv-b"].into_iter().map(str::to_owned).find(|n| {
-        let f: Option<String> =
-            redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg("lock_field").query(c).unwrap_or(None);
-        f.as_deref() == Some(field.as_str())
-    })
-}
-
-/// srv-a and srv-b journaling into one file, one of them running the job.
-struct Two {
-    _dir: tempfile::TempDir,
-    j: PathBuf,
-    a: WorkerProcess,
-    b: WorkerProcess,
-    holder: String,
-}
-
 impl Two {
-    /// Starts srv-a and srv-b with `lease` on a job enabled by alice (the
-    /// fence counter seeded, so the first start does not wait a lease), and
-    /// waits until one of them runs the job.
-    async fn start(server: &RedisServer, lease: &str) -> Two {
-        let dir = tempfile::tempdir().unwrap();
-        let j = dir.path().join("journal");
-        let mut c = server.conn();
-        seed_fence(&mut c);
-        flag(&mut c, "outbound", "alice", true);
-        let a = journal_worker(&server.url(), "srv-a", lease, &j);
-        let b = journal_worker(&server.url(), "srv-b", lease, &j);
-        let holder = eventually("a holder running the job", Duration::from_secs(15), || {
-            let h = holder(&mut c)?;
-            journal(&j).iter().any(|l| l.1 == h).then_some(h)
-        })
-        .await;
-        Two { _dir: dir, j, a, b, holder }
-    }
-
-    /// The holder's worker process.
-    fn holder_pid(&self) -> i32 {
-        if self.holder == "srv-a" { self.a.pid() } else { self.b.pid() }
-    }
-
     /// Waits until the other server writes to the journal after `since_ns`.
     async fn taken_over(&self, since_ns: u128, within: Duration) {
         eventually("the other server's run", within, || {

@@ -3,11 +3,11 @@
 //! runs overlapped. Shared by every test of workers running the job.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{WorkerProcess, worker_args, worker_command};
+use super::{RedisServer, WorkerProcess, eventually, flag, seed_fence, worker_args, worker_command};
 
 /// The job's shell loop; `$JOURNAL` names the file.
 pub const JOURNAL_LOOP: &str =
@@ -75,4 +75,51 @@ pub fn overlap_ms(lines: &[(i64, String, u128)]) -> u128 {
         }
     }
     total / 1_000_000
+}
+
+/// The node whose heartbeat names the lock's holder field.
+fn holder(c: &mut redis::Connection) -> Option<String> {
+    let fields: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(c).ok()?;
+    let field = fields.first()?;
+    ["srv-a", "srv-b"].into_iter().map(str::to_owned).find(|n| {
+        let f: Option<String> =
+            redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg("lock_field").query(c).unwrap_or(None);
+        f.as_deref() == Some(field.as_str())
+    })
+}
+
+/// srv-a and srv-b journaling into one file, one of them running the job.
+pub struct Two {
+    pub _dir: tempfile::TempDir,
+    pub j: PathBuf,
+    pub a: WorkerProcess,
+    pub b: WorkerProcess,
+    /// The node that ran the job when both had started.
+    pub holder: String,
+}
+
+impl Two {
+    /// Starts srv-a and srv-b with `lease` on a job enabled by alice (the
+    /// fence counter seeded, so the first start does not wait a lease), and
+    /// waits until one of them runs the job.
+    pub async fn start(server: &RedisServer, lease: &str) -> Two {
+        let dir = tempfile::tempdir().unwrap();
+        let j = dir.path().join("journal");
+        let mut c = server.conn();
+        seed_fence(&mut c);
+        flag(&mut c, "outbound", "alice", true);
+        let a = journal_worker(&server.url(), "srv-a", lease, &j);
+        let b = journal_worker(&server.url(), "srv-b", lease, &j);
+        let holder = eventually("a holder running the job", Duration::from_secs(15), || {
+            let h = holder(&mut c)?;
+            journal(&j).iter().any(|l| l.1 == h).then_some(h)
+        })
+        .await;
+        Two { _dir: dir, j, a, b, holder }
+    }
+
+    /// The holder's worker process.
+    pub fn holder_pid(&self) -> i32 {
+        if self.holder == "srv-a" { self.a.pid() } else { self.b.pid() }
+    }
 }
