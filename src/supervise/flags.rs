@@ -124,20 +124,6 @@ pub async fn set_flag(conn: &mut Conn, keys: &Keys, flip: &Flip<'_>, server: &st
     Ok(Flipped { user: user.to_owned(), on, at_ms, warning })
 }
 
-/// Announces a change a worker saw or made (a flip, an acknowledgement, its
-/// job's state) on the wake channel, so watchers read the job in full at
-/// once rather than at their next full read. Only a wake-up: one without
-/// it still sees the change then. Sharded on a cluster, where they listen
-/// on the slot's owner. Supervisors may not publish (a message's size has
-/// no ACL rule): workers announce their writes.
-pub(crate) async fn announce(conn: &mut Conn, keys: &Keys, user: &str) {
-    let woken: Result<i64, _> =
-        redis::cmd(conn.publish_command()).arg(keys.wake_channel()).arg(user).query_async(conn).await;
-    if let Err(err) = woken {
-        tracing::debug!(error = %err, "the write was made but not announced");
-    }
-}
-
 /// A refused write said in the supervisor's words.
 fn refused(err: Error, user: &str, keys: &Keys) -> Error {
     match err {

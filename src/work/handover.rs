@@ -12,8 +12,8 @@
 //! holding before the new one, which the lock script names ([`Before`]),
 //! is waited for until something proves it stopped: it said so (released,
 //! or noted it after losing the lock), its server beats idle or holds a
-//! later fence, or its process is gone; with no such proof, until the
-//! dead-man time has passed since the lock was taken.
+//! later fence, or its process is gone; with no such proof, until a lease
+//! has passed since the lock was taken.
 //! Pure: a snapshot in, a wait out.
 
 use std::time::Duration;
@@ -32,9 +32,9 @@ pub struct Busy {
 
 /// How long after its last sign of life another holder's job may still run,
 /// as far as a new holder counts: the whole lease. Its reaper kills it at
-/// 7/8 of the lease ([`crate::work::lock::dead_man`]); the last eighth is the margin for that
-/// kill to land (a reaper on a host with thousands of processes walks
-/// `/proc` for tens of milliseconds first).
+/// 7/8 of the lease ([`crate::work::lock::dead_man`]); the last eighth is
+/// the margin for that kill to land (a reaper on a host with thousands of
+/// processes walks `/proc` for tens of milliseconds first).
 fn may_run(lease: Duration) -> u64 {
     millis(lease)
 }
@@ -88,7 +88,7 @@ pub fn before_busy(snap: &Snapshot, before: &Before, node: &str, lease: Duration
     // last renewal, which came before the lock was taken, and no later than
     // its heartbeat's last sign (each renewal stamps the heartbeat); the
     // wait is a lease from then, the margin included.
-    let until = last_sign.unwrap_or(acquired_ms).min(acquired_ms).saturating_add(may_run);
+    let until = last_sign.map_or(acquired_ms, |s| s.min(acquired_ms)).saturating_add(may_run);
     (until > snap.time_ms).then(|| Busy { node: who, left: Duration::from_millis(until - snap.time_ms) })
 }
 
@@ -177,8 +177,8 @@ mod tests {
 
     proptest! {
         /// Whatever the heartbeats, the holding before is never waited for
-        /// past the dead-man time after the acquisition, and always while
-        /// nothing proves it stopped and that time has not passed.
+        /// past a lease after the acquisition, and always while nothing
+        /// proves it stopped and that time has not passed.
         #[test]
         fn the_wait_for_the_holding_before_is_bounded_and_kept(
             now in 0u64..40_000,
@@ -201,9 +201,8 @@ mod tests {
             }
         }
 
-
         /// Whatever the heartbeats, a wait never reaches past the last sign
-        /// of life plus the dead-man time, and names a server that runs it.
+        /// of life plus a lease, and names a server that runs it.
         #[test]
         fn a_wait_is_bounded_by_the_last_sign_of_life(
             now in 0u64..100_000,

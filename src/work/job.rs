@@ -100,6 +100,9 @@ enum Run {
     Reaped {
         reaper: Child,
         control: Arc<Control>,
+        /// Whether what the job left below the worker was swept, once the
+        /// reaper's end was seen.
+        swept: bool,
     },
     /// A direct child in a process group of its own (no reaper available);
     /// boxed, as it outweighs the other kinds.
@@ -184,7 +187,8 @@ impl Job {
             // Closes the worker's copies of the child's ends of the pipes.
             drop(cmd);
             let (control, pid) = link.started();
-            let mut job = Job { run: Run::Reaped { reaper, control: Arc::new(control) }, pid: None, liveness };
+            let mut job =
+                Job { run: Run::Reaped { reaper, control: Arc::new(control), swept: false }, pid: None, liveness };
             killer.arm(&job);
             let started = match job.forward(out, err) {
                 Ok(()) => pid.await,
@@ -232,9 +236,9 @@ impl Job {
     pub fn exited(&mut self) -> Option<String> {
         match &mut self.run {
             #[cfg(unix)]
-            Run::Reaped { reaper: child, .. } => {
+            Run::Reaped { reaper: child, swept, .. } => {
                 let status = child.try_wait().ok().flatten()?;
-                sweep_after(status);
+                sweep_after(status, swept);
                 Some(status.to_string())
             }
             Run::Process(child) => child.try_wait().ok().flatten().map(|s| s.to_string()),
@@ -246,9 +250,9 @@ impl Job {
     pub async fn wait(&mut self) {
         match &mut self.run {
             #[cfg(unix)]
-            Run::Reaped { reaper: child, .. } => {
+            Run::Reaped { reaper: child, swept, .. } => {
                 if let Ok(status) = child.wait().await {
-                    sweep_after(status);
+                    sweep_after(status, swept);
                 }
             }
             Run::Process(child) => {
@@ -304,10 +308,14 @@ impl Job {
     }
 }
 
-/// Once a job's reaper has ended: kills what the job left below the worker,
-/// which is nothing unless the reaper itself was killed; says so then.
+/// Once a job's reaper has ended, the first time its end is seen: kills
+/// what the job left below the worker, which is nothing unless the reaper
+/// itself was killed; says so then.
 #[cfg(unix)]
-fn sweep_after(reaper_status: std::process::ExitStatus) {
+fn sweep_after(reaper_status: std::process::ExitStatus, swept: &mut bool) {
+    if std::mem::replace(swept, true) {
+        return;
+    }
     let killed = reaper::sweep();
     if killed > 0 {
         tracing::error!(

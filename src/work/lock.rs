@@ -11,15 +11,16 @@
 //!
 //! A worker that has seen a replica online on a primary needs a replica's
 //! confirmation there from then on, also once the primary has no replica
-//! left, for its holding and any later one. A primary that lost all its replicas may have been deposed:
-//! after `SENTINEL FAILOVER` the old primary stays a writable primary, its
+//! left, for its holding and any later one. A primary that lost all its
+//! replicas may have been deposed: after `SENTINEL FAILOVER` the old primary stays a writable primary, its
 //! clients' connections and subscriptions open, until a sentinel converts
 //! it about 10 s later; renewals there reach nobody, while the promoted
 //! replica lets the lease run out and hands the lock to another server.
 //! A primary is told by its replication id, which a promotion changes: a
 //! holding that follows the lock to the promoted replica starts fresh there
-//! (a primary without replicas needs none). A replica that restarts is not missed as long as
-//! it is back before 3/4 of the lease from the last confirmation.
+//! (a primary without replicas needs none). A replica that restarts is not
+//! missed as long as it is back before 3/4 of the lease from the last
+//! confirmation.
 //!
 //! An acquisition that finds the fence counter missing cannot know whether
 //! an earlier holder, whose lock vanished with Redis's data, still runs its
@@ -57,7 +58,7 @@ pub enum Acquire {
     /// `at_ms` when it was taken (Redis time).
     Acquired { fence: i64, wait: Option<Wait>, before: Before, at_ms: u64 },
     /// Taken on the primary, but no replica confirmed it in time (or none
-    /// is online where the holding, taken again, saw one): not a holding.
+    /// is online on a primary where this worker saw one): not a holding.
     /// It expires unless a later attempt gets the confirmation, which then
     /// finds it ours already: `before` and `at_ms` are this attempt's.
     Unconfirmed { fence: i64, before: Before, at_ms: u64 },
@@ -303,7 +304,7 @@ impl Lock {
             let acked: i64 = if waited { self.decode(values.next(), "WAIT")? } else { 0 };
             let replicas = online_replicas(&info);
             self.replicas.store(replicas, Ordering::SeqCst);
-            let needs_replica = self.holding_needs_replica(replicas, replication_id(&info));
+            let needs_replica = self.needs_replica_on(replicas, replication_id(&info));
             if replicas > 0 && !waited && first {
                 first = false;
                 continue;
@@ -346,7 +347,7 @@ impl Lock {
     /// field of its own, so a fresh acquisition does not forget: a primary
     /// that lost its replicas may have been deposed, and a new holding there
     /// would run beside the promoted replica's holder.
-    fn holding_needs_replica(&self, replicas: usize, primary: &str) -> bool {
+    fn needs_replica_on(&self, replicas: usize, primary: &str) -> bool {
         let mut replicated_on = self.replicated_on.lock().unwrap_or_else(PoisonError::into_inner);
         let needed = replicated_on.as_deref() == Some(primary);
         if replicas > 0 {
@@ -429,14 +430,14 @@ mod tests {
     fn a_primary_that_had_a_replica_needs_one_for_every_holding_there() {
         let lock = Lock::new(Keys::new("j"), "n", Duration::from_secs(3), &Endpoint::new("h", false));
         // Without replicas: none needed.
-        assert!(!lock.holding_needs_replica(0, "a"));
+        assert!(!lock.needs_replica_on(0, "a"));
         // A replica seen online (holding or standing by): from then on one
         // is needed on this primary, for every holding (it may have been deposed).
-        assert!(!lock.holding_needs_replica(1, "a"));
-        assert!(lock.holding_needs_replica(0, "a"));
-        assert!(lock.holding_needs_replica(0, "a"));
+        assert!(!lock.needs_replica_on(1, "a"));
+        assert!(lock.needs_replica_on(0, "a"));
+        assert!(lock.needs_replica_on(0, "a"));
         // Another primary (the promoted replica) does not need one.
-        assert!(!lock.holding_needs_replica(0, "b"));
+        assert!(!lock.needs_replica_on(0, "b"));
     }
 
     #[test]

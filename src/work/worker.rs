@@ -832,17 +832,16 @@ impl Worker {
     fn enabled_in(&mut self, snap: &Snapshot) -> Enabled {
         let lost: Vec<String> = snap.flags_lost(&self.were_on).into_iter().map(str::to_owned).collect();
         self.were_on = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.clone()).collect();
+        self.were_on.extend(lost.iter().cloned());
         // One flag on is enough to run: a lost flag of someone else cannot stop it.
         let enabled = snap.enabled();
         if lost.is_empty() || enabled == Enabled::Yes {
-            self.were_on.extend(lost);
             return enabled;
         }
         let reason = format!(
             "Redis lost the flag of {} (switched on at the last look; its hash is gone, no flip switched it off); it counts again once written again",
             lost.join(", ")
         );
-        self.were_on.extend(lost);
         Enabled::Unknown { reason }
     }
 
@@ -911,7 +910,7 @@ impl Worker {
                 }
                 Err(err @ Error::NodeTaken { .. }) => {
                     let since = *self.refused_since.get_or_insert_with(Instant::now);
-                    if !alive && since.elapsed() < self.opts.lease + Duration::from_secs(1) {
+                    if !alive && since.elapsed() < self.name_kept() {
                         tracing::debug!(node = %self.opts.node, "{err}; trying again");
                         return Ok(());
                     }
@@ -925,6 +924,12 @@ impl Worker {
                 Err(err) => return Err(err),
             }
         }
+    }
+
+    /// How long a worker process's last beat keeps its name its own: one
+    /// silent past a lease runs no job any more (its reaper saw to that).
+    fn name_kept(&self) -> Duration {
+        self.opts.lease + Duration::from_secs(1)
     }
 
     /// Reads the whole job; records the flips seen since the last read, or
@@ -1040,12 +1045,19 @@ impl Worker {
         }
     }
 
-    /// Wakes every watcher and worker of the job for a full look.
+    /// Wakes every watcher and worker of the job for a full look at a change
+    /// (a flip or an acknowledgement it saw, its job's state), naming this
+    /// server; sharded on a cluster, where they listen on the slot's owner.
+    /// Only a wake-up: a watcher that misses it sees the change at its next
+    /// full read. Supervisors may not publish (a message's size has no ACL
+    /// rule), so the workers announce their writes too.
     async fn announce(&mut self) {
-        let keys = self.keys.clone();
+        let channel = self.keys.wake_channel();
         let node = self.opts.node.clone();
-        if let Ok(conn) = self.conn().await {
-            crate::supervise::flags::announce(conn, &keys, &node).await;
+        let Ok(conn) = self.conn().await else { return };
+        let woken: Result<i64, _> = redis::cmd(conn.publish_command()).arg(channel).arg(node).query_async(conn).await;
+        if let Err(err) = woken {
+            tracing::debug!(error = %err, "the change was made but not announced");
         }
     }
 
@@ -1136,9 +1148,7 @@ impl Worker {
             && self.published_at.is_none_or(|at| at.elapsed() + Duration::from_millis(50) >= BEAT_EVERY);
         let publish = if due { self.conn().await?.publish_command() } else { "" };
         let sent = Instant::now();
-        // Another process keeps the name while it beats; one silent past a
-        // lease runs no job any more (its reaper saw to that).
-        let keeps = millis(self.opts.lease) + 1_000;
+        let keeps = millis(self.name_kept());
         let mut call = BEAT.key(keys.0);
         call.key(keys.1).arg(publish).arg(self.keys.beat_channel()).arg(&node);
         call.arg(&self.instance).arg(if self.claimed { "1" } else { "0" }).arg(&self.replaces).arg(keeps);
