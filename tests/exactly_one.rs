@@ -174,6 +174,16 @@ async fn a_second_worker_under_a_name_in_use_refuses_in_one_sentence() {
     let path = dir.path().join("journal");
     let first = journal_worker(&url, "wh-a", LEASE, &path);
     running_node(&path, None).await;
+    // Alive as a live worker is: its heartbeat claims its presence
+    // subscription (made just after the name is claimed; a worker frozen
+    // before that is silent past a lease when the second asks, and its
+    // name rightly free).
+    eventually("the first worker's presence", Duration::from_secs(5), || {
+        let presence: Option<String> =
+            redis::cmd("HGET").arg("{outbound}:node:wh-a").arg("presence").query(&mut c).ok()?;
+        presence.filter(|p| !p.is_empty())
+    })
+    .await;
     let frozen = freeze(first.pid());
     let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
     let mut second = WorkerProcess::spawn(
