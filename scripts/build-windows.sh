@@ -6,7 +6,8 @@
 # Installs what is missing first (idempotent: nothing is fetched when all is
 # there); uses sudo when not root. A debug build (the tests only run it, and it
 # builds fastest), or with --release the one scripts/package.sh ships. Makes
-# the installer of the build too (lockwatch.msi, packaging/windows/).
+# the installers of the build too (packaging/windows/): lockwatch.msi, per
+# user, and lockwatch-machine.msi, per computer.
 # Honours CARGO_TARGET_DIR. Prints the .exe's path on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,7 @@ if [ "${1:-}" = --release ]; then
 fi
 # The win32-threads C compiler is the one Rust's windows-gnu target links
 # with; wine64 alone is the 64-bit loader (no wine32, no i386 multiarch).
-packages=(gcc-mingw-w64-x86-64-win32 wine64 wixl)
+packages=(gcc-mingw-w64-x86-64-win32 wine64 wixl msitools)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -44,9 +45,24 @@ fi
 if [ "$profile" = release ]; then
   x86_64-w64-mingw32-strip "$out/lockwatch.exe" "$out/lockwatch-tray.exe"
 fi
-# The installer of these builds (scripts/package.sh makes the release one).
+# The installers of these builds (scripts/package.sh ships the release ones).
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-# (wixl takes sources by relative path only.)
-wixl -a x64 -D Version="$version" -D Bin="$(realpath --relative-to=. "$out")" -D Icons=icons \
-  -o "$out/lockwatch.msi" packaging/windows/lockwatch.wxs
+win=packaging/windows
+for scope in user machine; do
+  msi="$out/lockwatch.msi"
+  [ "$scope" = user ] || msi="$out/lockwatch-$scope.msi"
+  # (wixl takes sources by relative path only.)
+  wixl -a x64 -D Version="$version" -D Scope="$scope" -D Bin="$(realpath --relative-to=. "$out")" -D Icons=icons \
+    -o "$msi" "$win/lockwatch.wxs"
+  # What wixl cannot write: the Start Menu shortcut's AppUserModelID, and
+  # per computer the system PATH entry with the actions that write and
+  # remove it.
+  tables=(-i "$win/MsiShortcutProperty.idt")
+  if [ "$scope" = machine ]; then
+    tables+=(-i "$win/Environment.idt"
+      -q "INSERT INTO \`InstallExecuteSequence\` (\`Action\`, \`Sequence\`) VALUES ('RemoveEnvironmentStrings', 3300)"
+      -q "INSERT INTO \`InstallExecuteSequence\` (\`Action\`, \`Sequence\`) VALUES ('WriteEnvironmentStrings', 5200)")
+  fi
+  msibuild "$msi" "${tables[@]}"
+done
 echo "$out/lockwatch.exe"

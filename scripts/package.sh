@@ -6,6 +6,7 @@
 #   lockwatch-desktop_<version>_amd64.deb  the tray app and dashboard, for
 #                                          supervisors' desktops (needs the first)
 #   lockwatch-<version>-x64.msi            both for Windows, installed per user
+#   lockwatch-<version>-x64-machine.msi    the same, per computer (an admin's)
 #                                          (cross-built, scripts/build-windows.sh)
 # Release builds, stripped; Depends from the binaries' libraries
 # (dpkg-shlibdeps), plus what is loaded at run time and no tool finds.
@@ -153,10 +154,11 @@ package "$desktop" lockwatch-desktop \
  stale, down, stopped, conflict, unknown), your own enable flag in its
  menu, a notification when the job dies or moves, and a dashboard."
 
-# Windows: the same programs cross-built, and their installer.
+# Windows: the same programs cross-built, and their installers.
 if [ "$profile" = release ]; then
-  msi=$(dirname "$(bash scripts/build-windows.sh --release)")/lockwatch.msi
-  cp "$msi" "dist/lockwatch-${version}-x64.msi"
+  built=$(dirname "$(bash scripts/build-windows.sh --release)")
+  cp "$built/lockwatch.msi" "dist/lockwatch-${version}-x64.msi"
+  cp "$built/lockwatch-machine.msi" "dist/lockwatch-${version}-x64-machine.msi"
 fi
 
 ls -l dist/

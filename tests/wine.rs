@@ -243,28 +243,92 @@ fn demo_on_windows_says_in_one_sentence_that_it_needs_unix() {
     assert!(stderr.contains("on Windows, point the tray app or `lockwatch"), "{stderr}");
 }
 
-#[test]
-fn the_installer_installs_for_the_user_with_a_start_menu_entry_and_start_at_login_and_uninstalls_clean() {
-    let wine = wine();
-    let msi = wine.exe.with_file_name("lockwatch.msi");
+/// One install at a time in the shared prefix, as Windows Installer allows.
+static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The installer `name` of the build, as a Windows path; and a guard that
+/// keeps other installs out until it is dropped.
+fn installer(name: &str) -> (String, std::sync::MutexGuard<'static, ()>) {
+    let msi = wine().exe.with_file_name(name);
     assert!(msi.is_file(), "{} is missing: {SETUP}", msi.display());
-    let msi = format!("Z:{}", msi.display()).replace('/', "\\");
-    // The prefix's own user: Wine names it after the Unix one.
-    let home = std::fs::read_dir(wine.prefix.join("drive_c/users"))
+    let guard = INSTALLING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    (format!("Z:{}", msi.display()).replace('/', "\\"), guard)
+}
+
+/// The value `name` under the registry key `key`, as `reg query` prints it
+/// (`TYPE    DATA`), or `None`.
+fn registry(key: &str, name: &str) -> Option<String> {
+    let out = run(wine().program("reg", &["query", key, "/v", name]));
+    let prefix = format!("{name} ");
+    text(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(&prefix))
+        .map(|l| l[prefix.len()..].trim().to_owned())
+}
+
+/// Whether a key exists.
+fn registry_key(key: &str) -> bool {
+    run(wine().program("reg", &["query", key])).status.success()
+}
+
+/// The prefix's own user's folder: Wine names it after the Unix one.
+fn wine_user_home() -> PathBuf {
+    std::fs::read_dir(wine().prefix.join("drive_c/users"))
         .unwrap()
         .flatten()
         .map(|e| e.path())
         .find(|p| p.file_name().is_some_and(|n| n != "Public") && p.join("AppData").is_dir())
-        .expect("the Wine prefix has a user");
+        .expect("the Wine prefix has a user")
+}
+
+/// Runs the installed `lockwatch.exe --version` (`program`: its path, or
+/// its bare name for a lookup on the system PATH) with Wine's stand-in DLL
+/// beside it for this one call.
+fn installed_version(dir: &Path, program: &str) -> String {
+    let stub = dir.join("bcryptprimitives.dll");
+    std::fs::copy(wine().exe.with_file_name("bcryptprimitives.dll"), &stub).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = run({
+        let mut cmd = wine().program(program, &["--version"]);
+        cmd.current_dir(elsewhere.path());
+        cmd
+    });
+    std::fs::remove_file(&stub).unwrap();
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+const RUN_KEY: &str = r"Software\Microsoft\Windows\CurrentVersion\Run";
+
+/// The toasts' AppUserModelID on the Start Menu shortcut, as the installer's
+/// table holds it (Wine's shell keeps no shortcut properties to read back).
+fn assert_shortcut_carries_the_toast_id(name: &str) {
+    let msi = wine().exe.with_file_name(name);
+    let out = Command::new("msiinfo").arg("export").arg(&msi).arg("MsiShortcutProperty").output();
+    let out = out.unwrap_or_else(|e| panic!("msiinfo: {e}: {SETUP}"));
+    let rows = text(&out.stdout);
+    assert!(
+        rows.lines().any(|l| l.split('\t').skip(1).eq([
+            "TrayShortcut",
+            "System.AppUserModel.ID",
+            "app.lockwatch.tray"
+        ])),
+        "{name}: no AppUserModelID on the Start Menu shortcut: {rows}{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn the_installer_installs_for_the_user_with_a_start_menu_entry_and_start_at_login_and_uninstalls_clean() {
+    let (msi, _one) = installer("lockwatch.msi");
+    assert_shortcut_carries_the_toast_id("lockwatch.msi");
+    let home = wine_user_home();
     let dir = home.join("AppData/Local/Programs/lockwatch");
     let shortcut = home.join("AppData/Roaming/Microsoft/Windows/Start Menu/Programs/lockwatch.lnk");
-    let run_key = || {
-        let out = run(wine.program("reg", &["query", r"HKCU\Software\Microsoft\Windows\CurrentVersion\Run"]));
-        text(&out.stdout).lines().find(|l| l.trim_start().starts_with("lockwatch ")).map(|l| l.trim().to_owned())
-    };
+    let run_key = || registry(&format!(r"HKCU\{RUN_KEY}"), "lockwatch");
 
     // Per user, no administrator: into the user's own programs folder.
-    let out = run(wine.program("msiexec", &["/i", &msi, "/qn"]));
+    let out = run(wine().program("msiexec", &["/i", &msi, "/qn"]));
     assert!(out.status.success(), "msiexec /i: {}", text(&out.stderr));
     for file in ["lockwatch.exe", "lockwatch-tray.exe", "WebView2Loader.dll"] {
         assert!(dir.join(file).is_file(), "{file} is not in {}", dir.display());
@@ -272,23 +336,68 @@ fn the_installer_installs_for_the_user_with_a_start_menu_entry_and_start_at_logi
     assert!(shortcut.is_file(), "no Start Menu entry at {}", shortcut.display());
     let autostart = run_key().expect("start at login: no Run value named lockwatch");
     assert!(autostart.contains(r"AppData\Local\Programs\lockwatch\lockwatch-tray.exe"), "{autostart}");
+    assert!(!registry_key(r"HKLM\Software\lockwatch"), "a per-user install wrote to the computer's registry");
+    let version = installed_version(&dir, &dir.join("lockwatch.exe").to_string_lossy());
+    assert!(version.starts_with("lockwatch "), "{version}");
 
-    // The installed command runs (with Wine's stand-in DLL beside it for this one call).
-    let stub = dir.join("bcryptprimitives.dll");
-    std::fs::copy(wine.exe.with_file_name("bcryptprimitives.dll"), &stub).unwrap();
-    let out = run(wine.program(&dir.join("lockwatch.exe").to_string_lossy(), &["--version"]));
-    std::fs::remove_file(&stub).unwrap();
-    assert!(text(&out.stdout).starts_with("lockwatch "), "{} {}", text(&out.stdout), text(&out.stderr));
-
-    let out = run(wine.program("msiexec", &["/x", &msi, "/qn"]));
+    let out = run(wine().program("msiexec", &["/x", &msi, "/qn"]));
     assert!(out.status.success(), "msiexec /x: {}", text(&out.stderr));
     assert!(!dir.exists() && !shortcut.exists(), "left behind in {}", dir.display());
     assert_eq!(run_key(), None, "the Run value stayed");
+    assert!(!registry_key(r"HKCU\Software\lockwatch"), "HKCU\\Software\\lockwatch stayed");
 
     // Start at login is an option: left out, no Run value.
-    let out = run(wine.program("msiexec", &["/i", &msi, "/qn", "ADDLOCAL=Main"]));
+    let out = run(wine().program("msiexec", &["/i", &msi, "/qn", "ADDLOCAL=Main"]));
     assert!(out.status.success() && dir.join("lockwatch-tray.exe").is_file(), "{}", text(&out.stderr));
     assert_eq!(run_key(), None, "installed without StartAtLogin, yet a Run value");
-    let out = run(wine.program("msiexec", &["/x", &msi, "/qn"]));
+    let out = run(wine().program("msiexec", &["/x", &msi, "/qn"]));
     assert!(out.status.success() && !dir.exists(), "{}", text(&out.stderr));
+}
+
+/// The per-computer installer, silent as GPO, Intune and SCCM run it:
+/// Program Files, start at login for every user, `lockwatch.exe` on the
+/// system PATH; and after a silent uninstall none of it.
+#[test]
+fn the_machine_installer_installs_for_every_user_with_lockwatch_on_the_path_and_uninstalls_clean() {
+    let (msi, _one) = installer("lockwatch-machine.msi");
+    assert_shortcut_carries_the_toast_id("lockwatch-machine.msi");
+    let dir = wine().prefix.join("drive_c/Program Files/lockwatch");
+    let environment = r"HKLM\System\CurrentControlSet\Control\Session Manager\Environment";
+    let path = || registry(environment, "Path").unwrap_or_default();
+    let run_key = || registry(&format!(r"HKLM\{RUN_KEY}"), "lockwatch");
+    // Windows puts a per-computer shortcut in the common Start Menu; Wine's
+    // installer puts it in the installing user's.
+    let shortcuts = [
+        wine().prefix.join("drive_c/ProgramData/Microsoft/Windows/Start Menu/Programs/lockwatch.lnk"),
+        wine_user_home().join("AppData/Roaming/Microsoft/Windows/Start Menu/Programs/lockwatch.lnk"),
+    ];
+    let path_before = path();
+    assert!(!path_before.contains("lockwatch"), "{path_before}");
+
+    let out = run(wine().program("msiexec", &["/i", &msi, "/qn"]));
+    assert!(out.status.success(), "msiexec /i: {}", text(&out.stderr));
+    for file in ["lockwatch.exe", "lockwatch-tray.exe", "WebView2Loader.dll"] {
+        assert!(dir.join(file).is_file(), "{file} is not in {}", dir.display());
+    }
+    assert!(shortcuts.iter().any(|s| s.is_file()), "no Start Menu entry at {shortcuts:?}");
+    let autostart = run_key().expect("start at login for every user: no HKLM Run value named lockwatch");
+    assert!(autostart.ends_with(r#""C:\Program Files\lockwatch\lockwatch-tray.exe""#), "{autostart}");
+    assert_eq!(
+        registry(&format!(r"HKCU\{RUN_KEY}"), "lockwatch"),
+        None,
+        "a per-computer install wrote the user's Run key"
+    );
+    assert!(path().contains(r"C:\Program Files\lockwatch"), "not on the system PATH: {}", path());
+    assert!(registry_key(r"HKLM\Software\lockwatch"));
+    // Found on the PATH, from another folder.
+    let version = installed_version(&dir, "lockwatch.exe");
+    assert!(version.starts_with("lockwatch "), "{version}");
+
+    let out = run(wine().program("msiexec", &["/x", &msi, "/qn"]));
+    assert!(out.status.success(), "msiexec /x: {}", text(&out.stderr));
+    assert!(!dir.exists(), "left behind: {}", dir.display());
+    assert!(shortcuts.iter().all(|s| !s.exists()), "a shortcut stayed: {shortcuts:?}");
+    assert_eq!(run_key(), None, "the Run value stayed");
+    assert!(!path().contains("lockwatch"), "the PATH entry stayed: {}", path());
+    assert!(!registry_key(r"HKLM\Software\lockwatch"), "HKLM\\Software\\lockwatch stayed");
 }

@@ -1,7 +1,8 @@
 // The settings view: the form the app filled in (durations as "10s"), its
 // fields judged by the app as they change and on saving; the password goes
 // to the OS keyring; "Test connection" says in one sentence what worked or
-// failed. Its words are the app's (i18n.js).
+// failed; "Send a test notification" has the tray send one. Its words are
+// the app's (i18n.js).
 
 import { t } from "./i18n.js";
 import { INPUTS, formOf, placeVerdict } from "./validate.js";
@@ -56,6 +57,7 @@ export function renderSettings(root, app, reload) {
         <label for="jobs">${t("page-jobs")}</label><input type="text" id="jobs" name="jobs" placeholder="outbound, inbound">
         <fieldset><legend>${t("page-notify")}</legend>${EVENTS.map(([e, id]) => `<label><input type="checkbox" name="notify" value="${e}"> ${t(id)}</label>`).join(" ")}</fieldset>
         <label class="check"><input type="checkbox" id="sound" name="sound"> ${t("page-sound")}</label>
+        <div class="buttons"><button type="button" class="notify-test">${t("page-notify-test")}</button><span class="notify-result" aria-live="polite"></span></div>
         <details class="advanced"><summary>${t("page-advanced")}</summary><div>
         <label for="poll">${t("page-poll")}</label><input type="text" id="poll" name="poll">
         <label for="heartbeat_grace">${t("page-heartbeat-grace")}</label><input type="text" id="heartbeat_grace" name="heartbeat_grace">
@@ -100,6 +102,10 @@ export function renderSettings(root, app, reload) {
     const tested = await app.invoke("test_connection", { form: current() });
     result.textContent = tested.line;
     result.title = tested.detail ?? "";
+  });
+  root.querySelector(".notify-test").addEventListener("click", async () => {
+    await app.invoke("test_notification");
+    root.querySelector(".notify-result").textContent = t("page-notify-test-sent");
   });
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();

@@ -97,6 +97,13 @@ note-flip-refused = Your flag for { $job } was not changed
 note-ack-refused = Your "on it" for { $job } was not saved
 note-settings-reset = lockwatch settings reset
 note-site-settings = lockwatch: this computer's defaults were not all used
+note-test = lockwatch test notification
+note-test-body = Notifications from lockwatch reach this desk: a job that dies or moves to another server is told like this.
+
+## Windows without the WebView2 runtime (a message box, one sentence)
+
+webview-missing-title = lockwatch
+webview-missing = The dashboard needs the Microsoft Edge WebView2 Runtime, which this computer does not have: ask your IT admin to install it (the offline "Evergreen Standalone Installer" is at https://developer.microsoft.com/microsoft-edge/webview2/); the tray icon, its menu and notifications keep working meanwhile.
 
 ## A refused write, in a supervisor's words (the dashboard keeps Redis's own)
 
@@ -273,6 +280,8 @@ page-advanced = Advanced
 page-save = Save
 page-test = Test connection
 page-testing = Testing…
+page-notify-test = Send a test notification
+page-notify-test-sent = Sent: it shows in a few seconds. If it does not, notifications are off for lockwatch in the system's settings (the app's log says what the system answered).
 page-overridden = Overridden by { $variable } while it is set.
 page-saved = Saved; watching with the new settings.
 page-saved-note = Saved. { $note }

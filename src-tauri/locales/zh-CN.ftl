@@ -105,6 +105,13 @@ note-flip-refused = 您对 { $job } 的启用设置未更改
 note-ack-refused = 您对 { $job } 的“我来处理”未保存
 note-settings-reset = lockwatch 设置已重置
 note-site-settings = lockwatch：本机的统一设置未能全部使用
+note-test = lockwatch 测试通知
+note-test-body = lockwatch 的通知能送达这台电脑：任务停止或换到另一台服务器时，会像这样通知您。
+
+## Windows 缺少 WebView2 运行时（消息框，一句话）
+
+webview-missing-title = lockwatch
+webview-missing = 监控面板需要 Microsoft Edge WebView2 运行时，这台电脑上没有：请 IT 管理员安装（离线安装包“常青版独立安装程序”见 https://developer.microsoft.com/zh-cn/microsoft-edge/webview2/）；在此之前，托盘图标、菜单和通知照常工作。
 
 ## 被拒绝的写入，用主管的话说（Redis 的原话在监控面板中）
 
@@ -274,6 +281,8 @@ page-advanced = 高级
 page-save = 保存
 page-test = 测试连接
 page-testing = 正在测试…
+page-notify-test = 发送测试通知
+page-notify-test-sent = 已发送：几秒内就会出现。如果没有出现，说明系统设置中关闭了 lockwatch 的通知（应用日志中记有系统的答复）。
 page-overridden = 设置了 { $variable } 时以其为准。
 page-saved = 已保存，正在按新设置监控。
 page-saved-note = 已保存。{ $note }

@@ -42,6 +42,15 @@ pub fn update_settings(desk: &Desk, change: impl FnOnce(&mut Settings) -> Effect
     settings
 }
 
+/// Sends a test notification (muted or not), so whoever looks after a desk
+/// sees in one click that notifications reach it; the log says whether the
+/// system took it (`notified`) or why not.
+pub fn send_test_note(desk: &Desk) {
+    let tr = desk.state().lock().tr();
+    tracing::info!("sending a test notification");
+    desk.tell(&Note::plain(tr.t("note-test"), tr.t("note-test-body")));
+}
+
 /// Mutes notifications for a while, or unmutes them.
 pub fn mute(desk: &Desk, how: Mute) {
     const HOUR_MS: u64 = 3_600_000;

@@ -9,6 +9,7 @@ use tauri::State;
 
 use crate::actions::{self, Effect};
 use crate::desk::Desk;
+use crate::link::Message;
 use crate::passwords::{KEYRING, PasswordStore, account};
 use crate::settings::{FieldError, Overrides, SettingsForm};
 use crate::{i18n, store};
@@ -52,6 +53,13 @@ pub async fn set_enabled(desk: State<'_, Desk>, job: String, on: bool, reason: O
         lockwatch::spec::check_reason(r).map_err(|e| e.to_string())?;
     }
     actions::flip(&desk, &job, on, reason.as_deref()).await
+}
+
+/// Asks the tray, the process that notifies, for a test notification.
+#[tauri::command]
+pub async fn test_notification(desk: State<'_, Desk>) -> Result<(), String> {
+    desk.tell_tray(&Message::TestNotification);
+    Ok(())
 }
 
 /// Closes the window that asks (the "switch off" window, once answered).

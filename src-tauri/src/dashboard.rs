@@ -61,6 +61,7 @@ pub fn run(view: String) {
             commands::close_dialog,
             commands::fit_dialog,
             commands::save_settings,
+            commands::test_notification,
             commands::validate_settings,
             commands::test_connection,
             commands::history,

@@ -38,6 +38,11 @@ impl Dashboard {
                 return;
             }
         }
+        if let Some(why) = crate::webview_runtime::missing() {
+            tracing::warn!("cannot open the dashboard: no web view runtime ({why})");
+            crate::webview_runtime::tell_missing(&desk.state().lock().tr());
+            return;
+        }
         match spawn(self, desk, view) {
             Ok(r) => *running = Some(r),
             Err(err) => tracing::error!("cannot open the dashboard: {err}"),
@@ -87,6 +92,7 @@ fn listen(dashboard: &Dashboard, desk: &Desk, mut child: Child, stdout: BufReade
                 crate::actions::own_flip(desk, &job, Some(flip));
                 desk.redraw();
             }
+            Some(Message::TestNotification) => crate::actions::send_test_note(desk),
             Some(Message::Show(_)) | None => {}
         }
     }

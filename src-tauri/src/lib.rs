@@ -52,15 +52,12 @@ pub mod settings;
 pub mod site;
 pub mod state;
 pub mod store;
+pub mod toast_id;
 pub mod tray;
 pub mod tray_app;
 pub mod tray_host;
 pub mod watchers;
-
-/// The Application User Model ID Windows files the app's toasts under: the
-/// app's identifier, which the installer's Start Menu shortcut carries.
-#[cfg(windows)]
-pub(crate) const TOAST_APP_ID: &str = "app.lockwatch.tray";
+pub mod webview_runtime;
 
 /// The app's Tauri configuration and its page, built in once for both processes.
 pub(crate) fn context() -> tauri::Context<tauri::Wry> {

@@ -14,7 +14,9 @@
 //! dashboard); the dashboard says when it saved the settings, so the tray
 //! reads them again, and when Redis took the user's own flip there, so the
 //! tray confirms it in its menu and does not notify them of the start or
-//! stop they asked for. Everything else each reads from Redis itself.
+//! stop they asked for; and when they ask for a test notification, which
+//! the tray, the one that notifies, sends. Everything else each reads from
+//! Redis itself.
 
 use std::fmt;
 use std::io::Write;
@@ -36,6 +38,8 @@ pub enum Message {
     SettingsSaved,
     /// To the tray: Redis took the user's own flip of `job`.
     Flipped { job: String, flip: OwnFlip },
+    /// To the tray: send a test notification.
+    TestNotification,
 }
 
 impl fmt::Display for Message {
@@ -43,6 +47,7 @@ impl fmt::Display for Message {
         match self {
             Message::Show(view) => write!(f, "show {view}"),
             Message::SettingsSaved => f.write_str("settings"),
+            Message::TestNotification => f.write_str("test-notification"),
             Message::Flipped { job, flip } => write!(f, "flipped {} {} {job}", u8::from(flip.on), flip.at_ms),
         }
     }
@@ -52,8 +57,10 @@ impl Message {
     /// A line as [`Display`](fmt::Display) prints it; `None` for any other.
     pub fn parse(line: &str) -> Option<Message> {
         let line = line.trim_end_matches(['\r', '\n']);
-        if line == "settings" {
-            return Some(Message::SettingsSaved);
+        match line {
+            "settings" => return Some(Message::SettingsSaved),
+            "test-notification" => return Some(Message::TestNotification),
+            _ => {}
         }
         if let Some(view) = line.strip_prefix("show ") {
             return (!view.trim().is_empty()).then(|| Message::Show(view.trim().to_owned()));
@@ -69,6 +76,10 @@ impl Message {
         Some(Message::Flipped { job: job.to_owned(), flip: OwnFlip { on, at_ms } })
     }
 }
+
+/// The argument that asks the running tray for a test notification
+/// (`lockwatch-tray --test-notification`, the same as the button in Settings).
+pub const TEST_NOTIFICATION_ARG: &str = "--test-notification";
 
 /// The view to open first, from the dashboard's command line.
 pub fn dashboard_arg() -> Option<String> {
@@ -114,6 +125,7 @@ mod tests {
             Message::Show("live".into()),
             Message::Show(switch_off_view("wh east")),
             Message::SettingsSaved,
+            Message::TestNotification,
             Message::Flipped { job: "wh east 出库".into(), flip },
             Message::Flipped { job: "x".into(), flip: OwnFlip { on: true, at_ms: 0 } },
         ] {

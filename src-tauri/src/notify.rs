@@ -2,8 +2,10 @@
 //! notify-rust (the freedesktop notification daemon), on Windows as toasts
 //! through tauri-winrt-notification (the crate notify-rust uses there,
 //! called directly because notify-rust does not hand a toast's click back).
-//! A desktop without a notification daemon gets one log line, and the app
-//! keeps working.
+//! Each one shown is logged (`notified`), each one that cannot be shown
+//! too, with the error the system gave: a desktop without a notification
+//! daemon, or a Windows that refuses the toast, is told in the app's log,
+//! and the app keeps working.
 //!
 //! Each notification is shown by a thread of its own, which keeps its handle
 //! and waits for the user's click (or the notification's end) and hands the
@@ -27,7 +29,7 @@ pub struct Style {
 }
 
 /// Shows `note`; a click on one of its buttons (or on the note) goes to
-/// `on_click`. Failures are logged once.
+/// `on_click`. A failure is logged with its error.
 pub fn show(note: &Note, tr: &Tr, style: Style, on_click: impl Fn(NoteAction) + Send + Sync + 'static) {
     let buttons: Vec<(String, String)> =
         std::iter::once((NoteAction::DEFAULT_ID.to_owned(), NoteAction::Open.label(tr)))
@@ -36,7 +38,7 @@ pub fn show(note: &Note, tr: &Tr, style: Style, on_click: impl Fn(NoteAction) + 
     let note = note.clone();
     let spawned = std::thread::Builder::new().name("notification".into()).spawn(move || {
         if let Err(err) = deliver(&note, &buttons, style, on_click) {
-            warn_once(&err);
+            cannot_show(&note, &err);
         }
     });
     if let Err(err) = spawned {
@@ -88,7 +90,7 @@ fn deliver(
     on_click: impl Fn(NoteAction) + Send + Sync + 'static,
 ) -> Result<(), String> {
     use tauri_winrt_notification::{Duration, Sound, Toast};
-    let mut toast = Toast::new(crate::TOAST_APP_ID).title(&note.summary).text1(&note.body);
+    let mut toast = Toast::new(crate::toast_id::APP_ID).title(&note.summary).text1(&note.body);
     for (id, label) in buttons.iter().skip(1) {
         toast = toast.add_button(label, id);
     }
@@ -104,9 +106,17 @@ fn deliver(
     Ok(())
 }
 
-fn warn_once(err: &str) {
-    if !WARNED.swap(true, Ordering::Relaxed) {
-        tracing::warn!(error = %err, "notifications cannot be shown (no notification daemon?); the tray menu still tells all");
+/// Logs a note the system did not show, with why; the first time with what
+/// to look at.
+fn cannot_show(note: &Note, err: &str) {
+    if WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(summary = %note.summary, error = %err, "cannot show a notification");
+    } else {
+        tracing::warn!(
+            summary = %note.summary,
+            error = %err,
+            "cannot show a notification (no notification daemon? notifications off for lockwatch?); the tray menu still tells all"
+        );
     }
 }
 

@@ -14,12 +14,12 @@ use tauri_plugin_autostart::MacosLauncher;
 
 use crate::dashboard_process::{self, Dashboard};
 use crate::desk::{Desk, Surface};
-use crate::link::Message;
+use crate::link::{Message, TEST_NOTIFICATION_ARG};
 use crate::menu_id::MenuId;
 use crate::model::NoteAction;
 use crate::settings::Overrides;
 use crate::state::AppState;
-use crate::{actions, i18n, logging, model, runtime, store, tray, tray_host, watchers};
+use crate::{actions, i18n, logging, model, runtime, store, toast_id, tray, tray_host, watchers};
 
 /// The tray, as the shared modules see it.
 struct Tray {
@@ -64,9 +64,12 @@ pub fn run() {
     }
     let app = tauri::Builder::default()
         // First, so that a second launch ends before it builds anything.
-        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
-            tracing::info!("lockwatch was launched again in this session: opening its dashboard");
-            if let Some(desk) = app.try_state::<Desk>() {
+        .plugin(tauri_plugin_single_instance::init(|app, args, _cwd| {
+            let Some(desk) = app.try_state::<Desk>().map(|d| d.inner().clone()) else { return };
+            if args.iter().any(|a| a == TEST_NOTIFICATION_ARG) {
+                runtime::spawn(async move { actions::send_test_note(&desk) });
+            } else {
+                tracing::info!("lockwatch was launched again in this session: opening its dashboard");
                 desk.open("live");
             }
         }))
@@ -88,6 +91,7 @@ pub fn run() {
 /// What the app does once Tauri runs: the state, the icon, the watchers.
 fn start(app: &AppHandle) -> Result<(), String> {
     logging::init(app.path().app_log_dir().ok());
+    toast_id::register(app.path().app_local_data_dir().ok());
     tray_host::quiet_xembed_icon_assertion();
     let (settings, problems) = store::load(app);
     let desktop_lang = i18n::Lang::of_desktop(|name| std::env::var(name).ok());
@@ -105,6 +109,10 @@ fn start(app: &AppHandle) -> Result<(), String> {
     for said in problems {
         let summary = desk.state().lock().tr().t(said.summary);
         desk.tell(&model::Note::plain(summary, said.body));
+    }
+    if std::env::args().any(|a| a == TEST_NOTIFICATION_ARG) {
+        let tested = desk.clone();
+        runtime::spawn(async move { actions::send_test_note(&tested) });
     }
     if std::env::var_os("LOCKWATCH_OPEN_DASHBOARD").is_some() {
         desk.open("live");
