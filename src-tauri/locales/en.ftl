@@ -54,6 +54,7 @@ menu-unmute = Unmute
 menu-unmute-left = Unmute ({ $left } left)
 menu-settings = Settings…
 menu-autostart = Start at login
+menu-autostart-machine = Start at login (set for this computer)
 menu-quit = Quit lockwatch
 menu-settings-problem = Settings problem: { $error }
 dialog-off-title = Switch { $job } off

@@ -54,6 +54,7 @@ menu-unmute = 恢复通知
 menu-unmute-left = 恢复通知（还剩 { $left }）
 menu-settings = 设置…
 menu-autostart = 登录时自动启动
+menu-autostart-machine = 登录时自动启动（本机统一设置）
 menu-quit = 退出 lockwatch
 menu-settings-problem = 设置有误：{ $error }
 dialog-off-title = 停用 { $job }

@@ -70,8 +70,13 @@ pub fn mute(desk: &Desk, how: Mute) {
 /// Turns start at login on or off, the opposite of what it was
 /// (tauri-plugin-autostart: a desktop entry in `~/.config/autostart` on
 /// Linux, the Run key on Windows). When it cannot be written or removed, the setting stays as it was
-/// (the menu's checkbox shows the truth) and the reason is logged.
+/// (the menu's checkbox shows the truth) and the reason is logged. While
+/// the computer starts the app for everyone, the item is greyed and this
+/// does nothing ([`crate::start_at_login`]).
 pub fn toggle_autostart(desk: &Desk) {
+    if crate::start_at_login::for_this_computer() {
+        return;
+    }
     let want = !desk.state().lock().settings.autostart;
     let launcher = desk.app().autolaunch();
     let changed = if want { launcher.enable() } else { launcher.disable() };

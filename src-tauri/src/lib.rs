@@ -50,6 +50,7 @@ pub mod passwords;
 pub mod runtime;
 pub mod settings;
 pub mod site;
+pub mod start_at_login;
 pub mod state;
 pub mod store;
 pub mod toast_id;

@@ -107,6 +107,8 @@ pub struct Labels {
     pub mute: [String; 3],
     pub settings: String,
     pub autostart: String,
+    /// The same, while the computer starts the app for every user.
+    pub autostart_machine: String,
     pub quit: String,
 }
 
@@ -117,6 +119,7 @@ impl Labels {
             mute: ["menu-mute-1h", "menu-mute-4h", "menu-mute-tomorrow"].map(|id| tr.t(id)),
             settings: tr.t("menu-settings"),
             autostart: tr.t("menu-autostart"),
+            autostart_machine: tr.t("menu-autostart-machine"),
             quit: tr.t("menu-quit"),
         }
     }

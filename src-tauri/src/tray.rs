@@ -145,6 +145,8 @@ fn render(
     view: &TrayView,
     autostart: bool,
 ) -> tauri::Result<()> {
+    // Read once: the admin's entry, which she cannot turn off.
+    let machine_starts_it = crate::start_at_login::for_this_computer();
     // A new language changes every fixed label, and a submenu's title does
     // not follow set_text over the tray host's D-Bus menu: both rebuild.
     let shape = (
@@ -221,9 +223,9 @@ fn render(
         let autostart_item = CheckMenuItem::with_id(
             app,
             MenuId::Autostart.to_string(),
-            &labels.autostart,
-            true,
-            autostart,
+            if machine_starts_it { &labels.autostart_machine } else { &labels.autostart },
+            !machine_starts_it,
+            autostart || machine_starts_it,
             None::<&str>,
         )?;
         menu.append_items(&[
@@ -267,7 +269,7 @@ fn render(
     }
     tray.set_tooltip(Some(view.tooltip()))?;
     m.unmute.set_text(&view.unmute_label)?;
-    m.autostart.set_checked(autostart)?;
+    m.autostart.set_checked(autostart || machine_starts_it)?;
     if m.icon != view.icon {
         tray.set_icon(Some(icon(view.icon)?))?;
         m.icon = view.icon;

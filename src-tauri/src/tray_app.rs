@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tauri::menu::MenuEvent;
 use tauri::{AppHandle, Manager, RunEvent};
-use tauri_plugin_autostart::MacosLauncher;
+use tauri_plugin_autostart::{MacosLauncher, ManagerExt as _};
 
 use crate::dashboard_process::{self, Dashboard};
 use crate::desk::{Desk, Surface};
@@ -19,7 +19,7 @@ use crate::menu_id::MenuId;
 use crate::model::NoteAction;
 use crate::settings::Overrides;
 use crate::state::AppState;
-use crate::{actions, i18n, logging, model, runtime, store, toast_id, tray, tray_host, watchers};
+use crate::{actions, i18n, logging, model, runtime, start_at_login, store, toast_id, tray, tray_host, watchers};
 
 /// The tray, as the shared modules see it.
 struct Tray {
@@ -93,7 +93,8 @@ fn start(app: &AppHandle) -> Result<(), String> {
     logging::init(app.path().app_log_dir().ok());
     toast_id::register(app.path().app_local_data_dir().ok());
     tray_host::quiet_xembed_icon_assertion();
-    let (settings, problems) = store::load(app);
+    let (mut settings, problems) = store::load(app);
+    settings.autostart = own_start_at_login(app, settings.autostart);
     let desktop_lang = i18n::Lang::of_desktop(|name| std::env::var(name).ok());
     let desk = Desk::new(
         AppState::new(settings, Overrides::from_env(), desktop_lang),
@@ -128,6 +129,26 @@ fn start(app: &AppHandle) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Whether her own start at login is on, as the system has it (an installer
+/// may have written it); dropped when the computer starts the app for
+/// everyone, which would otherwise start it twice.
+fn own_start_at_login(app: &AppHandle, stored: bool) -> bool {
+    let own = start_at_login::for_this_user(app, stored);
+    if !(own && start_at_login::for_this_computer()) {
+        return own;
+    }
+    match app.autolaunch().disable() {
+        Ok(()) => {
+            tracing::info!("this computer starts lockwatch at login: the user's own entry is removed");
+            false
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot remove the user's own start at login");
+            true
+        }
+    }
 }
 
 fn fail(why: &str) -> ! {

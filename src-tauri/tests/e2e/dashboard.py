@@ -235,6 +235,17 @@ def main():
         # The holder killed in 3 is counted as silent, not as a worker.
         assert tested.endswith("one worker alive, 1 silent."), tested
         run.ok(f"Test connection: {tested}")
+
+        # 4c. Send a test notification: the tray, the process that notifies, sends it
+        s.click("form.settings button.notify-test")
+        said = until("the button's answer", lambda: s.text("form.settings .notify-result") or None, 5)
+        assert said.startswith("Sent: it shows in a few seconds."), said
+
+        def tray_said():
+            with open(s.log, errors="replace") as f:
+                return "sending a test notification" in f.read()
+        until("the tray to send it", tray_said, 10)
+        run.ok(f"Send a test notification: {said!r}, and the tray sent it")
         s.close()
 
         # 5. settings saved in one run hold in the next

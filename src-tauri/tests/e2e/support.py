@@ -132,9 +132,9 @@ class Run:
         """A `lockwatch worker` on this run's Redis: `args` are its lease, grace and job."""
         return self.spawn([os.environ["LOCKWATCH_BIN"], "--redis", self.url, "worker", "--node", node, *args])
 
-    def start_app(self, env, log):
-        """The tray app in `env`, its output in the file `log` of the temp dir; stopped by `cleanup`."""
-        p = start_app(os.environ["LOCKWATCH_TRAY_BIN"], env, os.path.join(self.tmp, log))
+    def start_app(self, env, log, args=()):
+        """The tray app with `args` in `env`, its output in the file `log` of the temp dir; stopped by `cleanup`."""
+        p = start_app(os.environ["LOCKWATCH_TRAY_BIN"], env, os.path.join(self.tmp, log), args)
         self.procs.append(p)
         return p
 
@@ -181,10 +181,10 @@ def app_env(root, lang=None, **settings):
     return env
 
 
-def start_app(tray, env, log):
-    """Starts the tray app `tray` in `env`, its stdout and stderr into the file `log`."""
+def start_app(tray, env, log, args=()):
+    """Starts the tray app `tray` with `args` in `env`, its stdout and stderr into the file `log`."""
     with open(log, "w") as out:
-        return subprocess.Popen([tray], env=env, stdout=out, stderr=out)
+        return subprocess.Popen([tray, *args], env=env, stdout=out, stderr=out)
 
 
 def ask_bus(method, name):

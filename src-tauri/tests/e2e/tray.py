@@ -50,6 +50,8 @@ WORDS = {
         "unmute_left": "Unmute (",
         "unreachable": "Redis unreachable: job states unknown",
         "autostart": "Start at login",
+        "autostart_machine": "Start at login (set for this computer)",
+        "test": "lockwatch test notification",
     },
     "zh": {
         "running_on": "outbound：运行中 · ",
@@ -68,6 +70,8 @@ WORDS = {
         "unmute_left": "恢复通知（还剩 ",
         "unreachable": "无法连接 Redis：任务状态未知",
         "autostart": "登录时自动启动",
+        "autostart_machine": "登录时自动启动（本机统一设置）",
+        "test": "lockwatch 测试通知",
     },
 }
 W = WORDS["zh" if LOCALE.startswith(("zh_CN", "zh_SG", "zh_Hans")) else "en"]
@@ -96,11 +100,11 @@ def main():
         for node in ["srv-a", "srv-b"]:
             workers[node] = run.worker(node, "--lease", LEASE, "--stop-grace", "1s", "--", "sh", "-c", "while :; do echo tick; sleep 0.2; done")
 
-        def start_app(user, second=False):
-            env = app_env(run.tmp, lang=LOCALE, LOCKWATCH_REDIS_URL=f"redis://alice:alice-pw@127.0.0.1:{run.port}", LOCKWATCH_USER=user, LOCKWATCH_LOG="info")
+        def start_app(user, second=False, args=(), **extra):
+            env = app_env(run.tmp, lang=LOCALE, LOCKWATCH_REDIS_URL=f"redis://alice:alice-pw@127.0.0.1:{run.port}", LOCKWATCH_USER=user, LOCKWATCH_LOG="info", **extra)
             if not second:
                 desktop.host.items.clear()
-            return run.start_app(env, f"app-{user}{'-second' if second else ''}.log")
+            return run.start_app(env, f"app-{user}{'-second' if second else ''}{''.join(args)}.log", args)
 
         def shown_state():
             try:
@@ -184,13 +188,23 @@ def main():
         assert app.poll() is None, "the first app quit"
         run.ok(f"single instance: a second launch ended (exit {second.returncode}) and the running app opened its dashboard")
 
+        # e0b. launched again with --test-notification, the running app sends one (muted or not)
+        before = len(notes.summaries())
+        second = start_app("bob", second=True, args=("--test-notification",))
+        until("the second launch to end", lambda: second.poll() is not None, 15)
+        desktop.host.items[:] = [first_item]
+        until("the test notification", lambda: W["test"] in notes.summaries()[before:], 10)
+        assert notes.body(W["test"]), notes.note(W["test"])
+        run.ok(f"--test-notification: the running app sent {W['test']!r}")
+
         # e1. start at login writes the desktop's autostart entry, and removes it
         autostart = os.path.join(run.tmp, "home", ".config", "autostart")
         desktop_entries = lambda: [n for n in os.listdir(autostart) if n.endswith(".desktop")] if os.path.isdir(autostart) else []
         assert desktop_entries() == [], desktop_entries()
         tray.click(W["autostart"])
         until("an autostart entry", lambda: desktop_entries() != [], 10)
-        desktop_file = open(os.path.join(autostart, desktop_entries()[0])).read()
+        own_entry = desktop_entries()[0]
+        desktop_file = open(os.path.join(autostart, own_entry)).read()
         assert f"Exec={TRAY}" in desktop_file or TRAY in desktop_file, desktop_file
         until("the box checked", lambda: (tray.entry(W["autostart"]) or (0, "", 0))[2] == 1, 10)
         tray.click(W["autostart"])
@@ -228,6 +242,21 @@ def main():
         count = notes.summaries()[before:].count(W["unreachable"])
         assert count == 1, notes.summaries()[before:]
         run.ok("Redis down: exactly one unreachable notification, icon unknown, never stopped")
+
+        # g. the computer starts it for everyone: her item ticked and greyed, her own entry dropped
+        run.stop(app)
+        machine = os.path.join(run.tmp, "xdg")
+        os.makedirs(os.path.join(machine, "autostart"), exist_ok=True)
+        with open(os.path.join(machine, "autostart", "lockwatch.desktop"), "w") as f:
+            f.write(desktop_file)
+        with open(os.path.join(autostart, own_entry), "w") as f:
+            f.write(desktop_file)
+        app = start_app("bob", XDG_CONFIG_DIRS=machine)
+        desktop.wait_for_item(app, 15, "bob's tray item, once more")
+        entry = until("the computer's start at login", lambda: tray.entry(W["autostart_machine"]), 10)
+        assert entry[2] == 1 and entry[3] is False, f"ticked and greyed: {entry}"
+        assert desktop_entries() == [], f"her own entry stayed beside the computer's: {desktop_entries()}"
+        run.ok(f"start at login set for the computer: {entry[1]!r} ticked and greyed, her own entry removed")
         return run.finish()
     except Exception as e:  # report, with what was seen and the app's log, then fail
         run.failed(e)
