@@ -261,7 +261,11 @@ impl Shell {
                         }
                         Err(err) => {
                             tracing::debug!(job = %keys.job, error = %err, "probe failed");
-                            engine.handle_failure(err.to_string(), elapsed_ms)
+                            let mut step = engine.handle_failure(err.to_string(), elapsed_ms);
+                            if step.status.checked_at_ms.is_none() {
+                                step.status.failure = err.redis_failure();
+                            }
+                            step
                         }
                     };
                     let (next_check_ms, steady) = publish(step);

@@ -27,6 +27,7 @@ menu-connecting = { $job }: connecting…
 menu-head = { $job }: { $state }
 menu-head-server = { $job }: { $state } on { $server }
 menu-head-unreadable = { $job }: { $state } (Redis unreadable)
+menu-head-sign-in = { $job }: { $state }. Sign in: Settings → Password
 menu-head-reason = { $job }: { $state } ({ $reason })
 menu-pending = a server should take it within { $left }
 menu-for = for { $duration } (since { $since })
@@ -98,6 +99,8 @@ note-flip-refused = Your flag for { $job } was not changed
 note-ack-refused = Your "on it" for { $job } was not saved
 note-settings-reset = lockwatch settings reset
 note-site-settings = lockwatch: this computer's defaults were not all used
+note-sign-in = lockwatch: sign in to Redis
+note-sign-in-body = Redis did not accept your user name or password, so the job's state is unknown: open Settings and enter your password (your admin has it).
 note-test = lockwatch test notification
 note-test-body = Notifications from lockwatch reach this desk: a job that dies or moves to another server is told like this.
 

@@ -27,6 +27,7 @@ menu-connecting = { $job }：正在连接…
 menu-head = { $job }：{ $state }
 menu-head-server = { $job }：{ $state } · { $server }
 menu-head-unreadable = { $job }：{ $state }（无法读取 Redis）
+menu-head-sign-in = { $job }：{ $state }。请登录：设置 → 密码
 menu-head-reason = { $job }：{ $state }（{ $reason }）
 menu-pending = 应在 { $left }内由服务器启动
 menu-for = 已持续 { $duration }（{ $since } 起）
@@ -106,6 +107,8 @@ note-flip-refused = 您对 { $job } 的启用设置未更改
 note-ack-refused = 您对 { $job } 的“我来处理”未保存
 note-settings-reset = lockwatch 设置已重置
 note-site-settings = lockwatch：本机的统一设置未能全部使用
+note-sign-in = lockwatch：请登录 Redis
+note-sign-in-body = Redis 不接受您的用户名或密码，所以任务状态未知：请打开“设置”输入密码（密码向管理员索取）。
 note-test = lockwatch 测试通知
 note-test-body = lockwatch 的通知能送达这台电脑：任务停止或换到另一台服务器时，会像这样通知您。
 

@@ -102,9 +102,14 @@ pub async fn save_settings(desk: State<'_, Desk>, form: SettingsForm) -> Result<
     let mut note = None;
     if let Some(password) = &accepted.password
         && let Ok(target) = ConnectionSpec::single(accepted.settings.login_url(&overrides), None).target()
-        && let Err(err) = KEYRING.set(&account(target.user(), target.host()), password)
     {
-        note = Some(err);
+        let account = account(target.user(), target.host());
+        if let Err(err) = KEYRING.set(&account, password) {
+            note = Some(err);
+            // No keyring: the tray, which connects, keeps it in its memory
+            // too; told before the settings, which it then reads and applies.
+            desk.tell_tray(&Message::Password { account, password: password.clone() });
+        }
     }
     actions::update_settings(&desk, |s| {
         *s = accepted.settings;

@@ -93,6 +93,7 @@ fn listen(dashboard: &Dashboard, desk: &Desk, mut child: Child, stdout: BufReade
                 desk.redraw();
             }
             Some(Message::TestNotification) => crate::actions::send_test_note(desk),
+            Some(Message::Password { account, password }) => crate::passwords::KEYRING.remember(&account, &password),
             Some(Message::Show(_)) | None => {}
         }
     }

@@ -14,9 +14,11 @@
 //! dashboard); the dashboard says when it saved the settings, so the tray
 //! reads them again, and when Redis took the user's own flip there, so the
 //! tray confirms it in its menu and does not notify them of the start or
-//! stop they asked for; and when they ask for a test notification, which
-//! the tray, the one that notifies, sends. Everything else each reads from
-//! Redis itself.
+//! stop they asked for; when they ask for a test notification, which the
+//! tray, the one that notifies, sends; and, on a desktop without a keyring,
+//! the password they saved, which the tray then keeps in its memory too
+//! (never in a file, never on a command line; its line is never logged).
+//! Everything else each reads from Redis itself.
 
 use std::fmt;
 use std::io::Write;
@@ -29,8 +31,9 @@ pub const ARG: &str = "--dashboard=";
 pub const SWITCH_OFF: &str = "off?job=";
 
 /// What one process tells the other: one line each, printed by `Display`
-/// and read back by [`Message::parse`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// and read back by [`Message::parse`]. Log its [`Message::kind`], never
+/// the line.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Message {
     /// To the dashboard: show this view (`live`, `settings`, `off?job=…`).
     Show(String),
@@ -40,6 +43,18 @@ pub enum Message {
     Flipped { job: String, flip: OwnFlip },
     /// To the tray: send a test notification.
     TestNotification,
+    /// To the tray, before [`Message::SettingsSaved`]: the password of the
+    /// keyring account `account`, which no keyring keeps on this desktop.
+    Password { account: String, password: String },
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Message::Password { account, .. } => write!(f, "Password {{ account: {account:?}, .. }}"),
+            other => write!(f, "{other}"),
+        }
+    }
 }
 
 impl fmt::Display for Message {
@@ -48,6 +63,7 @@ impl fmt::Display for Message {
             Message::Show(view) => write!(f, "show {view}"),
             Message::SettingsSaved => f.write_str("settings"),
             Message::TestNotification => f.write_str("test-notification"),
+            Message::Password { account, password } => write!(f, "password {} {}", hex(account), hex(password)),
             Message::Flipped { job, flip } => write!(f, "flipped {} {} {job}", u8::from(flip.on), flip.at_ms),
         }
     }
@@ -65,6 +81,10 @@ impl Message {
         if let Some(view) = line.strip_prefix("show ") {
             return (!view.trim().is_empty()).then(|| Message::Show(view.trim().to_owned()));
         }
+        if let Some(rest) = line.strip_prefix("password ") {
+            let (account, password) = rest.split_once(' ')?;
+            return Some(Message::Password { account: unhex(account)?, password: unhex(password)? });
+        }
         let mut parts = line.strip_prefix("flipped ")?.splitn(3, ' ');
         let on = match parts.next()? {
             "1" => true,
@@ -81,6 +101,32 @@ impl Message {
 /// (`lockwatch-tray --test-notification`, the same as the button in Settings).
 pub const TEST_NOTIFICATION_ARG: &str = "--test-notification";
 
+impl Message {
+    /// What kind of message it is, for a log line.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Message::Show(_) => "show",
+            Message::SettingsSaved => "settings",
+            Message::Flipped { .. } => "flipped",
+            Message::TestNotification => "test-notification",
+            Message::Password { .. } => "password",
+        }
+    }
+}
+
+/// `text`'s bytes in hex: any password fits one line.
+fn hex(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(hex: &str) -> Option<String> {
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| hex.get(i..i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
 /// The view to open first, from the dashboard's command line.
 pub fn dashboard_arg() -> Option<String> {
     std::env::args().skip(1).find_map(|a| a.strip_prefix(ARG).map(str::to_owned))
@@ -90,7 +136,10 @@ pub fn dashboard_arg() -> Option<String> {
 pub fn tell_tray(message: &Message) {
     let mut out = std::io::stdout().lock();
     if writeln!(out, "{message}").and_then(|()| out.flush()).is_err() {
-        tracing::warn!(%message, "the tray app is gone; it reads the settings and flags anew at its next start");
+        tracing::warn!(
+            message = message.kind(),
+            "the tray app is gone; it reads the settings and flags anew at its next start"
+        );
     }
 }
 
@@ -126,14 +175,33 @@ mod tests {
             Message::Show(switch_off_view("wh east")),
             Message::SettingsSaved,
             Message::TestNotification,
+            Message::Password { account: "alice@db:6379".into(), password: "p@ss word\n密码".into() },
+            Message::Password { account: "a@b".into(), password: String::new() },
             Message::Flipped { job: "wh east 出库".into(), flip },
             Message::Flipped { job: "x".into(), flip: OwnFlip { on: true, at_ms: 0 } },
         ] {
             assert_eq!(Message::parse(&message.to_string()), Some(message.clone()), "{message}");
         }
-        for junk in ["", "show ", "flipped 1 12 ", "flipped yes 12 outbound", "flipped 1 soon outbound", "live"] {
+        for junk in [
+            "",
+            "show ",
+            "flipped 1 12 ",
+            "flipped yes 12 outbound",
+            "flipped 1 soon outbound",
+            "live",
+            "password zz 00",
+            "password 61",
+        ] {
             assert_eq!(Message::parse(junk), None, "{junk:?}");
         }
+    }
+
+    #[test]
+    fn a_password_is_never_in_a_log_line() {
+        let message = Message::Password { account: "alice@db:6379".into(), password: "hunter2".into() };
+        assert!(!format!("{message:?}").contains("hunter2"), "{message:?}");
+        assert!(format!("{message:?}").contains("alice@db:6379"));
+        assert_eq!(message.kind(), "password");
     }
 
     #[test]

@@ -310,6 +310,9 @@ pub fn status_line(s: &Status, words: &Words) -> String {
         (State::Running | State::Stale | State::Conflict, Some(node)) => {
             tr.ta("menu-head-server", &[("job", job), ("state", state), ("server", node.as_str().into())])
         }
+        (State::Unknown, _) if s.failure == Some(lockwatch::error::RedisFailure::Auth) => {
+            tr.ta("menu-head-sign-in", &[("job", job), ("state", state)])
+        }
         (State::Unknown, _) if s.checked_at_ms.is_none() => {
             tr.ta("menu-head-unreadable", &[("job", job), ("state", state)])
         }
@@ -714,6 +717,7 @@ mod tests {
             problems: vec![],
             no_standby: None,
             eviction: None,
+            failure: None,
         }
     }
 

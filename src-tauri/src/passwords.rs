@@ -34,6 +34,14 @@ pub struct Keyring {
     memory: Mutex<HashMap<String, String>>,
 }
 
+impl Keyring {
+    /// Keeps `password` for `account` in this process's memory only: the
+    /// tray's, told by the dashboard's on a desktop without a keyring.
+    pub fn remember(&self, account: &str, password: &str) {
+        self.memory.lock().unwrap_or_else(|p| p.into_inner()).insert(account.to_owned(), password.to_owned());
+    }
+}
+
 impl PasswordStore for Keyring {
     fn get(&self, account: &str) -> Result<Option<String>, String> {
         let remembered = self.memory.lock().unwrap_or_else(|p| p.into_inner()).get(account).cloned();
@@ -59,7 +67,7 @@ impl PasswordStore for Keyring {
     fn set(&self, account: &str, password: &str) -> Result<(), String> {
         let saved = keyring::Entry::new(KEYRING_SERVICE, account).and_then(|e| e.set_password(password));
         if saved.is_err() {
-            self.memory.lock().unwrap_or_else(|p| p.into_inner()).insert(account.to_owned(), password.to_owned());
+            self.remember(account, password);
         }
         saved.map_err(|e| format!("no OS keyring ({e}); the password is kept in memory until lockwatch quits"))
     }

@@ -235,11 +235,18 @@ impl Settings {
     }
 
     /// The stored URL as it logs in: with [`Settings::login_as_name`], as
-    /// the supervisor named in the settings or `overrides` when it names no
-    /// Redis user, so the machine's one URL logs each supervisor in as herself.
+    /// the supervisor named in the settings or `overrides`, else as her OS
+    /// login (as *Your name* says it defaults to), when it names no Redis
+    /// user, so the machine's one URL logs each supervisor in as herself.
     pub fn login_url(&self, overrides: &Overrides) -> String {
-        let name = overrides.user.as_deref().or(Some(self.user.as_str()).filter(|u| !u.is_empty()));
-        lockwatch::address::with_user(&self.redis_url, name.filter(|_| self.login_as_name))
+        let name = self.login_as_name.then(|| {
+            overrides
+                .user
+                .clone()
+                .or_else(|| Some(self.user.clone()).filter(|u| !u.is_empty()))
+                .or_else(|| flags::default_user(None).ok())
+        });
+        lockwatch::address::with_user(&self.redis_url, name.flatten().as_deref())
     }
 
     /// What takes effect, with `overrides` and the keyring's password.
@@ -515,7 +522,14 @@ mod tests {
         let bob = Overrides { user: Some("bob".into()), ..Overrides::default() };
         assert_eq!(s.login_url(&bob), "redis://bob@db:6379");
         let nobody = Settings { user: String::new(), ..s };
-        assert_eq!(nobody.login_url(&Overrides::default()), "redis://db:6379", "the login name is no Redis user");
+        let login = flags::default_user(None).unwrap();
+        assert_eq!(
+            nobody.login_url(&Overrides::default()),
+            format!("redis://{login}@db:6379"),
+            "Your name empty: her login"
+        );
+        let shared_nobody = Settings { login_as_name: false, ..nobody };
+        assert_eq!(shared_nobody.login_url(&Overrides::default()), "redis://db:6379", "off: still `default`");
         assert_eq!(
             lockwatch::address::with_user("unix:///run/redis.sock?db=1", Some("alice")),
             "unix:///run/redis.sock?db=1&user=alice"

@@ -33,6 +33,9 @@ pub struct Inner {
     pub(crate) notifier: Notifier,
     /// Bumped on every restart, so tasks of an old generation stop updating.
     pub(crate) generation: u64,
+    /// Whether she was told, since the settings last took effect, that
+    /// Redis refused her login.
+    pub(crate) told_sign_in: bool,
 }
 
 impl Inner {
@@ -59,6 +62,7 @@ impl AppState {
             watchers: Vec::new(),
             notifier: Notifier::new(QUIET_MS),
             generation: 0,
+            told_sign_in: false,
         });
         AppState { inner }
     }

@@ -3,13 +3,14 @@
 //! state, the surface (the tray's menu, the dashboard's page) and
 //! notifications.
 
+use lockwatch::error::RedisFailure;
 use lockwatch::watcher::Watcher;
 use lockwatch::{Event, Status};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::clock::{desktop_now_ms, local_time};
 use crate::desk::Desk;
-use crate::model::JobView;
+use crate::model::{JobView, Note};
 use crate::passwords::KEYRING;
 use crate::runtime;
 
@@ -21,6 +22,7 @@ pub fn restart(desk: &Desk) {
     let (settings, overrides, generation) = {
         let mut inner = desk.state().lock();
         inner.generation += 1;
+        inner.told_sign_in = false;
         inner.watchers.clear();
         inner.jobs.clear();
         (inner.settings.clone(), inner.overrides.clone(), inner.generation)
@@ -87,6 +89,7 @@ async fn follow(
 }
 
 fn set_status(desk: &Desk, generation: u64, index: usize, status: Option<Status>) -> bool {
+    let mut sign_in = None;
     let shown = {
         let mut inner = desk.state().lock();
         if inner.generation != generation {
@@ -95,6 +98,12 @@ fn set_status(desk: &Desk, generation: u64, index: usize, status: Option<Status>
         let user = inner.effective.as_ref().map(|e| e.user.clone()).unwrap_or_default();
         if let Some(s) = &status {
             inner.notifier.set_acks(&s.job, &s.acks, &user);
+            // Once until the settings change: what she must do, not an outage.
+            if s.failure == Some(RedisFailure::Auth) && !inner.told_sign_in && desk.notifies() {
+                inner.told_sign_in = true;
+                let tr = inner.tr();
+                sign_in = Some(Note::plain(tr.t("note-sign-in"), tr.t("note-sign-in-body")));
+            }
         }
         match (inner.jobs.get_mut(index), status) {
             (Some(job), Some(s)) => {
@@ -108,6 +117,9 @@ fn set_status(desk: &Desk, generation: u64, index: usize, status: Option<Status>
         desk.emit("status", s);
     }
     desk.redraw();
+    if let Some(note) = sign_in {
+        desk.tell(&note);
+    }
     true
 }
 

@@ -239,6 +239,11 @@ pub struct Status {
     /// Whether Redis may evict the job's keys, in one sentence; asked by
     /// `lockwatch status` alone (`None` from the engine).
     pub eviction: Option<String>,
+    /// While Redis cannot be read: the kind of failure, when it is known
+    /// (a refused login is the user's to mend, not Redis's). Set by the
+    /// watcher; in the JSON, `reason` says it in words.
+    #[serde(skip)]
+    pub failure: Option<crate::error::RedisFailure>,
 }
 
 impl Status {

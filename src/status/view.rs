@@ -55,6 +55,7 @@ impl Job {
             problems: Vec::new(),
             no_standby: None,
             eviction: None,
+            failure: None,
         }
     }
 
@@ -105,6 +106,7 @@ impl Job {
             problems: snap.problems.clone(),
             no_standby: no_standby(snap, raw, cfg),
             eviction: None,
+            failure: None,
         }
     }
 }
