@@ -203,7 +203,13 @@ pub fn describe(err: RedisError, action: Action, host: &Endpoint) -> Error {
             RedisFailure::Permission,
             "lockwatch's read function is not loaded on this Redis, and only a worker or an admin may load it: a lockwatch worker loads it when it starts, and `lockwatch acl` when the admin runs it against this Redis",
         )
-    } else if code == "WRONGPASS" || code == "NOAUTH" || err.kind() == redis::ErrorKind::AuthenticationFailed {
+    } else if code == "WRONGPASS"
+        || code == "NOAUTH"
+        || err.kind() == redis::ErrorKind::AuthenticationFailed
+        // A server that wants a login drops an unauthenticated client's
+        // larger requests with "Protocol error: unauthenticated multibulk …".
+        || err.to_string().contains("unauthenticated")
+    {
         (
             RedisFailure::Auth,
             "check the user and password in the Redis URL (or LOCKWATCH_REDIS_URL); in a URL, a password's @ : / ? # % are written %40 %3A %2F %3F %23 %25",
@@ -308,6 +314,19 @@ mod tests {
             "Incompatible type - Parse error at 1"
         );
         assert_eq!(one_line("Connection refused (os error 111)"), "Connection refused (os error 111)");
+    }
+
+    #[test]
+    fn a_request_before_a_login_is_a_missing_login() {
+        // (The driver's kind for it is a server error; the words decide.)
+        let err = redis::RedisError::from((
+            redis::ErrorKind::Client,
+            "Protocol error",
+            "unauthenticated multibulk length".to_owned(),
+        ));
+        let said = describe(err, Action::ReadingJob, &plain());
+        assert_eq!(said.redis_failure(), Some(RedisFailure::Auth), "{said}");
+        assert!(said.to_string().contains("check the user and password"), "{said}");
     }
 
     #[test]

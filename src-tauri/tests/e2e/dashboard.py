@@ -4,7 +4,10 @@
 Run by tests/dashboard.rs with an Xvfb DISPLAY inside dbus-run-session. Drives
 the app through tauri-driver (W3C WebDriver, plain HTTP) against a real Redis
 and two real workers: the live view, the own toggle, a failover in the
-history, field-by-field validation, and settings that survive a restart.
+history, field-by-field validation, settings that survive a restart, and
+signing in on a desktop without a keyring (this session bus has no Secret
+Service): the tray first says "Sign in", then runs once the password is
+saved in the dashboard's own process.
 Env: LOCKWATCH_BIN, LOCKWATCH_TRAY_BIN, TAURI_DRIVER, SCREENSHOT_DIR (optional).
 """
 import base64
@@ -277,6 +280,47 @@ def main():
         s.view("live")
         until("Running from the saved settings", lambda: s.text(f"{card} .badge .word") == "Running", 15)
         run.ok("settings survive a restart and take effect; the tray's mute made meanwhile is kept")
+        s.close()
+
+        # 6. no keyring: a Redis that wants a password, one URL for the team; she signs in from Settings
+        port2 = free_port()
+        admin = f"redis://default:admin-pw@127.0.0.1:{port2}"
+        run.spawn(["redis-server", "--port", str(port2), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                   "--dir", run.tmp, "--requirepass", "admin-pw"])
+        cli = lambda *a: subprocess.run(["redis-cli", "-p", str(port2), "--no-auth-warning", "-a", "admin-pw", *a],
+                                        capture_output=True, text=True, timeout=10).stdout.strip()
+        until("the second redis", lambda: cli("PING") == "PONG", 10)
+        bin_ = os.environ["LOCKWATCH_BIN"]
+        for line in subprocess.run([bin_, "acl", "--user", "carol"], capture_output=True, text=True, check=True).stdout.splitlines():
+            cli(*line.split())
+        cli("ACL", "SETUSER", "carol", ">carol-pw")
+        subprocess.run([bin_, "--redis", admin, "enable", "--user", "carol"], check=True, capture_output=True)
+        run.spawn([bin_, "--redis", admin, "worker", "--node", "srv-c", "--lease", "3s", "--", "sleep", "1000"])
+        os.makedirs(f"{run.tmp}/etc/lockwatch", exist_ok=True)
+        with open(f"{run.tmp}/etc/lockwatch/settings.json", "w") as f:
+            json.dump({"settings": {"redis_url": f"redis://127.0.0.1:{port2}", "login_as_name": True}}, f)
+        os.remove(store)
+        desktop = support.Desktop()
+        try:
+            s = Session(support.app_env(run.tmp, lang="en_US.UTF-8", LOCKWATCH_OPEN_DASHBOARD="1"), f"{run.tmp}/app-sign-in.log")
+            sessions.append(s)
+            tray = desktop.item
+            head = lambda: next((e[1] for e in tray.entries() if e[1].startswith("outbound: ")), None)
+            said = until("the tray to ask her to sign in", lambda: (lambda h: h if h and "Sign in: Settings → Password" in h else None)(head()), 20)
+            until("the sign-in notification", lambda: "lockwatch: sign in to Redis" in desktop.notes.summaries(), 10)
+            assert desktop.notes.summaries().count("lockwatch: sign in to Redis") == 1, desktop.notes.summaries()
+            s.view("settings")
+            s.type("#user", "carol")
+            s.type("#password", "carol-pw")
+            s.click("form.settings button[type=submit]")
+            saved = until("Saved", lambda: (lambda r: r if r and r.startswith("Saved") else None)(s.text("form.settings .result")), 10)
+            assert "no OS keyring" in saved, f"this desktop was to have no keyring: {saved}"
+            running = until("the tray running as carol", lambda: (lambda h: h if h and h.startswith("outbound: running on srv-c") else None)(head()), 20)
+            with open(s.log, errors="replace") as f:
+                assert "carol-pw" not in f.read(), "the password is in the log"
+            run.ok(f"no keyring: the tray said {said!r} and notified once; after Save in Settings it reads {running!r}")
+        finally:
+            desktop.stop()
         return run.finish()
     except Exception as e:  # noqa: BLE001 - report and fail
         run.failed(e)
