@@ -57,12 +57,19 @@ for scope in user machine; do
   # What wixl cannot write: the Start Menu shortcut's AppUserModelID, and
   # per computer the system PATH entry with the actions that write and
   # remove it.
-  tables=(-i "$win/MsiShortcutProperty.idt")
+  # A rebuild of the same version replaces the installed one too, rather
+  # than installing beside it (what WiX's AllowSameVersionUpgrades does):
+  # the upgrade row's maximum version is inclusive (attribute 512).
+  upgrade=$(mktemp -d)
+  msiinfo export "$msi" Upgrade | awk -F'\t' 'BEGIN { OFS = "\t" } $7 ~ /^WIX_UPGRADE_DETECTED\r?$/ { $5 = $5 + 512 } { print }' \
+    > "$upgrade/Upgrade.idt"
+  tables=(-i "$win/MsiShortcutProperty.idt" -i "$upgrade/Upgrade.idt")
   if [ "$scope" = machine ]; then
     tables+=(-i "$win/Environment.idt"
       -q "INSERT INTO \`InstallExecuteSequence\` (\`Action\`, \`Sequence\`) VALUES ('RemoveEnvironmentStrings', 3300)"
       -q "INSERT INTO \`InstallExecuteSequence\` (\`Action\`, \`Sequence\`) VALUES ('WriteEnvironmentStrings', 5200)")
   fi
   msibuild "$msi" "${tables[@]}"
+  rm -r "$upgrade"
 done
 echo "$out/lockwatch.exe"

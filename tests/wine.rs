@@ -335,7 +335,7 @@ fn the_installer_installs_for_the_user_with_a_start_menu_entry_and_start_at_logi
     }
     assert!(shortcut.is_file(), "no Start Menu entry at {}", shortcut.display());
     let autostart = run_key().expect("start at login: no Run value named lockwatch");
-    assert!(autostart.contains(r"AppData\Local\Programs\lockwatch\lockwatch-tray.exe"), "{autostart}");
+    assert!(autostart.contains(r#"AppData\Local\Programs\lockwatch\lockwatch-tray.exe" --autostart"#), "{autostart}");
     assert!(!registry_key(r"HKLM\Software\lockwatch"), "a per-user install wrote to the computer's registry");
     let version = installed_version(&dir, &dir.join("lockwatch.exe").to_string_lossy());
     assert!(version.starts_with("lockwatch "), "{version}");
@@ -381,7 +381,7 @@ fn the_machine_installer_installs_for_every_user_with_lockwatch_on_the_path_and_
     }
     assert!(shortcuts.iter().any(|s| s.is_file()), "no Start Menu entry at {shortcuts:?}");
     let autostart = run_key().expect("start at login for every user: no HKLM Run value named lockwatch");
-    assert!(autostart.ends_with(r#""C:\Program Files\lockwatch\lockwatch-tray.exe""#), "{autostart}");
+    assert!(autostart.ends_with(r#""C:\Program Files\lockwatch\lockwatch-tray.exe" --autostart"#), "{autostart}");
     assert_eq!(
         registry(&format!(r"HKCU\{RUN_KEY}"), "lockwatch"),
         None,

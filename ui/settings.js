@@ -104,8 +104,13 @@ export function renderSettings(root, app, reload) {
     result.title = tested.detail ?? "";
   });
   root.querySelector(".notify-test").addEventListener("click", async () => {
-    await app.invoke("test_notification");
-    root.querySelector(".notify-result").textContent = t("page-notify-test-sent");
+    const said = root.querySelector(".notify-result");
+    try {
+      await app.invoke("test_notification");
+      said.textContent = t("page-notify-test-sent");
+    } catch (err) {
+      said.textContent = String(err);
+    }
   });
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();

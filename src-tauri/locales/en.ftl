@@ -59,6 +59,7 @@ menu-autostart-machine = Start at login (set for this computer)
 menu-quit = Quit lockwatch
 menu-settings-problem = Settings problem: { $error }
 dialog-off-title = Switch { $job } off
+dialog-off-native = You are the last one with { $job } on: switch it off? It stops on every server.
 
 ## Notifications
 
@@ -285,6 +286,7 @@ page-save = Save
 page-test = Test connection
 page-testing = Testing…
 page-notify-test = Send a test notification
+page-notify-test-no-tray = Not sent: the tray app, which notifies, is not running. Start lockwatch and try again.
 page-notify-test-sent = Sent: it shows in a few seconds. If it does not, notifications are off for lockwatch in the system's settings (the app's log says what the system answered).
 page-overridden = Overridden by { $variable } while it is set.
 page-saved = Saved; watching with the new settings.

@@ -59,6 +59,7 @@ menu-autostart-machine = 登录时自动启动（本机统一设置）
 menu-quit = 退出 lockwatch
 menu-settings-problem = 设置有误：{ $error }
 dialog-off-title = 停用 { $job }
+dialog-off-native = 您是最后一个启用 { $job } 的人：要停用吗？它将在所有服务器上停止。
 
 ## 通知
 
@@ -286,6 +287,7 @@ page-save = 保存
 page-test = 测试连接
 page-testing = 正在测试…
 page-notify-test = 发送测试通知
+page-notify-test-no-tray = 未发送：负责通知的托盘程序没有运行。请启动 lockwatch 后再试。
 page-notify-test-sent = 已发送：几秒内就会出现。如果没有出现，说明系统设置中关闭了 lockwatch 的通知（应用日志中记有系统的答复）。
 page-overridden = 设置了 { $variable } 时以其为准。
 page-saved = 已保存，正在按新设置监控。

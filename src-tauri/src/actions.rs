@@ -10,7 +10,6 @@ use crate::desk::Desk;
 use crate::menu_id::Mute;
 use crate::model::{Note, NoteAction, OwnFlip, Refusal};
 use crate::settings::Settings;
-use tauri_plugin_autostart::ManagerExt as _;
 
 use crate::link::{self, Message};
 use crate::{runtime, store, watchers};
@@ -68,23 +67,20 @@ pub fn mute(desk: &Desk, how: Mute) {
 }
 
 /// Turns start at login on or off, the opposite of what it was
-/// (tauri-plugin-autostart: a desktop entry in `~/.config/autostart` on
-/// Linux, the Run key on Windows). When it cannot be written or removed, the setting stays as it was
-/// (the menu's checkbox shows the truth) and the reason is logged. While
-/// the computer starts the app for everyone, the item is greyed and this
-/// does nothing ([`crate::start_at_login`]).
+/// ([`crate::start_at_login`]). When it cannot be written or removed, the
+/// setting stays as it was (the menu's checkbox shows the truth) and the
+/// reason is logged. While the computer starts the app for everyone, the
+/// item is greyed and this does nothing.
 pub fn toggle_autostart(desk: &Desk) {
     if crate::start_at_login::for_this_computer() {
         return;
     }
     let want = !desk.state().lock().settings.autostart;
-    let launcher = desk.app().autolaunch();
-    let changed = if want { launcher.enable() } else { launcher.disable() };
-    let done = match changed {
+    let done = match crate::start_at_login::set(desk.app(), want) {
         Ok(()) => want,
         Err(err) => {
-            tracing::warn!(error = %err, "cannot change start at login");
-            launcher.is_enabled().unwrap_or(!want)
+            tracing::warn!("cannot change start at login: {err}");
+            !want
         }
     };
     update_settings(desk, |s| {
@@ -100,12 +96,17 @@ pub fn toggle_autostart(desk: &Desk) {
 ///
 /// The last one with the job on is asked why first, in a small window of
 /// its own (the dashboard's process, [`link::switch_off_view`]); the flip
-/// happens when they answer there.
+/// happens when they answer there. Where that window cannot open (Windows
+/// without WebView2), a native yes/no box asks, and no reason is kept.
 pub fn toggle_flag(desk: &Desk, job: &str) {
     match wish(desk, job) {
         Some((false, true)) => {
             desk.redraw();
-            desk.open(&link::switch_off_view(job));
+            if crate::webview_runtime::missing().is_some() {
+                ask_natively(desk, job);
+            } else {
+                desk.open(&link::switch_off_view(job));
+            }
         }
         Some((on, _)) => {
             let desk = desk.clone();
@@ -115,6 +116,25 @@ pub fn toggle_flag(desk: &Desk, job: &str) {
             });
         }
         None => desk.redraw(),
+    }
+}
+
+/// Asks the last one on, in a native box, whether to switch `job` off; a
+/// yes flips it.
+fn ask_natively(desk: &Desk, job: &str) {
+    let tr = desk.state().lock().tr();
+    let title = tr.ta("dialog-off-title", &[("job", job.into())]);
+    let text = tr.ta("dialog-off-native", &[("job", job.into())]);
+    let (desk, job) = (desk.clone(), job.to_owned());
+    let asked = std::thread::Builder::new().name("switch-off".into()).spawn(move || {
+        if crate::webview_runtime::ask(&title, &text) {
+            runtime::spawn(async move {
+                let _ = flip(&desk, &job, false, None).await;
+            });
+        }
+    });
+    if let Err(err) = asked {
+        tracing::warn!(error = %err, "cannot ask whether to switch the job off");
     }
 }
 

@@ -58,8 +58,11 @@ pub async fn set_enabled(desk: State<'_, Desk>, job: String, on: bool, reason: O
 /// Asks the tray, the process that notifies, for a test notification.
 #[tauri::command]
 pub async fn test_notification(desk: State<'_, Desk>) -> Result<(), String> {
-    desk.tell_tray(&Message::TestNotification);
-    Ok(())
+    if desk.tell_tray(&Message::TestNotification) {
+        Ok(())
+    } else {
+        Err(desk.state().lock().tr().t("page-notify-test-no-tray"))
+    }
 }
 
 /// Closes the window that asks (the "switch off" window, once answered).

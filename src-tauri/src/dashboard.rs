@@ -38,8 +38,8 @@ impl Surface for Page {
     /// Never called: this process shows no notifications.
     fn on_note(&self, _: &Desk, _: NoteAction) {}
 
-    fn tell_tray(&self, message: &Message) {
-        link::tell_tray(message);
+    fn tell_tray(&self, message: &Message) -> bool {
+        link::tell_tray(message)
     }
 }
 
@@ -53,7 +53,10 @@ pub fn run(view: String) {
         }
     }
     let app = tauri::Builder::default()
-        .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, None))
+        .plugin(tauri_plugin_autostart::init(
+            tauri_plugin_autostart::MacosLauncher::LaunchAgent,
+            Some(vec![crate::start_at_login::ARG]),
+        ))
         .plugin(tauri_plugin_store::Builder::default().build())
         .invoke_handler(tauri::generate_handler![
             commands::get_state,

@@ -39,8 +39,10 @@ impl Dashboard {
             }
         }
         if let Some(why) = crate::webview_runtime::missing() {
+            drop(running);
             tracing::warn!("cannot open the dashboard: no web view runtime ({why})");
-            crate::webview_runtime::tell_missing(&desk.state().lock().tr());
+            let tr = desk.state().lock().tr();
+            crate::webview_runtime::tell_missing(&tr);
             return;
         }
         match spawn(self, desk, view) {

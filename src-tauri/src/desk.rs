@@ -30,8 +30,8 @@ pub trait Surface: Send + Sync {
     /// Does what a click on a notification (or one of its buttons) asks.
     fn on_note(&self, desk: &Desk, action: NoteAction);
     /// Tells the tray's process what happened in this one; in the tray's
-    /// own process there is nobody to tell.
-    fn tell_tray(&self, message: &Message);
+    /// own process there is nobody to tell. False when the tray is gone.
+    fn tell_tray(&self, message: &Message) -> bool;
 }
 
 /// The app state and its surface; cloned freely (one allocation).
@@ -99,7 +99,7 @@ impl Desk {
     }
 
     /// See [`Surface::tell_tray`].
-    pub fn tell_tray(&self, message: &Message) {
-        self.0.surface.tell_tray(message);
+    pub fn tell_tray(&self, message: &Message) -> bool {
+        self.0.surface.tell_tray(message)
     }
 }

@@ -132,15 +132,18 @@ pub fn dashboard_arg() -> Option<String> {
     std::env::args().skip(1).find_map(|a| a.strip_prefix(ARG).map(str::to_owned))
 }
 
-/// The dashboard's side: tells the tray `message` on stdout.
-pub fn tell_tray(message: &Message) {
+/// The dashboard's side: tells the tray `message` on stdout; false (and
+/// logged) when the tray is gone.
+pub fn tell_tray(message: &Message) -> bool {
     let mut out = std::io::stdout().lock();
-    if writeln!(out, "{message}").and_then(|()| out.flush()).is_err() {
+    let told = writeln!(out, "{message}").and_then(|()| out.flush()).is_ok();
+    if !told {
         tracing::warn!(
             message = message.kind(),
             "the tray app is gone; it reads the settings and flags anew at its next start"
         );
     }
+    told
 }
 
 /// The dashboard's side: the tray's messages on stdin, until it goes.

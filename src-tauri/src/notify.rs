@@ -90,6 +90,9 @@ fn deliver(
     on_click: impl Fn(NoteAction) + Send + Sync + 'static,
 ) -> Result<(), String> {
     use tauri_winrt_notification::{Duration, Sound, Toast};
+    // A toast the user or a policy switched off is taken without an error:
+    // ask first, so the log says why none appears.
+    toasts_allowed()?;
     let mut toast = Toast::new(crate::toast_id::APP_ID).title(&note.summary).text1(&note.body);
     for (id, label) in buttons.iter().skip(1) {
         toast = toast.add_button(label, id);
@@ -104,6 +107,27 @@ fn deliver(
     toast.show().map_err(|e| e.to_string())?;
     tracing::info!(summary = %note.summary, "notified");
     Ok(())
+}
+
+/// Whether Windows shows this app's toasts now, as its notification
+/// settings say (Focus Assist aside, which it does not tell).
+#[cfg(windows)]
+fn toasts_allowed() -> Result<(), String> {
+    use windows::UI::Notifications::{NotificationSetting, ToastNotificationManager};
+    let id = windows::core::HSTRING::from(crate::toast_id::APP_ID);
+    let setting = ToastNotificationManager::CreateToastNotifierWithId(&id)
+        .and_then(|notifier| notifier.Setting())
+        .map_err(|e| e.to_string())?;
+    let off = match setting {
+        NotificationSetting::Enabled => return Ok(()),
+        NotificationSetting::DisabledForApplication => {
+            "Windows has notifications off for lockwatch (Settings → System → Notifications)"
+        }
+        NotificationSetting::DisabledForUser => "Windows has notifications off for this user",
+        NotificationSetting::DisabledByGroupPolicy => "a group policy turns notifications off",
+        _ => "Windows does not let lockwatch notify",
+    };
+    Err(off.to_owned())
 }
 
 /// Logs a note the system did not show, with why; the first time with what

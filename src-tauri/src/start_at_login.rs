@@ -1,16 +1,23 @@
-//! Whether the app starts at login, as the system has it. Her own entry is
-//! tauri-plugin-autostart's (`~/.config/autostart/` on Linux, the value
-//! `lockwatch` under `HKCU\…\Run` on Windows, which the per-user installer
-//! writes too). The computer's is the admin's: `lockwatch.desktop` in an XDG
-//! autostart folder (`/etc/xdg/autostart/`), or the value `lockwatch` under
-//! `HKLM\…\Run` that the per-computer installer writes. While the computer's
-//! is there, her menu shows it ticked and greyed: she cannot turn it off,
-//! and an entry of her own beside it would start the app twice at login.
+//! Whether the app starts at login, as the system has it, and her switch
+//! for it. Her own entry: on Linux tauri-plugin-autostart's
+//! `~/.config/autostart/lockwatch.desktop`; on Windows the value `lockwatch`
+//! under `HKCU\…\Run` (the per-user installer writes the same), written here
+//! because the plugin's Windows side also writes and deletes the computer's
+//! `HKLM` value when it may. The computer's entry is the admin's:
+//! `lockwatch.desktop` in an XDG autostart folder (`/etc/xdg/autostart/`), or
+//! the `HKLM\…\Run` value the per-computer installer writes. While it is
+//! there her menu shows it ticked and greyed (she cannot turn it off); on
+//! Windows, where both values would run, her own is removed at start.
+//!
+//! Every entry starts the app with [`ARG`], so a second start at login (two
+//! entries, a logon script) ends quietly instead of opening the dashboard.
 
 use std::sync::OnceLock;
 
 use tauri::AppHandle;
-use tauri_plugin_autostart::ManagerExt as _;
+
+/// The argument every start-at-login entry passes.
+pub const ARG: &str = "--autostart";
 
 /// The name of the entries, desktop file and Run value alike.
 const NAME: &str = "lockwatch";
@@ -28,23 +35,78 @@ pub fn for_this_computer() -> bool {
     })
 }
 
-/// Whether her own entry is there, or `fallback` when it cannot be read.
-pub fn for_this_user(app: &AppHandle, fallback: bool) -> bool {
-    match app.autolaunch().is_enabled() {
+/// Her own start at login as the system has it, at the app's start (an
+/// installer may have written it); `stored` when it cannot be read. On
+/// Windows, where the computer's entry and hers would both run, hers is
+/// removed.
+pub fn at_start(app: &AppHandle, stored: bool) -> bool {
+    let own = match own_entry(app) {
         Ok(on) => on,
         Err(err) => {
-            tracing::warn!(error = %err, "cannot read whether lockwatch starts at login");
-            fallback
+            tracing::warn!("cannot read whether lockwatch starts at login: {err}");
+            return stored;
+        }
+    };
+    if !(cfg!(windows) && own && for_this_computer()) {
+        return own;
+    }
+    match set(app, false) {
+        Ok(()) => {
+            tracing::info!("this computer starts lockwatch at login: the user's own entry is removed");
+            false
+        }
+        Err(err) => {
+            tracing::warn!("cannot remove the user's own start at login: {err}");
+            true
         }
     }
 }
 
+/// Writes or removes her own entry.
+///
+/// # Errors
+/// A sentence when the entry cannot be written or removed.
+#[cfg(windows)]
+pub fn set(_app: &AppHandle, on: bool) -> Result<(), String> {
+    let run = windows_registry::CURRENT_USER.create(RUN).map_err(|e| e.to_string())?;
+    if on {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        run.set_string(NAME, format!("\"{}\" {ARG}", exe.display())).map_err(|e| e.to_string())
+    } else if run.get_string(NAME).is_ok() {
+        run.remove_value(NAME).map_err(|e| e.to_string())
+    } else {
+        Ok(())
+    }
+}
+
+/// Writes or removes her own entry.
+///
+/// # Errors
+/// A sentence when the entry cannot be written or removed.
+#[cfg(not(windows))]
+pub fn set(app: &AppHandle, on: bool) -> Result<(), String> {
+    use tauri_plugin_autostart::ManagerExt as _;
+    let launcher = app.autolaunch();
+    if on { launcher.enable() } else { launcher.disable() }.map_err(|e| e.to_string())
+}
+
+#[cfg(windows)]
+const RUN: &str = r"Software\Microsoft\Windows\CurrentVersion\Run";
+
+#[cfg(windows)]
+fn own_entry(_app: &AppHandle) -> Result<bool, String> {
+    Ok(windows_registry::CURRENT_USER.open(RUN).and_then(|key| key.get_string(NAME)).is_ok())
+}
+
+#[cfg(not(windows))]
+fn own_entry(app: &AppHandle) -> Result<bool, String> {
+    use tauri_plugin_autostart::ManagerExt as _;
+    app.autolaunch().is_enabled().map_err(|e| e.to_string())
+}
+
 #[cfg(windows)]
 fn machine_entry() -> bool {
-    windows_registry::LOCAL_MACHINE
-        .open(r"Software\Microsoft\Windows\CurrentVersion\Run")
-        .and_then(|key| key.get_string(NAME))
-        .is_ok()
+    windows_registry::LOCAL_MACHINE.open(RUN).and_then(|key| key.get_string(NAME)).is_ok()
 }
 
 #[cfg(not(windows))]

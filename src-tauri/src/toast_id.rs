@@ -19,11 +19,20 @@ pub fn key_path() -> String {
 }
 
 /// Registers the ID for this user, with the icon written into `dir` (the
-/// app's local data folder); what failed is logged, never fatal.
+/// app's local data folder); what failed is logged, never fatal. The name
+/// is registered even when the icon cannot be written.
 #[cfg(windows)]
 pub fn register(dir: Option<std::path::PathBuf>) {
-    match write(dir) {
-        Ok(icon) => tracing::info!(id = APP_ID, key = %key_path(), icon = %icon.display(), "toasts registered"),
+    let icon = dir.ok_or_else(|| "no local data folder".to_owned()).and_then(|d| place_icon(&d));
+    let icon = match icon {
+        Ok(icon) => Some(icon),
+        Err(err) => {
+            tracing::warn!("the toasts' icon cannot be written, so they show none: {err}");
+            None
+        }
+    };
+    match write(icon.as_deref()) {
+        Ok(()) => tracing::info!(id = APP_ID, key = %key_path(), "toasts registered"),
         Err(err) => tracing::warn!(
             id = APP_ID,
             key = %key_path(),
@@ -33,15 +42,29 @@ pub fn register(dir: Option<std::path::PathBuf>) {
 }
 
 #[cfg(windows)]
-fn write(dir: Option<std::path::PathBuf>) -> Result<std::path::PathBuf, String> {
-    let dir = dir.ok_or("no local data folder")?;
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    // A file of the app's own: the toast's icon outlives any install folder.
-    let icon = dir.join("toast-icon.png");
-    std::fs::write(&icon, include_bytes!("../../icons/128x128.png")).map_err(|e| format!("{}: {e}", icon.display()))?;
+fn write(icon: Option<&std::path::Path>) -> Result<(), String> {
     let key = windows_registry::CURRENT_USER.create(key_path()).map_err(|e| e.to_string())?;
     key.set_string("DisplayName", "lockwatch").map_err(|e| e.to_string())?;
-    key.set_string("IconUri", icon.to_string_lossy()).map_err(|e| e.to_string())?;
+    if let Some(icon) = icon {
+        key.set_string("IconUri", icon.to_string_lossy()).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The toast's icon, a file of the app's own (it outlives any install
+/// folder) in `dir`: written when it is missing or differs, through a new
+/// file put in its place, so the shell never reads half of one.
+#[cfg(windows)]
+fn place_icon(dir: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    const ICON: &[u8] = include_bytes!("../../icons/128x128.png");
+    let icon = dir.join("toast-icon.png");
+    if std::fs::read(&icon).is_ok_and(|have| have == ICON) {
+        return Ok(icon);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let new = dir.join("toast-icon.png.new");
+    std::fs::write(&new, ICON).map_err(|e| format!("{}: {e}", new.display()))?;
+    std::fs::rename(&new, &icon).map_err(|e| format!("{}: {e}", icon.display()))?;
     Ok(icon)
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tauri::menu::MenuEvent;
 use tauri::{AppHandle, Manager, RunEvent};
-use tauri_plugin_autostart::{MacosLauncher, ManagerExt as _};
+use tauri_plugin_autostart::MacosLauncher;
 
 use crate::dashboard_process::{self, Dashboard};
 use crate::desk::{Desk, Surface};
@@ -46,7 +46,9 @@ impl Surface for Tray {
         actions::on_note(desk, action);
     }
 
-    fn tell_tray(&self, _: &Message) {}
+    fn tell_tray(&self, _: &Message) -> bool {
+        true
+    }
 }
 
 /// Runs the tray app until Quit.
@@ -65,15 +67,20 @@ pub fn run() {
     let app = tauri::Builder::default()
         // First, so that a second launch ends before it builds anything.
         .plugin(tauri_plugin_single_instance::init(|app, args, _cwd| {
-            let Some(desk) = app.try_state::<Desk>().map(|d| d.inner().clone()) else { return };
-            if args.iter().any(|a| a == TEST_NOTIFICATION_ARG) {
+            let Some(desk) = app.try_state::<Desk>().map(|d| d.inner().clone()) else {
+                tracing::info!("lockwatch was launched again while it starts: nothing to do");
+                return;
+            };
+            if args.iter().any(|a| a == start_at_login::ARG) {
+                tracing::info!("lockwatch was started at login again (two entries?): it already runs");
+            } else if args.iter().any(|a| a == TEST_NOTIFICATION_ARG) {
                 runtime::spawn(async move { actions::send_test_note(&desk) });
             } else {
                 tracing::info!("lockwatch was launched again in this session: opening its dashboard");
                 desk.open("live");
             }
         }))
-        .plugin(tauri_plugin_autostart::init(MacosLauncher::LaunchAgent, None))
+        .plugin(tauri_plugin_autostart::init(MacosLauncher::LaunchAgent, Some(vec![start_at_login::ARG])))
         .plugin(tauri_plugin_store::Builder::default().build())
         .setup(|app| Ok(start(app.handle())?))
         .build(crate::context());
@@ -94,7 +101,7 @@ fn start(app: &AppHandle) -> Result<(), String> {
     toast_id::register(app.path().app_local_data_dir().ok());
     tray_host::quiet_xembed_icon_assertion();
     let (mut settings, problems) = store::load(app);
-    settings.autostart = own_start_at_login(app, settings.autostart);
+    settings.autostart = start_at_login::at_start(app, settings.autostart);
     let desktop_lang = i18n::Lang::of_desktop(|name| std::env::var(name).ok());
     let desk = Desk::new(
         AppState::new(settings, Overrides::from_env(), desktop_lang),
@@ -112,8 +119,15 @@ fn start(app: &AppHandle) -> Result<(), String> {
         desk.tell(&model::Note::plain(summary, said.body));
     }
     if std::env::args().any(|a| a == TEST_NOTIFICATION_ARG) {
-        let tested = desk.clone();
-        runtime::spawn(async move { actions::send_test_note(&tested) });
+        // Asked where no lockwatch runs (another session, a remote shell):
+        // sent from here, and this one goes again.
+        tracing::info!("no lockwatch runs in this session: the test notification is sent from here, then it quits");
+        let (tested, app) = (desk.clone(), app.clone());
+        runtime::spawn(async move {
+            actions::send_test_note(&tested);
+            tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+            app.exit(0);
+        });
     }
     if std::env::var_os("LOCKWATCH_OPEN_DASHBOARD").is_some() {
         desk.open("live");
@@ -129,26 +143,6 @@ fn start(app: &AppHandle) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Whether her own start at login is on, as the system has it (an installer
-/// may have written it); dropped when the computer starts the app for
-/// everyone, which would otherwise start it twice.
-fn own_start_at_login(app: &AppHandle, stored: bool) -> bool {
-    let own = start_at_login::for_this_user(app, stored);
-    if !(own && start_at_login::for_this_computer()) {
-        return own;
-    }
-    match app.autolaunch().disable() {
-        Ok(()) => {
-            tracing::info!("this computer starts lockwatch at login: the user's own entry is removed");
-            false
-        }
-        Err(err) => {
-            tracing::warn!(error = %err, "cannot remove the user's own start at login");
-            true
-        }
-    }
 }
 
 fn fail(why: &str) -> ! {

@@ -3,7 +3,9 @@
 //! LTSC, offline images and some Server or RDS hosts lack: asked through
 //! the loader beside the app before the dashboard's process starts, and
 //! when it is missing a message box says so in the supervisor's language
-//! (one at a time) while the tray, its menu, flag and notifications go on.
+//! (one at a time) while the tray, its menu, flag and notifications go on;
+//! the one question the dashboard's process asks from the menu (switching
+//! a job off as the last one on) is then a native yes/no box.
 //! On Linux the web view (WebKitGTK) is a dependency of the package.
 
 use crate::i18n::Tr;
@@ -33,21 +35,58 @@ pub fn tell_missing(tr: &Tr) {
     message_box(tr.t("webview-missing-title"), text);
 }
 
+/// Asks `text` yes or no in a native box, blocking this thread until
+/// answered; only where the web view is missing (Windows).
+#[cfg(windows)]
+pub fn ask(title: &str, text: &str) -> bool {
+    use windows_sys::Win32::UI::WindowsAndMessaging::{
+        IDYES, MB_ICONQUESTION, MB_SETFOREGROUND, MB_TOPMOST, MB_YESNO, MessageBoxW,
+    };
+    let (title, text) = (wide(title), wide(text));
+    // SAFETY: both strings are NUL-terminated UTF-16 that outlive the call; no owner window.
+    let answer = unsafe {
+        MessageBoxW(
+            std::ptr::null_mut(),
+            text.as_ptr(),
+            title.as_ptr(),
+            MB_YESNO | MB_ICONQUESTION | MB_SETFOREGROUND | MB_TOPMOST,
+        )
+    };
+    answer == IDYES
+}
+
+/// Where the web view is never missing, nothing asks natively.
+#[cfg(not(windows))]
+pub fn ask(_title: &str, _text: &str) -> bool {
+    false
+}
+
+#[cfg(windows)]
+fn wide(s: &str) -> Vec<u16> {
+    s.encode_utf16().chain(std::iter::once(0)).collect()
+}
+
 #[cfg(windows)]
 fn message_box(title: String, text: String) {
     use std::sync::atomic::{AtomicBool, Ordering};
-    use windows_sys::Win32::UI::WindowsAndMessaging::{MB_ICONWARNING, MB_OK, MB_SETFOREGROUND, MessageBoxW};
+    use windows_sys::Win32::UI::WindowsAndMessaging::{
+        MB_ICONWARNING, MB_OK, MB_SETFOREGROUND, MB_TOPMOST, MessageBoxW,
+    };
 
     static SHOWN: AtomicBool = AtomicBool::new(false);
     if SHOWN.swap(true, Ordering::AcqRel) {
         return;
     }
-    let wide = |s: &str| s.encode_utf16().chain(std::iter::once(0)).collect::<Vec<u16>>();
     let spawned = std::thread::Builder::new().name("webview-missing".into()).spawn(move || {
         let (title, text) = (wide(&title), wide(&text));
         // SAFETY: both strings are NUL-terminated UTF-16 that outlive the call; no owner window.
         unsafe {
-            MessageBoxW(std::ptr::null_mut(), text.as_ptr(), title.as_ptr(), MB_OK | MB_ICONWARNING | MB_SETFOREGROUND)
+            MessageBoxW(
+                std::ptr::null_mut(),
+                text.as_ptr(),
+                title.as_ptr(),
+                MB_OK | MB_ICONWARNING | MB_SETFOREGROUND | MB_TOPMOST,
+            )
         };
         SHOWN.store(false, Ordering::Release);
     });

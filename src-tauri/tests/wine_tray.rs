@@ -36,5 +36,5 @@ fn the_windows_tray_app_docks_under_wine_and_its_icon_follows_the_job() {
             ("SCREENSHOT_DIR", shots.as_os_str()),
         ],
     );
-    assert!(stdout.contains("5 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("6 passed, 0 failed"), "{stdout}");
 }

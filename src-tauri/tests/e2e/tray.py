@@ -243,7 +243,8 @@ def main():
         assert count == 1, notes.summaries()[before:]
         run.ok("Redis down: exactly one unreachable notification, icon unknown, never stopped")
 
-        # g. the computer starts it for everyone: her item ticked and greyed, her own entry dropped
+        # g. the computer starts it for everyone: her item ticked and greyed; her own entry, of the
+        # same name, hides the computer's (XDG autostart), so it starts once and is left alone
         run.stop(app)
         machine = os.path.join(run.tmp, "xdg")
         os.makedirs(os.path.join(machine, "autostart"), exist_ok=True)
@@ -255,8 +256,9 @@ def main():
         desktop.wait_for_item(app, 15, "bob's tray item, once more")
         entry = until("the computer's start at login", lambda: tray.entry(W["autostart_machine"]), 10)
         assert entry[2] == 1 and entry[3] is False, f"ticked and greyed: {entry}"
-        assert desktop_entries() == [], f"her own entry stayed beside the computer's: {desktop_entries()}"
-        run.ok(f"start at login set for the computer: {entry[1]!r} ticked and greyed, her own entry removed")
+        assert own_entry == "lockwatch.desktop" and desktop_entries() == [own_entry], desktop_entries()
+        assert "--autostart" in desktop_file, desktop_file
+        run.ok(f"start at login set for the computer: {entry[1]!r} ticked and greyed; her {own_entry} (with --autostart) kept")
         return run.finish()
     except Exception as e:  # report, with what was seen and the app's log, then fail
         run.failed(e)

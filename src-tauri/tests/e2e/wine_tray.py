@@ -15,7 +15,10 @@ computer's defaults (%ProgramData%\lockwatch\settings.json), then checks:
    tray send a test notification, and what Windows answered is logged
    (Wine has no toast platform: the error);
 5. launched again, the tray opens its dashboard, finds no WebView2 runtime
-   (Wine has none), says so in a message box and stays up, its icon docked.
+   (Wine has none), says so in a message box and stays up, its icon docked;
+6. where the computer starts it at login (HKLM Run, as the per-computer
+   installer writes), her own HKCU Run value was removed at start, so it
+   does not start twice, and the computer's stays.
 Env: LOCKWATCH_BIN, WINE, TRAY_EXE, WINEPREFIX.
 """
 import json
@@ -62,6 +65,12 @@ def main():
         with open(log, errors="replace") as f:
             return f.read()
 
+    env = None
+    run_key = r"Software\Microsoft\Windows\CurrentVersion\Run"
+
+    def reg(*args):
+        return subprocess.run([os.environ["WINE"], "reg", *args], env=env, capture_output=True, text=True)
+
     try:
         run.start_redis()
         run.lockwatch("enable", "--user", "alice", check=True)
@@ -79,6 +88,8 @@ def main():
                    LOCKWATCH_USER="alice", LOCKWATCH_LOG="info")
         env.pop("LOCKWATCH_REDIS_URL", None)
         wine = [os.environ["WINE"], os.environ["TRAY_EXE"]]
+        for root in ("HKLM", "HKCU"):
+            reg("add", f"{root}\\{run_key}", "/v", "lockwatch", "/d", f"lockwatch-tray.exe --autostart ({root})", "/f")
         with open(log, "w") as out:
             app = run.spawn(wine, env=env, stdout=out, stderr=out)
 
@@ -136,6 +147,12 @@ def main():
         assert app.poll() is None, f"the app ended:\n{app_log()}"
         assert docked(x_windows()), "the icon left the tray"
         run.ok(f"no WebView2: a message box ({box[1]}) says so, no dashboard process, the tray stays up and docked")
+
+        # 6. the computer starts it at login: her own value went at start, the computer's stayed
+        assert "the user's own entry is removed" in app_log(), app_log()
+        assert reg("query", f"HKCU\\{run_key}", "/v", "lockwatch").returncode != 0, "her own Run value stayed"
+        assert "(HKLM)" in reg("query", f"HKLM\\{run_key}", "/v", "lockwatch").stdout, "the computer's Run value went"
+        run.ok("with the computer's HKLM Run value, her own HKCU one was removed at start; the computer's stays")
         os.remove(site)
         return run.finish()
     except Exception as e:  # noqa: BLE001 - report and fail
@@ -143,6 +160,8 @@ def main():
         run.show_log("the app's log", log)
         return run.finish(failed=1)
     finally:
+        if env:
+            reg("delete", f"HKLM\\{run_key}", "/v", "lockwatch", "/f")
         run.cleanup()
 
 
