@@ -102,6 +102,24 @@ async fn sigterm_hands_over_in_under_a_second() {
     assert_no_overlap(&journal(&j));
 }
 
+/// A worker stopped by SIGTERM says so, that it released the lock, and
+/// that it stopped: what an admin reads in `journalctl` after a stop.
+#[tokio::test]
+async fn a_worker_stopped_by_sigterm_says_so_and_that_it_released_the_lock() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let mut w = WorkerProcess::spawn(worker_command(&url, "srv-a", "3s", &[], "sleep 100").stderr(Stdio::piped()));
+    wait_holder(&mut c, None).await;
+    w.sigterm();
+    let code = eventually("the worker to stop", Duration::from_secs(10), || w.try_wait().unwrap()).await;
+    assert!(code.success(), "{code}");
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut w.stderr.take().unwrap(), &mut said).unwrap();
+    let at = |text: &str| said.find(text).unwrap_or_else(|| panic!("no {text:?} in: {said}"));
+    assert!(at("SIGTERM received") < at("released the lock"), "{said}");
+    assert!(at("released the lock") < at("worker stopped"), "{said}");
+}
+
 #[tokio::test]
 async fn all_flags_off_stop_the_job_and_release_the_lock() {
     let (_server, url, mut c) = server_with_flag("alice", true);

@@ -187,10 +187,11 @@ pub fn stop_signals() -> Result<std::pin::Pin<Box<dyn Future<Output = ()> + Send
         let mut term = install(SignalKind::terminate(), "SIGTERM")?;
         let mut int = install(SignalKind::interrupt(), "SIGINT")?;
         Ok(Box::pin(async move {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
+            let name = tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+            };
+            tracing::info!("{name} received: stopping the job, if it runs here, and releasing the lock");
         }))
     }
     #[cfg(not(unix))]
@@ -335,6 +336,9 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     }
     if w.claimed {
         let _ = w.beat("idle", None, None, None).await;
+    }
+    if result.is_ok() {
+        tracing::info!(node = %w.opts.node, "worker stopped");
     }
     let _ = stop_tx.send(true);
     let _ = waker.await;
@@ -797,7 +801,10 @@ impl Worker {
             Err(err) => Err(err),
         };
         match released {
-            Ok(true) => self.record(Record::Released { fence: Some(h.fence), cause: Some(cause) }).await,
+            Ok(true) => {
+                tracing::info!(node = %self.opts.node, fence = h.fence, "released the lock");
+                self.record(Record::Released { fence: Some(h.fence), cause: Some(cause) }).await;
+            }
             Ok(false) => {
                 tracing::error!(node = %self.opts.node, fence = h.fence, "when releasing: {}", Cause::Lost.sentence());
                 self.record(Record::Lost { fence: Some(h.fence), cause: Some(Cause::Lost) }).await;
