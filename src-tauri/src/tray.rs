@@ -54,13 +54,33 @@ fn icon(state: State) -> tauri::Result<Image<'static>> {
     Image::from_bytes(icon_png(state))
 }
 
+/// Where the tray icon library writes the icon's files on Linux (the tray
+/// host reads a file): a folder of this user's own, never the shared
+/// `/tmp/tray-icon` it falls back to without `XDG_RUNTIME_DIR`, which
+/// another user of the computer may own. `None` elsewhere.
+fn icon_dir(app: &AppHandle) -> Option<std::path::PathBuf> {
+    use tauri::Manager as _;
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(std::path::PathBuf::from).filter(|d| d.is_dir());
+    match runtime {
+        Some(dir) => Some(dir.join("lockwatch-tray-icon")),
+        None => app.path().app_cache_dir().ok().map(|d| d.join("tray-icon")),
+    }
+}
+
 /// Puts the icon in the tray, `unknown` and with an empty menu until the
 /// first redraw; menu clicks go to `on_menu`. On the main thread.
 ///
 /// # Errors
 /// Tauri's, as a sentence.
 pub fn show(app: &AppHandle, on_menu: impl Fn(&AppHandle, MenuEvent) + Send + Sync + 'static) -> Result<(), String> {
-    let icon = TrayIconBuilder::with_id("lockwatch")
+    let mut builder = TrayIconBuilder::with_id("lockwatch");
+    if let Some(dir) = icon_dir(app) {
+        builder = builder.temp_dir_path(dir);
+    }
+    let icon = builder
         .icon(icon(State::Unknown).map_err(|e| e.to_string())?)
         .menu(&Menu::new(app).map_err(|e| e.to_string())?)
         .tooltip("lockwatch")

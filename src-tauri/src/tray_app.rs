@@ -82,7 +82,13 @@ pub fn run() {
         }))
         .plugin(tauri_plugin_autostart::init(MacosLauncher::LaunchAgent, Some(vec![start_at_login::ARG])))
         .plugin(tauri_plugin_store::Builder::default().build())
-        .setup(|app| Ok(start(app.handle())?))
+        // Tauri panics on a setup error: each is said in one sentence instead.
+        .setup(|app| {
+            if let Err(err) = start(app.handle()) {
+                fail(&err);
+            }
+            Ok(())
+        })
         .build(crate::context());
     match app {
         Ok(app) => app.run(|_, event| {
@@ -110,8 +116,10 @@ fn start(app: &AppHandle) -> Result<(), String> {
     );
     app.manage(desk.clone());
     let on_menu_desk = desk.clone();
-    tray::show(app, move |app, event| on_menu(app, &on_menu_desk, &event))
-        .map_err(|err| format!("cannot put its icon in the tray: {err}"))?;
+    let docked = tray::show(app, move |app, event| on_menu(app, &on_menu_desk, &event));
+    if let Err(err) = &docked {
+        tracing::error!("cannot put its icon in the tray ({err}): opening the dashboard instead");
+    }
     let first = desk.clone();
     runtime::spawn(async move { watchers::restart(&first) });
     for said in problems {
@@ -131,6 +139,8 @@ fn start(app: &AppHandle) -> Result<(), String> {
     }
     if std::env::var_os("LOCKWATCH_OPEN_DASHBOARD").is_some() {
         desk.open("live");
+    } else if docked.is_err() {
+        desk.open("live?notray");
     } else {
         match tray_host::find() {
             Some(host) => tracing::info!(%host, "tray host found"),

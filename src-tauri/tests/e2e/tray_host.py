@@ -4,7 +4,9 @@
 Run by tests/tray_host.rs inside dbus-run-session with an Xvfb DISPLAY and no
 StatusNotifierWatcher on the bus:
 1. with an XEmbed system tray (trayer) the icon is embedded in it, the app
-   says it found that tray, opens no dashboard, and prints no CRITICAL line;
+   says it found that tray, opens no dashboard, and prints no CRITICAL line,
+   also in a session without XDG_RUNTIME_DIR where the shared temporary
+   `tray-icon` folder cannot be used (another user's, on a shared PC);
    its Redis comes from the machine's defaults (an admin's settings.json),
    whose password it drops, saying so without the password;
 2. with no tray at all it opens the dashboard with a "No tray" banner, which
@@ -46,7 +48,12 @@ def main():
             return panel is not None and viewable(panel[1])
 
         until("trayer's panel on screen", panel_shown, 10)
-        app = run.start_app(env, "app.log")
+        # The icon library's shared fallback, unusable as another user's would be.
+        shared = f"{run.tmp}/shared-tmp"
+        os.makedirs(shared)
+        open(f"{shared}/tray-icon", "w").close()
+        no_runtime_dir = {k: v for k, v in env.items() if k != "XDG_RUNTIME_DIR"}
+        app = run.start_app(dict(no_runtime_dir, TMPDIR=shared), "app.log")
 
         def icon_in_trayer():
             tree = x_windows()
