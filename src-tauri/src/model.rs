@@ -129,7 +129,8 @@ impl Labels {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobMenu {
     pub job: String,
-    /// `outbound: running on wh-east-1 · for 12 min 0 s (since 10:02) · heartbeat 1 s ago`
+    /// `outbound: running on wh-east-1 · since 10:02`, or while its heartbeat
+    /// is late `outbound: stale on wh-east-1 · since 10:02 · heartbeat 12 s ago`
     pub status_line: String,
     /// The user's own flag as Redis has it; `None` while it cannot be known.
     pub enabled_for_me: Option<bool>,
@@ -297,10 +298,12 @@ pub fn state_word(tr: &Tr, state: State) -> String {
     })
 }
 
-/// One line saying the state, the server, for how long (and since what
-/// time of day), and the heartbeat's age, measured to the status's own
-/// Redis time. Built from the status's fields, not its English reason,
-/// except where only the reason knows (an unknown state Redis did answer).
+/// One line saying the state, the server, since what time of day, and
+/// while the holder's heartbeat is late, its age in seconds: it changes
+/// when one of those facts does, not with every look (a running job's
+/// fresh heartbeat and the growing duration are the dashboard's). Built
+/// from the status's fields, not its English reason, except where only the
+/// reason knows (an unknown state Redis did answer).
 pub fn status_line(s: &Status, words: &Words) -> String {
     let tr = &words.tr;
     let job = s.job.as_str().into();
@@ -324,12 +327,11 @@ pub fn status_line(s: &Status, words: &Words) -> String {
     if let (State::Pending, Some(until), Some(now)) = (s.state, s.pending_until_ms, s.checked_at_ms) {
         parts.push(tr.ta("menu-pending", &[("left", tr.duration(until.saturating_sub(now)).into())]));
     }
-    if let (Some(since), Some(now)) = (s.since_ms, s.checked_at_ms) {
-        let duration = tr.duration(now.saturating_sub(since));
-        parts.push(tr.ta("menu-for", &[("duration", duration.into()), ("since", (words.time_of_day)(since).into())]));
+    if let (Some(since), Some(_)) = (s.since_ms, s.checked_at_ms) {
+        parts.push(tr.ta("menu-since", &[("since", (words.time_of_day)(since).into())]));
     }
-    if let Some(age) = s.holder.as_ref().and_then(|h| h.heartbeat_age_ms) {
-        parts.push(tr.ta("menu-heartbeat", &[("age", tr.duration(age).into())]));
+    if let (State::Stale, Some(age)) = (s.state, s.holder.as_ref().and_then(|h| h.heartbeat_age_ms)) {
+        parts.push(tr.ta("menu-heartbeat", &[("age", tr.duration(age / 1000 * 1000).into())]));
     }
     parts.join(" · ")
 }
@@ -820,7 +822,14 @@ mod tests {
         let v =
             tray_view(&[view(State::Running, Some("wh-east-1"), &["alice", "bob"])], "alice", None, 1_000_000, &en());
         let m = &v.jobs[0];
-        assert_eq!(m.status_line, "outbound: running on wh-east-1 · for 12 min 0 s (since 00:04) · heartbeat 1 s ago");
+        assert_eq!(m.status_line, "outbound: running on wh-east-1 · since 00:04");
+        // A late heartbeat is a fact: its age, in whole seconds.
+        let mut stale = view(State::Stale, Some("wh-east-1"), &["alice"]);
+        if let Some(h) = stale.status.as_mut().and_then(|s| s.holder.as_mut()) {
+            h.heartbeat_age_ms = Some(12_345);
+        }
+        let v = tray_view(&[stale], "alice", None, 1_000_000, &en());
+        assert_eq!(v.jobs[0].status_line, "outbound: stale on wh-east-1 · since 00:04 · heartbeat 12 s ago");
         assert_eq!(m.enabled_for_me, Some(true));
         assert!(m.can_flip);
         assert_eq!(m.flip_label, "Enabled for me");
@@ -852,7 +861,7 @@ mod tests {
         let m = &v.jobs[0];
         assert!(m.can_flip, "a supervisor must be able to enable it again");
         assert_eq!(m.enabled_for_me, Some(false));
-        assert_eq!(m.status_line, "outbound: unknown (Redis lost the job's data) · for 12 min 0 s (since 00:04)");
+        assert_eq!(m.status_line, "outbound: unknown (Redis lost the job's data) · since 00:04");
     }
 
     #[test]
@@ -874,7 +883,7 @@ mod tests {
         assert_eq!(v.icon, State::Pending, "amber beats green");
         assert_eq!(
             v.jobs[0].status_line,
-            "outbound: pending · a server should take it within 3 s · for 2 s (since 00:16)"
+            "outbound: pending · a server should take it within 3 s · since 00:16"
         );
     }
 
@@ -1019,7 +1028,7 @@ mod tests {
         let v =
             tray_view(&[view(State::Running, Some("wh-east-1"), &["alice", "bob", "carol"])], "alice", None, 0, &zh());
         let m = &v.jobs[0];
-        assert_eq!(m.status_line, "outbound：运行中 · wh-east-1 · 已持续 12 分 0 秒（00:04 起） · 心跳 1 秒前");
+        assert_eq!(m.status_line, "outbound：运行中 · wh-east-1 · 00:04 起");
         assert_eq!(m.flip_label, "由我启用");
         assert_eq!(m.others_line, "其他启用人：bob、carol");
         assert_eq!(v.labels.open, "打开监控面板");
@@ -1030,9 +1039,9 @@ mod tests {
             s.pending_until_ms = Some(1_000_000 + 3_000);
         }
         let v = tray_view(&[pending], "alice", None, 0, &zh());
-        assert_eq!(v.jobs[0].status_line, "outbound：等待启动 · 应在 3 秒内由服务器启动 · 已持续 2 秒（00:16 起）");
+        assert_eq!(v.jobs[0].status_line, "outbound：等待启动 · 应在 3 秒内由服务器启动 · 00:16 起");
         let v = tray_view(&[view(State::Stopped, None, &[])], "alice", None, 0, &zh());
-        assert_eq!(v.jobs[0].status_line, "outbound：已停止 · 已持续 12 分 0 秒（00:04 起）");
+        assert_eq!(v.jobs[0].status_line, "outbound：已停止 · 00:04 起");
         assert_eq!(v.jobs[0].others_line, "没有其他人启用");
         let connecting = JobView { job: "outbound".into(), ..Default::default() };
         let v = tray_view(&[connecting], "alice", None, 0, &zh());
