@@ -124,10 +124,10 @@ install -d "$server/DEBIAN" "$server/usr/bin" "$server/usr/lib/systemd/system" "
 install -s -m 0755 "$target/lockwatch" "$server/usr/bin/lockwatch"
 install -m 0644 "packaging/server/lockwatch-worker@.service" "$server/usr/lib/systemd/system/"
 install -m 0644 packaging/server/lockwatch.sysusers "$server/usr/lib/sysusers.d/lockwatch.conf"
-install -m 0755 packaging/server/postinst packaging/server/postrm "$server/DEBIAN/"
+install -m 0755 packaging/server/postinst packaging/server/prerm packaging/server/postrm "$server/DEBIAN/"
 docs "$server" lockwatch
 install -m 0644 packaging/server/example.env "$server/usr/share/doc/lockwatch/example.env"
-package "$server" lockwatch "$(shlibs "$server/usr/bin/lockwatch"), adduser" \
+package "$server" lockwatch "$(shlibs "$server/usr/bin/lockwatch"), adduser, procps" \
   "run a job on exactly one server, and see whether it runs
  lockwatch watches a job guarded by a Redisson-style Redis lock: which
  server runs it, whether it hung, who has it enabled. Its worker runs any
@@ -147,8 +147,11 @@ for size in 32 128 256; do
 done
 docs "$desktop" lockwatch-desktop
 install -m 0644 packaging/desktop/settings.example.json "$desktop/usr/share/doc/lockwatch-desktop/"
+# A Chinese font: the example defaults set "zh-CN" for a whole site, and
+# without one Chinese shows as empty boxes (the small one first).
+install -m 0755 packaging/desktop/prerm packaging/desktop/postrm "$desktop/DEBIAN/"
 package "$desktop" lockwatch-desktop \
-  "$(shlibs "$desktop/usr/bin/lockwatch-tray"), libayatana-appindicator3-1, lockwatch (= $version)" \
+  "$(shlibs "$desktop/usr/bin/lockwatch-tray"), libayatana-appindicator3-1, procps, fonts-wqy-microhei | fonts-noto-cjk | fonts-wqy-zenhei, lockwatch (= $version)" \
   "job state in the tray, own enable flag, failover notices
  The lockwatch tray app: an icon for the job's state (running, pending,
  stale, down, stopped, conflict, unknown), your own enable flag in its

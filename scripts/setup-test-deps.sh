@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the system packages lockwatch's build and tests need (idempotent:
 # nothing is fetched when all are present). Uses sudo when not root.
-# `--run`: only what the main command (scripts/run.sh) needs to build and run.
+# `--run`: only what the main command (scripts/run.sh) needs to build and run
+# (with a Chinese font: the app speaks Chinese on a zh_CN desktop).
 set -euo pipefail
 packages=(
   build-essential pkg-config libssl-dev
   libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev libdbus-1-dev
   redis-server redis-tools
+  fonts-wqy-microhei
 )
 tests=true
 [ "${1:-}" = "--run" ] && tests=false
@@ -15,7 +17,7 @@ if $tests; then
     redis-sentinel openssl
     xvfb dbus-x11 dbus python3-dbus python3-dbusmock python3-gi gir1.2-gdkpixbuf-2.0 webkit2gtk-driver
     trayer x11-utils xdotool python3-xlib
-    gcc-mingw-w64-x86-64-win32 wine64 wixl
+    gcc-mingw-w64-x86-64-win32 wine64 wixl msitools
     systemd locales
   )
 fi

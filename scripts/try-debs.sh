@@ -116,10 +116,36 @@ done
 [ "$(clients)" -gt "$before" ] || { echo "the tray did not connect to the Redis of /etc/lockwatch/settings.json:"; cat "$work/tray.log"; exit 1; }
 echo "docked; $(grep -o 'tray host found.*' "$work/tray.log"); alice's tray reads the Redis that /etc/lockwatch/settings.json names"
 
-step "apt-get purge"
-kill "${pids[-1]}" 2>/dev/null || true
+step "a Chinese font came with the desktop package"
+font=$(in_root dpkg-query -W -f='${db:Status-Status} ${Package}\n' fonts-wqy-microhei fonts-noto-cjk fonts-wqy-zenhei 2>/dev/null | sed -n 's/^installed //p' | head -1)
+[ -n "$font" ] || { echo "no font for Chinese came with lockwatch-desktop: it would show as empty boxes" >&2; exit 1; }
+echo "Chinese: $font"
+
+step "apt-get purge while alice's tray and a worker run: no process of them left, no start at login for everyone"
+tray=${pids[-1]}
+# A worker started by hand (no systemd in this root) running a job, and the
+# computer's start at login as the README's rollout makes it.
+in_root lockwatch --redis "redis://127.0.0.1:$port" worker --node try-debs --lease 3s -- sleep 1000 >"$work/worker.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 50); do
+  job=$(redis-cli -p "$port" HGET "{outbound}:node:try-debs" child_pid)
+  [ -n "$job" ] && break
+  sleep 0.2
+done
+[ -n "$job" ] || { echo "the worker ran no job:"; cat "$work/worker.log"; exit 1; }
+worker=$(pgrep -f "^lockwatch --redis redis://127.0.0.1:$port worker" | head -1)
+cp "$root/usr/share/applications/lockwatch.desktop" "$root/etc/xdg/autostart/lockwatch.desktop"
 in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq lockwatch-desktop lockwatch >/dev/null
-left=$(in_root sh -c 'ls /usr/bin/lockwatch* /usr/lib/systemd/system/lockwatch* 2>/dev/null' || true)
+left=$(in_root sh -c 'ls /usr/bin/lockwatch* /usr/lib/systemd/system/lockwatch* /etc/xdg/autostart/lockwatch* 2>/dev/null' || true)
 [ -z "$left" ] || { echo "left behind: $left" >&2; exit 1; }
+for pid in "$tray" "$worker" "$job"; do
+  for _ in $(seq 1 50); do
+    [ -e "/proc/$pid" ] && [ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)" != Z ] || break
+    sleep 0.2
+  done
+  [ -e "/proc/$pid" ] && [ "$(cut -d' ' -f3 "/proc/$pid/stat")" != Z ] && { echo "process $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline")) outlived the purge" >&2; exit 1; }
+done
+[ "$(redis-cli -p "$port" EXISTS "{outbound}:lock")" = 0 ] || { echo "the worker's lock is still held after the purge" >&2; exit 1; }
+grep -q "SIGTERM received" "$work/worker.log" || { cat "$work/worker.log"; exit 1; }
 [ -f "$root/etc/lockwatch/settings.json" ] || { echo "purge deleted the admin's /etc/lockwatch/settings.json" >&2; exit 1; }
-echo "all tried: the packages install, run and go in a clean Debian 12 (the admin's settings.json stays)"
+echo "all tried: the packages install, run and go in a clean Debian 12: the tray, the worker and its job stopped (lock released), /etc/xdg/autostart/lockwatch.desktop removed, the admin's settings.json kept"

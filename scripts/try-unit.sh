@@ -11,7 +11,9 @@
 #   3. the worker killed by SIGKILL: systemd restarts it and the job runs again;
 #   3b. the worker and its reaper killed together: what the job left (its
 #      background child, fallen to init) is ended by systemd, and it runs again;
-#   4. systemctl stop: the lock is released, nothing of the unit is left.
+#   4. systemctl stop: the lock is released, nothing of the unit is left;
+#   5. started again, then apt-get purge: prerm stops and disables the unit,
+#      so no worker or job runs on from the deleted program.
 # The root with systemd is made once from scripts/try-debs.sh's and cached
 # beside it. Needs root (nspawn); about a minute once cached.
 set -euo pipefail
@@ -180,4 +182,15 @@ in_box systemctl stop lockwatch-worker@outbound
 [ "$(redis-cli -p "$port" EXISTS "{outbound}:lock")" = 0 ] || fail "the lock is still held after systemctl stop"
 [ -z "$(job_pid)" ] && [ -z "$(worker_pid)" ] || fail "the job or the worker outlived systemctl stop"
 echo "lock released; the unit is $(in_box systemctl is-active lockwatch-worker@outbound || true), no process of it left"
+step "5. apt-get purge while the unit runs: stopped, disabled, the lock released"
+fifth_fence=$(fence)
+in_box systemctl start lockwatch-worker@outbound
+within 200 runs_anew "$fifth_fence" || fail "the unit did not run the job again"
+in_box sh -c "DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq lockwatch >/var/tmp/lockwatch/purge.log 2>&1" ||
+  fail "apt-get purge failed: $(tail -20 "$root/var/tmp/lockwatch/purge.log")"
+[ -z "$(job_pid)" ] && [ -z "$(worker_pid)" ] || fail "the job or the worker outlived the purge"
+[ "$(redis-cli -p "$port" EXISTS "{outbound}:lock")" = 0 ] || fail "the lock is still held after the purge"
+links=$(ls "$root"/etc/systemd/system/*.wants/ 2>/dev/null | grep lockwatch || true)
+[ -z "$links" ] || fail "the unit's enablement stayed: $links"
+echo "purged: no worker or job left, the lock released, no enablement left"
 echo "all tried: the worker's unit runs, restarts and stops under systemd $(in_box systemctl --version | head -1 | cut -d' ' -f2)"
