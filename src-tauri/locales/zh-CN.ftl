@@ -1,13 +1,13 @@
 # lockwatch 的简体中文用语。与 en.ftl 的消息一一对应。
-# 用词（全文统一）：running 运行中 · stale 停滞 · down 宕机 · pending 等待启动 ·
+# 用词（全文统一，主管看得懂的话）：running 运行中 · stale 停滞 · down 未运行 · pending 等待启动 ·
 # stopped 已停止 · conflict 冲突 · unknown 未知 · job 任务 · server 服务器 ·
-# heartbeat 心跳 · flag/enabled 启用 · lock lease 锁租期 · fence token 防护令牌
+# heartbeat 心跳 · flag/enabled 启用 · died 意外停止 · lock lease 锁的剩余时间 · fence token 运行序号
 
 ## 状态（句中用）
 
 state-running = 运行中
 state-stale = 停滞
-state-down = 宕机
+state-down = 未运行
 state-pending = 等待启动
 state-stopped = 已停止
 state-conflict = 冲突
@@ -63,8 +63,8 @@ dialog-off-native = 您是最后一个启用 { $job } 的人：要停用吗？�
 
 ## 通知
 
-note-died = { $job } 已宕机
-note-died-on = { $job } 已宕机（最后运行于 { $server }）
+note-died = { $job } 意外停止
+note-died-on = { $job } 在 { $server } 上意外停止
 note-data-lost = Redis 丢失了 { $job } 的数据
 note-conflict = { $job }：两台服务器同时在运行
 note-failover = { $job } 已从 { $from } 切换到 { $to }
@@ -73,7 +73,7 @@ note-restarted-on = { $job } 已在 { $server } 上重新启动
 note-restarted = { $job } 已重新启动
 note-stalled = { $job } 停滞了
 note-stalled-hung = { $job } 在 { $server } 上卡住了
-note-stalled-dying = { $job } 在 { $server } 上即将宕机
+note-stalled-dying = { $job } 在 { $server } 上失去联系，即将由其他服务器接管
 note-recovered = { $job } 已恢复运行
 note-started = { $job } 已开始运行
 note-stopped = { $job } 已停止
@@ -90,7 +90,7 @@ note-body = { $kind ->
         [restarted] { $at }：同一台服务器重新接管了任务。
         [stalled] { $at }：锁仍被占用，但服务器已失去响应：任务可能卡住，也可能进程已退出（锁到期后释放）。
         [stalled_hung] { $at }：{ $server } 的心跳已 { $duration } 未更新，但锁仍在续期：任务可能卡住了。
-        [stalled_dying] { $at }：{ $server } 已不再持有锁（进程已退出或与 Redis 断开）；锁将在 { $duration } 后到期，随后由另一台服务器接管。
+        [stalled_dying] { $at }：{ $server } 已不再持有锁（进程已退出或与 Redis 断开）；锁将在 { $duration }后到期，随后由另一台服务器接管。
         [stalled_dying_never] { $at }：{ $server } 已不再持有锁，而此锁永不过期：如果该服务器已不在，请手动删除锁。
         [recovered] { $at }：心跳恢复正常。
         [started] { $at }：任务已开始运行。
@@ -153,7 +153,7 @@ page-connecting = 正在连接…
 
 page-state-running = 运行中
 page-state-stale = 停滞
-page-state-down = 宕机
+page-state-down = 未运行
 page-state-pending = 等待启动
 page-state-stopped = 已停止
 page-state-conflict = 冲突
@@ -178,8 +178,8 @@ page-reason-unreadable = 无法读取 Redis，状态未知（并不代表已停�
 
 page-server = 服务器
 page-heartbeat = 心跳
-page-lease = 锁租期剩余
-page-fence = 防护令牌
+page-lease = 锁的剩余时间
+page-fence = 运行序号
 page-since = 开始于
 page-checked = 检查时间
 page-ago = { $duration }前
@@ -219,7 +219,7 @@ page-strip-label = 时间线：{ $runs }
 page-strip-run = { $server }：{ $from } 至 { $to }
 page-strip-nobody = 无人运行
 page-legend-nobody = 斜线：无人运行
-page-incidents = 切换、重启与宕机
+page-incidents = 切换、重启与意外停止
 page-flips = 谁启用或停用了任务
 page-col-when = 时间
 page-col-what = 事件
@@ -232,7 +232,7 @@ page-col-switched = 操作
 page-none-recorded = 无记录。
 page-what-failover = 切换
 page-what-restart = 重启
-page-what-death = 宕机
+page-what-death = 意外停止
 page-switched-on = 启用
 page-switched-off = 停用
 page-still-down = { $duration }（仍中断）
@@ -265,7 +265,7 @@ page-start-grace = 启动宽限
 page-language = 语言
 page-language-auto = 自动（跟随桌面）
 page-notify = 任务出现以下情况时通知我…
-page-event-died = 宕机
+page-event-died = 意外停止
 page-event-data_lost = Redis 丢失数据
 page-event-failover = 切换到另一台服务器
 page-event-restarted = 重新启动
@@ -281,7 +281,7 @@ page-node-silent = { $server }（已无响应 { $duration }）
 page-no-standby = ⚠ 没有备用服务器：{ $server } 已无响应；若当前服务器停止，将无服务器接管。
 page-event-standby_lost = 失去备用服务器
 page-event-standby_back = 备用服务器恢复
-page-sound = 严重通知（宕机、双服务器运行、数据丢失）时播放提示音
+page-sound = 严重通知（意外停止、两台服务器同时运行、数据丢失）时播放提示音
 page-advanced = 高级
 page-save = 保存
 page-test = 测试连接

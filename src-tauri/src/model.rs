@@ -753,7 +753,7 @@ mod tests {
         assert_eq!(n.summary, "outbound is dying on wh-east-1");
         assert!(n.body.contains("wh-east-1") && n.body.contains("8 s"), "{}", n.body);
         let n = note(&dying, "10:02", &zh().tr);
-        assert_eq!(n.summary, "outbound 在 wh-east-1 上即将宕机");
+        assert_eq!(n.summary, "outbound 在 wh-east-1 上失去联系，即将由其他服务器接管");
         assert!(n.body.contains("wh-east-1") && n.body.contains("8 秒"), "the same facts in Chinese: {}", n.body);
         let hung = Event { stall: Some(Stall::Hung), ms: Some(12_000), ..dying.clone() };
         assert_eq!(note(&hung, "10:02", &en().tr).summary, "outbound is stuck on wh-east-1");
@@ -881,10 +881,7 @@ mod tests {
         }
         let v = tray_view(&[pending, view(State::Running, Some("a"), &[])], "alice", None, 0, &en());
         assert_eq!(v.icon, State::Pending, "amber beats green");
-        assert_eq!(
-            v.jobs[0].status_line,
-            "outbound: pending · a server should take it within 3 s · since 00:16"
-        );
+        assert_eq!(v.jobs[0].status_line, "outbound: pending · a server should take it within 3 s · since 00:16");
     }
 
     #[test]
@@ -941,7 +938,7 @@ mod tests {
         let mut died = event(EventKind::Died, "outbound");
         died.from = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
         assert_eq!(note(&died, "10:02:03", &en().tr).summary, "outbound died on wh-east-1");
-        assert_eq!(note(&died, "10:02:03", &zh().tr).summary, "outbound 已宕机（最后运行于 wh-east-1）");
+        assert_eq!(note(&died, "10:02:03", &zh().tr).summary, "outbound 在 wh-east-1 上意外停止");
     }
 
     #[test]
@@ -1061,7 +1058,7 @@ mod tests {
             assert_eq!(said.len(), all.len(), "{lang:?}: {said:?}");
         }
         let zh_words: Vec<String> = all.iter().map(|s| state_word(&tr(Lang::ZhHans), *s)).collect();
-        assert_eq!(zh_words, ["运行中", "停滞", "宕机", "等待启动", "已停止", "冲突", "未知"]);
+        assert_eq!(zh_words, ["运行中", "停滞", "未运行", "等待启动", "已停止", "冲突", "未知"]);
     }
 
     #[test]
@@ -1073,7 +1070,7 @@ mod tests {
         assert_eq!(n.summary, "outbound 已从 wh-east-1 切换到 wh-west-1");
         assert_eq!(n.body, "10:02:03：现在由 wh-west-1 运行。");
         let died = note(&event(EventKind::Died, "outbound"), "10:02:03", &zh().tr);
-        assert_eq!(died.summary, "outbound 已宕机");
+        assert_eq!(died.summary, "outbound 意外停止");
         assert!(died.critical);
         assert_eq!(
             note(&event(EventKind::Unreachable, "o"), "10:02:03", &zh().tr).summary,

@@ -58,7 +58,7 @@ WORDS = {
         "failover": "outbound 已从 {a} 切换到 {b}",
         "failover_body": "：现在由 {b} 运行。",
         "actions": ["打开监控面板", "静音 1 小时", "我来处理"],
-        "died_on": "outbound 已宕机（最后运行于 {server}）",
+        "died_on": "outbound 在 {server} 上意外停止",
         "refused_body": "Redis 用户 alice 只能修改 alice 自己的设置，不能修改 bob 的：请在设置中把“您的名字”改为 alice，或以 bob 登录 Redis。",
         "flip": "由我启用",
         "refused": "您对 outbound 的启用设置未更改",
