@@ -49,16 +49,16 @@ export function renderSettings(root, app, reload) {
         <label for="language">${t("page-language")}</label><select id="language" name="language">${languageChoices().map(([value, label]) => `<option value="${value}">${label}</option>`).join("")}</select>
         <label for="redis_url">${t("page-redis-url")}</label><input type="url" id="redis_url" name="redis_url" autocomplete="off" spellcheck="false">
         <label for="password">${t("page-password")}</label><input type="password" id="password" name="password" autocomplete="off" placeholder="${t("page-password-hint")}">
-        <label for="tls_ca">${t("page-tls-ca")}</label><input type="text" id="tls_ca" name="tls_ca" placeholder="${t("page-tls-ca-hint")}">
-        <label for="sentinels">${t("page-sentinels")}</label><input type="text" id="sentinels" name="sentinels" spellcheck="false" placeholder="${t("page-sentinels-hint")}">
-        <label for="sentinel_master">${t("page-sentinel-master")}</label><input type="text" id="sentinel_master" name="sentinel_master" spellcheck="false" placeholder="${t("page-sentinel-master-hint")}">
-        <label for="cluster">${t("page-cluster")}</label><input type="checkbox" id="cluster" name="cluster">
         <label for="user">${t("page-user")}</label><input type="text" id="user" name="user" placeholder="${t("page-user-hint")}">
         <label for="jobs">${t("page-jobs")}</label><input type="text" id="jobs" name="jobs" placeholder="outbound, inbound">
         <fieldset><legend>${t("page-notify")}</legend>${EVENTS.map(([e, id]) => `<label><input type="checkbox" name="notify" value="${e}"> ${t(id)}</label>`).join(" ")}</fieldset>
         <label class="check"><input type="checkbox" id="sound" name="sound"> ${t("page-sound")}</label>
         <div class="buttons"><button type="button" class="notify-test">${t("page-notify-test")}</button><span class="notify-result" aria-live="polite"></span></div>
         <details class="advanced"><summary>${t("page-advanced")}</summary><div>
+        <label for="tls_ca">${t("page-tls-ca")}</label><input type="text" id="tls_ca" name="tls_ca" placeholder="${t("page-tls-ca-hint")}">
+        <label for="sentinels">${t("page-sentinels")}</label><input type="text" id="sentinels" name="sentinels" spellcheck="false" placeholder="${t("page-sentinels-hint")}">
+        <label for="sentinel_master">${t("page-sentinel-master")}</label><input type="text" id="sentinel_master" name="sentinel_master" spellcheck="false" placeholder="${t("page-sentinel-master-hint")}">
+        <label for="cluster">${t("page-cluster")}</label><input type="checkbox" id="cluster" name="cluster">
         <label for="poll">${t("page-poll")}</label><input type="text" id="poll" name="poll">
         <label for="heartbeat_grace">${t("page-heartbeat-grace")}</label><input type="text" id="heartbeat_grace" name="heartbeat_grace">
         <label for="failover_window">${t("page-failover-window")}</label><input type="text" id="failover_window" name="failover_window">
@@ -84,7 +84,7 @@ export function renderSettings(root, app, reload) {
     clearErrors(form);
     const { byField, elsewhere } = placeVerdict(errors);
     for (const [field, msg] of Object.entries(byField)) if (!only || only.has(field)) note(form, field, msg, true);
-    // A refused engineering field is not left folded away.
+    // A refused engineering field (TLS, Sentinel, cluster, timings) is not left folded away.
     if (form.querySelector(".advanced [aria-invalid=true]")) form.querySelector(".advanced").open = true;
     return { marked: Object.keys(byField).length > 0, elsewhere };
   };

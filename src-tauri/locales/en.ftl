@@ -290,6 +290,7 @@ page-notify-test-no-tray = Not sent: the tray app, which notifies, is not runnin
 page-notify-test-sent = Sent: it shows in a few seconds. If it does not, notifications are off for lockwatch in the system's settings (the app's log says what the system answered).
 page-overridden = Overridden by { $variable } while it is set.
 page-saved = Saved; watching with the new settings.
+page-password-in-memory = This desktop has no keyring: the password is kept in memory until lockwatch quits, and asked again at its next start.
 page-saved-note = Saved. { $note }
 page-not-saved = Not saved: { $error }
 page-not-saved-fields = Not saved: see the marked fields.

@@ -291,6 +291,7 @@ page-notify-test-no-tray = 未发送：负责通知的托盘程序没有运行�
 page-notify-test-sent = 已发送：几秒内就会出现。如果没有出现，说明系统设置中关闭了 lockwatch 的通知（应用日志中记有系统的答复）。
 page-overridden = 设置了 { $variable } 时以其为准。
 page-saved = 已保存，正在按新设置监控。
+page-password-in-memory = 这台电脑没有密钥环：密码只保存在内存中，lockwatch 退出后，下次启动时需重新输入。
 page-saved-note = 已保存。{ $note }
 page-not-saved = 未保存：{ $error }
 page-not-saved-fields = 未保存：请查看标出的字段。

@@ -108,7 +108,8 @@ pub async fn save_settings(desk: State<'_, Desk>, form: SettingsForm) -> Result<
     {
         let account = account(target.user(), target.host());
         if let Err(err) = KEYRING.set(&account, password) {
-            note = Some(err);
+            tracing::warn!("{err}");
+            note = Some(desk.state().lock().tr().t("page-password-in-memory"));
             // No keyring: the tray, which connects, keeps it in its memory
             // too; told before the settings, which it then reads and applies.
             desk.tell_tray(&Message::Password { account, password: password.clone() });
