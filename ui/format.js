@@ -19,6 +19,18 @@ export function clock(ms) {
   return new Date(ms).toLocaleTimeString(language(), { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
 }
 
+/**
+ * A time of day, with its date in front when it falls on another day than
+ * `now` (the 24 h and 7 d views, a state held since yesterday).
+ */
+export function stamp(ms, now) {
+  if (ms == null) return "–";
+  const day = (x) => new Date(x).toDateString();
+  if (now == null || day(ms) === day(now)) return clock(ms);
+  const date = new Date(ms).toLocaleDateString(language(), { month: "2-digit", day: "2-digit" });
+  return `${date} ${clock(ms)}`;
+}
+
 /** The message ids and glyph of each state: never colour alone. */
 export const STATES = {
   running: { word: "page-state-running", hint: "page-hint-running", glyph: "✔" },

@@ -3,7 +3,7 @@
 // off, as the library builds them from the job's Redis event stream, so
 // every supervisor sees the same history. Its words are the app's (i18n.js).
 
-import { clock, duration } from "./format.js";
+import { duration, stamp } from "./format.js";
 import { t } from "./i18n.js";
 import { flips, incidents, segments } from "./timeline.js";
 
@@ -71,21 +71,21 @@ export function strip(items, from, now, window) {
   const el = document.createElement("div");
   el.className = "strip";
   el.setAttribute("role", "img");
-  const runs = segs.filter((s) => s.node).map((s) => t("page-strip-run", { server: s.node, from: clock(s.start), to: clock(s.end) }));
+  const runs = segs.filter((s) => s.node).map((s) => t("page-strip-run", { server: s.node, from: stamp(s.start, now), to: stamp(s.end, now) }));
   el.setAttribute("aria-label", t("page-strip-label", { runs: runs.join("; ") || t("page-strip-nobody") }));
   for (const s of segs) {
     const span = document.createElement("span");
     span.style.flexGrow = String(s.end - s.start);
     if (s.node) span.style.background = PALETTE[nodes.indexOf(s.node) % PALETTE.length];
     else span.className = "idle";
-    span.title = `${s.node ?? t("page-strip-nobody")}: ${clock(s.start)} – ${clock(s.end)} (${duration(s.end - s.start)})`;
+    span.title = `${s.node ?? t("page-strip-nobody")}: ${stamp(s.start, now)} – ${stamp(s.end, now)} (${duration(s.end - s.start)})`;
     el.append(span);
   }
   const legend = document.createElement("div");
   legend.className = "legend";
   const until = document.createElement("span");
   until.className = "muted";
-  until.textContent = t("page-strip-until", { window, time: clock(now) });
+  until.textContent = t("page-strip-until", { window, time: stamp(now, now) });
   legend.append(until);
   for (const n of [...nodes, null]) {
     const item = document.createElement("span");
@@ -115,14 +115,14 @@ function card({ job, now, items, error }, span, window) {
   const heads = ["page-col-when", "page-col-what", "page-col-from", "page-col-to", "page-col-why", "page-col-down"].map((id) => t(id));
   el.append(...table(t("page-incidents"), "failovers", heads, incidentRows(items, now)));
   const flipHeads = ["page-col-when", "page-col-who", "page-col-switched", "page-col-host", "page-col-why"].map((id) => t(id));
-  el.append(...table(t("page-flips"), "flips", flipHeads, flipRows(items)));
+  el.append(...table(t("page-flips"), "flips", flipHeads, flipRows(items, now)));
   return el;
 }
 
 /** The incidents table's rows (texts): when, what, from, to, why, down for (a duration). */
 export function incidentRows(items, now) {
   return incidents(items, now).map((f) => [
-    clock(f.at),
+    stamp(f.at, now),
     t(WHAT[f.kind]),
     f.from ?? "–",
     f.to ?? "–",
@@ -131,9 +131,9 @@ export function incidentRows(items, now) {
   ]);
 }
 
-/** The flips table's rows (texts): when, who, on or off, from which host, why. */
-export function flipRows(items) {
-  return flips(items).map((f) => [clock(f.at), f.user, t(f.on ? "page-switched-on" : "page-switched-off"), f.host ?? "–", f.reason ?? "–"]);
+/** The flips table's rows (texts): when (dated when not `now`'s day), who, on or off, from which host, why. */
+export function flipRows(items, now) {
+  return flips(items).map((f) => [stamp(f.at, now), f.user, t(f.on ? "page-switched-on" : "page-switched-off"), f.host ?? "–", f.reason ?? "–"]);
 }
 
 /** A heading and a table of `rows` (texts), or "None recorded.". */

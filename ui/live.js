@@ -3,7 +3,7 @@
 // keeps it enabled; the user's own toggle. Updated in place so nothing jumps. The words are the app's
 // (i18n.js); the card is drawn anew when the language changes.
 
-import { clock, duration, holderName, lastOneOn, leaseText, noStandbyText, ownFlag, reasonText, serversText, stateInfo } from "./format.js";
+import { clock, duration, holderName, lastOneOn, leaseText, noStandbyText, ownFlag, reasonText, serversText, stamp, stateInfo } from "./format.js";
 import { language, t } from "./i18n.js";
 import { offForm } from "./off.js";
 
@@ -92,7 +92,9 @@ function fill(card, entry, user) {
   card.querySelector(".beat").textContent = s?.holder?.heartbeat_age_ms != null ? t("page-ago", { duration: duration(s.holder.heartbeat_age_ms) }) : "–";
   card.querySelector(".ttl").textContent = leaseText(s);
   card.querySelector(".fence").textContent = s?.lock?.fence ?? "–";
-  card.querySelector(".since").textContent = s?.since_ms ? t("page-since-value", { time: clock(s.since_ms), duration: duration(now - s.since_ms) }) : "–";
+  // A state seen for the first time just now (a job never enabled) has no length worth a "0 ms".
+  const held = s?.since_ms ? now - s.since_ms : 0;
+  card.querySelector(".since").textContent = !s?.since_ms ? "–" : held >= 1000 ? t("page-since-value", { time: stamp(s.since_ms, now), duration: duration(held) }) : stamp(s.since_ms, now);
   card.querySelector(".checked").textContent = now ? clock(now) : "–";
   const mine = card.querySelector(".mine");
   const own = ownFlag(s, user);

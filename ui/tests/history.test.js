@@ -21,7 +21,7 @@ test("the history speaks English: down for is a duration, every flip says who, w
     ["failover", "wh-west-1", "wh-east-1", "the server stopped without a word (killed, crashed or cut off from Redis)", "4 s"],
     ["died", "wh-east-1", "–", "the lease could not be renewed in time (Redis unreachable, or the worker paused)", "1 min 30 s"],
   ]);
-  assert.deepEqual(flipRows(items).map((r) => r.slice(1)), [["bob", "off", "desk-7", "stock count tonight"]]);
+  assert.deepEqual(flipRows(items, 100_000).map((r) => r.slice(1)), [["bob", "off", "desk-7", "stock count tonight"]]);
 });
 
 test("the history speaks Chinese", () => {
@@ -32,7 +32,7 @@ test("the history speaks Chinese", () => {
       ["切换", "wh-west-1", "wh-east-1", "服务器未留下任何记录就停止了（被终止、崩溃或与 Redis 断开）", "4 秒"],
       ["意外停止", "wh-east-1", "–", "租约未能及时续期（无法连接 Redis，或工作进程暂停）", "1 分 30 秒"],
     ]);
-    assert.deepEqual(flipRows(items).map((r) => r.slice(1)), [["bob", "停用", "desk-7", "stock count tonight"]]);
+    assert.deepEqual(flipRows(items, 100_000).map((r) => r.slice(1)), [["bob", "停用", "desk-7", "stock count tonight"]]);
     const still = incidentRows(items.slice(0, 2), 61_000)[0];
     assert.equal(still[5], "1 分 0 秒（仍中断）");
   } finally {
@@ -42,4 +42,13 @@ test("the history speaks Chinese", () => {
 
 test("the strip zooms over an hour, a day or a week", () => {
   assert.deepEqual(WINDOWS.map(([k, ms]) => [k, ms]), [["1h", 3_600_000], ["24h", 86_400_000], ["7d", 604_800_000]]);
+});
+
+test("a time on another day than now carries its date; one on now's day only the time", () => {
+  setTexts(texts("en"));
+  const now = new Date(2026, 10, 27, 12, 0, 0).getTime();
+  const flip = (at_ms) => ({ kind: "flag", at_ms, user: "bob", on: true });
+  const when = (at) => flipRows([flip(at)], now)[0][0];
+  assert.match(when(now - 30 * 3_600_000), /^\d{2}\D\d{2} \d{2}:\d{2}:\d{2}$/);
+  assert.match(when(now - 3_600_000), /^\d{2}:\d{2}:\d{2}$/);
 });
