@@ -233,6 +233,7 @@ pub mod kind {
     pub const JOB_STARTED: &str = "job-started";
     pub const JOB_EXITED: &str = "job-exited";
     pub const FLAGS_CHANGED: &str = "flags-changed";
+    pub const DIED: &str = "died";
 }
 
 /// A stream entry id: the Redis ms time it was added at, and a sequence.

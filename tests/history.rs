@@ -160,6 +160,35 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
     assert!(text.contains(" UTC death    srv-b"), "{text}");
 }
 
+/// `kill -9` of the holder's worker, restarted at once on the same server
+/// (systemd's `Restart=always`): the new process's beat replaces the dead
+/// one's, yet the history still shows when the dead run last lived and how
+/// long nobody ran the job until the next holding (on either server).
+#[tokio::test]
+async fn a_holder_killed_and_restarted_on_its_server_shows_the_outage() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut c = server.conn();
+    seed_fence(&mut c);
+    assert!(lockwatch(&url, &["enable", "--user", "alice"]).status.success());
+    let mut a = worker(&url, "srv-a");
+    eventually("srv-a to run the job", Duration::from_secs(10), || running_on(&mut c).filter(|n| n == "srv-a")).await;
+    let _b = worker(&url, "srv-b");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    a.kill9();
+    let _a_again = worker(&url, "srv-a");
+    let items = eventually("the next holding", Duration::from_secs(20), || {
+        let items = history(&url);
+        items.iter().any(|i| i["kind"] == "failover" || i["kind"] == "restart").then_some(items)
+    })
+    .await;
+    let next = find(&items, 0, "the takeover", |i| i["kind"] == "failover" || i["kind"] == "restart");
+    let down = items[next]["down_ms"].as_u64().unwrap_or_else(|| panic!("the outage is not measured: {items:#?}"));
+    assert!((500..=5_000).contains(&down), "a 2 s lease ran out: {down} ms");
+    let run = items[..next].iter().rfind(|i| i["kind"] == "run" && i["node"] == "srv-a").unwrap();
+    assert_eq!(run["until_ms"].as_u64(), Some(items[next]["at_ms"].as_u64().unwrap() - down), "{items:#?}");
+}
+
 #[test]
 fn a_reason_too_long_is_refused_in_one_sentence_before_redis_is_asked() {
     let long = "x".repeat(201);

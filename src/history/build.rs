@@ -179,6 +179,14 @@ pub fn build(entries: &[Entry], flags: &[FlagFlip], beats: &[Beat], now_ms: u64,
                     run.last_sign = run.last_sign.max(at);
                 }
             }
+            // A restart on the same server tells what the next holder can no
+            // longer see: the dead holding's last heartbeat.
+            Record::Died { fence, last_beat_ms } => {
+                if let Some(run) = runs.iter_mut().rev().take(4).find(|r| r.is(node, *fence) && r.end.is_none()) {
+                    run.end = Some((End::Silent, None));
+                    run.last_beat = last_beat_ms.filter(|t| (run.start..=at).contains(t));
+                }
+            }
             Record::FlagsChanged(flip) => flips.push((flip.at_ms.unwrap_or(at), flip.clone())),
             Record::Other { .. } => {}
         }
@@ -384,6 +392,31 @@ mod tests {
             Record::Acquired { fence: Some(2), field: Some("b-uuid:1".into()), wait: None, prev_beat_ms: Some(500) },
         );
         let h = build(&[acquired(1_000, "a", 1), odd], &[], &[], 60_000, &cfg());
+        let What::Failover { down_ms, .. } = &h.items[1].what else { panic!() };
+        assert_eq!(*down_ms, None);
+    }
+
+    #[test]
+    fn a_holder_killed_and_restarted_on_its_server_shows_the_outage_to_the_takeover() {
+        // vm's worker was killed at its last beat (10 s); systemd restarted it
+        // on vm, whose first beat replaced the dead one's (and told it), and
+        // vm-b took the job when the lease ran out at 35 s, finding no beat of
+        // the dead holding to name.
+        let died = at(11_000, "vm", Record::Died { fence: Some(1), last_beat_ms: Some(10_000) });
+        let h = build(
+            &[acquired(1_000, "vm", 1), died, acquired(35_000, "vm-b", 2)],
+            &[],
+            &[beat("vm-b", Some(2), "running", 59_500), beat("vm", None, "idle", 59_000)],
+            60_000,
+            &cfg(),
+        );
+        assert_eq!(kinds(&h), ["run", "failover", "run"]);
+        let What::Run { until_ms, end, .. } = &h.items[0].what else { panic!() };
+        assert_eq!((*until_ms, *end), (Some(10_000), Some(End::Silent)), "vm ran until its last heartbeat");
+        let What::Failover { down_ms, .. } = &h.items[1].what else { panic!() };
+        assert_eq!(*down_ms, Some(25_000), "nobody ran the job from 10 s to 35 s");
+        // Without the restart's word, the outage is not known.
+        let h = build(&[acquired(1_000, "vm", 1), acquired(35_000, "vm-b", 2)], &[], &[], 60_000, &cfg());
         let What::Failover { down_ms, .. } = &h.items[1].what else { panic!() };
         assert_eq!(*down_ms, None);
     }

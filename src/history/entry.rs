@@ -156,6 +156,15 @@ pub enum Record {
     },
     /// A supervisor's flag changed.
     FlagsChanged(FlagFlip),
+    /// An earlier process under this node's name held the lock under
+    /// `fence` and died without a word (`kill -9`, a crash): its last
+    /// heartbeat was at `last_beat_ms`. Written by the process that took the
+    /// name next (a restart on the same server), whose heartbeat replaced
+    /// that one, so the next holder can no longer see it.
+    Died {
+        fence: Option<i64>,
+        last_beat_ms: Option<u64>,
+    },
     /// A type this version does not know (a newer writer, a test).
     Other {
         kind: String,
@@ -173,6 +182,7 @@ impl Record {
             Record::JobStarted { .. } => kind::JOB_STARTED,
             Record::JobExited { .. } => kind::JOB_EXITED,
             Record::FlagsChanged(_) => kind::FLAGS_CHANGED,
+            Record::Died { .. } => kind::DIED,
             Record::Other { kind } => kind,
         }
     }
@@ -218,6 +228,10 @@ impl Record {
                 put("host", flip.host.clone());
                 put("reason", flip.reason.clone());
             }
+            Record::Died { fence, last_beat_ms } => {
+                put("fence", num(*fence));
+                put("last_beat_ms", last_beat_ms.map(|t| t.to_string()));
+            }
             Record::Other { .. } => {}
         }
         out
@@ -243,6 +257,7 @@ impl Record {
             kind::RENEW_FAILED => Record::RenewFailed { fence },
             kind::JOB_STARTED => Record::JobStarted { fence, pid: get("pid").and_then(|p| p.parse().ok()) },
             kind::JOB_EXITED => Record::JobExited { fence, status: text("status").unwrap_or_default() },
+            kind::DIED => Record::Died { fence, last_beat_ms: get("last_beat_ms").and_then(|t| t.parse().ok()) },
             // Older workers wrote only `enabled` (the sum of all flags): no flip to show.
             kind::FLAGS_CHANGED => match (text("user"), get("on")) {
                 (Some(user), Some(on)) => Record::FlagsChanged(FlagFlip {
@@ -294,6 +309,7 @@ mod tests {
     #[test]
     fn every_record_survives_the_stream() {
         round_trip(Record::Acquired { fence: Some(7), field: Some("uuid:1".into()), wait: None, prev_beat_ms: None });
+        round_trip(Record::Died { fence: Some(7), last_beat_ms: Some(1_700_000_000_000) });
         round_trip(Record::Acquired {
             fence: Some(8),
             field: Some("uuid:1".into()),

@@ -913,6 +913,7 @@ impl Worker {
             match result {
                 Ok(()) => {
                     self.claimed = true;
+                    self.tell_dead_holding(snap).await;
                     return Ok(());
                 }
                 Err(err @ Error::NodeTaken { .. }) => {
@@ -930,6 +931,24 @@ impl Worker {
                 }
                 Err(err) => return Err(err),
             }
+        }
+    }
+
+    /// Records, once the name is this process's, that the process before it
+    /// under the name held the job and died without a word: its heartbeat,
+    /// which this one's first beat replaced, was the only trace of when it
+    /// last lived, and the history needs it for the outage.
+    async fn tell_dead_holding(&mut self, snap: &Snapshot) {
+        let dead = snap.beats.iter().find(|b| {
+            b.node == self.opts.node
+                && b.instance.as_deref().is_some_and(|i| i != self.instance)
+                && b.claims_job()
+                && b.fence.is_some()
+        });
+        if let Some(b) = dead {
+            let (fence, last_beat_ms) = (b.fence, b.beat_ms);
+            tracing::warn!(node = %self.opts.node, fence, "the worker before this one here held the job and died without a word");
+            self.record(Record::Died { fence, last_beat_ms }).await;
         }
     }
 
