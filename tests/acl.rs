@@ -530,3 +530,52 @@ fn a_flag_dated_ahead_of_redis_time_does_not_turn_down_into_pending() {
     assert_eq!(json["state"], "down", "{json}");
     assert_eq!(out.status.code(), Some(2), "{json}");
 }
+
+/// A job's workers logged in with only the rules `lockwatch acl --worker`
+/// prints: they run the job, stop it when the last flag goes off and start
+/// it again, hand it over after `kill -9`, stop on SIGTERM, and Redis
+/// refuses them nothing (its ACL log stays empty). On every server the
+/// test command tries (Redis 6.2, 7, Valkey).
+#[tokio::test]
+async fn workers_with_only_the_worker_rules_run_the_job_and_are_refused_nothing() {
+    let server = RedisServer::start();
+    let mut admin = server.conn();
+    let out = lockwatch(&server.url(), &["acl", "--worker", "jobs"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let mut cmd = redis::Cmd::new();
+        line.split_whitespace().for_each(|word| {
+            cmd.arg(word);
+        });
+        let _: () = cmd.query(&mut admin).unwrap_or_else(|e| panic!("{line}: {e}"));
+    }
+    let _: () = redis::cmd("ACL").arg("SETUSER").arg("jobs").arg(">jobs-pw").query(&mut admin).unwrap();
+    let _: () = redis::cmd("ACL").arg("LOG").arg("RESET").query(&mut admin).unwrap();
+    seed_fence(&mut admin);
+    flag(&mut admin, "outbound", "alice", true);
+    let url = format!("redis://jobs:jobs-pw@127.0.0.1:{}", server.port);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let runs_now = |not: Option<&str>| {
+        let lines = common::journal::journal(&j);
+        let last = lines.last()?;
+        let fresh = common::journal::now_ns() - last.2 < 300_000_000;
+        (fresh && not != Some(last.1.as_str())).then(|| last.1.clone())
+    };
+    let mut a = common::journal::journal_worker(&url, "srv-a", "2s", &j);
+    let mut b = common::journal::journal_worker(&url, "srv-b", "2s", &j);
+    let first = eventually("the job to run", Duration::from_secs(15), || runs_now(None)).await;
+    flag(&mut admin, "outbound", "alice", false);
+    eventually("the job to stop", Duration::from_secs(10), || runs_now(None).is_none().then_some(())).await;
+    flag(&mut admin, "outbound", "alice", true);
+    let holder = eventually("the job to run again", Duration::from_secs(10), || runs_now(None)).await;
+    let (killed, other) = if holder == "srv-a" { (&mut a, &mut b) } else { (&mut b, &mut a) };
+    killed.kill9();
+    eventually("the other server to take it over", Duration::from_secs(15), || runs_now(Some(&holder))).await;
+    other.sigterm();
+    assert!(other.wait().unwrap().success(), "a worker stops cleanly on SIGTERM");
+    let refused: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut admin).unwrap();
+    assert!(refused.is_empty(), "Redis refused the workers: {refused:#?}");
+    common::journal::assert_no_overlap(&common::journal::journal(&j));
+    println!("first ran on {first}, then {holder}; after kill -9 the other; ACL log empty");
+}

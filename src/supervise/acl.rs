@@ -115,6 +115,100 @@ impl Server {
     }
 }
 
+/// Every command a worker sends, itself or from its scripts (`lock.lua`,
+/// `worker.lua`, `trim.lua`, the probe): the lock, the fence, the
+/// heartbeats and hand-over record, the stream, trimming the supervisors'
+/// hashes, the announcements and subscriptions, and the checks it makes of
+/// the server (its time, role, replicas, memory policy, tracking).
+const WORKER: &[&str] = &[
+    "+ping",
+    "+time",
+    "+info",
+    "+role",
+    "+wait",
+    "+type",
+    "+exists",
+    "+pttl",
+    "+strlen",
+    "+getrange",
+    "+get",
+    "+set",
+    "+del",
+    "+unlink",
+    "+hget",
+    "+hmget",
+    "+hset",
+    "+hdel",
+    "+hexists",
+    "+hincrby",
+    "+hlen",
+    "+hgetall",
+    "+hscan",
+    "+hstrlen",
+    "+sadd",
+    "+srem",
+    "+scard",
+    "+smembers",
+    "+sismember",
+    "+srandmember",
+    "+pexpire",
+    "+pexpireat",
+    "+memory|usage",
+    "+xadd",
+    "+xread",
+    "+xrange",
+    "+xrevrange",
+    "+publish",
+    "+subscribe",
+    "+psubscribe",
+    "+unsubscribe",
+    "+punsubscribe",
+    "+pubsub|numsub",
+    // Flips heard the moment they are written (RESP3 tracking of the flags).
+    "+client|tracking",
+    "+client|trackinginfo",
+    // Its scripts, loaded once and called by their digest.
+    "+eval",
+    "+evalsha",
+    "+script|load",
+    "+cluster|slots",
+    "+cluster|myid",
+    "+cluster|keyslot",
+];
+
+/// What a worker needs on Redis 7 and later besides: the probe as a
+/// function it loads (and calls, as supervisors do), and sharded pub/sub on
+/// a Cluster.
+const WORKER_7: &[&str] =
+    &["+function|load", "+fcall", "+fcall_ro", "+spublish", "+ssubscribe", "+sunsubscribe", "+pubsub|shardnumsub"];
+
+/// Redis commands (one per line) that give a job's workers, logging in as
+/// `user`, what they need and no more: every key and channel of the job
+/// (and Redisson's lock key and unlock channel where they lie outside it),
+/// the job's own database, and the commands they send. Nothing of another
+/// job, no `CONFIG`, `FLUSH*`, `KEYS`, `CLIENT KILL`, `DEBUG` or `SHUTDOWN`.
+pub fn worker_rules(keys: &Keys, user: &str, server: Server, database: i64) -> Vec<String> {
+    let mut setuser = vec![format!("ACL SETUSER {user} on resetkeys resetchannels -@all")];
+    setuser.extend(WORKER.iter().map(|c| (*c).to_owned()));
+    if server == Server::Modern {
+        setuser.extend(WORKER_7.iter().map(|c| (*c).to_owned()));
+    }
+    if database != 0 {
+        setuser.push(format!("+select|{database}"));
+    }
+    setuser.push(format!("~{}:*", glob_escape(&keys.prefix)));
+    if !keys.lock.starts_with(&keys.prefix) {
+        setuser.push(format!("~{}", glob_escape(&keys.lock)));
+    }
+    setuser.push(format!("&{}:*", glob_escape(&keys.prefix)));
+    setuser.push(format!("&{}", glob_escape(&keys.unlock_channel())));
+    setuser.push(format!("&{}", keyspace_pattern(&keys.prefix, true)));
+    if !keys.lock.starts_with(&keys.prefix) {
+        setuser.push(format!("&{}", keyspace_pattern(&keys.lock, false)));
+    }
+    vec![setuser.join(" ")]
+}
+
 /// Redis commands (one per line) that give `user` read access to the job
 /// kept in `database` and, on `server`s with selectors, write access to
 /// `{job}:enabled:<user>` and `{job}:ack:<user>` only, and register the
@@ -158,6 +252,24 @@ pub fn rules(keys: &Keys, user: &str, server: Server, database: i64) -> Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn worker_rules_reach_the_job_and_nothing_that_harms_the_server() {
+        let line = &worker_rules(&Keys::new("outbound"), "worker", Server::Modern, 0)[0];
+        assert!(line.starts_with("ACL SETUSER worker on resetkeys resetchannels -@all "), "{line}");
+        assert!(line.contains(" ~{outbound}:* ") && line.contains(" &{outbound}:* "), "{line}");
+        assert!(line.contains(" &redisson_lock__channel:{outbound}:lock"), "{line}");
+        assert!(!line.contains("~*") && !line.contains("&*"), "no pattern may match everything: {line}");
+        let granted: Vec<&str> = line.split(' ').filter(|w| w.starts_with('+')).collect();
+        for harmful in
+            ["+@", "+config", "+flushall", "+flushdb", "+keys", "+client|kill", "+debug", "+shutdown", "+select"]
+        {
+            assert!(!granted.iter().any(|g| g.starts_with(harmful)), "{harmful} in {line}");
+        }
+        let old = &worker_rules(&Keys::new("outbound").with_lock_key("outboundLock"), "worker", Server::Redis6, 2)[0];
+        assert!(!old.contains("fcall") && !old.contains("spublish"), "Redis 6.2 has neither: {old}");
+        assert!(old.contains(" ~outboundLock ") && old.contains(" +select|2 "), "{old}");
+    }
 
     #[test]
     fn rules_grant_read_on_the_job_and_write_on_the_own_flag_only() {

@@ -154,8 +154,12 @@ pub enum Command {
     /// Print the Redis ACL rules that let USER read the job and write only USER's flag.
     Acl {
         /// The supervisor's name (also their Redis user name).
-        #[arg(long, value_parser = parse_user)]
-        user: String,
+        #[arg(long, value_parser = parse_user, required_unless_present = "worker", conflicts_with = "worker")]
+        user: Option<String>,
+        /// Rules for the job's workers instead, logging in as this Redis
+        /// user: what a worker sends, on the job's keys and channels only.
+        #[arg(long, value_parser = parse_user, value_name = "USER")]
+        worker: Option<String>,
         /// The Redis version the rules are for (6.2 gets read-only rules);
         /// by default asked of the Redis that --redis names, else 7.
         #[arg(long, value_name = "VERSION")]

@@ -126,8 +126,7 @@ async fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Demo => demo::run(g).await,
-        Command::Acl { user, redis_version } => {
-            let user = spec::check_user(user)?;
+        Command::Acl { user, worker, redis_version } => {
             let server = match redis_version {
                 Some(version) => Server::from_version(version).ok_or_else(|| {
                     anyhow!("--redis-version {version}: lockwatch needs Redis 6.2 or later (or Valkey); give a version such as 6.2 or 7.2")
@@ -136,6 +135,17 @@ async fn run(cli: Cli) -> Result<u8> {
             };
             let database = g.target()?.database();
             let mut out = io::stdout().lock();
+            if let Some(worker) = worker {
+                let worker = spec::check_user(worker)?;
+                for line in lockwatch::supervise::acl::worker_rules(&g.keys(), worker, server, database) {
+                    writeln!(out, "{line}")?;
+                }
+                eprintln!(
+                    "lockwatch: pipe this line into redis-cli as an admin, set the workers' password with: ACL SETUSER {worker} ><password>, and give the workers a LOCKWATCH_REDIS_URL with that user"
+                );
+                return Ok(0);
+            }
+            let user = spec::check_user(user.as_deref().unwrap_or_default())?;
             for line in lockwatch::supervise::acl::rules(&g.keys(), user, server, database) {
                 writeln!(out, "{line}")?;
             }
