@@ -134,6 +134,16 @@ fn a_first_look_just_after_the_holder_let_go_is_pending_then_dies_at_the_window(
 }
 
 #[test]
+fn a_job_down_from_the_moment_it_is_first_seen_says_no_zero_length() {
+    // Enabled just now, never run, nothing in the stream: down since this look.
+    let mut w = World::free(0);
+    w.stream.clear();
+    let first = read(&mut engine(), &w);
+    assert_eq!(first.status.state, State::Down);
+    assert!(!first.status.reason.contains("(for "), "{}", first.status.reason);
+}
+
+#[test]
 fn a_down_job_says_nothing_new_after_an_outage() {
     let mut t = engine();
     let mut w = World::free(1_000_000 - 600_000);

@@ -88,8 +88,9 @@ impl Job {
             job: self.name.clone(),
             state: raw.state,
             reason: match (raw.state, raw.gap, since_ms) {
-                // A job down for lack of a holder says for how long: the same span as `since`.
-                (State::Down, Some(_), Some(since)) => {
+                // A job down for lack of a holder says for how long: the same
+                // span as `since` (not when first seen just now: no "0 ms").
+                (State::Down, Some(_), Some(since)) if now.saturating_sub(since) >= 1_000 => {
                     format!("{} (for {})", raw.reason, human_duration(now.saturating_sub(since)))
                 }
                 _ => raw.reason.clone(),
