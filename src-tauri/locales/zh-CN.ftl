@@ -83,7 +83,7 @@ menu-no-standby = ⚠ 没有备用服务器：{ $server } 已无响应
 note-standby-lost = { $job } 已没有备用服务器
 note-standby-back = { $job } 重新有了备用服务器
 note-body = { $kind ->
-        [died] { $at }：任务已启用，但没有服务器在运行。
+        [died] { $at }：{ $users } 已启用此任务，但没有服务器在运行。
         [data_lost] { $at }：Redis 丢失了此任务的数据（可能是重启后未持久化）。请重新启用。
         [conflict] { $at }：两台服务器都声称在运行此任务，请立即检查。
         [failover] { $at }：现在由 { $to } 运行。

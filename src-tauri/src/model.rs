@@ -463,6 +463,8 @@ pub struct Notifier {
     others_acks: HashMap<String, Vec<Ack>>,
     /// Per job, the user's own last flip: its start or stop is no news to them.
     own_flips: HashMap<String, OwnFlip>,
+    /// Per job, who had it enabled as last read: a death names them.
+    enabled: HashMap<String, Vec<String>>,
 }
 
 /// What makes two events the same news: the job (none for Redis's
@@ -520,6 +522,7 @@ impl Notifier {
             incidents: HashMap::new(),
             others_acks: HashMap::new(),
             own_flips: HashMap::new(),
+            enabled: HashMap::new(),
         }
     }
 
@@ -528,6 +531,11 @@ impl Notifier {
     pub fn set_acks(&mut self, job: &str, acks: &[Ack], user: &str) {
         let others = acks.iter().filter(|a| a.user != user).cloned().collect();
         self.others_acks.insert(job.to_owned(), others);
+    }
+
+    /// Takes who has `job` enabled as read, for the notes that name them.
+    pub fn set_enabled(&mut self, job: &str, users: &[String]) {
+        self.enabled.insert(job.to_owned(), users.to_vec());
     }
 
     /// Takes note of the user's own flip of `job` that Redis took at `at_ms`.
@@ -598,14 +606,15 @@ impl Notifier {
         if event.event == EventKind::Reachable {
             self.last.remove(&Incident::unreachable());
         }
-        Some(note(event, &local_time(event.at_ms), tr))
+        let enabled_by = self.enabled.get(&event.job).map(Vec::as_slice).unwrap_or_default();
+        Some(note(event, &local_time(event.at_ms), tr, enabled_by))
     }
 }
 
 /// Title, body and buttons of an event's notification. The body says what
 /// the title does not (a failover's title names both servers already); the
 /// library's English sentence only where the catalog has none of its own.
-pub fn note(event: &Event, at: &str, tr: &Tr) -> Note {
+pub fn note(event: &Event, at: &str, tr: &Tr, enabled_by: &[String]) -> Note {
     let node = |r: &Option<lockwatch::status::HolderRef>| r.as_ref().and_then(|h| h.node.clone());
     let (from, to) = (node(&event.from), node(&event.to));
     let (id, critical) = match event.event {
@@ -658,6 +667,7 @@ pub fn note(event: &Event, at: &str, tr: &Tr) -> Note {
         ("kind", kind.as_str().into()),
         ("reason", event.reason.as_str().into()),
         ("duration", event.ms.map(|ms| tr.duration(ms)).unwrap_or_default().into()),
+        ("users", tr.list(&enabled_by.iter().map(String::as_str).collect::<Vec<_>>()).into()),
     ];
     let mut actions = vec![NoteAction::Open, NoteAction::Snooze];
     // Someone can be on trouble, or on a move nobody asked for; good news needs nobody.
@@ -749,30 +759,30 @@ mod tests {
             ms: Some(8_000),
             ..event(EventKind::Stalled, "outbound")
         };
-        let n = note(&dying, "10:02", &en().tr);
+        let n = note(&dying, "10:02", &en().tr, &[]);
         assert_eq!(n.summary, "outbound is dying on wh-east-1");
         assert!(n.body.contains("wh-east-1") && n.body.contains("8 s"), "{}", n.body);
-        let n = note(&dying, "10:02", &zh().tr);
+        let n = note(&dying, "10:02", &zh().tr, &[]);
         assert_eq!(n.summary, "outbound 在 wh-east-1 上失去联系，即将由其他服务器接管");
         assert!(n.body.contains("wh-east-1") && n.body.contains("8 秒"), "the same facts in Chinese: {}", n.body);
         let hung = Event { stall: Some(Stall::Hung), ms: Some(12_000), ..dying.clone() };
-        assert_eq!(note(&hung, "10:02", &en().tr).summary, "outbound is stuck on wh-east-1");
-        assert!(note(&hung, "10:02", &zh().tr).body.contains("12 秒"));
+        assert_eq!(note(&hung, "10:02", &en().tr, &[]).summary, "outbound is stuck on wh-east-1");
+        assert!(note(&hung, "10:02", &zh().tr, &[]).body.contains("12 秒"));
     }
 
     #[test]
     fn a_lost_standby_is_told_with_both_servers_in_both_languages_and_stays_in_the_menu() {
         let node = |n: &str| Some(lockwatch::status::HolderRef { field: String::new(), node: Some(n.into()) });
         let lost = Event { from: node("srv-a"), to: node("srv-b"), ..event(EventKind::StandbyLost, "outbound") };
-        let n = note(&lost, "10:02", &en().tr);
+        let n = note(&lost, "10:02", &en().tr, &[]);
         assert_eq!(n.summary, "outbound has no standby left");
         assert_eq!(n.body, "10:02: srv-b is silent; if srv-a stops, no server takes the job over.");
-        let n = note(&lost, "10:02", &zh().tr);
+        let n = note(&lost, "10:02", &zh().tr, &[]);
         assert!(n.body.contains("srv-b") && n.body.contains("srv-a") && !n.body.contains("silent"), "{}", n.body);
         // Not an incident of its own: an "on it" for it must not quiet a death that follows.
         assert!(!n.actions.contains(&NoteAction::OnIt("outbound".into())));
         let back = Event { from: node("srv-a"), to: node("srv-b"), ..event(EventKind::StandbyBack, "outbound") };
-        assert_eq!(note(&back, "10:05", &zh().tr).body, "10:05：srv-b 已恢复，可以接管此任务。");
+        assert_eq!(note(&back, "10:05", &zh().tr, &[]).body, "10:05：srv-b 已恢复，可以接管此任务。");
 
         let mut v = view(State::Running, Some("srv-a"), &["alice"]);
         if let Some(s) = v.status.as_mut() {
@@ -888,8 +898,8 @@ mod tests {
     fn a_restart_names_the_server_and_data_lost_is_critical() {
         let mut e = event(EventKind::Restarted, "outbound");
         e.to = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
-        assert_eq!(note(&e, "10:02", &en().tr).summary, "outbound restarted on wh-east-1");
-        let lost = note(&event(EventKind::DataLost, "outbound"), "10:02", &en().tr);
+        assert_eq!(note(&e, "10:02", &en().tr, &[]).summary, "outbound restarted on wh-east-1");
+        let lost = note(&event(EventKind::DataLost, "outbound"), "10:02", &en().tr, &[]);
         assert_eq!(lost.summary, "Redis lost the data of outbound");
         assert!(lost.critical);
         assert!(default_notify_kinds().contains(&EventKind::Restarted));
@@ -915,12 +925,12 @@ mod tests {
 
     #[test]
     fn died_and_conflict_are_critical_failover_names_both_servers() {
-        assert!(note(&event(EventKind::Died, "outbound"), "10:02", &en().tr).critical);
-        assert!(note(&event(EventKind::Conflict, "outbound"), "10:02", &en().tr).critical);
+        assert!(note(&event(EventKind::Died, "outbound"), "10:02", &en().tr, &[]).critical);
+        assert!(note(&event(EventKind::Conflict, "outbound"), "10:02", &en().tr, &[]).critical);
         let mut e = event(EventKind::Failover, "outbound");
         e.from = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
         e.to = Some(HolderRef { field: "b:1".into(), node: Some("wh-west-1".into()) });
-        let n = note(&e, "10:02:03", &en().tr);
+        let n = note(&e, "10:02:03", &en().tr, &[]);
         assert_eq!(n.summary, "outbound moved from wh-east-1 to wh-west-1");
         assert!(!n.critical);
     }
@@ -932,26 +942,28 @@ mod tests {
         e.to = Some(HolderRef { field: "b:1".into(), node: Some("wh-west-1".into()) });
         // The library's reason repeats the title: "the job moved from wh-east-1 to wh-west-1".
         e.reason = "the job moved from wh-east-1 to wh-west-1".into();
-        let n = note(&e, "10:02:03", &en().tr);
+        let n = note(&e, "10:02:03", &en().tr, &[]);
         assert_eq!(n.body, "10:02:03: wh-west-1 runs it now.");
         assert!(!n.body.contains("moved"), "{}", n.body);
         let mut died = event(EventKind::Died, "outbound");
         died.from = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
-        assert_eq!(note(&died, "10:02:03", &en().tr).summary, "outbound died on wh-east-1");
-        assert_eq!(note(&died, "10:02:03", &zh().tr).summary, "outbound 在 wh-east-1 上意外停止");
+        assert_eq!(note(&died, "10:02:03", &en().tr, &[]).summary, "outbound died on wh-east-1");
+        assert_eq!(note(&died, "10:02:03", &zh().tr, &[]).summary, "outbound 在 wh-east-1 上意外停止");
     }
 
     #[test]
     fn notifications_offer_the_dashboard_a_snooze_and_on_it_for_trouble() {
         let mut e = event(EventKind::Failover, "outbound");
         e.to = Some(HolderRef { field: "b:1".into(), node: Some("wh-west-1".into()) });
-        let n = note(&e, "10:02", &en().tr);
+        let n = note(&e, "10:02", &en().tr, &[]);
         assert_eq!(n.actions, [NoteAction::Open, NoteAction::Snooze, NoteAction::OnIt("outbound".into())]);
         let labels: Vec<String> = n.actions.iter().map(|a| a.label(&en().tr)).collect();
         assert_eq!(labels, ["Open dashboard", "Snooze 1 h", "I'm on it"]);
         let labels: Vec<String> = n.actions.iter().map(|a| a.label(&zh().tr)).collect();
         assert_eq!(labels, ["打开监控面板", "静音 1 小时", "我来处理"]);
-        assert!(!note(&event(EventKind::Recovered, "o"), "", &en().tr).actions.contains(&NoteAction::OnIt("o".into())));
+        assert!(
+            !note(&event(EventKind::Recovered, "o"), "", &en().tr, &[]).actions.contains(&NoteAction::OnIt("o".into()))
+        );
         for a in [NoteAction::Open, NoteAction::Snooze, NoteAction::OnIt("in:bound".into())] {
             assert_eq!(NoteAction::parse(&a.id()), Some(a));
         }
@@ -1066,19 +1078,24 @@ mod tests {
         let mut e = event(EventKind::Failover, "outbound");
         e.from = Some(HolderRef { field: "a:1".into(), node: Some("wh-east-1".into()) });
         e.to = Some(HolderRef { field: "b:1".into(), node: Some("wh-west-1".into()) });
-        let n = note(&e, "10:02:03", &zh().tr);
+        let n = note(&e, "10:02:03", &zh().tr, &[]);
         assert_eq!(n.summary, "outbound 已从 wh-east-1 切换到 wh-west-1");
         assert_eq!(n.body, "10:02:03：现在由 wh-west-1 运行。");
-        let died = note(&event(EventKind::Died, "outbound"), "10:02:03", &zh().tr);
+        let died =
+            note(&event(EventKind::Died, "outbound"), "10:02:03", &zh().tr, &["alice".to_owned(), "bob".to_owned()]);
         assert_eq!(died.summary, "outbound 意外停止");
+        assert_eq!(
+            died.body, "10:02:03：alice、bob 已启用此任务，但没有服务器在运行。",
+            "who has it on, as in English"
+        );
         assert!(died.critical);
         assert_eq!(
-            note(&event(EventKind::Unreachable, "o"), "10:02:03", &zh().tr).summary,
+            note(&event(EventKind::Unreachable, "o"), "10:02:03", &zh().tr, &[]).summary,
             "无法连接 Redis：任务状态未知"
         );
         let mut unnamed = event(EventKind::Failover, "outbound");
         unnamed.to = Some(HolderRef { field: "b:1".into(), node: None });
-        let n = note(&unnamed, "10:02:03", &zh().tr);
+        let n = note(&unnamed, "10:02:03", &zh().tr, &[]);
         assert_eq!((n.summary.as_str(), n.body.as_str()), ("outbound 已切换到另一台服务器", "10:02:03：why"));
     }
 

@@ -98,6 +98,9 @@ fn set_status(desk: &Desk, generation: u64, index: usize, status: Option<Status>
         let user = inner.effective.as_ref().map(|e| e.user.clone()).unwrap_or_default();
         if let Some(s) = &status {
             inner.notifier.set_acks(&s.job, &s.acks, &user);
+            if s.checked_at_ms.is_some() {
+                inner.notifier.set_enabled(&s.job, &s.enabled_users);
+            }
             // Once until the settings change: what she must do, not an outage.
             if s.failure == Some(RedisFailure::Auth) && !inner.told_sign_in && desk.notifies() {
                 inner.told_sign_in = true;
