@@ -21,6 +21,8 @@ import time
 import urllib.error
 import urllib.request
 
+import dbus
+
 import support
 from support import free_port
 
@@ -157,6 +159,10 @@ def main():
         sessions.append(s)
         return s
 
+    # A tray host and notification daemon of this script's own, on the bus
+    # before any app starts: a daemon the host has installed (dunst) would
+    # be started on demand and own the name.
+    desktop = support.Desktop()
     try:
         run.start_redis()
         run.lockwatch("enable", "--user", "alice", check=True)
@@ -248,7 +254,8 @@ def main():
             with open(s.log, errors="replace") as f:
                 return "sending a test notification" in f.read()
         until("the tray to send it", tray_said, 10)
-        run.ok(f"Send a test notification: {said!r}, and the tray sent it")
+        until("the test notification on the desktop", lambda: "lockwatch test notification" in desktop.notes.summaries(), 10)
+        run.ok(f"Send a test notification: {said!r}, and the tray sent it to the desktop")
         s.close()
 
         # 5. settings saved in one run hold in the next
@@ -300,27 +307,32 @@ def main():
         with open(f"{run.tmp}/etc/lockwatch/settings.json", "w") as f:
             json.dump({"settings": {"redis_url": f"redis://127.0.0.1:{port2}", "login_as_name": True}}, f)
         os.remove(store)
-        desktop = support.Desktop()
-        try:
-            s = Session(support.app_env(run.tmp, lang="en_US.UTF-8", LOCKWATCH_OPEN_DASHBOARD="1"), f"{run.tmp}/app-sign-in.log")
-            sessions.append(s)
-            tray = desktop.item
-            head = lambda: next((e[1] for e in tray.entries() if e[1].startswith("outbound: ")), None)
-            said = until("the tray to ask her to sign in", lambda: (lambda h: h if h and "Sign in: Settings → Password" in h else None)(head()), 20)
-            until("the sign-in notification", lambda: "lockwatch: sign in to Redis" in desktop.notes.summaries(), 10)
-            assert desktop.notes.summaries().count("lockwatch: sign in to Redis") == 1, desktop.notes.summaries()
-            s.view("settings")
-            s.type("#user", "carol")
-            s.type("#password", "carol-pw")
-            s.click("form.settings button[type=submit]")
-            saved = until("Saved", lambda: (lambda r: r if r and r.startswith("Saved") else None)(s.text("form.settings .result")), 10)
-            assert "no keyring" in saved, f"this desktop was to have no keyring: {saved}"
-            running = until("the tray running as carol", lambda: (lambda h: h if h and h.startswith("outbound: running on srv-c") else None)(head()), 20)
-            with open(s.log, errors="replace") as f:
-                assert "carol-pw" not in f.read(), "the password is in the log"
-            run.ok(f"no keyring: the tray said {said!r} and notified once; after Save in Settings it reads {running!r}")
-        finally:
-            desktop.stop()
+        before = len(desktop.notes.summaries())
+        desktop.host.items.clear()
+        s = Session(support.app_env(run.tmp, lang="en_US.UTF-8", LOCKWATCH_OPEN_DASHBOARD="1"), f"{run.tmp}/app-sign-in.log")
+        sessions.append(s)
+        tray = desktop.item
+        def head():
+            """The tray menu's line for the job, once the tray has registered."""
+            if not tray.registered():
+                return None
+            try:
+                return next((e[1] for e in tray.entries() if e[1].startswith("outbound: ")), None)
+            except dbus.DBusException:
+                return None
+        said = until("the tray to ask her to sign in", lambda: (lambda h: h if h and "Sign in: Settings → Password" in h else None)(head()), 20)
+        until("the sign-in notification", lambda: "lockwatch: sign in to Redis" in desktop.notes.summaries()[before:], 10)
+        assert desktop.notes.summaries()[before:].count("lockwatch: sign in to Redis") == 1, desktop.notes.summaries()
+        s.view("settings")
+        s.type("#user", "carol")
+        s.type("#password", "carol-pw")
+        s.click("form.settings button[type=submit]")
+        saved = until("Saved", lambda: (lambda r: r if r and r.startswith("Saved") else None)(s.text("form.settings .result")), 10)
+        assert "no keyring" in saved, f"this desktop was to have no keyring: {saved}"
+        running = until("the tray running as carol", lambda: (lambda h: h if h and h.startswith("outbound: running on srv-c") else None)(head()), 20)
+        with open(s.log, errors="replace") as f:
+            assert "carol-pw" not in f.read(), "the password is in the log"
+        run.ok(f"no keyring: the tray said {said!r} and notified once; after Save in Settings it reads {running!r}")
         return run.finish()
     except Exception as e:  # noqa: BLE001 - report and fail
         run.failed(e)
@@ -328,6 +340,7 @@ def main():
             run.show_log(s.log, s.log)
         return run.finish(failed=1)
     finally:
+        desktop.stop()
         # Workers and Redis first: nothing below may keep them alive.
         run.stop_all()
         for s in sessions:
