@@ -151,10 +151,12 @@ pub enum Command {
     },
     /// Start a private Redis and two demo workers on this machine, and enable the job for you.
     Demo,
-    /// Print the Redis ACL rules that let USER read the job and write only USER's flag.
+    /// Print the Redis ACL rules that let USER read the job and write only USER's flag
+    /// (or, with --worker, the rules the job's workers need).
+    #[command(group(clap::ArgGroup::new("whom").required(true).args(["user", "worker"])))]
     Acl {
         /// The supervisor's name (also their Redis user name).
-        #[arg(long, value_parser = parse_user, required_unless_present = "worker", conflicts_with = "worker")]
+        #[arg(long, value_parser = parse_user)]
         user: Option<String>,
         /// Rules for the job's workers instead, logging in as this Redis
         /// user: what a worker sends, on the job's keys and channels only.

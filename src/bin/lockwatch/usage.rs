@@ -77,7 +77,16 @@ fn sentence(err: &clap::Error, place: &str, cmd: &clap::Command) -> String {
         (ErrorKind::InvalidSubcommand, _, Some(name)) => format!("'{name}' is not a command of {place}"),
         (ErrorKind::MissingRequiredArgument, Some(_), _) => {
             let missing = match err.get(ContextKind::InvalidArg) {
-                Some(ContextValue::Strings(v)) => v.join(" and "),
+                // A group of which one is needed reads `<--a <A>|--b <B>>`: say it in words.
+                Some(ContextValue::Strings(v)) => v
+                    .iter()
+                    .map(|m| {
+                        m.strip_prefix('<')
+                            .and_then(|g| g.strip_suffix('>'))
+                            .map_or(m.clone(), |g| g.replace('|', " or "))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" and "),
                 _ => String::new(),
             };
             format!("{place} needs {missing}")
