@@ -89,7 +89,7 @@ function fill(card, entry, user) {
   card.querySelector(".servers").textContent = serversText(s);
   const now = s?.checked_at_ms;
   card.querySelector(".server").textContent = holderName(s?.holder);
-  card.querySelector(".beat").textContent = s?.holder?.heartbeat_age_ms != null ? t("page-ago", { duration: duration(s.holder.heartbeat_age_ms) }) : "–";
+  card.querySelector(".beat").textContent = beatText(s?.holder?.heartbeat_age_ms);
   card.querySelector(".ttl").textContent = leaseText(s);
   card.querySelector(".fence").textContent = s?.lock?.fence ?? "–";
   // A state seen for the first time just now (a job never enabled) has no length worth a "0 ms".
@@ -132,4 +132,11 @@ function fill(card, entry, user) {
     return tr;
   });
   card.querySelector(".flags").replaceChildren(...rows);
+}
+
+/** A heartbeat's age as a person reads it: "just now" within a second, else in whole seconds and up. */
+export function beatText(ageMs) {
+  if (ageMs == null) return "–";
+  if (ageMs < 1000) return t("page-just-now");
+  return t("page-ago", { duration: duration(Math.floor(ageMs / 1000) * 1000) });
 }

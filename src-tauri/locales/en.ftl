@@ -182,6 +182,7 @@ page-fence = Fence token
 page-since = Since
 page-checked = Checked
 page-ago = { $duration } ago
+page-just-now = just now
 page-since-value = { $time } ({ $duration })
 page-lock-field = lock field { $field }
 page-not-known = not known

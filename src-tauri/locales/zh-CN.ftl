@@ -183,6 +183,7 @@ page-fence = 运行序号
 page-since = 开始于
 page-checked = 检查时间
 page-ago = { $duration }前
+page-just-now = 刚刚
 page-since-value = { $time }（{ $duration }）
 page-lock-field = 锁字段 { $field }
 page-not-known = 未知

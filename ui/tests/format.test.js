@@ -87,3 +87,18 @@ test("the servers line names each server, a silent one with how long, and a lost
     setTexts(texts("en"));
   }
 });
+
+test("a heartbeat's age reads as a person says it: just now, then whole seconds", async () => {
+  const { beatText } = await import("../live.js");
+  setTexts(texts("en"));
+  assert.equal(beatText(null), "–");
+  assert.equal(beatText(412), "just now");
+  assert.equal(beatText(2_780), "2 s ago");
+  setTexts(texts("zh-CN"));
+  try {
+    assert.equal(beatText(412), "刚刚");
+    assert.equal(beatText(61_900), "1 分 1 秒前");
+  } finally {
+    setTexts(texts("en"));
+  }
+});
