@@ -133,6 +133,13 @@ impl Run {
         }
     }
 
+    /// Ended without a word of its own, as an entry at `at` tells; its
+    /// server's `last_beat` counts only when it falls within the run.
+    fn ended_silently(&mut self, last_beat: Option<u64>, at: u64) {
+        self.end = Some((End::Silent, None));
+        self.last_beat = last_beat.filter(|t| (self.start..=at).contains(t));
+    }
+
     fn is(&self, node: Option<&str>, fence: Option<i64>) -> bool {
         self.node.as_deref() == node && (self.fence.is_none() || fence.is_none() || self.fence == fence)
     }
@@ -154,8 +161,7 @@ pub fn build(entries: &[Entry], flags: &[FlagFlip], beats: &[Beat], now_ms: u64,
                 if let Some(cur) = runs.last_mut()
                     && cur.end.is_none()
                 {
-                    cur.end = Some((End::Silent, None));
-                    cur.last_beat = prev_beat_ms.filter(|t| (cur.start..=at).contains(t));
+                    cur.ended_silently(*prev_beat_ms, at);
                 }
                 let (node, field, fence) = (e.node.clone(), field.clone(), *fence);
                 runs.push(Run { node, field, fence, start: at, end: None, last_sign: at, last_beat: None });
@@ -183,8 +189,7 @@ pub fn build(entries: &[Entry], flags: &[FlagFlip], beats: &[Beat], now_ms: u64,
             // longer see: the dead holding's last heartbeat.
             Record::Died { fence, last_beat_ms } => {
                 if let Some(run) = runs.iter_mut().rev().take(4).find(|r| r.is(node, *fence) && r.end.is_none()) {
-                    run.end = Some((End::Silent, None));
-                    run.last_beat = last_beat_ms.filter(|t| (run.start..=at).contains(t));
+                    run.ended_silently(*last_beat_ms, at);
                 }
             }
             Record::FlagsChanged(flip) => flips.push((flip.at_ms.unwrap_or(at), flip.clone())),

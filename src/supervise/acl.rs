@@ -196,17 +196,31 @@ pub fn worker_rules(keys: &Keys, user: &str, server: Server, database: i64) -> V
     if database != 0 {
         setuser.push(format!("+select|{database}"));
     }
-    setuser.push(format!("~{}:*", glob_escape(&keys.prefix)));
-    if !keys.lock.starts_with(&keys.prefix) {
-        setuser.push(format!("~{}", glob_escape(&keys.lock)));
-    }
+    setuser.extend(job_keys(keys, "~"));
     setuser.push(format!("&{}:*", glob_escape(&keys.prefix)));
     setuser.push(format!("&{}", glob_escape(&keys.unlock_channel())));
-    setuser.push(format!("&{}", keyspace_pattern(&keys.prefix, true)));
-    if !keys.lock.starts_with(&keys.prefix) {
-        setuser.push(format!("&{}", keyspace_pattern(&keys.lock, false)));
-    }
+    setuser.extend(keyspace_channels(keys));
     vec![setuser.join(" ")]
+}
+
+/// The job's keys granted as `grant` (`~`, or `%R~` to read only): its
+/// prefix, and the lock where it lies outside it (a Redisson service's).
+fn job_keys(keys: &Keys, grant: &str) -> Vec<String> {
+    let mut patterns = vec![format!("{grant}{}:*", glob_escape(&keys.prefix))];
+    if !keys.lock.starts_with(&keys.prefix) {
+        patterns.push(format!("{grant}{}", glob_escape(&keys.lock)));
+    }
+    patterns
+}
+
+/// The keyspace notifications of the job's keys, granted as the exact
+/// patterns the watcher subscribes to.
+fn keyspace_channels(keys: &Keys) -> Vec<String> {
+    let mut patterns = vec![format!("&{}", keyspace_pattern(&keys.prefix, true))];
+    if !keys.lock.starts_with(&keys.prefix) {
+        patterns.push(format!("&{}", keyspace_pattern(&keys.lock, false)));
+    }
+    patterns
 }
 
 /// Redis commands (one per line) that give `user` read access to the job
@@ -229,11 +243,7 @@ pub fn rules(keys: &Keys, user: &str, server: Server, database: i64) -> Vec<Stri
     }
     // Without selectors a key pattern grants reading and writing alike: she
     // is granted no write command there.
-    let read = if modern { "%R~" } else { "~" };
-    setuser.push(format!("{read}{}:*", glob_escape(&keys.prefix)));
-    if !keys.lock.starts_with(&keys.prefix) {
-        setuser.push(format!("{read}{}", glob_escape(&keys.lock)));
-    }
+    setuser.extend(job_keys(keys, if modern { "%R~" } else { "~" }));
     if modern {
         setuser.push(format!("%RW~{}", glob_escape(&keys.enabled(user))));
         setuser.push(format!("%RW~{}", glob_escape(&keys.ack(user))));
@@ -241,11 +251,7 @@ pub fn rules(keys: &Keys, user: &str, server: Server, database: i64) -> Vec<Stri
     setuser.push(format!("&{}", glob_escape(&keys.unlock_channel())));
     setuser.push(format!("&{}", glob_escape(&keys.wake_channel())));
     setuser.push(format!("&{}", glob_escape(&keys.beat_channel())));
-    // Patterns are granted as the exact pattern the watcher subscribes to.
-    setuser.push(format!("&{}", keyspace_pattern(&keys.prefix, true)));
-    if !keys.lock.starts_with(&keys.prefix) {
-        setuser.push(format!("&{}", keyspace_pattern(&keys.lock, false)));
-    }
+    setuser.extend(keyspace_channels(keys));
     vec![setuser.join(" "), format!("SADD {} {user}", keys.users())]
 }
 
