@@ -29,6 +29,9 @@ use crate::model::OwnFlip;
 pub const ARG: &str = "--dashboard=";
 /// The view that asks why a job is switched off (`off?job=NAME`).
 pub const SWITCH_OFF: &str = "off?job=";
+/// The argument that asks the running tray for a test notification
+/// (`lockwatch-tray --test-notification`, the same as the button in Settings).
+pub const TEST_NOTIFICATION_ARG: &str = "--test-notification";
 
 /// What one process tells the other: one line each, printed by `Display`
 /// and read back by [`Message::parse`]. Log its [`Message::kind`], never
@@ -95,13 +98,7 @@ impl Message {
         let job = parts.next().filter(|j| !j.is_empty())?;
         Some(Message::Flipped { job: job.to_owned(), flip: OwnFlip { on, at_ms } })
     }
-}
 
-/// The argument that asks the running tray for a test notification
-/// (`lockwatch-tray --test-notification`, the same as the button in Settings).
-pub const TEST_NOTIFICATION_ARG: &str = "--test-notification";
-
-impl Message {
     /// What kind of message it is, for a log line.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -82,11 +82,10 @@ pub fn run() {
         }))
         .plugin(tauri_plugin_autostart::init(MacosLauncher::LaunchAgent, Some(vec![start_at_login::ARG])))
         .plugin(tauri_plugin_store::Builder::default().build())
-        // Tauri panics on a setup error: each is said in one sentence instead.
+        // Nothing in it fails (Tauri would panic): an icon that cannot be
+        // placed opens the dashboard instead.
         .setup(|app| {
-            if let Err(err) = start(app.handle()) {
-                fail(&err);
-            }
+            start(app.handle());
             Ok(())
         })
         .build(crate::context());
@@ -102,7 +101,7 @@ pub fn run() {
 }
 
 /// What the app does once Tauri runs: the state, the icon, the watchers.
-fn start(app: &AppHandle) -> Result<(), String> {
+fn start(app: &AppHandle) {
     logging::init(app.path().app_log_dir().ok());
     toast_id::register(app.path().app_local_data_dir().ok());
     tray_host::quiet_xembed_icon_assertion();
@@ -152,7 +151,6 @@ fn start(app: &AppHandle) -> Result<(), String> {
             }
         }
     }
-    Ok(())
 }
 
 fn fail(why: &str) -> ! {

@@ -39,20 +39,8 @@ pub fn tell_missing(tr: &Tr) {
 /// answered; only where the web view is missing (Windows).
 #[cfg(windows)]
 pub fn ask(title: &str, text: &str) -> bool {
-    use windows_sys::Win32::UI::WindowsAndMessaging::{
-        IDYES, MB_ICONQUESTION, MB_SETFOREGROUND, MB_TOPMOST, MB_YESNO, MessageBoxW,
-    };
-    let (title, text) = (wide(title), wide(text));
-    // SAFETY: both strings are NUL-terminated UTF-16 that outlive the call; no owner window.
-    let answer = unsafe {
-        MessageBoxW(
-            std::ptr::null_mut(),
-            text.as_ptr(),
-            title.as_ptr(),
-            MB_YESNO | MB_ICONQUESTION | MB_SETFOREGROUND | MB_TOPMOST,
-        )
-    };
-    answer == IDYES
+    use windows_sys::Win32::UI::WindowsAndMessaging::{IDYES, MB_ICONQUESTION, MB_YESNO};
+    native_box(title, text, MB_YESNO | MB_ICONQUESTION) == IDYES
 }
 
 /// Where the web view is never missing, nothing asks natively.
@@ -61,33 +49,28 @@ pub fn ask(_title: &str, _text: &str) -> bool {
     false
 }
 
+/// A message box with `style`, on top of other windows and owned by none;
+/// blocks this thread until answered and returns the button pressed.
 #[cfg(windows)]
-fn wide(s: &str) -> Vec<u16> {
-    s.encode_utf16().chain(std::iter::once(0)).collect()
+fn native_box(title: &str, text: &str, style: u32) -> i32 {
+    use windows_sys::Win32::UI::WindowsAndMessaging::{MB_SETFOREGROUND, MB_TOPMOST, MessageBoxW};
+    let wide = |s: &str| s.encode_utf16().chain(std::iter::once(0)).collect::<Vec<u16>>();
+    let (title, text) = (wide(title), wide(text));
+    // SAFETY: both strings are NUL-terminated UTF-16 that outlive the call; no owner window.
+    unsafe { MessageBoxW(std::ptr::null_mut(), text.as_ptr(), title.as_ptr(), style | MB_SETFOREGROUND | MB_TOPMOST) }
 }
 
 #[cfg(windows)]
 fn message_box(title: String, text: String) {
     use std::sync::atomic::{AtomicBool, Ordering};
-    use windows_sys::Win32::UI::WindowsAndMessaging::{
-        MB_ICONWARNING, MB_OK, MB_SETFOREGROUND, MB_TOPMOST, MessageBoxW,
-    };
+    use windows_sys::Win32::UI::WindowsAndMessaging::{MB_ICONWARNING, MB_OK};
 
     static SHOWN: AtomicBool = AtomicBool::new(false);
     if SHOWN.swap(true, Ordering::AcqRel) {
         return;
     }
     let spawned = std::thread::Builder::new().name("webview-missing".into()).spawn(move || {
-        let (title, text) = (wide(&title), wide(&text));
-        // SAFETY: both strings are NUL-terminated UTF-16 that outlive the call; no owner window.
-        unsafe {
-            MessageBoxW(
-                std::ptr::null_mut(),
-                text.as_ptr(),
-                title.as_ptr(),
-                MB_OK | MB_ICONWARNING | MB_SETFOREGROUND | MB_TOPMOST,
-            )
-        };
+        native_box(&title, &text, MB_OK | MB_ICONWARNING);
         SHOWN.store(false, Ordering::Release);
     });
     if let Err(err) = spawned {
