@@ -147,9 +147,9 @@ for size in 32 128 256; do
 done
 docs "$desktop" lockwatch-desktop
 install -m 0644 packaging/desktop/settings.example.json "$desktop/usr/share/doc/lockwatch-desktop/"
+install -m 0755 packaging/desktop/prerm packaging/desktop/postrm "$desktop/DEBIAN/"
 # A Chinese font: the example defaults set "zh-CN" for a whole site, and
 # without one Chinese shows as empty boxes (the small one first).
-install -m 0755 packaging/desktop/prerm packaging/desktop/postrm "$desktop/DEBIAN/"
 package "$desktop" lockwatch-desktop \
   "$(shlibs "$desktop/usr/bin/lockwatch-tray"), libayatana-appindicator3-1, procps, fonts-wqy-microhei | fonts-noto-cjk | fonts-wqy-zenhei, lockwatch (= $version)" \
   "job state in the tray, own enable flag, failover notices
