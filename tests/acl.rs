@@ -556,12 +556,7 @@ async fn workers_with_only_the_worker_rules_run_the_job_and_are_refused_nothing(
     let url = format!("redis://jobs:jobs-pw@127.0.0.1:{}", server.port);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
-    let runs_now = |not: Option<&str>| {
-        let lines = common::journal::journal(&j);
-        let last = lines.last()?;
-        let fresh = common::journal::now_ns() - last.2 < 300_000_000;
-        (fresh && not != Some(last.1.as_str())).then(|| last.1.clone())
-    };
+    let runs_now = |not: Option<&str>| common::journal::running_now(&j, not);
     let mut a = common::journal::journal_worker(&url, "srv-a", "2s", &j);
     let mut b = common::journal::journal_worker(&url, "srv-b", "2s", &j);
     let first = eventually("the job to run", Duration::from_secs(15), || runs_now(None)).await;

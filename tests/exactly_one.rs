@@ -11,19 +11,14 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::journal::{JOURNAL_LOOP, Two, assert_no_overlap, journal, journal_worker, overlap_ms};
+use common::journal::{JOURNAL_LOOP, Two, assert_no_overlap, journal, journal_worker, overlap_ms, running_now};
 use common::*;
 
 const LEASE: &str = "3s";
 
 /// The node whose job wrote the journal's last line, once it runs.
 async fn running_node(path: &Path, not: Option<&str>) -> String {
-    eventually("the job to run", Duration::from_secs(15), || {
-        let lines = journal(path);
-        let last = lines.last()?;
-        (not != Some(last.1.as_str()) && common::journal::now_ns() - last.2 < 300_000_000).then(|| last.1.clone())
-    })
-    .await
+    eventually("the job to run", Duration::from_secs(15), || running_now(path, not)).await
 }
 
 /// Stops (SIGSTOP) the worker `pid` until the returned guard is dropped.

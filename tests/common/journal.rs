@@ -31,6 +31,14 @@ pub fn journal(path: &Path) -> Vec<(i64, String, u128)> {
     lines
 }
 
+/// The node whose job wrote the journal's last line less than 300 ms ago
+/// (it runs now), unless that is `not`.
+pub fn running_now(path: &Path, not: Option<&str>) -> Option<String> {
+    let lines = journal(path);
+    let last = lines.last()?;
+    (not != Some(last.1.as_str()) && now_ns() - last.2 < 300_000_000).then(|| last.1.clone())
+}
+
 /// No two runs overlap: in time order (the lines are put in it, whatever
 /// order they come in), the fence never goes back, and a change of server
 /// always comes with a new fence (a new acquisition).
