@@ -542,13 +542,7 @@ async fn workers_with_only_the_worker_rules_run_the_job_and_are_refused_nothing(
     let mut admin = server.conn();
     let out = lockwatch(&server.url(), &["acl", "--worker", "jobs"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
-        let mut cmd = redis::Cmd::new();
-        line.split_whitespace().for_each(|word| {
-            cmd.arg(word);
-        });
-        let _: () = cmd.query(&mut admin).unwrap_or_else(|e| panic!("{line}: {e}"));
-    }
+    run_lines(&mut admin, &String::from_utf8(out.stdout).unwrap());
     let _: () = redis::cmd("ACL").arg("SETUSER").arg("jobs").arg(">jobs-pw").query(&mut admin).unwrap();
     let _: () = redis::cmd("ACL").arg("LOG").arg("RESET").query(&mut admin).unwrap();
     seed_fence(&mut admin);

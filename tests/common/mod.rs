@@ -444,13 +444,11 @@ pub fn provision_at(server: &RedisServer, url: &str, user: &str, password: &str)
     provision_via(server, url, user, password, &[])
 }
 
-fn provision_via(server: &RedisServer, url: &str, user: &str, password: &str, extra: &[&str]) -> String {
-    let out = lockwatch(url, &[&["acl", "--user", user], extra].concat());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut admin = server.conn();
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
+/// Sends each line of `lines` (what `lockwatch acl` prints) as redis-cli
+/// reads a line: words, or "quoted words with spaces".
+pub fn run_lines(conn: &mut redis::Connection, lines: &str) {
+    for line in lines.lines() {
         let mut cmd = redis::Cmd::new();
-        // As redis-cli reads a line: words, or "quoted words with spaces".
         for (i, part) in line.split('"').enumerate() {
             if i % 2 == 1 {
                 cmd.arg(part);
@@ -460,8 +458,15 @@ fn provision_via(server: &RedisServer, url: &str, user: &str, password: &str, ex
                 });
             }
         }
-        let _: () = cmd.query(&mut admin).unwrap_or_else(|e| panic!("{line}: {e}"));
+        let _: () = cmd.query(conn).unwrap_or_else(|e| panic!("{line}: {e}"));
     }
+}
+
+fn provision_via(server: &RedisServer, url: &str, user: &str, password: &str, extra: &[&str]) -> String {
+    let out = lockwatch(url, &[&["acl", "--user", user], extra].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut admin = server.conn();
+    run_lines(&mut admin, &String::from_utf8(out.stdout).unwrap());
     let _: () = redis::cmd("ACL").arg("SETUSER").arg(user).arg(format!(">{password}")).query(&mut admin).unwrap();
     // A supervisor may not load the read function she calls: `lockwatch acl`
     // did, as the admin, where it asked the server its version (a worker
