@@ -77,11 +77,13 @@ CONTROL
   fakeroot dpkg-deb "${compress[@]}" --root-owner-group --build "$root" "dist/${name}_${version}_${arch}.deb" >&2
 }
 
-# README, changelog and copyright (the machine-readable format lintian reads).
+# README and its pages, changelog and copyright (the machine-readable format lintian reads).
 docs() {
   local root=$1 name=$2 doc="$1/usr/share/doc/$2"
   install -d "$doc"
   install -m 0644 README.md "$doc/README.md"
+  install -d "$doc/docs"
+  install -m 0644 docs/*.md "$doc/docs/"
   printf '%s (%s) unstable; urgency=medium\n\n  * Built by scripts/package.sh from commit %s.\n\n -- lockwatch maintainers <maintainers@lockwatch.invalid>  %s\n' \
     "$name" "$version" "$(git rev-parse --short HEAD)" "$(date -R -d "@$(git log -1 --format=%ct)")" | gzip -9n >"$doc/changelog.gz"
   cat >"$doc/copyright" <<COPYRIGHT
