@@ -1,7 +1,11 @@
 # lockwatch 的简体中文用语。与 en.ftl 的消息一一对应。
 # 用词（全文统一，主管看得懂的话）：running 运行中 · stale 停滞 · down 未运行 · pending 等待启动 ·
-# stopped 已停止 · conflict 冲突 · unknown 未知 · job 任务 · server 服务器 ·
-# heartbeat 心跳 · flag/enabled 启用 · died 意外停止 · lock lease 锁的剩余时间 · fence token 运行序号
+# stopped 已停止 · conflict 冲突 · unknown 未知 · job 任务 · server 服务器 · standby 备用服务器 ·
+# flag/enabled 启用（关闭为停用）· died 意外停止 · stuck 卡住 · failover 切换 · silent 已无响应 ·
+# on it 我来处理/正在处理 · notification 通知 · mute 静音 · dashboard 监控面板 · settings 设置 ·
+# sign in 登录 · start at login 开机自动启动 · keyring 系统密码库 · heartbeat 心跳 ·
+# lock lease 锁的剩余时间 · fence token 运行序号
+# 数字、英文与汉字之间空一格（“3 秒”“00:04 起”），时长后直接接汉字（“3 秒前”“3 秒内”）。
 
 ## 状态（句中用）
 
@@ -34,7 +38,7 @@ menu-since = { $since } 起
 menu-heartbeat = 心跳 { $age }前
 menu-flip = 由我启用
 menu-flip-unknown = 由我启用：未知（无法读取 Redis）
-menu-others-not-yet = 启用人：尚未读取
+menu-others-not-yet = 启用人：暂时未知
 menu-others-unreadable = 启用人：未知（无法读取 Redis）
 menu-others-none = 没有其他人启用
 menu-others = 其他启用人：{ $users }
@@ -54,12 +58,12 @@ menu-mute-tomorrow = 直到明天
 menu-unmute = 恢复通知
 menu-unmute-left = 恢复通知（还剩 { $left }）
 menu-settings = 设置…
-menu-autostart = 登录时自动启动
-menu-autostart-machine = 登录时自动启动（本机统一设置）
+menu-autostart = 开机自动启动
+menu-autostart-machine = 开机自动启动（本机统一设置）
 menu-quit = 退出 lockwatch
-menu-settings-problem = 设置有误：{ $error }
+menu-settings-problem = 设置有问题：{ $error }
 dialog-off-title = 停用 { $job }
-dialog-off-native = 您是最后一个启用 { $job } 的人：要停用吗？它将在所有服务器上停止。
+dialog-off-native = 您是最后一个启用 { $job } 的人，要停用吗？停用后它将在所有服务器上停止。
 
 ## 通知
 
@@ -71,7 +75,7 @@ note-failover = { $job } 已从 { $from } 切换到 { $to }
 note-failover-unnamed = { $job } 已切换到另一台服务器
 note-restarted-on = { $job } 已在 { $server } 上重新启动
 note-restarted = { $job } 已重新启动
-note-stalled = { $job } 停滞了
+note-stalled = { $job } 卡住了
 note-stalled-hung = { $job } 在 { $server } 上卡住了
 note-stalled-dying = { $job } 在 { $server } 上失去联系，即将由其他服务器接管
 note-recovered = { $job } 已恢复运行
@@ -84,18 +88,18 @@ note-standby-lost = { $job } 已没有备用服务器
 note-standby-back = { $job } 重新有了备用服务器
 note-body = { $kind ->
         [died] { $at }：{ $users } 已启用此任务，但没有服务器在运行。
-        [data_lost] { $at }：Redis 丢失了此任务的数据（可能是重启后未持久化）。请重新启用。
-        [conflict] { $at }：两台服务器都声称在运行此任务，请立即检查。
+        [data_lost] { $at }：Redis 丢失了此任务的数据，各人的启用设置、锁和历史记录可能都已丢失；服务器重新运行此任务，或有主管重新设置启用后，即恢复正常。
+        [conflict] { $at }：两台服务器同时声称在运行此任务。
         [failover] { $at }：现在由 { $to } 运行。
         [restarted] { $at }：同一台服务器重新接管了任务。
-        [stalled] { $at }：锁仍被占用，但服务器已失去响应：任务可能卡住，也可能进程已退出（锁到期后释放）。
+        [stalled] { $at }：锁仍被占用，但运行它的服务器可能卡住了，或已失去联系。
         [stalled_hung] { $at }：{ $server } 的心跳已 { $duration } 未更新，但锁仍在续期：任务可能卡住了。
-        [stalled_dying] { $at }：{ $server } 已不再持有锁（进程已退出或与 Redis 断开）；锁将在 { $duration }后到期，随后由另一台服务器接管。
-        [stalled_dying_never] { $at }：{ $server } 已不再持有锁，而此锁永不过期：如果该服务器已不在，请手动删除锁。
-        [recovered] { $at }：心跳恢复正常。
-        [started] { $at }：任务已开始运行。
+        [stalled_dying] { $at }：{ $server } 已不再持有锁（程序已退出或与 Redis 断开）；锁将在 { $duration }后到期，随后由另一台服务器接管。
+        [stalled_dying_never] { $at }：{ $server } 已不再持有锁，而此锁永不过期：如果该服务器已不在运行，需要手动删除这把锁。
+        [recovered] { $at }：已有服务器重新运行此任务。
+        [started] { $at }：已有服务器开始运行此任务。
         [stopped] { $at }：所有人都已停用，任务已停止。
-        [unreachable] { $at }：无法读取 Redis，任务的实际状态未知（并不代表已停止）。
+        [unreachable] { $at }：任务的实际状态未知，并不代表任务已停止。
         [reachable] { $at }：已重新连接到 Redis。
         [standby_lost] { $at }：{ $to } 已无响应；如果 { $from } 停止，将没有服务器接管此任务。
         [standby_back] { $at }：{ $to } 已恢复，可以接管此任务。
@@ -104,14 +108,14 @@ note-body = { $kind ->
 note-action-open = 打开监控面板
 note-action-snooze = 静音 1 小时
 note-action-on-it = 我来处理
-note-flip-refused = 您对 { $job } 的启用设置未更改
-note-ack-refused = 您对 { $job } 的“我来处理”未保存
+note-flip-refused = 您对 { $job } 的启用设置未能更改
+note-ack-refused = 您对 { $job } 的“我来处理”未能保存
 note-settings-reset = lockwatch 设置已重置
-note-site-settings = lockwatch：本机的统一设置未能全部使用
+note-site-settings = lockwatch：本机的默认设置有一部分未能使用
 note-sign-in = lockwatch：请登录 Redis
 note-sign-in-body = Redis 不接受您的用户名或密码，所以任务状态未知：请打开“设置”输入密码（密码向管理员索取）。
 note-test = lockwatch 测试通知
-note-test-body = lockwatch 的通知能送达这台电脑：任务停止或换到另一台服务器时，会像这样通知您。
+note-test-body = lockwatch 的通知能送达这台电脑：任务意外停止或切换到另一台服务器时，会像这样通知您。
 
 ## Windows 缺少 WebView2 运行时（消息框，一句话）
 
@@ -121,9 +125,9 @@ webview-missing = 监控面板需要 Microsoft Edge WebView2 运行时，这台�
 ## 被拒绝的写入，用主管的话说（Redis 的原话在监控面板中）
 
 refusal-not-allowed = Redis 不允许 { $user } 修改此项。请让 Redis 管理员授予 `lockwatch acl --user { $user }` 输出的规则。
-refusal-other-user = Redis 用户 { $login } 只能修改 { $login } 自己的设置，不能修改 { $user } 的：请在设置中把“您的名字”改为 { $login }，或以 { $user } 登录 Redis。
+refusal-other-user = Redis 用户 { $login } 只能修改 { $login } 自己的设置，不能修改 { $user } 的：请在设置中把“您的名字”改为 { $login }，或以 { $user } 的身份登录 Redis。
 refusal-login = Redis 不接受您的用户名或密码：请在设置中检查。
-refusal-unreachable = 暂时无法连接 Redis：请在恢复后重试。
+refusal-unreachable = 暂时无法连接 Redis：请等连接恢复后重试。
 refusal-other = Redis 拒绝了此更改：详情见监控面板。
 refusal-unregistered = 已保存，但暂不生效：{ $user } 尚未登记为此任务的用户。请让 Redis 管理员登记 { $user }。
 
@@ -133,7 +137,7 @@ test-failed = 未能连接 { $host }：{ $why ->
         [unreachable] 该地址无响应；请检查主机、端口和 TLS（rediss://）。
         [login] 用户名或密码被拒绝。
         [not-allowed] { $user } 无权读取此任务；Redis 管理员可授予 `lockwatch acl --user { $user }` 输出的规则。
-       *[other] Redis 拒绝了请求；将指针悬停可查看其原话。
+       *[other] Redis 拒绝了请求；把鼠标移到这里可查看 Redis 的原话。
     }
 test-connected = 已连接 { $host } 并读取任务 { $job }：{ $users } 个已登记用户，{ $workers } 个工作进程在线{ $silent ->
         [0] {""}
@@ -159,7 +163,7 @@ page-state-stopped = 已停止
 page-state-conflict = 冲突
 page-state-unknown = 未知
 page-hint-running = 已持有锁，心跳正常
-page-hint-stale = 已持有锁，但心跳过旧：可能卡住或正在退出
+page-hint-stale = 已持有锁，但心跳未按时更新：可能卡住或正在退出
 page-hint-down = 已启用，但没有服务器在运行
 page-hint-pending = 暂无服务器运行，稍后应有服务器启动它
 page-hint-stopped = 没有人启用
@@ -173,7 +177,7 @@ page-reason-down = 已启用，但没有服务器在运行。
 page-reason-pending = 暂无服务器运行，应在 { $until } 前由服务器启动。
 page-reason-pending-open = 暂无服务器运行，稍后应有服务器启动它。
 page-reason-stopped = 已停止：没有人启用。
-page-reason-conflict = 两台服务器同时声称在运行此任务，请立即检查。
+page-reason-conflict = 两台服务器同时声称在运行此任务。
 page-reason-unreadable = 无法读取 Redis，状态未知（并不代表已停止）。
 
 page-server = 服务器
@@ -188,14 +192,14 @@ page-since-value = { $time }（{ $duration }）
 page-lock-field = 锁字段 { $field }
 page-not-known = 未知
 page-free = 空闲
-page-no-expiry = 不过期
+page-no-expiry = 永不过期
 page-on-it = 正在处理
-page-on-it-line = { $user }，{ $since } 起，至 { $until }
-page-on-it-note = { $user }，{ $since } 起，至 { $until }：{ $note }
+page-on-it-line = { $user }，{ $since } 至 { $until }
+page-on-it-note = { $user }，{ $since } 至 { $until }：{ $note }
 page-who = 启用人
 page-col-user = 用户
 page-col-enabled = 已启用
-page-col-since = 时间
+page-col-since = 开始于
 page-col-host = 来源主机
 page-you = { $user }（您）
 page-unreadable = 无法读取
@@ -208,7 +212,7 @@ page-off-reason = 原因（可选，所有人都能在历史中看到）
 page-off-reason-hint = 例如：今晚盘点
 page-off-confirm = 停用
 page-off-cancel = 保持启用
-page-not-changed = 未更改：{ $error }
+page-not-changed = 未能更改：{ $error }
 
 page-window-1h = 1 小时
 page-window-24h = 24 小时
@@ -219,7 +223,7 @@ page-strip-until = 截至 { $time } 的 { $window }
 page-strip-label = 时间线：{ $runs }
 page-strip-run = { $server }：{ $from } 至 { $to }
 page-strip-nobody = 无人运行
-page-legend-nobody = 斜线：无人运行
+page-legend-nobody = 斜线区域：无人运行
 page-incidents = 切换、重启与意外停止
 page-flips = 谁启用或停用了任务
 page-col-when = 时间
@@ -241,23 +245,23 @@ page-cause-disabled = 无人启用此任务
 page-cause-shutdown = 工作进程正在停止
 page-cause-lost = 锁已不再属于它（过期、被删除或被接管）
 page-cause-expired = 租约未能及时续期（无法连接 Redis，或工作进程暂停）
-page-cause-replica-unconfirmed = 没有副本及时确认租约
+page-cause-replica-unconfirmed = 没有 Redis 副本及时确认租约
 page-cause-released = 释放了锁
 page-cause-silent = 服务器未留下任何记录就停止了（被终止、崩溃或与 Redis 断开）
 
 page-settings = 设置
 page-redis-url = Redis 地址
 page-password = 密码
-page-password-hint = 保存在系统密钥环中；留空则不修改
+page-password-hint = 保存在系统密码库中；留空则保持不变
 page-tls-ca = TLS CA 证书文件（PEM）
 page-tls-ca-hint = 仅私有 CA 需要
 page-sentinels = 哨兵（Sentinel）
-page-sentinels-hint = 主机:端口, …（留空：URL 中的单个 Redis）
+page-sentinels-hint = 主机:端口, …（留空则只用地址中的那一个 Redis）
 page-sentinel-master = 哨兵主节点名称
 page-sentinel-master-hint = 即 sentinel monitor 中的 NAME
-page-cluster = Redis 集群（URL 可为任一节点）
+page-cluster = Redis 集群（地址可填任一节点）
 page-user = 您的名字
-page-user-hint = 默认：地址中的用户名，否则为登录名；若管理员为团队设置了统一地址，也作为您的 Redis 用户名
+page-user-hint = 默认：地址中的用户名，否则为您的电脑登录名；若管理员为团队设置了统一地址，也作为您的 Redis 用户名
 page-jobs = 任务
 page-poll = 轮询间隔
 page-heartbeat-grace = 心跳宽限
@@ -265,23 +269,23 @@ page-failover-window = 切换时限
 page-start-grace = 启动宽限
 page-language = 语言
 page-language-auto = 自动（跟随桌面）
-page-notify = 任务出现以下情况时通知我…
+page-notify = 任务出现以下情况时通知我：
 page-event-died = 意外停止
 page-event-data_lost = Redis 丢失数据
 page-event-failover = 切换到另一台服务器
 page-event-restarted = 重新启动
 page-event-conflict = 两台服务器同时运行
-page-event-stalled = 停滞
+page-event-stalled = 卡住
 page-event-recovered = 恢复运行
 page-event-started = 开始运行
-page-event-stopped = 已停止
+page-event-stopped = 停止
 page-event-unreachable = 无法连接 Redis
 page-event-reachable = Redis 恢复连接
 page-servers = 服务器
 page-node-silent = { $server }（已无响应 { $duration }）
 page-no-standby = ⚠ 没有备用服务器：{ $server } 已无响应；若当前服务器停止，将无服务器接管。
 page-event-standby_lost = 失去备用服务器
-page-event-standby_back = 备用服务器恢复
+page-event-standby_back = 重新有了备用服务器
 page-sound = 严重通知（意外停止、两台服务器同时运行、数据丢失）时播放提示音
 page-advanced = 高级
 page-save = 保存
@@ -290,9 +294,9 @@ page-testing = 正在测试…
 page-notify-test = 发送测试通知
 page-notify-test-no-tray = 未发送：负责通知的托盘程序没有运行。请启动 lockwatch 后再试。
 page-notify-test-sent = 已发送：几秒内就会出现。如果没有出现，说明系统设置中关闭了 lockwatch 的通知（应用日志中记有系统的答复）。
-page-overridden = 设置了 { $variable } 时以其为准。
+page-overridden = 只要设置了 { $variable }，就以它为准。
 page-saved = 已保存，正在按新设置监控。
-page-password-in-memory = 这台电脑没有密钥环：密码只保存在内存中，lockwatch 退出后，下次启动时需重新输入。
+page-password-in-memory = 这台电脑没有系统密码库：密码只保存在内存中，lockwatch 退出后，下次启动时需重新输入。
 page-saved-note = 已保存。{ $note }
 page-not-saved = 未保存：{ $error }
 page-not-saved-fields = 未保存：请查看标出的字段。
