@@ -7,7 +7,8 @@
 //! it: `python3 scripts/module-cycles.py src` checks that no two use each
 //! other, in either direction, through any chain):
 //!
-//! - Leaves, knowing no Redis: [`keys`] (the key schema of a job), [`snapshot`]
+//! - Leaves, knowing no Redis: [`keys`] (the key names of a job), [`schema`]
+//!   (the fields of its hashes and the heartbeat's states, for Rust and Lua), [`snapshot`]
 //!   (what one read of a job found), [`address`] (where Redis is, as text: the
 //!   endpoint, the URL's password hidden, split out, put back), [`duration`]
 //!   (durations read, written and said), [`clock`] (the clock leases are
@@ -40,6 +41,7 @@ pub mod heard;
 pub mod history;
 pub mod keys;
 pub mod probe;
+pub mod schema;
 pub mod snapshot;
 pub mod spec;
 pub mod status;

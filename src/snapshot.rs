@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::schema::BeatState;
+
 /// The whole state of one job as read at one instant of the Redis clock.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Snapshot {
@@ -173,9 +175,8 @@ pub struct Beat {
     pub seq: Option<u64>,
     /// Redis time of the beat, ms; `None` when missing or unreadable.
     pub beat_ms: Option<u64>,
-    /// `idle`, `starting` (holds the lock, waits before starting the job),
-    /// `running`, `stalled` or `stopping`.
-    pub state: Option<String>,
+    /// What the worker says it does.
+    pub state: Option<BeatState>,
     pub version: Option<String>,
     pub started_ms: Option<u64>,
     pub child_pid: Option<u64>,
@@ -211,7 +212,7 @@ pub struct Beat {
 impl Beat {
     /// True when the node says it runs (or tries to run) the job.
     pub fn claims_job(&self) -> bool {
-        matches!(self.state.as_deref(), Some("running" | "stalled"))
+        self.state.as_ref().is_some_and(BeatState::runs_job)
     }
 }
 

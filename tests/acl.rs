@@ -73,17 +73,13 @@ async fn a_supervisor_flips_their_own_flag_and_is_refused_on_another() {
     assert_eq!(snap.lock.holders, vec!["uuid-a:1"]);
 
     let flipped =
-        set_flag(&mut conn, &keys, &Flip { user: "alice", on: true, host: "pc-alice", reason: None }, target.host())
-            .await
-            .unwrap();
+        set_flag(&mut conn, &keys, &Flip { user: "alice", on: true, host: "pc-alice", reason: None }).await.unwrap();
     assert!(flipped.warning.is_none(), "{:?}", flipped.warning);
     let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
     assert_eq!(on, "1");
 
     let err =
-        set_flag(&mut conn, &keys, &Flip { user: "bob", on: true, host: "pc-alice", reason: None }, target.host())
-            .await
-            .unwrap_err();
+        set_flag(&mut conn, &keys, &Flip { user: "bob", on: true, host: "pc-alice", reason: None }).await.unwrap_err();
     assert_eq!(err.redis_failure(), Some(RedisFailure::Permission));
     let msg = err.to_string();
     assert!(
@@ -112,24 +108,24 @@ async fn a_supervisor_says_they_are_on_it_and_is_refused_for_another() {
     let keys = Keys::new("outbound");
 
     let mine = Ack { user: "alice", lasts: Duration::from_secs(600), note: "looking at wh-a" };
-    let acked = set_ack(&mut conn, &keys, &mine, target.host()).await.expect("alice may say she is on it");
+    let acked = set_ack(&mut conn, &keys, &mine).await.expect("alice may say she is on it");
     assert!(acked.warning.is_none(), "{:?}", acked.warning);
     let snap = probe(&mut conn, &keys, target.endpoint()).await.unwrap();
     assert_eq!(snap.acks.len(), 1, "{snap:?}");
     assert_eq!((snap.acks[0].user.as_str(), snap.acks[0].note.as_str()), ("alice", "looking at wh-a"));
 
     let theirs = Ack { user: "bob", ..mine };
-    let err = set_ack(&mut conn, &keys, &theirs, target.host()).await.unwrap_err();
+    let err = set_ack(&mut conn, &keys, &theirs).await.unwrap_err();
     assert_eq!(err.redis_failure(), Some(RedisFailure::Permission));
     let msg = err.to_string();
     assert!(msg.starts_with("setting bob's \"on it\" for job outbound on 127.0.0.1"), "{msg}");
     assert!(msg.contains("only say they are on it for themselves"), "{msg}");
-    let err = clear_ack(&mut conn, &keys, "bob", target.host()).await.unwrap_err();
+    let err = clear_ack(&mut conn, &keys, "bob").await.unwrap_err();
     assert_eq!(err.redis_failure(), Some(RedisFailure::Permission));
     let bobs: bool = redis::cmd("EXISTS").arg("{outbound}:ack:bob").query(&mut admin).unwrap();
     assert!(!bobs, "bob's ack is untouched");
 
-    assert!(clear_ack(&mut conn, &keys, "alice", target.host()).await.unwrap());
+    assert!(clear_ack(&mut conn, &keys, "alice").await.unwrap());
     // Refused: her writes for bob (HSET and PEXPIREAT, then HDEL), nothing else.
     let refused: Vec<std::collections::HashMap<String, redis::Value>> =
         redis::cmd("ACL").arg("LOG").query(&mut admin).unwrap();

@@ -182,9 +182,9 @@ pub async fn set_on_it(desk: &Desk, job: &str, on: bool) -> Result<(), String> {
         let mut conn = w.target.manager().await?;
         if on {
             let asked = ack::Ack { user: &w.user, lasts: lockwatch::spec::DEFAULT_ACK_FOR, note: "" };
-            ack::set_ack(&mut conn, &w.keys, &asked, w.target.host()).await.map(|acked| acked.warning)
+            ack::set_ack(&mut conn, &w.keys, &asked).await.map(|acked| acked.warning)
         } else {
-            ack::clear_ack(&mut conn, &w.keys, &w.user, w.target.host()).await.map(|_| None)
+            ack::clear_ack(&mut conn, &w.keys, &w.user).await.map(|_| None)
         }
     }
     .await;
@@ -205,7 +205,7 @@ pub async fn flip(desk: &Desk, job: &str, on: bool, reason: Option<&str>) -> Res
         let mut conn = w.target.manager().await?;
         let host = flags::this_host();
         let flip = flags::Flip { user: &w.user, on, host: &host, reason };
-        flags::set_flag(&mut conn, &w.keys, &flip, w.target.host()).await
+        flags::set_flag(&mut conn, &w.keys, &flip).await
     }
     .await;
     let confirmed = result.as_ref().ok().map(|flipped| OwnFlip { on, at_ms: flipped.at_ms });

@@ -7,15 +7,21 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{RedisFuture, Value};
 
+use crate::address::Endpoint;
+
 /// A connection to Redis of any topology: one node's (reconnecting by
 /// itself, or a dedicated one for blocking reads) or a cluster's, which
 /// routes each command to the node owning its keys.
 #[derive(Clone)]
-pub struct Conn(pub(super) Inner);
+pub struct Conn {
+    inner: Inner,
+    /// Where it goes, for the errors of the commands sent on it.
+    endpoint: Endpoint,
+}
 
 impl fmt::Debug for Conn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self.0 {
+        let kind = match self.inner {
             Inner::Managed(_) => "node",
             Inner::Plain(_) => "node, dedicated",
             Inner::Cluster(_) => "cluster",
@@ -32,10 +38,19 @@ pub(super) enum Inner {
 }
 
 impl Conn {
+    pub(super) fn new(inner: Inner, endpoint: &Endpoint) -> Conn {
+        Conn { inner, endpoint: endpoint.clone() }
+    }
+
+    /// Where the connection goes: the server as errors name it.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
     /// Whether messages go out with `SPUBLISH`: on a cluster, where
     /// Redisson 3.22+ and lockwatch listen on sharded channels.
     pub fn sharded(&self) -> bool {
-        matches!(self.0, Inner::Cluster(_))
+        matches!(self.inner, Inner::Cluster(_))
     }
 
     /// `PUBLISH`, or `SPUBLISH` on a cluster.
@@ -56,7 +71,7 @@ impl Conn {
         if let Some(channel) = channel {
             cmd.arg(if self.sharded() { "SHARDNUMSUB" } else { "NUMSUB" }).arg(channel);
         }
-        let reply = match &mut self.0 {
+        let reply = match &mut self.inner {
             Inner::Cluster(cluster) => {
                 let owner = SingleNodeRoutingInfo::SpecificNode(Route::with_key(key, SlotAddr::Master));
                 cluster.route_command(cmd, RoutingInfo::SingleNode(owner)).await?
@@ -80,7 +95,7 @@ impl Conn {
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, redis::Value> {
-        match &mut self.0 {
+        match &mut self.inner {
             Inner::Managed(c) => c.req_packed_command(cmd),
             Inner::Plain(c) => c.req_packed_command(cmd),
             Inner::Cluster(c) => c.req_packed_command(cmd),
@@ -93,7 +108,7 @@ impl ConnectionLike for Conn {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<redis::Value>> {
-        match &mut self.0 {
+        match &mut self.inner {
             Inner::Managed(c) => c.req_packed_commands(pipeline, offset, count),
             Inner::Plain(c) => c.req_packed_commands(pipeline, offset, count),
             Inner::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
@@ -101,7 +116,7 @@ impl ConnectionLike for Conn {
     }
 
     fn get_db(&self) -> i64 {
-        match &self.0 {
+        match &self.inner {
             Inner::Managed(c) => c.get_db(),
             Inner::Plain(c) => c.get_db(),
             Inner::Cluster(c) => c.get_db(),

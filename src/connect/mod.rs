@@ -267,14 +267,14 @@ impl Target {
             .set_max_delay(Duration::from_secs(2));
         ConnectionManager::new_with_config(self.client().await?, config)
             .await
-            .map(|c| Conn(Inner::Managed(c)))
+            .map(|c| Conn::new(Inner::Managed(c), &self.endpoint))
             .map_err(|e| describe(e, Action::Connecting, &self.endpoint))
     }
 
     /// A connection to the cluster, within [`TIMEOUT`].
     async fn cluster_connection(&self, client: &ClusterClient) -> Result<Conn, Error> {
         match tokio::time::timeout(TIMEOUT, client.get_async_connection()).await {
-            Ok(Ok(conn)) => Ok(Conn(Inner::Cluster(conn))),
+            Ok(Ok(conn)) => Ok(Conn::new(Inner::Cluster(conn), &self.endpoint)),
             Ok(Err(e)) => Err(describe(e, Action::Connecting, &self.endpoint)),
             Err(_) => Err(Error::Timeout { action: Action::Connecting, host: self.endpoint.clone(), after: TIMEOUT }),
         }
@@ -299,7 +299,7 @@ impl Target {
             .await?
             .get_multiplexed_async_connection_with_config(&config)
             .await
-            .map(|c| Conn(Inner::Plain(c)))
+            .map(|c| Conn::new(Inner::Plain(c), &self.endpoint))
             .map_err(|e| describe(e, Action::Connecting, &self.endpoint))
     }
 

@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use serde::{Serialize, Serializer};
 
 use super::entry::{Cause, Entry, FlagFlip, Record};
+use crate::schema::BeatState;
 use crate::snapshot::Beat;
 use crate::status::{Config, Holder, HolderRef};
 
@@ -294,7 +295,7 @@ fn silence(run: &Run, beats: &[Beat], now_ms: u64, cfg: &Config) -> Option<(End,
     if !names_run {
         return Some((End::Silent, None));
     }
-    let holds = !matches!(beat.state.as_deref(), Some("idle") | None);
+    let holds = beat.state.as_ref().is_some_and(BeatState::holds_lock);
     let beat_ms = beat.beat_ms.unwrap_or(run.last_sign);
     if holds && now_ms.saturating_sub(beat_ms) <= cfg.heartbeat_grace_ms {
         None
@@ -330,7 +331,7 @@ mod tests {
         Beat {
             node: node.into(),
             fence,
-            state: Some(state.into()),
+            state: Some(BeatState::parse(state)),
             beat_ms: Some(beat_ms),
             lock_field: fence.map(|_| format!("{node}-uuid:1")),
             ..Default::default()

@@ -13,6 +13,7 @@ use crate::address::Endpoint;
 use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
 use crate::probe::probe;
+use crate::schema;
 use crate::snapshot::{Beat, Flag, escape_bytes};
 
 /// Entries fetched per `XRANGE` call.
@@ -76,7 +77,7 @@ pub async fn flags<C: ConnectionLike + Send>(
     }
     let mut pipe = redis::pipe();
     for f in &readable {
-        pipe.cmd("HMGET").arg(keys.enabled(&f.user)).arg("reason");
+        pipe.cmd("HMGET").arg(keys.enabled(&f.user)).arg(schema::flag::REASON);
     }
     let reasons: Vec<Value> = pipe.query_async(conn).await.map_err(|e| describe(e, Action::ReadingReasons, server))?;
     Ok(readable

@@ -4,6 +4,7 @@
 //! verdict could change.
 
 use crate::duration::human_duration;
+use crate::schema::BeatState;
 use crate::snapshot::kind;
 use crate::snapshot::{Beat, LockKind, Snapshot};
 
@@ -144,10 +145,10 @@ fn held(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
         );
         return raw(State::Conflict, reason, Some(holder), earliest(deadlines));
     }
-    if beat.state.as_deref() == Some("starting") {
+    if beat.state == Some(BeatState::Starting) {
         return waiting_to_start(beat, holder, &who, taken_at, deadlines, now);
     }
-    if beat.state.as_deref() == Some("stalled") {
+    if beat.state == Some(BeatState::Stalled) {
         let reason = format!("hung: {who} holds the lock and beats, but its job has printed nothing for a while");
         return raw(State::Stale, reason, Some(holder), earliest(deadlines));
     }

@@ -4,6 +4,7 @@
 
 use super::world::*;
 use super::*;
+use crate::schema::BeatState;
 use crate::snapshot::{Beat, Lock, LockKind, Snapshot};
 
 #[test]
@@ -113,7 +114,7 @@ fn a_first_look_dates_a_down_job_from_the_last_holder_and_is_the_same_later() {
         node: "srv-b".into(),
         lock_field: Some("uuid-b:1".into()),
         beat_ms: Some(w.time_ms - 20_000),
-        state: Some("running".into()),
+        state: Some(BeatState::Running),
         ..Default::default()
     });
     let s = feed(&mut engine(), Observation::Read(snap));
@@ -388,7 +389,7 @@ fn two_fresh_claims_are_a_conflict() {
         node: "srv-b".into(),
         lock_field: Some("uuid-b:1".into()),
         beat_ms: Some(w.time_ms - 100),
-        state: Some("running".into()),
+        state: Some(BeatState::Running),
         ..Default::default()
     });
     let s = feed(&mut t, Observation::Read(snap));
@@ -406,7 +407,7 @@ fn a_predecessor_that_stopped_beating_before_the_takeover_is_no_conflict() {
         node: "srv-a".into(),
         lock_field: Some("uuid-a:1".into()),
         beat_ms: Some(w.time_ms - 2_000),
-        state: Some("running".into()),
+        state: Some(BeatState::Running),
         ..Default::default()
     });
     assert_eq!(feed(&mut t, Observation::Read(snap)).status.state, State::Running);
@@ -449,7 +450,7 @@ fn taken_by_a_waiting_b(w: &mut World, until: u64, waits_for: Option<&str>) -> S
     w.hand_to(Some(("srv-b", "uuid-b:1")));
     let mut snap = w.snapshot();
     for b in snap.beats.iter_mut() {
-        b.state = Some("starting".into());
+        b.state = Some(BeatState::Starting);
         b.wait_until_ms = Some(until);
         b.waits_for = waits_for.map(str::to_owned);
     }

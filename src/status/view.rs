@@ -75,7 +75,7 @@ impl Job {
             .iter()
             .map(|b| NodeView {
                 node: b.node.clone(),
-                state: b.state.clone(),
+                state: b.state.as_ref().map(|s| s.as_str().to_owned()),
                 host: b.host.clone(),
                 heartbeat_age_ms: b.beat_ms.map(|t| now.saturating_sub(t)),
                 fence: b.fence,

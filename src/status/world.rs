@@ -3,6 +3,7 @@
 //! show it to an engine.
 
 use super::*;
+use crate::schema::BeatState;
 use crate::snapshot::{Beat, Flag, Lock, LockKind, Snapshot, StreamEntry, StreamId};
 
 pub(super) const JOB: &str = "outbound";
@@ -116,7 +117,7 @@ impl World {
                     fence: self.fence,
                     beat_ms: Some(self.time_ms.saturating_sub(500)),
                     started_ms: Some(self.time_ms.saturating_sub(60_000)),
-                    state: Some("running".to_owned()),
+                    state: Some(BeatState::Running),
                     present: self.present,
                     ..Default::default()
                 });
@@ -126,7 +127,7 @@ impl World {
             snap.beats.push(Beat {
                 node: STANDBY.to_owned(),
                 beat_ms: Some(at),
-                state: Some("idle".to_owned()),
+                state: Some(BeatState::Idle),
                 present: Some(true),
                 ..Default::default()
             });

@@ -11,6 +11,7 @@ use crate::address::Endpoint;
 use crate::connect::Conn;
 use crate::error::{Action, Error, RedisFailure, describe};
 use crate::keys::Keys;
+use crate::schema;
 use crate::spec;
 
 /// What an acknowledgement written said.
@@ -38,19 +39,18 @@ pub struct Ack<'a> {
 
 /// Writes `ack` for the job, stamped with Redis time and expiring (by the
 /// Redis clock) when it ends; it replaces the user's earlier one. The
-/// workers announce it to every watcher at their next look. `server` names
-/// Redis in messages.
+/// workers announce it to every watcher at their next look.
 ///
 /// # Errors
 /// [`Error::Invalid`] for a user name, duration or note that breaks its
 /// rule in [`spec`]; [`Error::Redis`] when Redis cannot be reached or
 /// refuses the write (an ACL `NOPERM` says it was someone else's).
-pub async fn set_ack(conn: &mut Conn, keys: &Keys, ack: &Ack<'_>, server: &str) -> Result<Acked, Error> {
+pub async fn set_ack(conn: &mut Conn, keys: &Keys, ack: &Ack<'_>) -> Result<Acked, Error> {
     let user = checked_user(ack.user)?;
     let note = spec::ack_note(ack.note).map_err(|p| invalid(spec::Field::AckNote, ack.note, p))?;
     let lasts = spec::ack_lasts(ack.lasts)
         .map_err(|p| invalid(spec::Field::AckFor, &crate::duration::format_duration(ack.lasts), p))?;
-    let server = &Endpoint::new(server, false);
+    let server = &conn.endpoint().clone();
     let (secs, micros): (u64, u64) =
         redis::cmd("TIME").query_async(conn).await.map_err(|e| describe(e, Action::ReadingTime, server))?;
     let at_ms = secs * 1000 + micros / 1000;
@@ -63,11 +63,11 @@ pub async fn set_ack(conn: &mut Conn, keys: &Keys, ack: &Ack<'_>, server: &str) 
     let () = redis::pipe()
         .cmd("HSET")
         .arg(&key)
-        .arg("at_ms")
+        .arg(schema::ack::AT_MS)
         .arg(at_ms)
-        .arg("until_ms")
+        .arg(schema::ack::UNTIL_MS)
         .arg(until_ms)
-        .arg("note")
+        .arg(schema::ack::NOTE)
         .arg(&note)
         .ignore()
         .cmd("PEXPIREAT")
@@ -85,16 +85,14 @@ pub async fn set_ack(conn: &mut Conn, keys: &Keys, ack: &Ack<'_>, server: &str) 
 ///
 /// # Errors
 /// As [`set_ack`].
-pub async fn clear_ack(conn: &mut Conn, keys: &Keys, user: &str, server: &str) -> Result<bool, Error> {
+pub async fn clear_ack(conn: &mut Conn, keys: &Keys, user: &str) -> Result<bool, Error> {
     let user = checked_user(user)?;
-    let server = &Endpoint::new(server, false);
+    let server = &conn.endpoint().clone();
     // HDEL of every field we write: the key goes with its last field, and a
     // supervisor's ACL needs no DEL, which would be one more command to grant.
     let removed: i64 = redis::cmd("HDEL")
         .arg(keys.ack(user))
-        .arg("at_ms")
-        .arg("until_ms")
-        .arg("note")
+        .arg(schema::ack::ALL)
         .query_async(conn)
         .await
         .map_err(|e| refused(describe(e, action(user, keys), server)))?;

@@ -3,10 +3,10 @@
 
 use redis::AsyncCommands;
 
-use crate::address::Endpoint;
 use crate::connect::Conn;
 use crate::error::{Action, Error, RedisFailure, describe};
 use crate::keys::Keys;
+use crate::schema;
 use crate::spec::{check_reason, check_user};
 
 /// What a flip did.
@@ -76,32 +76,30 @@ pub fn this_host() -> String {
 /// Sets the flip's user's flag of the job on or off, stamped with Redis
 /// time, its host and reason (an empty reason when none is given, so an
 /// older one does not stick), and registers the user in `{job}:users` when
-/// the server allows. `server` names Redis in messages.
+/// the server allows.
 ///
 /// # Errors
 /// [`Error::Invalid`] for a user name or reason that cannot be used;
 /// [`Error::Redis`] when Redis cannot be reached or refuses the write (an ACL
 /// `NOPERM` says whose flag it was and what to ask for).
-pub async fn set_flag(conn: &mut Conn, keys: &Keys, flip: &Flip<'_>, server: &str) -> Result<Flipped, Error> {
+pub async fn set_flag(conn: &mut Conn, keys: &Keys, flip: &Flip<'_>) -> Result<Flipped, Error> {
     let Flip { user, on, host, reason } = *flip;
     let user = check_user(user)?;
     let reason = check_reason(reason.unwrap_or_default())?;
     let key = keys.enabled(user);
-    // `server` is the endpoint as shown; whether it is TLS matters only to a
-    // connection being made, and this one is made.
-    let server = &Endpoint::new(server, false);
+    let server = &conn.endpoint().clone();
     let (secs, micros): (u64, u64) =
         redis::cmd("TIME").query_async(conn).await.map_err(|e| describe(e, Action::ReadingTime, server))?;
     let at_ms = secs * 1000 + micros / 1000;
     let () = redis::cmd("HSET")
         .arg(&key)
-        .arg("on")
+        .arg(schema::flag::ON)
         .arg(if on { "1" } else { "0" })
-        .arg("time")
+        .arg(schema::flag::TIME)
         .arg(at_ms)
-        .arg("host")
+        .arg(schema::flag::HOST)
         .arg(host)
-        .arg("reason")
+        .arg(schema::flag::REASON)
         .arg(reason)
         .query_async(conn)
         .await

@@ -19,6 +19,7 @@
 use std::time::Duration;
 
 use crate::clock::millis;
+use crate::schema::BeatState;
 use crate::snapshot::Snapshot;
 use crate::work::lock::Before;
 
@@ -48,7 +49,7 @@ pub fn busy_elsewhere(snap: &Snapshot, node: &str, field: &str, lease: Duration)
     let may_run = may_run(lease);
     snap.beats
         .iter()
-        .filter(|b| b.node != node && matches!(b.state.as_deref(), Some("running" | "stalled" | "stopping")))
+        .filter(|b| b.node != node && b.state.as_ref().is_some_and(BeatState::job_may_live))
         .filter(|b| b.lock_field.as_deref().is_some_and(|f| !f.is_empty() && f != field))
         .filter(|b| b.present != Some(false))
         .filter_map(|b| {
@@ -74,9 +75,8 @@ pub fn before_busy(snap: &Snapshot, before: &Before, node: &str, lease: Duration
         Before::Running { node: other, fence } => match snap.beats.iter().find(|b| &b.node == other) {
             None => (other.clone(), None),
             Some(b) => {
-                let stopped = b.present == Some(false)
-                    || matches!(b.state.as_deref(), Some("idle"))
-                    || b.fence.is_some_and(|f| f > *fence);
+                let stopped =
+                    b.present == Some(false) || b.state == Some(BeatState::Idle) || b.fence.is_some_and(|f| f > *fence);
                 if stopped {
                     return None;
                 }
@@ -103,7 +103,7 @@ mod tests {
     fn beat(node: &str, state: &str, field: &str, beat_ms: u64) -> Beat {
         Beat {
             node: node.to_owned(),
-            state: Some(state.to_owned()),
+            state: Some(BeatState::parse(state)),
             lock_field: Some(field.to_owned()),
             beat_ms: Some(beat_ms),
             ..Beat::default()
@@ -191,7 +191,7 @@ mod tests {
                 .map(|(at, st, renewed)| Beat { renewed_ms: renewed, fence: Some(5), ..beat("a", states[st], "fa", at) })
                 .into_iter()
                 .collect();
-            let proven = beats.first().is_some_and(|b| b.state.as_deref() == Some("idle"));
+            let proven = beats.first().is_some_and(|b| b.state.as_ref().map(BeatState::as_str) == Some("idle"));
             let busy = before_busy(&snap(now, beats), &before, "b", LEASE, acquired);
             if let Some(busy) = &busy {
                 prop_assert!(now + (busy.left.as_millis() as u64) <= acquired + 8_000);
@@ -217,7 +217,7 @@ mod tests {
             let s = snap(now, beats.clone());
             if let Some(busy) = busy_elsewhere(&s, "me", "mine", LEASE) {
                 let b = beats.iter().find(|b| b.node == busy.node).unwrap();
-                prop_assert!(["running", "stalled", "stopping"].contains(&b.state.as_deref().unwrap()));
+                prop_assert!(["running", "stalled", "stopping"].contains(&b.state.as_ref().map(BeatState::as_str).unwrap()));
                 let last = b.beat_ms.max(b.renewed_ms).unwrap();
                 prop_assert_eq!(now + busy.left.as_millis() as u64, last + 8_000);
             }

@@ -82,7 +82,7 @@ end
 -- record: evicted, or written by an older lockwatch), 2 when it is named
 -- but not known to have stopped. Records the new holding in its place.
 local function hand_over(counter, fence)
-  local last = redis.call('HMGET', handover_key, 'node', 'fence', 'stopped')
+  local last = redis.call('HMGET', handover_key, HANDOVER.NODE, HANDOVER.FENCE, HANDOVER.STOPPED)
   local state = 0
   if last[2] then
     if last[3] ~= '1' then
@@ -91,14 +91,15 @@ local function hand_over(counter, fence)
   elseif counter ~= 0 then
     state = 1
   end
-  redis.call('HSET', handover_key, 'node', node, 'field', field, 'fence', string.format('%d', fence), 'stopped', '0')
+  redis.call('HSET', handover_key, HANDOVER.NODE, node, HANDOVER.FIELD, field, HANDOVER.FENCE, string.format('%d', fence),
+    HANDOVER.STOPPED, '0')
   return state, last[1] or '', tonumber(last[2]) or 0
 end
 
 -- Notes that the holding under our field stopped its job, if it is the last one.
 local function note_stopped()
-  if redis.call('HGET', handover_key, 'field') == field then
-    redis.call('HSET', handover_key, 'stopped', '1')
+  if redis.call('HGET', handover_key, HANDOVER.FIELD) == field then
+    redis.call('HSET', handover_key, HANDOVER.STOPPED, '1')
   end
 end
 
@@ -126,9 +127,9 @@ if op == 'acquire' then
   end
   -- The heartbeat names the new holding in the same step, so no reader sees
   -- a lock that no heartbeat claims; `starting` while the job waits.
-  redis.call('HSET', node_key, 'node', node, 'lock_field', field, 'fence', fence,
-    'state', wait > 0 and 'starting' or 'running', 'beat_ms', now, 'started_ms', now,
-    'wait_until_ms', wait > 0 and string.format('%d', now + wait) or '')
+  redis.call('HSET', node_key, BEAT.NODE, node, BEAT.LOCK_FIELD, field, BEAT.FENCE, fence,
+    BEAT.STATE, wait > 0 and STATE.STARTING or STATE.RUNNING, BEAT.BEAT_MS, now, BEAT.STARTED_MS, now,
+    BEAT.WAIT_UNTIL_MS, wait > 0 and string.format('%d', now + wait) or '')
   redis.call('SADD', nodes_key, node)
   return {1, fence, wait, why, free and 0 or 1, before, before_node, before_fence, now}
 elseif op == 'renew' then
@@ -136,7 +137,7 @@ elseif op == 'renew' then
     redis.call('PEXPIRE', lock, lease)
     -- When the lease was last extended: a new holder waits for this
     -- holder's job until the reaper's deadline counted from here.
-    redis.call('HSET', node_key, 'renewed_ms', redis_ms())
+    redis.call('HSET', node_key, BEAT.RENEWED_MS, redis_ms())
     return {1, 0}
   end
   return {0, 0}

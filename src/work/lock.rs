@@ -43,8 +43,9 @@ use crate::address::Endpoint;
 use crate::error::{Action, Error, describe};
 use crate::history::WaitCause;
 use crate::keys::Keys;
+use crate::schema;
 
-static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("lock.lua")));
+static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| schema::script(include_str!("lock.lua")));
 
 /// The longest a lock write waits for a replica's confirmation: below the
 /// connection's answer timeout, so a slow confirmation is not a broken link.

@@ -12,13 +12,9 @@ use redis::aio::ConnectionLike;
 use crate::address::Endpoint;
 use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
+use crate::schema;
 
 static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("trim.lua")));
-
-/// The fields lockwatch writes in a flag (`flags::set_flag`) and in an "on it"
-/// (`ack::set_ack`): what `probe.lua` reads of them.
-const FLAG_FIELDS: &[&str] = &["on", "time", "host", "reason"];
-const ACK_FIELDS: &[&str] = &["at_ms", "until_ms", "note"];
 
 /// Trims `key`, a supervisor's flag or "on it" hash of `keys`' job, to the
 /// fields lockwatch writes there; returns the bytes it took before (0 when
@@ -28,9 +24,9 @@ const ACK_FIELDS: &[&str] = &["at_ms", "until_ms", "note"];
 /// [`Error::Redis`] when Redis refuses or cannot be reached.
 pub async fn trim<C: ConnectionLike>(conn: &mut C, keys: &Keys, key: &str, host: &Endpoint) -> Result<u64, Error> {
     let fields = if key.starts_with(&keys.enabled_prefix()) {
-        FLAG_FIELDS
+        schema::flag::ALL
     } else if key.starts_with(&keys.ack_prefix()) {
-        ACK_FIELDS
+        schema::ack::ALL
     } else {
         return Ok(0);
     };

@@ -18,14 +18,14 @@ local publish, channel, node = ARGV[1], ARGV[2], ARGV[3]
 local instance, claimed, dead, keeps = ARGV[4], ARGV[5] == '1', ARGV[6], tonumber(ARGV[7])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local other = redis.call('HMGET', KEYS[1], 'instance', 'beat_ms', 'host', 'pid')
+local other = redis.call('HMGET', KEYS[1], BEAT.INSTANCE, BEAT.BEAT_MS, BEAT.HOST, BEAT.PID)
 if other[1] and other[1] ~= '' and other[1] ~= instance then
   local age = now - (tonumber(other[2]) or 0)
   if claimed or (other[1] ~= dead and age < keeps) then
     return {other[1], other[3] or '', other[4] or '', age}
   end
 end
-redis.call('HSET', KEYS[1], 'beat_ms', now, 'instance', instance, unpack(ARGV, 8))
+redis.call('HSET', KEYS[1], BEAT.BEAT_MS, now, BEAT.INSTANCE, instance, unpack(ARGV, 8))
 redis.call('PEXPIRE', KEYS[1], GONE_MS)
 redis.call('SADD', KEYS[2], node)
 -- The beat watchers listen for instead of asking Redis each second. A user
@@ -41,7 +41,7 @@ for _, name in ipairs(redis.call('SRANDMEMBER', KEYS[2], CHECKS_PER_BEAT)) do
   if kind == 'none' then
     redis.call('SREM', KEYS[2], name)
   elseif kind == 'hash' and redis.call('PTTL', key) == -1 then
-    local beat = tonumber(redis.call('HGET', key, 'beat_ms'))
+    local beat = tonumber(redis.call('HGET', key, BEAT.BEAT_MS))
     if beat and now - beat > GONE_MS then
       redis.call('DEL', key)
       redis.call('SREM', KEYS[2], name)

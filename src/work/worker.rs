@@ -14,13 +14,14 @@ use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::clock::{Boot, millis};
+use crate::schema::{self, BeatState, beat};
 
 use crate::connect::{Conn, Target};
 use crate::error::{Action, Error, describe};
 use crate::heard::{BEAT_EVERY, Listeners};
 use crate::history::{self, Cause, FlagFlip, Record};
 use crate::keys::Keys;
-use crate::probe::probe;
+use crate::probe::{self, Way};
 use crate::snapshot::{Enabled, Flag, Snapshot};
 use crate::watcher::{WakePace, follow_pubsub};
 use crate::work::handover::{Busy, before_busy, busy_elsewhere};
@@ -30,7 +31,7 @@ use crate::work::lock::{Acquire, Before, Lock, Renew, Wait, dead_man};
 use crate::work::presence::Held;
 use crate::work::trim;
 
-static BEAT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(include_str!("worker.lua")));
+static BEAT: LazyLock<redis::Script> = LazyLock::new(|| schema::script(include_str!("worker.lua")));
 
 /// How often a standby counts the holder's presence subscription between
 /// its looks: one cheap command, a few a second from each standby server.
@@ -260,7 +261,8 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         were_on: Vec::new(),
         flags_seen: None,
         acks_seen: Vec::new(),
-        beat_state: String::new(),
+        beat_state: None,
+        way: Way::default(),
         told_gone: None,
         peek: None,
         publishing: false,
@@ -335,7 +337,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         w.let_go(h, Cause::Shutdown).await;
     }
     if w.claimed {
-        let _ = w.beat("idle", None, None, None).await;
+        let _ = w.beat(BeatState::Idle, None, None, None).await;
     }
     if result.is_ok() {
         tracing::info!(node = %w.opts.node, "worker stopped");
@@ -420,7 +422,9 @@ struct Worker {
     /// The acknowledgements as last read, to announce a change of them.
     acks_seen: Vec<crate::snapshot::Ack>,
     /// The state the last heartbeat said, to announce a change of it.
-    beat_state: String,
+    beat_state: Option<BeatState>,
+    /// How the probe last ran on this worker's connection.
+    way: Way,
     /// The holder (node, heartbeat seq) last announced gone, to say it once.
     told_gone: Option<(String, Option<u64>)>,
     /// The presence channel of another server holding the lock, counted
@@ -597,27 +601,27 @@ impl Worker {
                     self.opts.stall_after.zip(h.job.as_ref()).is_some_and(|(d, j)| j.liveness.silent_for() >= d);
                 (
                     if stalled {
-                        "stalled"
+                        BeatState::Stalled
                     } else if !h.started {
-                        "starting"
+                        BeatState::Starting
                     } else {
-                        "running"
+                        BeatState::Running
                     },
                     Some(self.lock.field().to_owned()),
                     Some(h.fence),
                     h.job.as_ref().and_then(|j| j.pid),
                 )
             }
-            None => ("idle", None, None, None),
+            None => (BeatState::Idle, None, None, None),
         };
         let wait = holding.as_ref().filter(|h| !h.started).and_then(Holding::shown_wait);
         self.publishing = crate::work::beat::publishes(&snap, &self.opts.node, holding.is_some());
-        match self.beat(state, field.as_deref().zip(fence), child, wait).await {
-            Ok(()) if state != self.beat_state => {
+        match self.beat(state.clone(), field.as_deref().zip(fence), child, wait).await {
+            Ok(()) if self.beat_state.as_ref() != Some(&state) => {
                 // Watchers glance seldom: a job turning stalled (or running
                 // again) is told to them at once, as a flip is.
-                let first = self.beat_state.is_empty();
-                state.clone_into(&mut self.beat_state);
+                let first = self.beat_state.is_none();
+                self.beat_state = Some(state);
                 if !first {
                     self.announce().await;
                 }
@@ -734,7 +738,7 @@ impl Worker {
     fn previous_beat(&self, snap: &Snapshot, fence: i64) -> Option<u64> {
         snap.beats
             .iter()
-            .filter(|b| b.node != self.opts.node && !matches!(b.state.as_deref(), Some("idle") | None))
+            .filter(|b| b.node != self.opts.node && b.state.as_ref().is_some_and(BeatState::holds_lock))
             .filter(|b| b.fence.is_some_and(|f| f < fence))
             .max_by_key(|b| b.fence)
             .and_then(|b| b.beat_ms)
@@ -787,14 +791,14 @@ impl Worker {
     async fn let_go(&mut self, mut h: Holding, cause: Cause) {
         if let Some(job) = h.job.take() {
             let field = self.lock.field().to_owned();
-            let _ = self.beat("stopping", Some((&field, h.fence)), job.pid, None).await;
+            let _ = self.beat(BeatState::Stopping, Some((&field, h.fence)), job.pid, None).await;
             if let Some(status) = job.stop(self.opts.stop_grace).await {
                 self.last_exit = status.clone();
                 self.record(Record::JobExited { fence: Some(h.fence), status }).await;
             }
         }
         h.watchdog.abort();
-        let _ = self.beat("idle", None, None, None).await;
+        let _ = self.beat(BeatState::Idle, None, None, None).await;
         let lock = self.lock.clone();
         let released = match self.conn().await {
             Ok(conn) => lock.release(conn).await,
@@ -908,7 +912,7 @@ impl Worker {
                         by: other_worker(&pid, b.host.as_deref(), age),
                     })
                 }
-                _ => self.beat("idle", None, None, None).await,
+                _ => self.beat(BeatState::Idle, None, None, None).await,
             };
             match result {
                 Ok(()) => {
@@ -964,10 +968,15 @@ impl Worker {
     async fn look(&mut self) -> Result<Snapshot, Error> {
         let keys = self.keys.clone();
         let host = self.target.endpoint().clone();
+        let mut way = self.way;
         let conn = self.conn().await?;
-        let snap = tokio::time::timeout(REDIS_PATIENCE, probe(conn, &keys, &host))
-            .await
-            .map_err(|_| Error::Timeout { action: Action::ReadingJob, host: host.clone(), after: REDIS_PATIENCE })??;
+        let read = tokio::time::timeout(REDIS_PATIENCE, probe::read(conn, &keys, &host, &mut way)).await;
+        self.way = way;
+        let snap = read.map_err(|_| Error::Timeout {
+            action: Action::ReadingJob,
+            host: host.clone(),
+            after: REDIS_PATIENCE,
+        })??;
         // A flip is a flag written with its time: a registered user with no
         // flag yet flipped nothing. The first look records the flags as
         // found (flips made before any worker ran, as the demo's); the
@@ -1010,8 +1019,8 @@ impl Worker {
     /// gone, and tells every watcher and worker: a new holder waiting for
     /// this server's job may start.
     async fn say_idle(&mut self) {
-        if self.beat("idle", None, None, None).await.is_ok() && self.beat_state != "idle" {
-            "idle".clone_into(&mut self.beat_state);
+        if self.beat(BeatState::Idle, None, None, None).await.is_ok() && self.beat_state != Some(BeatState::Idle) {
+            self.beat_state = Some(BeatState::Idle);
             self.announce().await;
         }
     }
@@ -1138,7 +1147,7 @@ impl Worker {
     /// none, it waits for Redis's sake) and until when, while it waits.
     async fn beat(
         &mut self,
-        state: &str,
+        state: BeatState,
         holding: Option<(&str, i64)>,
         child: Option<u32>,
         wait: Option<(&str, u64)>,
@@ -1151,19 +1160,19 @@ impl Worker {
         };
         let (waits_for, wait_until) = wait.map(|(node, ms)| (node.to_owned(), ms.to_string())).unwrap_or_default();
         let pairs: [(&str, String); 13] = [
-            ("node", self.opts.node.clone()),
-            ("host", self.host.clone()),
-            ("pid", std::process::id().to_string()),
-            ("lock_field", field),
-            ("fence", fence),
-            ("seq", self.seq.to_string()),
-            ("state", state.to_owned()),
-            ("version", env!("CARGO_PKG_VERSION").to_owned()),
-            ("child_pid", child.map(|p| p.to_string()).unwrap_or_default()),
-            ("presence", presence.to_owned()),
-            ("presence_on", presence_on),
-            ("waits_for", waits_for),
-            ("wait_until_ms", wait_until),
+            (beat::NODE, self.opts.node.clone()),
+            (beat::HOST, self.host.clone()),
+            (beat::PID, std::process::id().to_string()),
+            (beat::LOCK_FIELD, field),
+            (beat::FENCE, fence),
+            (beat::SEQ, self.seq.to_string()),
+            (beat::STATE, state.as_str().to_owned()),
+            (beat::VERSION, env!("CARGO_PKG_VERSION").to_owned()),
+            (beat::CHILD_PID, child.map(|p| p.to_string()).unwrap_or_default()),
+            (beat::PRESENCE, presence.to_owned()),
+            (beat::PRESENCE_ON, presence_on),
+            (beat::WAITS_FOR, waits_for),
+            (beat::WAIT_UNTIL_MS, wait_until),
         ];
         let keys = (self.keys.node(&self.opts.node), self.keys.nodes());
         let node = self.opts.node.clone();
@@ -1181,7 +1190,7 @@ impl Worker {
         for (k, v) in pairs {
             call.arg(k).arg(v);
         }
-        call.arg("last_exit").arg(last_exit);
+        call.arg(beat::LAST_EXIT).arg(last_exit);
         let answer: redis::Value =
             call.invoke_async(self.conn().await?).await.map_err(|e| describe(e, Action::WritingHeartbeat, &host))?;
         if let Ok((_, other_host, pid, age)) = redis::from_redis_value::<(String, String, String, u64)>(answer) {

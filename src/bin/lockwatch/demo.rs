@@ -38,7 +38,7 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
     let keys = g.keys();
     let host = flags::this_host();
     let flip = flags::Flip { user: &user, on: true, host: &host, reason: Some("lockwatch demo") };
-    flags::set_flag(&mut conn, &keys, &flip, target.host()).await?;
+    flags::set_flag(&mut conn, &keys, &flip).await?;
     // This Redis was just started here and never had a holder: the first
     // start need not wait a lease for an earlier one to stop.
     lockwatch::work::lock::seed_fence(&mut conn, &keys, target.endpoint()).await?;

@@ -282,7 +282,7 @@ async fn flip(g: &Global, user: Option<&str>, on: bool, reason: Option<&str>) ->
     let mut conn = target.manager().await?;
     let host = flags::this_host();
     let flip = flags::Flip { user: &user, on, host: &host, reason };
-    let flipped = flags::set_flag(&mut conn, &keys, &flip, target.host()).await?;
+    let flipped = flags::set_flag(&mut conn, &keys, &flip).await?;
     let word = if on { "enabled" } else { "disabled" };
     println!("{} {word} job {} for {}", render::utc(flipped.at_ms), keys.job, flipped.user);
     if let Some(warning) = flipped.warning {
@@ -297,7 +297,7 @@ async fn ack(g: &Global, user: Option<&str>, lasts: std::time::Duration, note: O
     let keys = g.keys();
     let mut conn = target.manager().await?;
     let asked = lockwatch::supervise::ack::Ack { user: &user, lasts, note: note.unwrap_or_default() };
-    let acked = lockwatch::supervise::ack::set_ack(&mut conn, &keys, &asked, target.host()).await?;
+    let acked = lockwatch::supervise::ack::set_ack(&mut conn, &keys, &asked).await?;
     println!(
         "{} {} is on job {} until {}",
         render::utc(acked.at_ms),
@@ -316,7 +316,7 @@ async fn unack(g: &Global, user: Option<&str>) -> Result<u8> {
     let user = whose(&target, user)?;
     let keys = g.keys();
     let mut conn = target.manager().await?;
-    let had = lockwatch::supervise::ack::clear_ack(&mut conn, &keys, &user, target.host()).await?;
+    let had = lockwatch::supervise::ack::clear_ack(&mut conn, &keys, &user).await?;
     if had {
         println!("{user} is no longer on job {}", keys.job);
     } else {

@@ -16,19 +16,17 @@ local STRING_LIMIT = 1024
 local FIELD_LIMIT = 1024
 local SIZE_LIMIT = 16384
 
--- What is read of each kind of hash, by key prefix. Flags are written by the
+-- What is read of each kind of hash, by key prefix (the field lists come from
+-- lockwatch's schema, put before this script). Flags are written by the
 -- supervisors themselves (their ACL allows it), so each field is measured
 -- with HSTRLEN before it is fetched; heartbeats only workers may write.
 local READ = {
-  [ARGV[1]] = {measure = true, fields = {'on', 'time', 'host', 'reason'}},
-  [ARGV[2]] = {measure = false, fields = {'node', 'host', 'pid', 'lock_field', 'fence', 'seq', 'beat_ms',
-                                          'state', 'version', 'started_ms', 'child_pid', 'last_exit',
-                                          'wait_until_ms', 'presence', 'presence_on', 'waits_for',
-                                          'renewed_ms', 'instance'}},
+  [ARGV[1]] = {measure = true, fields = FLAG_FIELDS},
+  [ARGV[2]] = {measure = false, fields = BEAT_FIELDS},
 }
 
 -- Acknowledgements, like flags, are written by the supervisors: measured first.
-local ACK_READ = {measure = true, fields = {'at_ms', 'until_ms', 'note'}}
+local ACK_READ = {measure = true, fields = ACK_FIELDS}
 
 local function key_type(key)
   return redis.call('TYPE', key)['ok']
@@ -245,7 +243,7 @@ local function read_presence(names, beats, prefix, holders)
   end
   local asked = {NUMSUB = {channels = {}, at = {}}, SHARDNUMSUB = {channels = {}, at = {}}}
   for i, beat in ipairs(beats) do
-    local how = COUNTED_BY[beat_field(beat, 'presence') or '']
+    local how = COUNTED_BY[beat_field(beat, BEAT.PRESENCE) or '']
     if how then
       local q = asked[how]
       q.channels[#q.channels + 1] = prefix .. names[i]
@@ -268,7 +266,7 @@ local function read_presence(names, beats, prefix, holders)
       for k = 1, #q.channels do
         local i = q.at[k]
         counts[i] = reply[2 * k]
-        local field = beat_field(beats[i], 'lock_field')
+        local field = beat_field(beats[i], BEAT.LOCK_FIELD)
         if counts[i] == 0 and field and holders[field] then
           missing = {at = i, how = how, channel = q.channels[k]}
         end
@@ -281,10 +279,10 @@ local function read_presence(names, beats, prefix, holders)
   -- Claims made in another process are not counted (-2: the worker learns
   -- from it that its subscription is where nobody counts it), nor any when this
   -- user may not ask (-1); a claim naming none (a worker before presence_on) still is.
-  if (beat_field(beats[missing.at], 'presence_on') or '') ~= '' then
+  if (beat_field(beats[missing.at], BEAT.PRESENCE_ON) or '') ~= '' then
     local here = run_id()
     for i = 1, #beats do
-      local on = beat_field(beats[i], 'presence_on') or ''
+      local on = beat_field(beats[i], BEAT.PRESENCE_ON) or ''
       if on ~= '' and here == nil then
         counts[i] = -1
       elseif on ~= '' and on ~= here then

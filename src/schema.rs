@@ -1,0 +1,264 @@
+//! The fields of every hash lockwatch writes and reads, and the states a
+//! worker's heartbeat says: one home for each name. The Rust writers and
+//! decoders name fields by these constants; the Lua scripts get them from
+//! [`lua`], a preamble built once from the same lists and put before each
+//! script's text, so a script names a field as `BEAT.LOCK_FIELD` and reads
+//! a whole list as `BEAT_FIELDS`. A field added here is read by the probe
+//! and kept by the trim at once; a test checks that every name a script
+//! uses is declared here.
+
+use std::fmt;
+use std::sync::LazyLock;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Declares one hash's fields: a module with a constant per field, `ALL` in
+/// the order the probe reads them, and the two Lua lines [`lua`] puts
+/// before every script.
+macro_rules! fields {
+    ($(#[$doc:meta])* $module:ident, $table:literal { $($(#[$fdoc:meta])* $konst:ident = $name:literal,)* }) => {
+        $(#[$doc])*
+        pub mod $module {
+            $($(#[$fdoc])* pub const $konst: &str = $name;)*
+            /// Every field, in the order the probe reads them.
+            pub const ALL: &[&str] = &[$($konst),*];
+            /// `local BEAT = {LOCK_FIELD = 'lock_field', …}` and the list `BEAT_FIELDS`.
+            pub(super) const LUA: &str = concat!(
+                "local ", $table, " = {", $(stringify!($konst), " = '", $name, "', ",)* "}\n",
+                "local ", $table, "_FIELDS = {", $("'", $name, "', ",)* "}\n",
+            );
+        }
+    };
+}
+
+fields! {
+    /// A supervisor's enable flag, `{job}:enabled:<user>`, written by her
+    /// desktop or `lockwatch enable`/`disable`.
+    flag, "FLAG" {
+        /// `1` on, `0` off.
+        ON = "on",
+        /// Redis time (ms) of the flip.
+        TIME = "time",
+        /// The host she flipped it from.
+        HOST = "host",
+        /// Why, in her words (one sentence, optional).
+        REASON = "reason",
+    }
+}
+
+fields! {
+    /// A supervisor's "I'm on it", `{job}:ack:<user>`, expiring at its end.
+    ack, "ACK" {
+        /// Redis time (ms) she said it.
+        AT_MS = "at_ms",
+        /// Redis time (ms) it ends.
+        UNTIL_MS = "until_ms",
+        /// One line of hers, optional.
+        NOTE = "note",
+    }
+}
+
+fields! {
+    /// A worker's heartbeat, `{job}:node:<node>`, written every second and
+    /// by the lock script in the step that takes or renews the lock.
+    beat, "BEAT" {
+        /// The node's name.
+        NODE = "node",
+        /// The host the worker runs on.
+        HOST = "host",
+        /// The worker's process id.
+        PID = "pid",
+        /// The lock field of its holding (`<uuid>:<thread>`), empty when it holds none.
+        LOCK_FIELD = "lock_field",
+        /// The fence of its holding.
+        FENCE = "fence",
+        /// A counter that only grows while Redis keeps the heartbeat: one going back shows lost data.
+        SEQ = "seq",
+        /// Redis time (ms) of the beat.
+        BEAT_MS = "beat_ms",
+        /// What the worker does: a [`BeatState`](super::BeatState).
+        STATE = "state",
+        /// lockwatch's version.
+        VERSION = "version",
+        /// Redis time (ms) it took the lock.
+        STARTED_MS = "started_ms",
+        /// The job's process id while it runs.
+        CHILD_PID = "child_pid",
+        /// How the job last ended.
+        LAST_EXIT = "last_exit",
+        /// Redis time (ms) a new holder's wait for an earlier one ends.
+        WAIT_UNTIL_MS = "wait_until_ms",
+        /// Which presence subscription the worker holds: `1` plain, `sharded`.
+        PRESENCE = "presence",
+        /// The run id of the Redis process that holds that subscription.
+        PRESENCE_ON = "presence_on",
+        /// The server a new holder waits for.
+        WAITS_FOR = "waits_for",
+        /// Redis time (ms) the lease was last extended.
+        RENEWED_MS = "renewed_ms",
+        /// This worker process's own id: a name is claimed by one process.
+        INSTANCE = "instance",
+    }
+}
+
+fields! {
+    /// The last holding, `{job}:handover`, and whether it stopped its job.
+    handover, "HANDOVER" {
+        /// Its node.
+        NODE = "node",
+        /// Its lock field.
+        FIELD = "field",
+        /// Its fence.
+        FENCE = "fence",
+        /// `1` once it is known to have stopped its job.
+        STOPPED = "stopped",
+    }
+}
+
+/// What a worker's heartbeat says it does. Another program may write the
+/// heartbeat (a Redisson service's own loop): what it writes beyond these
+/// is kept as [`BeatState::Other`] and counts as holding the lock.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum BeatState {
+    /// It holds the lock and waits before it starts the job (an earlier
+    /// holder may still run it).
+    Starting,
+    /// It runs the job.
+    Running,
+    /// It runs the job, which printed nothing for `--stall-after`.
+    Stalled,
+    /// It is stopping the job, which may still run.
+    Stopping,
+    /// It holds no lock and runs nothing.
+    Idle,
+    /// Anything else another program wrote.
+    Other(String),
+}
+
+impl BeatState {
+    /// The states lockwatch writes, each once.
+    pub const KNOWN: [BeatState; 5] =
+        [BeatState::Starting, BeatState::Running, BeatState::Stalled, BeatState::Stopping, BeatState::Idle];
+
+    /// The name written in the heartbeat.
+    pub fn as_str(&self) -> &str {
+        match self {
+            BeatState::Starting => "starting",
+            BeatState::Running => "running",
+            BeatState::Stalled => "stalled",
+            BeatState::Stopping => "stopping",
+            BeatState::Idle => "idle",
+            BeatState::Other(other) => other,
+        }
+    }
+
+    /// The state a heartbeat names.
+    pub fn parse(name: &str) -> BeatState {
+        Self::KNOWN.into_iter().find(|s| s.as_str() == name).unwrap_or_else(|| BeatState::Other(name.to_owned()))
+    }
+
+    /// It says it runs the job (a stalled job still runs).
+    pub fn runs_job(&self) -> bool {
+        matches!(self, BeatState::Running | BeatState::Stalled)
+    }
+
+    /// Its job may still be alive: running, stalled, or being stopped.
+    pub fn job_may_live(&self) -> bool {
+        self.runs_job() || *self == BeatState::Stopping
+    }
+
+    /// It says it holds the lock: anything but idle.
+    pub fn holds_lock(&self) -> bool {
+        *self != BeatState::Idle
+    }
+}
+
+impl fmt::Display for BeatState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for BeatState {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for BeatState {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(BeatState::parse(&String::deserialize(deserializer)?))
+    }
+}
+
+/// The Lua preamble of every script: each hash's field table and list, and
+/// `STATE`, the heartbeat's states (`STATE.RUNNING = 'running'`, …).
+pub fn lua() -> &'static str {
+    static PREAMBLE: LazyLock<String> = LazyLock::new(|| {
+        let states: String =
+            BeatState::KNOWN.iter().map(|s| format!("{} = '{s}', ", s.as_str().to_uppercase())).collect();
+        format!("{}{}{}{}local STATE = {{{states}}}\n", flag::LUA, ack::LUA, beat::LUA, handover::LUA)
+    });
+    &PREAMBLE
+}
+
+/// A script's text with the [`lua`] preamble before it.
+pub fn script(source: &str) -> redis::Script {
+    redis::Script::new(&format!("{}{source}", lua()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_state_reads_back_as_itself_and_others_are_kept() {
+        for state in BeatState::KNOWN {
+            assert_eq!(BeatState::parse(state.as_str()), state);
+        }
+        assert_eq!(BeatState::parse("busy"), BeatState::Other("busy".into()));
+        assert!(BeatState::Other("busy".into()).holds_lock(), "another program's state holds the lock");
+        assert!(!BeatState::Idle.holds_lock() && !BeatState::Idle.job_may_live());
+        assert!(BeatState::Stopping.job_may_live() && !BeatState::Stopping.runs_job());
+        assert!(!BeatState::Starting.runs_job() && BeatState::Starting.holds_lock());
+    }
+
+    #[test]
+    fn the_preamble_names_every_field_and_state() {
+        let lua = lua();
+        assert!(lua.contains("local BEAT = {NODE = 'node', HOST = 'host', "), "{lua}");
+        assert!(lua.contains("LOCK_FIELD = 'lock_field'"), "{lua}");
+        assert!(lua.contains("local FLAG_FIELDS = {'on', 'time', 'host', 'reason', }"), "{lua}");
+        assert!(lua.contains("local STATE = {STARTING = 'starting', RUNNING = 'running', "), "{lua}");
+        assert_eq!(beat::ALL.len(), 18);
+    }
+
+    /// Every `BEAT.X`, `FLAG.X`, `ACK.X`, `HANDOVER.X` and `STATE.X` a script
+    /// names is in the preamble: a name that is not would be `nil` in Lua,
+    /// found only when the script runs.
+    #[test]
+    fn the_scripts_name_only_fields_and_states_the_schema_has() {
+        let lua = lua();
+        let scripts = [
+            include_str!("probe/probe.lua"),
+            include_str!("work/lock.lua"),
+            include_str!("work/worker.lua"),
+            include_str!("work/trim.lua"),
+        ];
+        for source in scripts {
+            for table in ["BEAT", "FLAG", "ACK", "HANDOVER", "STATE"] {
+                for (at, _) in source.match_indices(&format!("{table}.")) {
+                    let name: String = source[at + table.len() + 1..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                        .collect();
+                    let declared = lua
+                        .lines()
+                        .find(|l| l.starts_with(&format!("local {table} = ")))
+                        .is_some_and(|l| l.contains(&format!(" {name} = ")) || l.contains(&format!("{{{name} = ")));
+                    assert!(declared, "{table}.{name} is not in the schema");
+                }
+            }
+        }
+    }
+}
