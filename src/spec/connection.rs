@@ -3,13 +3,15 @@
 
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
+
 use crate::connect::Target;
 use crate::error::Error;
 
 use super::{Field, Invalid, Problem, master_name, sentinels};
 
 /// How the data nodes are found, each topology with its own inputs.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum Topology {
     /// One Redis, at the URL's host.
@@ -52,7 +54,7 @@ impl Topology {
 
 /// Where Redis is: the URL as given (credentials included), the CA of a
 /// private TLS server, and how the data nodes are found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectionSpec {
     pub url: String,
     pub tls_ca: Option<PathBuf>,

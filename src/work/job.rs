@@ -24,6 +24,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::clock::Boot;
+use crate::work::orphan::Orphan;
 use crate::work::reaper;
 #[cfg(unix)]
 use crate::work::reaper::Control;
@@ -119,6 +120,9 @@ pub struct JobEnv<'a> {
     pub fence: i64,
     pub node: &'a str,
     pub job: &'a str,
+    /// Handed to the job's reaper (never to the job), to let go of the
+    /// lock should the worker die.
+    pub orphan: Option<&'a Orphan>,
 }
 
 /// Variables of the worker's environment a job must not inherit: they
@@ -182,7 +186,7 @@ impl Job {
         if reaper::available() {
             let mut cmd = reaper::Link::command(program.as_ref())?;
             configure(&mut cmd);
-            let link = reaper::Link::new(&mut cmd)?;
+            let link = reaper::Link::new(&mut cmd, env.orphan)?;
             let reaper = cmd.spawn()?;
             // Closes the worker's copies of the child's ends of the pipes.
             drop(cmd);
@@ -534,7 +538,7 @@ mod tests {
     async fn a_fired_killer_kills_the_next_job_at_once() {
         let killer = Killer::default();
         assert!(!killer.kill(), "nothing to kill yet");
-        let env = JobEnv { fence: 1, node: "n", job: "j" };
+        let env = JobEnv { fence: 1, node: "n", job: "j", orphan: None };
         let forever = Work::Task(Arc::new(|_ctx| Box::pin(std::future::pending())));
         let mut job = Job::start(&forever, &env, &killer).await.unwrap();
         tokio::time::timeout(Duration::from_secs(5), job.wait()).await.expect("a fired killer kills the next task");

@@ -3,7 +3,8 @@
 -- KEYS[5] the earliest time (Redis ms) a new holder may start the job,
 -- KEYS[6] the run id of the Redis process that issued the last fence,
 -- KEYS[7] the handover hash: the last holding (node, field, fence) and whether it stopped its job
--- ARGV[1] operation: acquire | renew | release | stopped (the holding under ARGV[2] stopped its job)
+-- ARGV[1] operation: acquire | renew | release | stopped (the holding under ARGV[2] stopped its job) |
+--   orphaned (its worker died and its job's whole tree is known gone: let go of the lock under ARGV[2])
 -- ARGV[2] our field (<client-uuid>:<thread-id>), ARGV[3] lease in ms
 -- ARGV[4] unlock channel, ARGV[5] node name, ARGV[6] the highest fence the caller has seen
 -- ARGV[7] '1' on a Redis Cluster: the unlock message goes out sharded too (SPUBLISH), where Redisson 3.22+
@@ -161,5 +162,23 @@ elseif op == 'release' then
 elseif op == 'stopped' then
   note_stopped()
   return {1, 0}
+elseif op == 'orphaned' then
+  -- Only a holding's own field lets go, whatever its hold count: its worker
+  -- is gone and its job's tree with it. Its heartbeat, while it names the
+  -- holding, says idle and names no live process, so nobody waits for a job
+  -- known to be gone and a worker started again may take the name at once.
+  note_stopped()
+  if redis.call('HGET', node_key, BEAT.LOCK_FIELD) == field then
+    redis.call('HSET', node_key, BEAT.STATE, STATE.IDLE, BEAT.LOCK_FIELD, '', BEAT.CHILD_PID, '', BEAT.INSTANCE, '')
+  end
+  if redis.call('HEXISTS', lock, field) == 0 then
+    return {0, 0}
+  end
+  redis.call('DEL', lock)
+  redis.call('PUBLISH', channel, 0)
+  if ARGV[7] == '1' then
+    redis.call('SPUBLISH', channel, 0)
+  end
+  return {1, 1}
 end
 return redis.error_reply('unknown lock operation ' .. tostring(op))

@@ -250,6 +250,24 @@ impl Lock {
         Ok(self.call(conn, "release", false).await?.ok)
     }
 
+    /// The lock client of a holding made elsewhere, under `field`: what a
+    /// job's reaper uses to let go of its worker's lock ([`Lock::orphaned`]).
+    pub fn of_holding(keys: Keys, node: &str, lease: Duration, host: &Endpoint, field: &str) -> Lock {
+        Lock { field: field.to_owned(), ..Lock::new(keys, node, lease, host) }
+    }
+
+    /// Lets go of the lock held under this field, whose worker died and
+    /// whose job's whole process tree is known to be gone: notes that the
+    /// holding stopped, says idle in its heartbeat while that names it, and
+    /// releases the lock if it is still this holding's, publishing the
+    /// unlock message; `false` when the lock was not its own any more.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] when Redis cannot be reached or refuses.
+    pub async fn orphaned<C: ConnectionLike>(&self, conn: &mut C) -> Result<bool, Error> {
+        Ok(self.call(conn, "orphaned", false).await?.ok)
+    }
+
     /// Notes that the holding under this field, if it was the last one,
     /// stopped its job: a new holder need not wait for it.
     ///

@@ -6,6 +6,7 @@ pub mod handover;
 pub mod identity;
 pub mod job;
 pub mod lock;
+pub mod orphan;
 pub mod presence;
 pub mod reaper;
 pub mod trim;

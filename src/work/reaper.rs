@@ -20,6 +20,9 @@
 //!   last had confirmed. No deadline sent, none enforced.
 //!
 //! When the job's own process ends, whatever it left running is killed too.
+//! When the worker died, and the last of the job's tree is reaped, the
+//! reaper lets go of the worker's lock ([`orphan`](super::orphan)), so the
+//! next holder need not wait out the lease.
 //! The worker never SIGKILLs the reaper itself: that would orphan the tree.
 //! Should anyone else (`kill -9`, the OOM killer), the worker is a child
 //! subreaper too ([`adopt_orphans`]): the job's processes fall to it, and it
@@ -27,7 +30,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Set in the reaper's environment by the worker: `<control fd>,<report fd>,<worker pid>`.
+/// Set in the reaper's environment by the worker: `<control fd>,<report fd>,<worker pid>`, and
+/// `,<orphan fd>,<log fd>` when it passed what it takes to let go of the lock
+/// ([`Orphan`](super::orphan::Orphan)) and where to say so (the worker's own stderr).
 pub const VAR: &str = "LOCKWATCH_REAPER";
 
 /// Whether this binary called [`enter_if_asked`], and so can serve as the reaper.
@@ -61,7 +66,7 @@ mod unix {
     use std::ffi::{OsStr, OsString};
     use std::fs::File;
     use std::io::{self, Read, Write};
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+    use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
     use std::os::unix::process::CommandExt;
     use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
     use std::time::Duration;
@@ -70,9 +75,13 @@ mod unix {
     use tokio::process::Command;
 
     use super::VAR;
+    use crate::work::orphan::{self, Orphan};
 
     /// How long the worker waits for the reaper to say it started the job.
     const START_PATIENCE: Duration = Duration::from_secs(10);
+
+    /// What a pipe takes without a reader (Linux's smallest pipe buffer is a page).
+    const PIPE_FITS: usize = 4096;
 
     // ---- the worker's side ----
 
@@ -154,23 +163,37 @@ mod unix {
         control_child: std::io::PipeReader,
         report: std::io::PipeReader,
         report_child: std::io::PipeWriter,
+        /// The reaper's end of the pipe that holds the [`Orphan`], already
+        /// written, and a copy of the worker's stderr for the reaper to say
+        /// what it did once the worker is gone.
+        orphan_child: Option<(std::io::PipeReader, OwnedFd)>,
     }
 
     impl Link {
         /// Makes the pipes and points `cmd`, a reaper command from
-        /// [`Link::command`], at them.
-        pub(crate) fn new(cmd: &mut Command) -> io::Result<Link> {
+        /// [`Link::command`], at them; `orphan`, when given, is written
+        /// whole into a pipe of its own before the reaper starts.
+        pub(crate) fn new(cmd: &mut Command, orphan: Option<&Orphan>) -> io::Result<Link> {
             let (control_child, control) = std::io::pipe()?;
             let (report, report_child) = std::io::pipe()?;
             set_nonblocking(control.as_raw_fd())?;
-            let fds = [control_child.as_raw_fd(), report_child.as_raw_fd()];
-            cmd.env(VAR, format!("{},{},{}", fds[0], fds[1], std::process::id()));
+            let orphan_child = match orphan.map(orphan_pipe).transpose()?.flatten() {
+                Some(reader) => Some((reader, io::stderr().as_fd().try_clone_to_owned()?)),
+                None => None,
+            };
+            let mut fds = vec![control_child.as_raw_fd(), report_child.as_raw_fd()];
+            let mut spec = format!("{},{},{}", fds[0], fds[1], std::process::id());
+            if let Some((reader, log)) = &orphan_child {
+                fds.extend([reader.as_raw_fd(), log.as_raw_fd()]);
+                spec.push_str(&format!(",{},{}", reader.as_raw_fd(), log.as_raw_fd()));
+            }
+            cmd.env(VAR, spec);
             // SAFETY: runs in the forked child before exec; fcntl is
             // async-signal-safe. The pipes are close-on-exec for every other
             // child; only the reaper keeps these two ends.
             unsafe {
                 cmd.pre_exec(move || {
-                    for fd in fds {
+                    for &fd in &fds {
                         if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
                             return Err(io::Error::last_os_error());
                         }
@@ -178,7 +201,7 @@ mod unix {
                     Ok(())
                 });
             }
-            Ok(Link { control, control_child, report, report_child })
+            Ok(Link { control, control_child, report, report_child, orphan_child })
         }
 
         /// The reaper: this very binary (`/proc/self/exe` survives an
@@ -198,8 +221,8 @@ mod unix {
         /// After the spawn: keeps the worker's ends, and learns the job's pid
         /// or why it could not be started.
         pub(crate) fn started(self) -> (Control, impl Future<Output = io::Result<u32>>) {
-            let Link { control, control_child, report, report_child } = self;
-            drop((control_child, report_child));
+            let Link { control, control_child, report, report_child, orphan_child } = self;
+            drop((control_child, report_child, orphan_child));
             let pid = async move {
                 let mut report = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(report))?;
                 let mut text = String::new();
@@ -210,6 +233,22 @@ mod unix {
             };
             (Control(control), pid)
         }
+    }
+
+    /// A pipe holding `orphan`, its writing end closed: the reaper reads it
+    /// whole at its start. `None` when it would not fit the pipe's buffer
+    /// (the write would block): the lease then runs out as before.
+    fn orphan_pipe(orphan: &Orphan) -> io::Result<Option<std::io::PipeReader>> {
+        let bytes = orphan.encode();
+        if bytes.is_empty() || bytes.len() > PIPE_FITS {
+            tracing::warn!(
+                "cannot hand the job's reaper what it takes to let go of the lock; after a crash the lease runs out"
+            );
+            return Ok(None);
+        }
+        let (reader, mut writer) = std::io::pipe()?;
+        writer.write_all(&bytes)?;
+        Ok(Some(reader))
     }
 
     fn parse_report(text: &str) -> io::Result<u32> {
@@ -243,7 +282,7 @@ mod unix {
     /// Runs as the reaper: starts the job (this process's arguments), serves
     /// the control pipe and signals, and exits as the job did.
     pub(super) fn serve(spec: &OsStr) -> ! {
-        let Some((control, report, worker)) = parse_spec(spec) else {
+        let Some(Spec { control, report, worker, orphan: orphan_fds }) = parse_spec(spec) else {
             eprintln!("lockwatch: {VAR} is set, but this process was not started by a lockwatch worker; unset {VAR}");
             std::process::exit(2);
         };
@@ -254,10 +293,25 @@ mod unix {
             // SAFETY: fcntl on our own descriptor; the job must not inherit it.
             unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
         }
+        // SAFETY: the worker passed these descriptors for this process alone.
+        let orphan = orphan_fds.map(|(fd, log)| unsafe { (File::from_raw_fd(fd), File::from_raw_fd(log)) });
+        let orphan = orphan.and_then(|(pipe, mut log)| {
+            // SAFETY: fcntl on our own descriptor; the job must not inherit it.
+            unsafe { libc::fcntl(log.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+            let orphan = read_orphan(pipe);
+            if orphan.is_none() {
+                let _ = writeln!(log, "lockwatch-reaper: cannot read what the worker handed over; after a crash its lock expires with the lease");
+            }
+            orphan.map(|o| (o, log))
+        });
         let signals = stop_signals();
         // SAFETY: plain signal-mask and prctl calls on this single-threaded
-        // process, before any thread starts (threads inherit the mask).
+        // process, before any thread starts (threads inherit the mask). Not
+        // dumpable: the job, running as the same user, cannot read what it
+        // was handed (the Redis password) from its memory.
         unsafe {
+            #[cfg(target_os = "linux")]
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
             libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut());
             #[cfg(target_os = "linux")]
             {
@@ -318,7 +372,21 @@ mod unix {
         });
 
         let status = reap_all();
+        // The whole tree is reaped. A worker gone (its reaper reparented)
+        // holds the lock no more: let go of it now, not at the lease's end.
+        if let Some((orphan, mut log)) = orphan
+            && parent() != worker
+        {
+            orphan.let_go(&mut log);
+        }
         exit_as(status)
+    }
+
+    /// Reads what the worker handed over to let go of its lock, whole, and closes the pipe.
+    fn read_orphan(file: File) -> Option<Orphan> {
+        let mut bytes = Vec::new();
+        file.take(orphan::MAX_LEN as u64).read_to_end(&mut bytes).ok()?;
+        Orphan::decode(&bytes)
     }
 
     /// What the worker asked for on the control pipe.
@@ -459,10 +527,25 @@ mod unix {
         }
     }
 
-    fn parse_spec(spec: &OsStr) -> Option<(RawFd, RawFd, i32)> {
-        let mut parts = spec.to_str()?.split(',').map(str::parse::<i32>);
-        let (control, report, worker) = (parts.next()?.ok()?, parts.next()?.ok()?, parts.next()?.ok()?);
-        (parts.next().is_none() && control > 2 && report > 2 && worker == parent()).then_some((control, report, worker))
+    /// What [`VAR`] says: the pipes' descriptors, the worker's pid, and
+    /// the orphan's pipe and the log's descriptor when the worker passed them.
+    struct Spec {
+        control: RawFd,
+        report: RawFd,
+        worker: i32,
+        orphan: Option<(RawFd, RawFd)>,
+    }
+
+    fn parse_spec(spec: &OsStr) -> Option<Spec> {
+        let parts: Vec<i32> = spec.to_str()?.split(',').map(|p| p.parse().ok()).collect::<Option<_>>()?;
+        let (control, report, worker, orphan) = match parts[..] {
+            [control, report, worker] => (control, report, worker, None),
+            [control, report, worker, orphan, log] if orphan > 2 && log > 2 => {
+                (control, report, worker, Some((orphan, log)))
+            }
+            _ => return None,
+        };
+        (control > 2 && report > 2 && worker == parent()).then_some(Spec { control, report, worker, orphan })
     }
 
     fn parent() -> i32 {

@@ -23,11 +23,13 @@ use crate::history::{self, Cause, FlagFlip, Record};
 use crate::keys::Keys;
 use crate::probe::{self, Way};
 use crate::snapshot::{Enabled, Flag, Snapshot};
+use crate::spec::ConnectionSpec;
 use crate::watcher::{WakePace, follow_pubsub};
 use crate::work::handover::{Busy, before_busy, busy_elsewhere};
 use crate::work::identity::Claim;
 use crate::work::job::{Job, JobEnv, Killer, Work};
 use crate::work::lock::{Acquire, Before, Lock, Renew, Wait, dead_man};
+use crate::work::orphan::Orphan;
 use crate::work::presence::Held;
 use crate::work::trim;
 
@@ -65,6 +67,10 @@ pub struct Options {
     pub stop_grace: Duration,
     /// What to run while holding the lock.
     pub work: Work,
+    /// Where Redis is, as given: handed to each job's reaper, which lets go
+    /// of the lock once the job's tree is gone should this worker die
+    /// (`None`: the lease runs out instead).
+    pub connection: Option<ConnectionSpec>,
 }
 
 /// The lock while held, with the job and the watchdog that renews it.
@@ -659,7 +665,16 @@ impl Worker {
             };
         }
         if h.job.is_none() && Instant::now() >= h.start_at() && self.lease_vouched_for(h) {
-            let env = JobEnv { fence: h.fence, node: &self.opts.node, job: &self.keys.job };
+            let orphan = self.opts.connection.clone().map(|connection| Orphan {
+                connection,
+                job: self.keys.job.clone(),
+                lock_key: self.keys.lock.clone(),
+                node: self.opts.node.clone(),
+                field: self.lock.field().to_owned(),
+                fence: h.fence,
+                lease_ms: millis(self.opts.lease),
+            });
+            let env = JobEnv { fence: h.fence, node: &self.opts.node, job: &self.keys.job, orphan: orphan.as_ref() };
             // The killer is pointed at the job as it starts, before any wait.
             let job = Job::start(&self.opts.work, &env, &h.killer)
                 .await

@@ -121,6 +121,7 @@ async fn run(cli: Cli) -> Result<u8> {
                 tick: std::time::Duration::from_secs(1).min(*lease / 3),
                 stop_grace: *stop_grace,
                 work: lockwatch::work::job::Work::Command(command.clone()),
+                connection: Some(g.connection()),
             };
             lockwatch::work::worker::run(target, g.keys(), opts, stop).await?;
             Ok(0)

@@ -1,0 +1,130 @@
+//! Letting go of a dead worker's lock. When a worker dies without a word
+//! (`kill -9`, a crash, the OOM killer), its job's reaper kills the job's
+//! whole process tree and waits until the last of it is reaped; then, and
+//! only then, it releases the lock under the holding's own field, marks the
+//! holding stopped and says idle in the worker's heartbeat. Another server,
+//! or this one's restarted worker, runs the job within a second instead of
+//! waiting out the lease.
+//!
+//! The worker hands its reaper what that takes ([`Orphan`]: where Redis is,
+//! credentials included, and which holding) through a pipe only the reaper
+//! reads, never its environment or command line; the reaper is not dumpable,
+//! so the job, running as the same user, cannot read it from its memory.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::keys::Keys;
+use crate::spec::ConnectionSpec;
+use crate::work::lock::Lock;
+
+/// How long the reaper tries to reach Redis and let go; past that the
+/// lease runs out as it would have.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// The most an [`Orphan`] may take in the pipe: what a reaper reads at most.
+pub(crate) const MAX_LEN: usize = 64 * 1024;
+
+/// What a job's reaper needs to let go of its worker's lock.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Orphan {
+    /// Where Redis is, as the worker was told (the password included).
+    pub connection: ConnectionSpec,
+    pub job: String,
+    pub lock_key: String,
+    pub node: String,
+    /// The holding's own field in the lock hash.
+    pub field: String,
+    pub fence: i64,
+    pub lease_ms: u64,
+}
+
+impl std::fmt::Debug for Orphan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Orphan").field("job", &self.job).field("node", &self.node).field("fence", &self.fence).finish()
+    }
+}
+
+impl Orphan {
+    /// The bytes the worker writes into the reaper's pipe.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// What the reaper read, or `None` when it is not an orphan's description.
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Orphan> {
+        serde_json::from_slice(bytes).ok()
+    }
+
+    /// Lets go of the lock, in the reaper, which runs no async runtime of
+    /// its own: one short-lived runtime, bounded by [`PATIENCE`]. Says what
+    /// it did in one line on `log` (the worker's own stderr, and so its log).
+    pub(crate) fn let_go(&self, log: &mut impl std::io::Write) {
+        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(runtime) => runtime,
+            Err(err) => {
+                let _ = writeln!(
+                    log,
+                    "lockwatch-reaper: the worker died; cannot let go of its lock ({err}): it expires with the lease"
+                );
+                return;
+            }
+        };
+        let said = match runtime.block_on(async { tokio::time::timeout(PATIENCE, self.release()).await }) {
+            Ok(Ok(true)) => format!(
+                "the worker of node {} died and its job's processes are gone; released the lock (fence {}) for the next holder",
+                self.node, self.fence
+            ),
+            Ok(Ok(false)) => format!(
+                "the worker of node {} died and its job's processes are gone; the lock (fence {}) was no longer its own",
+                self.node, self.fence
+            ),
+            Ok(Err(err)) => format!(
+                "the worker of node {} died; cannot let go of its lock: {err}; it expires with the lease",
+                self.node
+            ),
+            Err(_) => format!(
+                "the worker of node {} died; Redis did not answer within {} s, so its lock expires with the lease",
+                self.node,
+                PATIENCE.as_secs()
+            ),
+        };
+        let _ = writeln!(log, "lockwatch-reaper: {said}");
+    }
+
+    async fn release(&self) -> Result<bool, crate::Error> {
+        let target = self.connection.target()?;
+        let keys = Keys::new(&self.job).with_lock_key(&self.lock_key);
+        let lease = Duration::from_millis(self.lease_ms);
+        let lock =
+            Lock::of_holding(keys, &self.node, lease, target.endpoint(), &self.field).sharded(target.is_cluster());
+        let mut conn = target.manager().await?;
+        lock.orphaned(&mut conn).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_orphan_reads_back_as_written_and_its_debug_hides_where_redis_is() {
+        let orphan = Orphan {
+            connection: ConnectionSpec::single("redis://jobs:s3cret@redis:6379", None),
+            job: "outbound".into(),
+            lock_key: "{outbound}:lock".into(),
+            node: "wh-a".into(),
+            field: "uuid:1".into(),
+            fence: 7,
+            lease_ms: 30_000,
+        };
+        let back = Orphan::decode(&orphan.encode()).expect("reads back");
+        assert_eq!(
+            (back.field.as_str(), back.fence, back.connection.url.as_str()),
+            ("uuid:1", 7, "redis://jobs:s3cret@redis:6379")
+        );
+        assert!(!format!("{orphan:?}").contains("s3cret"));
+        assert!(Orphan::decode(b"not json").is_none());
+    }
+}

@@ -1,0 +1,181 @@
+//! A crashed worker's job handed over in a second: `kill -9` of the
+//! holder's worker, its host alive, and the job runs again on the other
+//! server, or on the same one when its worker is started again, long
+//! before the 30 s lease runs out; never two at once. What must still wait
+//! for the lease waits: a frozen worker is not taken for dead.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::journal::{assert_no_overlap, journal, journal_worker, now_ns};
+use common::procs::runs;
+use common::*;
+
+/// The job ignores SIGTERM: after its worker's death only SIGKILL counts.
+const STUBBORN_LOOP: &str = r#"trap '' TERM; while :; do echo "$LOCKWATCH_FENCE $LOCKWATCH_NODE $(date +%s%N)" >> "$JOURNAL"; sleep 0.05; done"#;
+
+fn holder(c: &mut redis::Connection) -> Option<(String, u32)> {
+    let field: Option<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query::<Vec<String>>(c).ok()?.pop();
+    let nodes: Vec<String> = redis::cmd("SMEMBERS").arg("{outbound}:nodes").query(c).ok()?;
+    nodes.into_iter().find_map(|node| {
+        let (lock_field, child): (Option<String>, Option<u32>) = redis::cmd("HMGET")
+            .arg(format!("{{outbound}}:node:{node}"))
+            .arg("lock_field")
+            .arg("child_pid")
+            .query(c)
+            .ok()?;
+        (lock_field.is_some() && lock_field == field).then_some(child.map(|pid| (node, pid))).flatten()
+    })
+}
+
+async fn running_holder(c: &mut redis::Connection) -> (String, u32) {
+    eventually("a holder whose job runs", Duration::from_secs(10), || holder(c).filter(|(_, pid)| runs(*pid))).await
+}
+
+fn stubborn_worker(url: &str, node: &str, j: &std::path::Path) -> WorkerProcess {
+    WorkerProcess::spawn(worker_command(url, node, "30s", &[], STUBBORN_LOOP).env("JOURNAL", j))
+}
+
+#[tokio::test]
+async fn kill_9_of_the_holders_worker_hands_the_job_to_the_other_server_within_a_second() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    // A Redis that never had a holder: the first one starts at once.
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let mut workers =
+        vec![("srv-a", stubborn_worker(&url, "srv-a", &j)), ("srv-b", stubborn_worker(&url, "srv-b", &j))];
+    let mut takeovers = Vec::new();
+    for _round in 0..3 {
+        let (node, child) = running_holder(&mut c).await;
+        let i = workers.iter().position(|(n, _)| *n == node).unwrap();
+        let other = workers[1 - i].0;
+        let killed_at = now_ns();
+        let t0 = Instant::now();
+        workers[i].1.kill9();
+        // Within 3 s of a 30 s lease: the lease's end is not what let it go.
+        eventually("the other server's job", Duration::from_secs(3), || {
+            journal(&j).iter().any(|l| l.1 == other && l.2 > killed_at).then_some(())
+        })
+        .await;
+        takeovers.push(t0.elapsed());
+        assert!(!runs(child), "the dead worker's job, which ignores SIGTERM, still runs");
+        workers[i].1 = stubborn_worker(&url, &node, &j);
+    }
+    println!("kill -9 of the holder's worker → the other server's job runs (lease 30 s): {takeovers:?}");
+    for (_, w) in &mut workers {
+        w.kill9();
+    }
+    assert_no_overlap(&journal(&j));
+}
+
+#[tokio::test]
+async fn a_worker_started_again_after_kill_9_runs_the_job_again_within_a_second() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    // A Redis that never had a holder: the first one starts at once.
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let mut worker = journal_worker(&url, "srv-a", "30s", &j);
+    let mut restarts = Vec::new();
+    for _round in 0..3 {
+        let (_, child) = running_holder(&mut c).await;
+        let killed_at = now_ns();
+        let t0 = Instant::now();
+        worker.kill9();
+        // As systemd's Restart= does, or an admin by hand: at once.
+        worker = journal_worker(&url, "srv-a", "30s", &j);
+        eventually("the job again on the same server", Duration::from_secs(3), || {
+            journal(&j).iter().any(|l| l.2 > killed_at).then_some(())
+        })
+        .await;
+        restarts.push(t0.elapsed());
+        assert!(!runs(child), "the dead worker's job still runs");
+    }
+    println!("kill -9 of the worker, started again at once → its job runs (lease 30 s): {restarts:?}");
+    worker.kill9();
+    assert_no_overlap(&journal(&j));
+    let events: Vec<String> = stream_events(&mut c).into_iter().map(|e| e.kind).collect();
+    assert!(events.iter().filter(|k| *k == "acquired").count() >= 4, "{events:?}");
+}
+
+#[tokio::test]
+async fn a_frozen_worker_is_not_taken_for_dead_and_keeps_its_lock() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    // A Redis that never had a holder: the first one starts at once.
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let a = journal_worker(&url, "srv-a", "30s", &j);
+    let (node, _) = running_holder(&mut c).await;
+    assert_eq!(node, "srv-a");
+    let mut b = journal_worker(&url, "srv-b", "30s", &j);
+    let field: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(&mut c).unwrap();
+    let resume = Resume(a.pid());
+    // SAFETY: SIGSTOP to a child process of this test.
+    unsafe { libc::kill(a.pid(), libc::SIGSTOP) };
+    let stopped_at = now_ns();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let still: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(&mut c).unwrap();
+    assert_eq!(still, field, "a frozen worker's lock was let go");
+    assert!(!journal(&j).iter().any(|l| l.1 == "srv-b" && l.2 > stopped_at), "srv-b ran beside a frozen holder");
+    drop(resume);
+    b.kill9();
+    let mut a = a;
+    a.kill9();
+    assert_no_overlap(&journal(&j));
+}
+
+#[tokio::test]
+async fn a_job_that_ends_by_itself_under_a_live_worker_lets_no_lock_go() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    // Ends at once, each time: its reaper reaps all, but its worker lives on.
+    let _a = WorkerProcess::spawn(&mut worker_command(&url, "srv-a", "30s", &[], "exit 0"));
+    let field: String = eventually("the lock taken", Duration::from_secs(10), || {
+        redis::cmd("HKEYS").arg("{outbound}:lock").query::<Vec<String>>(&mut c).ok()?.pop()
+    })
+    .await;
+    eventually("the job ended twice", Duration::from_secs(10), || {
+        (stream_events(&mut c).iter().filter(|e| e.kind == "job-exited").count() >= 2).then_some(())
+    })
+    .await;
+    let still: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(&mut c).unwrap();
+    assert_eq!(still, vec![field], "a reaper let go of a live worker's lock");
+    let kinds: Vec<String> = stream_events(&mut c).into_iter().map(|e| e.kind).collect();
+    assert!(!kinds.iter().any(|k| k == "lost"), "{kinds:?}");
+}
+
+#[tokio::test]
+async fn a_crash_handed_over_at_once_is_one_failover_to_a_watcher() {
+    use lockwatch::watcher::{Options, Watcher};
+    use lockwatch::{EventKind, Keys, State};
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let mut workers =
+        vec![("srv-a", journal_worker(&url, "srv-a", "30s", &j)), ("srv-b", journal_worker(&url, "srv-b", "30s", &j))];
+    let (node, _) = running_holder(&mut c).await;
+    let target = lockwatch::connect::Target::new(&url, None).unwrap();
+    let watcher = Watcher::spawn(target, Keys::new("outbound"), Options::default());
+    let mut events = watcher.events();
+    let mut status = watcher.status();
+    eventually("running", Duration::from_secs(10), || {
+        status.borrow_and_update().as_ref().is_some_and(|s| s.state == State::Running).then_some(())
+    })
+    .await;
+    let i = workers.iter().position(|(n, _)| *n == node).unwrap();
+    workers[i].1.kill9();
+    let event = tokio::time::timeout(Duration::from_secs(5), events.recv()).await.expect("an event").unwrap();
+    assert_eq!(event.event, EventKind::Failover, "{}", event.reason);
+    assert!(event.reason.contains(&node) && event.reason.contains(workers[1 - i].0), "{}", event.reason);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut more = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        more.push(format!("{} {}", e.event.as_str(), e.reason));
+    }
+    assert!(more.is_empty(), "one failover, nothing else: {more:?}");
+    watcher.stop().await;
+}
