@@ -11,6 +11,7 @@ same run, on one private Redis (each peer on a key of its own).
   queued on the worker's lock.
 - stall: the job stops printing (`--stall-after 2s`) until `stalled`.
 - alone: `kill -9` of the only worker (no server left to tell it).
+- restart: `kill -9` of the only worker, started again at once.
 - frozen: Redis stopped (SIGSTOP) under two beating workers, until `unreachable`.
 - first: a new Redis (no fence counter yet): enable → the job runs, which
   waits one lease by design (a holder of lost data may still run it).
@@ -196,6 +197,19 @@ def alone_run(redis_server, dir):
         return {"detect_alone_s": first_at - t0}
 
 
+def restart_run(redis_server, dir):
+    """The only worker killed and started again at once, as systemd's Restart= or an admin would."""
+    with rig(redis_server, dir) as (procs, c):
+        c.lockwatch("enable", "--user", "alice")
+        c.worker("srv-a")
+        until("srv-a's job to start", lambda: c.started("srv-a"), 30)
+        time.sleep(1.0 + random.random())
+        t0 = time.time()
+        os.kill(c.workers["srv-a"].pid, signal.SIGKILL)
+        c.worker("srv-a")
+        return {"restart_s": until("srv-a's job to start again", lambda: c.started("srv-a", after=t0), 60) - t0}
+
+
 def frozen_run(redis_server, dir):
     """Redis frozen while two workers beat: the watcher says unreachable."""
     with rig(redis_server, dir) as (procs, c):
@@ -224,7 +238,7 @@ def first_run(redis_server, dir):
         return {"first_start_s": until("srv-a's job to start", lambda: c.started("srv-a"), 60) - t0}
 
 
-SCENARIOS = {"kill": kill_run, "alone": alone_run, "frozen": frozen_run, "first": first_run, "term": term_run,
+SCENARIOS = {"kill": kill_run, "alone": alone_run, "restart": restart_run, "frozen": frozen_run, "first": first_run, "term": term_run,
              "term-program": term_program_run, "flag": flag_run, "stall": stall_run}
 
 

@@ -357,8 +357,9 @@ async fn a_killed_holder_is_told_dying_within_a_second_and_a_half_and_healthy_ru
 
     let holder = journal(&j).last().map(|l| l.1.clone()).unwrap();
     let i = workers.iter().position(|(n, _)| *n == holder).unwrap();
+    // With its reaper, so the lock is not let go: only the death can be told.
     let killed = Instant::now();
-    workers[i].1.kill9();
+    workers[i].1.kill9_with_reaper();
     let (after, reason) = eventually("the watcher to say the holder is dying", Duration::from_secs(15), || {
         let seen = seen.lock().unwrap();
         seen.iter()

@@ -119,9 +119,11 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
         i["kind"] == "failover" && i["from"]["node"] == "srv-a" && i["to"]["node"] == "srv-b" && i["cause"] == "silent"
     });
     assert!(first < failover);
-    // srv-a's run ends at its last heartbeat, and the failover's outage is the gap to srv-b's start.
+    // srv-a's run ends when its reaper saw the job's tree gone, and the
+    // failover's outage is the gap to srv-b's start: well inside the 2 s
+    // lease, which the reaper's letting go cut short.
     let down = items[failover]["down_ms"].as_u64().expect("the outage of a kill -9 is measured");
-    assert!((500..=5_000).contains(&down), "a 2 s lease ran out: {down} ms");
+    assert!(down < 1_500, "the reaper let go of the lock; the lease did not run out: {down} ms");
     let a_run = items[..failover].iter().rfind(|i| i["kind"] == "run" && i["node"] == "srv-a").unwrap();
     assert_eq!(a_run["until_ms"].as_u64(), Some(items[failover]["at_ms"].as_u64().unwrap() - down));
     let restart = find(&items, failover, "the restart", |i| {
@@ -184,7 +186,7 @@ async fn a_holder_killed_and_restarted_on_its_server_shows_the_outage() {
     .await;
     let next = find(&items, 0, "the takeover", |i| i["kind"] == "failover" || i["kind"] == "restart");
     let down = items[next]["down_ms"].as_u64().unwrap_or_else(|| panic!("the outage is not measured: {items:#?}"));
-    assert!((500..=5_000).contains(&down), "a 2 s lease ran out: {down} ms");
+    assert!(down < 1_500, "the dead worker's reaper let go of the lock; the lease did not run out: {down} ms");
     let run = items[..next].iter().rfind(|i| i["kind"] == "run" && i["node"] == "srv-a").unwrap();
     assert_eq!(run["until_ms"].as_u64(), Some(items[next]["at_ms"].as_u64().unwrap() - down), "{items:#?}");
 }

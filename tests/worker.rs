@@ -1072,24 +1072,18 @@ async fn a_killed_holder_is_reported_within_seconds_and_healthy_running_raises_n
     // cover (a worker killed alone has its reaper let go of the lock at once,
     // `tests/crash.rs`): frozen first, so its reaper dies before the worker does.
     let i = workers.iter().position(|(n, _)| *n == holder).unwrap();
-    let worker_pid = workers[i].1.pid();
-    let reaper = common::procs::all()
-        .into_iter()
-        .find(|p| p.ppid == worker_pid && p.cmdline.contains("lockwatch"))
-        .expect("the worker's reaper");
     let t0 = Instant::now();
-    // SAFETY: signals to the worker this test started and to its reaper.
-    unsafe {
-        libc::kill(worker_pid, libc::SIGSTOP);
-        libc::kill(reaper.pid, libc::SIGKILL);
-    }
-    workers[i].1.kill9();
+    workers[i].1.kill9_with_reaper();
     let event = tokio::time::timeout(Duration::from_secs(8), events.recv())
         .await
         .expect("an event within 8 s of kill -9, well inside the 20 s grace and the 30 s lease")
         .unwrap();
     let took = t0.elapsed();
-    println!("kill -9 of the holder and its reaper (lease 30 s) → {} after {took:?}: {}", event.event.as_str(), event.reason);
+    println!(
+        "kill -9 of the holder and its reaper (lease 30 s) → {} after {took:?}: {}",
+        event.event.as_str(),
+        event.reason
+    );
     assert_eq!(event.event, EventKind::Stalled, "{}", event.reason);
     assert!(event.reason.contains("dying"), "{}", event.reason);
     let shown = status.borrow().clone().unwrap();

@@ -258,7 +258,8 @@ pub fn build(entries: &[Entry], flags: &[FlagFlip], beats: &[Beat], now_ms: u64,
                     cause: end,
                     reason: end.sentence().to_owned(),
                 };
-                items.push(Item { at_ms: ended_at.unwrap_or(run.last_sign), what });
+                // When it was last known alive: as its run's end says.
+                items.push(Item { at_ms: until.unwrap_or(run.last_sign), what });
             }
         }
     }
@@ -460,6 +461,18 @@ mod tests {
         assert_eq!(kinds(&h), ["run", "stopped", "run", "failover", "run"]);
         let What::Failover { cause, down_ms, .. } = &h.items[3].what else { panic!() };
         assert_eq!((*cause, *down_ms), (End::Released(Some(Cause::Shutdown)), Some(21)));
+    }
+
+    #[test]
+    fn a_death_its_reaper_told_is_dated_when_the_job_was_last_alive() {
+        // The worker was killed; its reaper saw the job's tree gone at 20 s
+        // and wrote so at 20.1 s, after the worker's last entry at 1 s.
+        let died = at(20_100, "a", Record::Died { fence: Some(1), last_beat_ms: Some(20_000) });
+        let h = build(&[acquired(1_000, "a", 1), died], &[], &[beat("a", None, "idle", 20_050)], 40_000, &cfg());
+        assert_eq!(kinds(&h), ["run", "death"]);
+        assert_eq!(h.items[1].at_ms, 20_000, "the death is when the run ends, not the worker's last entry");
+        let What::Run { until_ms, .. } = &h.items[0].what else { panic!() };
+        assert_eq!(*until_ms, Some(20_000));
     }
 
     #[test]

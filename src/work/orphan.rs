@@ -2,7 +2,8 @@
 //! (`kill -9`, a crash, the OOM killer), its job's reaper kills the job's
 //! whole process tree and waits until the last of it is reaped; then, and
 //! only then, it releases the lock under the holding's own field, marks the
-//! holding stopped and says idle in the worker's heartbeat. Another server,
+//! holding stopped, says idle in the worker's heartbeat and records on the
+//! job's stream when the job was last alive. Another server,
 //! or this one's restarted worker, runs the job within a second instead of
 //! waiting out the lease.
 //!
@@ -15,6 +16,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Action, describe};
+use crate::history::{self, Record};
 use crate::keys::Keys;
 use crate::spec::ConnectionSpec;
 use crate::work::lock::Lock;
@@ -97,9 +100,18 @@ impl Orphan {
         let target = self.connection.target()?;
         let keys = Keys::new(&self.job).with_lock_key(&self.lock_key);
         let lease = Duration::from_millis(self.lease_ms);
-        let lock =
-            Lock::of_holding(keys, &self.node, lease, target.endpoint(), &self.field).sharded(target.is_cluster());
+        let lock = Lock::of_holding(keys.clone(), &self.node, lease, target.endpoint(), &self.field)
+            .sharded(target.is_cluster());
         let mut conn = target.manager().await?;
+        // First the record of when the job was last alive (now: its tree was
+        // just reaped), before the next holding's: the history's outage is
+        // then the real one, not measured from the last heartbeat.
+        let (secs, micros): (u64, u64) = redis::cmd("TIME")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| describe(e, Action::ReadingTime, target.endpoint()))?;
+        let died = Record::Died { fence: Some(self.fence), last_beat_ms: Some(secs * 1000 + micros / 1000) };
+        history::append(&mut conn, &keys, &self.node, &died, target.endpoint()).await?;
         lock.orphaned(&mut conn).await
     }
 }

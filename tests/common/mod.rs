@@ -185,6 +185,22 @@ impl WorkerProcess {
         self.0.wait().unwrap();
     }
 
+    /// `kill -9` of the worker and of its job's reaper together, the case
+    /// only the lease covers (a worker killed alone has its reaper let go
+    /// of the lock at once): frozen first, so its reaper dies before it.
+    /// Reaps it.
+    pub fn kill9_with_reaper(&mut self) {
+        let reaper = procs::all().into_iter().find(|p| p.ppid == self.pid() && p.cmdline.contains("lockwatch"));
+        // SAFETY: signals to our own child, not reaped yet, and to its reaper.
+        unsafe {
+            libc::kill(self.pid(), libc::SIGSTOP);
+            if let Some(reaper) = reaper {
+                libc::kill(reaper.pid, libc::SIGKILL);
+            }
+        }
+        self.kill9();
+    }
+
     /// Asks it to stop (SIGTERM), as systemd does.
     pub fn sigterm(&self) {
         // SAFETY: kill(2) on the pid of our own child, which we have not reaped.
