@@ -3,7 +3,7 @@
 # stopped 已停止 · conflict 冲突 · unknown 未知 · job 任务 · server 服务器 · standby 备用服务器 ·
 # flag/enabled 启用（关闭为停用）· died 意外停止 · stuck 卡住 · failover 切换 · silent 已无响应 ·
 # on it 我来处理/正在处理 · notification 通知 · mute 静音 · dashboard 监控面板 · settings 设置 ·
-# sign in 登录 · start at login 开机自动启动 · keyring 系统密码库 · heartbeat 心跳 ·
+# sign in 登录 · start at login 登录时自动启动 · keyring 系统密码库 · heartbeat 心跳 ·
 # lock lease 锁的剩余时间 · fence token 运行序号
 # 数字、英文与汉字之间空一格（“3 秒”“00:04 起”），时长后直接接汉字（“3 秒前”“3 秒内”）。
 
@@ -58,8 +58,8 @@ menu-mute-tomorrow = 直到明天
 menu-unmute = 恢复通知
 menu-unmute-left = 恢复通知（还剩 { $left }）
 menu-settings = 设置…
-menu-autostart = 开机自动启动
-menu-autostart-machine = 开机自动启动（本机统一设置）
+menu-autostart = 登录时自动启动
+menu-autostart-machine = 登录时自动启动（本机统一设置）
 menu-quit = 退出 lockwatch
 menu-settings-problem = 设置有问题：{ $error }
 dialog-off-title = 停用 { $job }
