@@ -1,12 +1,11 @@
-//! The app's one error type: what a command of the page or an action of the
-//! menu could not do, in one sentence, or for a settings form, field by
-//! field. The page gets it as it reads it: a string, or `{fields}` for a
-//! form.
+//! The app's one error type: what a command of the page, an action of the
+//! menu or the settings could not do, in one sentence, or for a settings
+//! form, field by field ([`FieldError`]). The page gets it as it reads it:
+//! a string, or `{fields}` for a form.
 
+use lockwatch::spec::{Field, Invalid};
 use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
-
-use super::settings::FieldError;
 
 /// What the app could not do.
 #[derive(Debug, thiserror::Error)]
@@ -15,6 +14,13 @@ pub enum AppError {
     /// The settings cannot take effect, so nothing is watched.
     #[error("the settings cannot take effect; open Settings")]
     Unconfigured,
+    /// A setting, or the environment variable named, breaks the library's
+    /// input rule.
+    #[error("{invalid}{}", .variable.map(|v| format!(" (from {v})")).unwrap_or_default())]
+    Setting { invalid: Box<Invalid>, variable: Option<&'static str> },
+    /// The OS keyring could not be used.
+    #[error("{0}")]
+    Keyring(String),
     /// A job the settings do not name.
     #[error("job {0} is not watched")]
     NotWatched(String),
@@ -35,6 +41,20 @@ pub enum AppError {
     /// The window system's (Tauri's) error, in its sentence.
     #[error("{0}")]
     Window(String),
+}
+
+/// A refused input, for the settings page: the form field it belongs to and
+/// one sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    pub field: Field,
+    pub message: String,
+}
+
+impl From<Invalid> for FieldError {
+    fn from(invalid: Invalid) -> Self {
+        FieldError { field: invalid.field, message: invalid.to_string() }
+    }
 }
 
 impl From<lockwatch::Error> for AppError {
@@ -58,8 +78,6 @@ impl Serialize for AppError {
 
 #[cfg(test)]
 mod tests {
-    use lockwatch::spec::Field;
-
     use super::*;
 
     #[test]

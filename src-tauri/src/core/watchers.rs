@@ -48,7 +48,7 @@ pub fn restart(desk: &Desk) {
         }
         Err(err) => {
             tracing::error!("the settings cannot take effect: {err}");
-            inner.settings_error = Some(err);
+            inner.settings_error = Some(err.to_string());
             inner.effective = None;
         }
     }

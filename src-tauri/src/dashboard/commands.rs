@@ -11,9 +11,10 @@ use super::window::Views;
 use crate::core::actions::{self, Effect};
 use crate::core::desk::Desk;
 use crate::core::error::AppError;
+use crate::core::error::FieldError;
 use crate::core::i18n::page_messages;
 use crate::core::passwords::{KEYRING, PasswordStore, account};
-use crate::core::settings::{FieldError, SettingsForm};
+use crate::core::settings::SettingsForm;
 use crate::link::{Message, View};
 
 /// The window system's errors, in its sentence.

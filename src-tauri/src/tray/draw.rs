@@ -75,19 +75,18 @@ fn icon_dir(app: &AppHandle) -> Option<std::path::PathBuf> {
 /// first redraw; menu clicks go to `on_menu`. On the main thread.
 ///
 /// # Errors
-/// Tauri's, as a sentence.
-pub fn show(app: &AppHandle, on_menu: impl Fn(&AppHandle, MenuEvent) + Send + Sync + 'static) -> Result<(), String> {
+/// Tauri's, when the icon cannot be placed.
+pub fn show(app: &AppHandle, on_menu: impl Fn(&AppHandle, MenuEvent) + Send + Sync + 'static) -> tauri::Result<()> {
     let mut builder = TrayIconBuilder::with_id("lockwatch");
     if let Some(dir) = icon_dir(app) {
         builder = builder.temp_dir_path(dir);
     }
     let icon = builder
-        .icon(icon(State::Unknown).map_err(|e| e.to_string())?)
-        .menu(&Menu::new(app).map_err(|e| e.to_string())?)
+        .icon(icon(State::Unknown)?)
+        .menu(&Menu::new(app)?)
         .tooltip("lockwatch")
         .on_menu_event(on_menu)
-        .build(app)
-        .map_err(|e| e.to_string())?;
+        .build(app)?;
     TRAY.with(|t| *t.borrow_mut() = Some(Drawn { icon, menu: None }));
     Ok(())
 }

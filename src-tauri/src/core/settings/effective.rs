@@ -8,6 +8,7 @@ use lockwatch::supervise::flags;
 use lockwatch::{EventKind, watcher};
 
 use super::Settings;
+use crate::core::error::AppError;
 use crate::core::passwords::{PasswordStore, account};
 
 /// Settings as they take effect: store, then environment overrides, then
@@ -73,12 +74,13 @@ impl Settings {
     /// What takes effect, with `overrides` and the keyring's password.
     ///
     /// # Errors
-    /// A sentence when the settings or the overrides break a rule, or the
-    /// URL or CA file cannot be used.
-    pub fn effective(&self, overrides: &Overrides, keyring: &dyn PasswordStore) -> Result<Effective, String> {
-        let said = |invalid: Invalid| match overrides.source(invalid.field) {
-            Some(var) => format!("{invalid} (from {var})"),
-            None => invalid.to_string(),
+    /// [`AppError::Setting`] when the settings or the overrides break a
+    /// rule, [`AppError::Library`] when the URL or CA file cannot be used or
+    /// no user name can be found.
+    pub fn effective(&self, overrides: &Overrides, keyring: &dyn PasswordStore) -> Result<Effective, AppError> {
+        let said = |invalid: Invalid| AppError::Setting {
+            variable: overrides.source(invalid.field),
+            invalid: Box::new(invalid),
         };
         let jobs = self.job_specs(overrides.job.as_deref(), overrides.lock_key.as_deref());
         if let Some(bad) = jobs.iter().flat_map(JobSpec::check).next() {
@@ -94,7 +96,7 @@ impl Settings {
             Some(url) => url.clone(),
             None => {
                 let login = self.login_url(overrides);
-                let base = Target::new(&login, None).map_err(|e| e.to_string())?;
+                let base = Target::new(&login, None)?;
                 match keyring.get(&account(base.user(), base.host())) {
                     Ok(Some(password)) => lockwatch::address::with_password(&login, &password),
                     Ok(None) => login,
@@ -121,12 +123,11 @@ impl Settings {
         {
             return Err(said(bad));
         }
-        let target = connection.target().map_err(|e| e.to_string())?;
-        let user = overrides
-            .user
-            .clone()
-            .or_else(|| (!self.user.is_empty()).then(|| self.user.clone()))
-            .map_or_else(|| flags::default_user(target.user()).map_err(|e| e.to_string()), Ok)?;
+        let target = connection.target()?;
+        let user = match overrides.user.clone().or_else(|| (!self.user.is_empty()).then(|| self.user.clone())) {
+            Some(user) => user,
+            None => flags::default_user(target.user())?,
+        };
         Ok(Effective {
             target,
             shown_url: lockwatch::address::redact(&url),

@@ -8,21 +8,8 @@ use lockwatch::spec::{self, Field, Invalid};
 use serde::{Deserialize, Serialize};
 
 use super::{JobSettings, Settings, ms};
+use crate::core::error::FieldError;
 use crate::core::i18n::Language;
-
-/// A refused input, for the settings page: the form field it belongs to and
-/// one sentence.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FieldError {
-    pub field: Field,
-    pub message: String,
-}
-
-impl From<Invalid> for FieldError {
-    fn from(invalid: Invalid) -> Self {
-        FieldError { field: invalid.field, message: invalid.to_string() }
-    }
-}
 
 /// The settings form as the user typed it: durations as text (`10s`), the
 /// jobs as one comma-separated list, and maybe a password.

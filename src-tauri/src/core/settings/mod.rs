@@ -23,7 +23,7 @@ use lockwatch::{EventKind, status, watcher};
 use serde::{Deserialize, Serialize};
 
 pub use effective::{Effective, Overrides};
-pub use form::{Accepted, FieldError, SettingsForm};
+pub use form::{Accepted, SettingsForm};
 
 use crate::core::i18n::Language;
 use crate::core::notes::default_notify_kinds;

@@ -4,26 +4,27 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::*;
+use crate::core::error::{AppError, FieldError};
 use crate::core::passwords::PasswordStore;
 use lockwatch::supervise::flags;
 
 struct Memory(Mutex<HashMap<String, String>>);
 impl PasswordStore for Memory {
-    fn get(&self, account: &str) -> Result<Option<String>, String> {
+    fn get(&self, account: &str) -> Result<Option<String>, AppError> {
         Ok(self.0.lock().unwrap().get(account).cloned())
     }
-    fn set(&self, account: &str, password: &str) -> Result<(), String> {
+    fn set(&self, account: &str, password: &str) -> Result<(), AppError> {
         self.0.lock().unwrap().insert(account.into(), password.into());
         Ok(())
     }
 }
 struct NoKeyring;
 impl PasswordStore for NoKeyring {
-    fn get(&self, _: &str) -> Result<Option<String>, String> {
-        Err("no Secret Service on the session bus".into())
+    fn get(&self, _: &str) -> Result<Option<String>, AppError> {
+        Err(AppError::Keyring("no Secret Service on the session bus".into()))
     }
-    fn set(&self, _: &str, _: &str) -> Result<(), String> {
-        Err("no Secret Service on the session bus".into())
+    fn set(&self, _: &str, _: &str) -> Result<(), AppError> {
+        Err(AppError::Keyring("no Secret Service on the session bus".into()))
     }
 }
 
@@ -127,7 +128,7 @@ fn sentinels_from_the_form_or_the_environment_take_effect_as_a_pair() {
     assert!(bad[0].message.contains("HOST:PORT"), "{bad:?}");
 
     let o = Overrides { sentinels: Some("127.0.0.1:1".into()), ..Overrides::default() };
-    let err = Settings::default().effective(&o, &NoKeyring).err().unwrap();
+    let err = Settings::default().effective(&o, &NoKeyring).err().unwrap().to_string();
     assert!(err.starts_with("Sentinel primary name") && err.contains("go together"), "{err}");
     let o = Overrides { sentinel_master: Some("m".into()), ..o };
     assert!(Settings::default().effective(&o, &NoKeyring).unwrap().target.host().starts_with("m (Sentinel"));
@@ -136,7 +137,7 @@ fn sentinels_from_the_form_or_the_environment_take_effect_as_a_pair() {
 #[test]
 fn a_bad_override_is_refused_naming_its_variable() {
     let o = Overrides { job: Some("out bound".into()), ..Overrides::default() };
-    let err = Settings::default().effective(&o, &NoKeyring).err().unwrap();
+    let err = Settings::default().effective(&o, &NoKeyring).err().unwrap().to_string();
     assert_eq!(
         err,
         "Job \"out bound\": a job name is 1 to 100 characters without spaces or braces (from LOCKWATCH_JOB)"
