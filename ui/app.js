@@ -1,6 +1,8 @@
 // The dashboard's entry: loads the app state once, then lives on the
-// `status` and `event` events the app pushes; switches views by the URL hash.
-// The page's words come with the state, from the app's catalog.
+// `status` and `event` events the app pushes. Which view it shows is the
+// app's word (a `view`, as `link::View` serializes it: asked for once with
+// the `view` command, then handed over as this window's own `view` events);
+// the tabs switch by the URL hash. The page's words come from the app's catalog.
 
 import { setTexts, t, translate } from "./i18n.js";
 import { renderLive } from "./live.js";
@@ -9,14 +11,13 @@ import { renderSettings } from "./settings.js";
 import { renderOff } from "./off.js";
 
 const tauri = window.__TAURI__;
-const views = ["live", "history", "settings"];
-/** The small "switch off" window's view (`#off?job=NAME`): no tabs, no live updates. */
-const OFF = "off";
-export const app = { state: null, statuses: new Map(), invoke: tauri.core.invoke };
+const tabs = ["live", "history", "settings"];
+/** `off`: the job this window asks about, when it is the small "switch off" window (no tabs, no live updates). */
+export const app = { state: null, statuses: new Map(), invoke: tauri.core.invoke, off: null };
 
-function currentView() {
-  const [name, flag] = location.hash.slice(1).split("?");
-  return { name: views.includes(name) ? name : "live", flag };
+function currentTab() {
+  const name = location.hash.slice(1);
+  return tabs.includes(name) ? name : "live";
 }
 
 // The "no tray" banner is said once; dismissed, it stays away while the window is open.
@@ -26,25 +27,32 @@ document.querySelector("#notray .dismiss").addEventListener("click", () => {
   document.getElementById("notray").hidden = true;
 });
 
-function show() {
-  const { name, flag } = currentView();
-  if (location.hash.startsWith(`#${OFF}?`)) {
-    const job = new URLSearchParams(location.hash.split("?")[1]).get("job") ?? "";
-    renderOff(document.getElementById("view-live"), app, job);
+/** Shows the view the app asks for: a tab (the live one maybe with the no-tray banner), or the switch-off form alone. */
+function open(view) {
+  if (view.view === "switch_off") {
+    app.off = view.job;
+    renderOff(document.getElementById("view-live"), app, view.job);
     return;
   }
-  for (const v of views) {
+  if (view.no_tray && !noTrayDismissed) document.getElementById("notray").hidden = false;
+  if (location.hash === `#${view.view}`) show();
+  else location.hash = `#${view.view}`;
+}
+
+function show() {
+  if (app.off != null) return;
+  const name = currentTab();
+  for (const v of tabs) {
     document.getElementById(`view-${v}`).hidden = v !== name;
     const link = document.getElementById(`nav-${v}`);
     if (v === name) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
-  if (flag === "notray" && !noTrayDismissed) document.getElementById("notray").hidden = false;
   render(name);
 }
 
-function render(name = currentView().name) {
-  if (!app.state || location.hash.startsWith(`#${OFF}?`)) return;
+function render(name = currentTab()) {
+  if (!app.state || app.off != null) return;
   if (name === "live") renderLive(document.getElementById("view-live"), app);
   if (name === "history") renderHistory(document.getElementById("view-history"), app);
   if (name === "settings") renderSettings(document.getElementById("view-settings"), app, reload);
@@ -63,13 +71,27 @@ async function reload() {
 }
 
 window.addEventListener("hashchange", show);
+// A job's status with what it means for the user (`LiveJob`); a refused flip's words stay as they were.
 tauri.event.listen("status", (e) => {
-  const entry = app.statuses.get(e.payload.job) ?? { job: e.payload.job };
-  entry.status = e.payload;
+  const entry = app.statuses.get(e.payload.job) ?? {};
+  Object.assign(entry, e.payload);
   app.statuses.set(e.payload.job, entry);
-  if (currentView().name === "live" && !location.hash.startsWith(`#${OFF}?`)) render("live");
+  if (currentTab() === "live" && app.off == null) render("live");
 });
 tauri.event.listen("event", () => {
-  if (currentView().name === "history") render("history");
+  if (currentTab() === "history" && app.off == null) render("history");
 });
-reload().then(show);
+// A view handed over before the page has its words waits for them.
+let loaded = false;
+let waiting = null;
+tauri.webviewWindow
+  .getCurrentWebviewWindow()
+  .listen("view", (e) => {
+    if (loaded) open(e.payload);
+    else waiting = e.payload;
+  })
+  .then(() => Promise.all([app.invoke("view"), reload()]))
+  .then(([view]) => {
+    loaded = true;
+    open(waiting ?? view);
+  });

@@ -1,5 +1,7 @@
 // Pure formatting for the dashboard: durations, times, state words and
-// sentences, in the language the app chose (see i18n.js).
+// sentences, in the language the app chose (see i18n.js). What a status
+// means for the user (her own flag, the last one on, silent standbys) comes
+// decided with it from the app.
 
 import { language, t } from "./i18n.js";
 
@@ -92,25 +94,6 @@ export function leaseText(status) {
 }
 
 /**
- * The user's own flag as Redis has it: true, false, or null while it cannot
- * be known (no read behind the status, or the flag itself unreadable). After
- * Redis lost the job's data the flag is known, and off.
- */
-export function ownFlag(status, user) {
-  if (!status || status.checked_at_ms == null) return null;
-  if ((status.enabled_users ?? []).includes(user)) return true;
-  if ((status.flags ?? []).some((f) => f.user === user && f.on == null)) return null;
-  return false;
-}
-
-/** Whether `user` is the only one with the job enabled: switching off then stops it everywhere. */
-export function lastOneOn(status, user) {
-  const on = status?.checked_at_ms != null ? (status.enabled_users ?? []) : [];
-  return on.length === 1 && on[0] === user;
-}
-
-/** "wh-east-1" or the lock field when no heartbeat names it. */
-/**
  * The servers a job's status knows, for one line: each by name, a silent
  * one with how long; "–" when none wrote a heartbeat.
  */
@@ -122,13 +105,16 @@ export function serversText(status) {
     .join(", ");
 }
 
-/** "No standby: srv-b is silent" while the job runs with none left; null otherwise. */
-export function noStandbyText(status) {
-  if (!status?.no_standby) return null;
-  const silent = (status.nodes ?? []).filter((n) => !n.fresh && n.node !== status.holder?.node).map((n) => n.node);
-  return t("page-no-standby", { server: silent.join(", ") });
+/**
+ * "No standby: srv-b is silent" while the job runs with none left, naming
+ * the silent servers the app found (`silent_standbys`); null otherwise.
+ */
+export function noStandbyText(entry) {
+  if (!entry?.status?.no_standby) return null;
+  return t("page-no-standby", { server: (entry.silent_standbys ?? []).join(", ") });
 }
 
+/** "wh-east-1" or the lock field when no heartbeat names it. */
 export function holderName(holder) {
   if (!holder) return "–";
   return holder.node ?? t("page-lock-field", { field: holder.field });

@@ -121,7 +121,7 @@ function card({ job, now, items, error }, span, window) {
 
 /** The incidents table's rows (texts): when, what, from, to, why, down for (a duration). */
 export function incidentRows(items, now) {
-  return incidents(items, now).map((f) => [
+  return incidents(items).map((f) => [
     stamp(f.at, now),
     t(WHAT[f.kind]),
     f.from ?? "–",

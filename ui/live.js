@@ -1,9 +1,11 @@
 // The live view: per job a big state with words and a glyph, the reason,
 // the server, heartbeat, lease, fence, who is on it ("I'm on it") and who
 // keeps it enabled; the user's own toggle. Updated in place so nothing jumps. The words are the app's
-// (i18n.js); the card is drawn anew when the language changes.
+// (i18n.js); the card is drawn anew when the language changes. Each job
+// arrives as the app sends it (`LiveJob`): the status, her own flag and
+// whether she is the last one on, decided by the library.
 
-import { clock, duration, holderName, lastOneOn, leaseText, noStandbyText, ownFlag, reasonText, serversText, stamp, stateInfo } from "./format.js";
+import { clock, duration, holderName, leaseText, noStandbyText, reasonText, serversText, stamp, stateInfo } from "./format.js";
 import { language, t } from "./i18n.js";
 import { offForm } from "./off.js";
 
@@ -46,7 +48,7 @@ export function renderLive(root, app) {
       card.querySelector(".mine").addEventListener("change", async (ev) => {
         const box = ev.target;
         // The last one on is asked why (optional) before the job stops everywhere.
-        if (!box.checked && lastOneOn(app.statuses.get(job)?.status, app.state.user)) {
+        if (!box.checked && app.statuses.get(job)?.last_one_on) {
           box.checked = true;
           box.disabled = true;
           const slot = card.querySelector(".off-slot");
@@ -84,7 +86,7 @@ function fill(card, entry, user) {
   badge.querySelector(".word").textContent = info.word;
   card.querySelector(".reason").textContent = reasonText(s);
   const standby = card.querySelector(".standby");
-  standby.textContent = noStandbyText(s) ?? "";
+  standby.textContent = noStandbyText(entry) ?? "";
   standby.hidden = !standby.textContent;
   card.querySelector(".servers").textContent = serversText(s);
   const now = s?.checked_at_ms;
@@ -97,7 +99,8 @@ function fill(card, entry, user) {
   card.querySelector(".since").textContent = !s?.since_ms ? "–" : held >= 1000 ? t("page-since-value", { time: stamp(s.since_ms, now), duration: duration(held) }) : stamp(s.since_ms, now);
   card.querySelector(".checked").textContent = now ? clock(now) : "–";
   const mine = card.querySelector(".mine");
-  const own = ownFlag(s, user);
+  // The app's word on her own flag: true, false, or null while it cannot be known.
+  const own = entry.own_flag ?? null;
   // A checkbox has no "not known": indeterminate, disabled, and said in words.
   if (!mine.disabled || own == null) mine.checked = own === true;
   mine.indeterminate = own == null;

@@ -1,7 +1,8 @@
 // Pure shaping of the job's history for the page. The history itself (runs,
 // failovers, restarts, deaths, flag flips) is built by the library
-// (`lockwatch::history`) and arrives as items {kind, at_ms, …}; nothing
-// here decides what happened, it only lays the items out.
+// (`lockwatch::history`) and arrives as items {kind, at_ms, …}, each
+// incident with its outage; nothing here decides what happened or for how
+// long, it only lays the items out.
 
 /**
  * Segments covering [from, to]: {start, end, node|null, fence}, from the
@@ -37,21 +38,14 @@ function holder(h) {
 
 /**
  * Failovers, restarts and deaths, newest first, as table rows:
- * {at, kind, from, to, cause, why, downMs, stillDown}. A death is down
- * until the next run began, or still at `now` when none did.
+ * {at, kind, from, to, cause, why, downMs, stillDown}. How long nobody ran
+ * the job comes with each (`outage`, measured by `lockwatch::history`).
  */
-export function incidents(items, now) {
-  const runs = items.filter((i) => i.kind === "run");
-  const starts = runs.map((r) => r.at_ms).sort((a, b) => a - b);
-  // A holder that went without a word has no end time of its own: the gap
-  // then runs from its run's last sign of life to the takeover.
-  const lastSign = (node, at) => Math.max(...runs.filter((r) => r.node === node && r.until_ms != null && r.until_ms <= at).map((r) => r.until_ms));
+export function incidents(items) {
   return items
     .filter((i) => INCIDENTS.includes(i.kind))
     .map((i) => {
       const death = i.kind === "death";
-      const next = death ? starts.find((s) => s >= i.at_ms) : undefined;
-      const downMs = death ? (next ?? now) - i.at_ms : (i.down_ms ?? i.at_ms - lastSign(i.from?.node, i.at_ms));
       return {
         at: i.at_ms,
         kind: i.kind,
@@ -59,8 +53,8 @@ export function incidents(items, now) {
         to: death ? null : holder(i.to),
         cause: i.cause ?? null,
         why: i.reason ?? "",
-        downMs: Number.isFinite(downMs) ? downMs : null,
-        stillDown: death && next == null,
+        downMs: i.outage?.down_ms ?? null,
+        stillDown: i.outage?.still_down ?? false,
       };
     })
     .reverse();

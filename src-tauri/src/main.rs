@@ -4,8 +4,8 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
-    match lockwatch_tray::link::dashboard_arg() {
+    match lockwatch_tray::link::pipe::dashboard_arg() {
         Some(view) => lockwatch_tray::dashboard::run(view),
-        None => lockwatch_tray::tray_app::run(),
+        None => lockwatch_tray::tray::run(),
     }
 }

@@ -2,7 +2,8 @@
 //! app's data directory (`~/.local/share/app.lockwatch.tray/` on Linux,
 //! `%APPDATA%\app.lockwatch.tray\` on Windows), a JSON object whose
 //! `settings` member holds them: the file and format the app has always
-//! used. Both processes read and write it this way.
+//! used. Both processes read and write it this way ([`File`], the core's
+//! [`SettingsFile`]): the one piece of the toolkit they share.
 //!
 //! The plugin writes the file in place, so a crash mid-write would leave
 //! half of it. Each save therefore first keeps the file as it was
@@ -11,7 +12,7 @@
 //! defaults used. Either is said once: nothing is lost, nothing crashes.
 //!
 //! The file holds only what the user changed: beneath it lie the machine's
-//! defaults an admin pushed ([`crate::site`]) and the built-in ones.
+//! defaults an admin pushed ([`site`]) and the built-in ones.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -20,8 +21,8 @@ use serde_json::{Map, Value};
 use tauri::{AppHandle, Wry};
 use tauri_plugin_store::{Store, StoreExt as _, resolve_store_path};
 
-use crate::settings::{STORE_FILE, STORE_KEY, Settings};
-use crate::site;
+use crate::core::desk::SettingsFile;
+use crate::core::settings::{STORE_FILE, STORE_KEY, Settings, site};
 
 /// The machine's defaults as the settings were last loaded with, to save
 /// against (this process's settings in memory were layered on these).
@@ -32,6 +33,19 @@ static LOADED: Mutex<Option<Map<String, Value>>> = Mutex::new(None);
 pub struct Said {
     pub summary: &'static str,
     pub body: String,
+}
+
+/// The settings file of this process's Tauri app.
+pub struct File(pub AppHandle);
+
+impl SettingsFile for File {
+    fn load(&self) -> Settings {
+        load(&self.0).0
+    }
+
+    fn save(&self, settings: &Settings) -> bool {
+        save(&self.0, settings)
+    }
 }
 
 /// The settings, read anew from the files, and what to tell when the
@@ -73,7 +87,7 @@ pub fn load(app: &AppHandle) -> (Settings, Vec<Said>) {
 
 /// Saves the settings; says whether they were. Failures are logged (the
 /// running app keeps the settings).
-pub fn save(app: &AppHandle, settings: &Settings) -> bool {
+fn save(app: &AppHandle, settings: &Settings) -> bool {
     let written = write(app, settings);
     if let Err(err) = &written {
         tracing::warn!(error = %err, "cannot save the settings");
@@ -125,7 +139,7 @@ fn repair(path: &Path) -> Option<String> {
     let msg = if good_copy && std::fs::copy(backup(path), path).is_ok() {
         format!("{} could not be read ({bad}); the copy kept before the last save was put back", path.display())
     } else {
-        let aside = path.with_extension(format!("json.bad-{}", crate::clock::desktop_now_ms() / 1000));
+        let aside = path.with_extension(format!("json.bad-{}", crate::core::clock::desktop_now_ms() / 1000));
         if std::fs::rename(path, &aside).is_ok() {
             format!(
                 "{} could not be read ({bad}); it was kept as {} and the defaults are used",

@@ -7,9 +7,11 @@
 //! - [`read`]: the reads (stream by pages and bounds, flags, heartbeats).
 //! - [`build`](mod@build): entries, flags and heartbeats → runs, failovers, restarts,
 //!   deaths, stops and flag flips (pure).
+//! - [`outage`]: how long nobody ran the job around each incident (pure).
 
 pub mod build;
 pub mod entry;
+pub mod outage;
 pub mod read;
 
 use std::time::Duration;
@@ -18,6 +20,7 @@ use redis::aio::ConnectionLike;
 
 pub use build::{End, History, Item, What, build};
 pub use entry::{Cause, Entry, FlagFlip, Record, WaitCause};
+pub use outage::Outage;
 
 use crate::address::Endpoint;
 use crate::error::{Action, Error, describe};

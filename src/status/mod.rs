@@ -15,6 +15,9 @@
 //! - `edges`: events from the last settled state, and since when a state holds.
 //! - `memory`: noticing Redis forgetting the job's data.
 //! - `view`: the [`Status`] and [`Event`]s shown.
+//! - `rules`: what a status and an event mean to a supervisor (her own flag
+//!   and "on it", the last one on, silent standbys, trouble, criticality),
+//!   for the tray and the dashboard alike.
 
 mod debounce;
 mod edges;
@@ -24,6 +27,7 @@ mod memory;
 #[cfg(test)]
 mod props;
 mod recall;
+mod rules;
 #[cfg(test)]
 mod scenarios;
 mod view;

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { duration, holderName, lastOneOn, leaseText, noStandbyText, ownFlag, reasonText, serversText, stateInfo } from "../format.js";
+import { duration, holderName, leaseText, noStandbyText, reasonText, serversText, stateInfo } from "../format.js";
 import { setTexts } from "../i18n.js";
 
 // The app's own catalog, as the page gets it (written from it by a Rust test).
@@ -44,27 +44,6 @@ test("while Redis cannot be read the lease is not known, never free", () => {
   assert.equal(leaseText(undefined), "–");
 });
 
-test("the own flag is not known while Redis cannot be read, known after a data loss", () => {
-  const blank = { state: "unknown", checked_at_ms: null, enabled_users: [], flags: [] };
-  assert.equal(ownFlag(blank, "alice"), null);
-  const lost = { state: "unknown", checked_at_ms: 5, enabled_users: [], flags: [] };
-  assert.equal(ownFlag(lost, "alice"), false);
-  const on = { state: "running", checked_at_ms: 5, enabled_users: ["alice"], flags: [{ user: "alice", on: true }] };
-  assert.equal(ownFlag(on, "alice"), true);
-  const unreadable = { state: "unknown", checked_at_ms: 5, enabled_users: [], flags: [{ user: "alice", on: null }] };
-  assert.equal(ownFlag(unreadable, "alice"), null);
-  assert.equal(ownFlag(undefined, "alice"), null);
-});
-
-test("only the last one with the job on is asked why before switching off", () => {
-  const s = { checked_at_ms: 5, enabled_users: ["alice"] };
-  assert.equal(lastOneOn(s, "alice"), true);
-  assert.equal(lastOneOn(s, "bob"), false);
-  assert.equal(lastOneOn({ ...s, enabled_users: ["alice", "bob"] }, "alice"), false);
-  assert.equal(lastOneOn({ ...s, checked_at_ms: null }, "alice"), false, "not known, not asked");
-  assert.equal(lastOneOn(undefined, "alice"), false);
-});
-
 test("the servers line names each server, a silent one with how long, and a lost standby says which", () => {
   const status = {
     state: "running",
@@ -76,13 +55,16 @@ test("the servers line names each server, a silent one with how long, and a lost
     ],
   };
   assert.equal(serversText(status), "srv-a, srv-b (silent 11 s)");
-  assert.equal(noStandbyText(status), "⚠ No standby: srv-b is silent; nothing takes the job over if it stops here.");
-  assert.equal(noStandbyText({ ...status, no_standby: null }), null);
+  // As the app sends a job: the status, and the silent standbys the library found in it.
+  const entry = { job: "outbound", status, silent_standbys: ["srv-b"] };
+  assert.equal(noStandbyText(entry), "⚠ No standby: srv-b is silent; nothing takes the job over if it stops here.");
+  assert.equal(noStandbyText({ ...entry, status: { ...status, no_standby: null } }), null);
+  assert.equal(noStandbyText({ job: "outbound", status: null, silent_standbys: [] }), null, "connecting");
   assert.equal(serversText({ nodes: [] }), "–");
   setTexts(texts("zh-CN"));
   try {
     assert.equal(serversText(status), "srv-a, srv-b（已无响应 11 秒）");
-    assert.match(noStandbyText(status), /^⚠ 没有备用服务器：srv-b 已无响应/);
+    assert.match(noStandbyText(entry), /^⚠ 没有备用服务器：srv-b 已无响应/);
   } finally {
     setTexts(texts("en"));
   }

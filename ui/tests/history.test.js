@@ -6,11 +6,13 @@ import { WINDOWS, flipRows, incidentRows } from "../history.js";
 
 const texts = (tag) => JSON.parse(readFileSync(new URL(`./texts.${tag}.json`, import.meta.url), "utf8"));
 const h = (node) => ({ field: `${node}:1`, node });
+// As the tray's `history` command sends them: the library's items, each incident with its outage.
+const death = { kind: "death", at_ms: 1000, node: "wh-east-1", fence: 1, cause: "expired", reason: "the lease could not be renewed in time (Redis unreachable)" };
 const items = [
   { kind: "run", at_ms: 0, node: "wh-east-1", field: "a:1", fence: 1, until_ms: 1000, end: "expired" },
-  { kind: "death", at_ms: 1000, node: "wh-east-1", fence: 1, cause: "expired", reason: "the lease could not be renewed in time (Redis unreachable)" },
+  { ...death, outage: { down_ms: 90_000, still_down: false } },
   { kind: "run", at_ms: 91_000, node: "wh-west-1", field: "b:1", fence: 2, until_ms: null, end: null },
-  { kind: "failover", at_ms: 95_000, from: h("wh-west-1"), to: h("wh-east-1"), cause: "silent", reason: "x", down_ms: 4000 },
+  { kind: "failover", at_ms: 95_000, from: h("wh-west-1"), to: h("wh-east-1"), cause: "silent", reason: "x", down_ms: 4000, outage: { down_ms: 4000, still_down: false } },
   { kind: "flag", at_ms: 99_000, user: "bob", on: false, host: "desk-7", reason: "stock count tonight" },
 ];
 
@@ -33,7 +35,7 @@ test("the history speaks Chinese", () => {
       ["意外停止", "wh-east-1", "–", "租约未能及时续期（无法连接 Redis，或工作进程暂停）", "1 分 30 秒"],
     ]);
     assert.deepEqual(flipRows(items, 100_000).map((r) => r.slice(1)), [["bob", "停用", "desk-7", "stock count tonight"]]);
-    const still = incidentRows(items.slice(0, 2), 61_000)[0];
+    const still = incidentRows([items[0], { ...death, outage: { down_ms: 60_000, still_down: true } }], 61_000)[0];
     assert.equal(still[5], "1 分 0 秒（仍中断）");
   } finally {
     setTexts(texts("en"));

@@ -25,41 +25,32 @@ test("segments are clipped to the window, gaps are nobody", () => {
   assert.deepEqual(segments([run(1000, "a", null)], 5000, 6000), [{ start: 5000, end: 6000, node: "a", fence: "1" }]);
 });
 
-test("failovers, restarts and deaths are shown as the library named them, newest first", () => {
+test("failovers, restarts and deaths are shown as the library named them, newest first, down for what it measured", () => {
   const items = [
     run(1000, "a", 5000),
-    { kind: "failover", at_ms: 5021, from: h("a"), to: h("b"), cause: "shutdown", reason: "worker stopping", down_ms: 21 },
-    { kind: "restart", at_ms: 7000, node: "b", from: h("b"), to: h("b"), cause: "expired", reason: "the lease could not be renewed in time (Redis unreachable)", down_ms: 500 },
-    { kind: "death", at_ms: 8000, node: "b", fence: 3, cause: "silent", reason: "the server stopped without a word (killed, crashed or cut off from Redis)" },
+    { kind: "failover", at_ms: 5021, from: h("a"), to: h("b"), cause: "shutdown", reason: "worker stopping", down_ms: 21, outage: { down_ms: 21, still_down: false } },
+    { kind: "restart", at_ms: 7000, node: "b", from: h("b"), to: h("b"), cause: "expired", reason: "the lease could not be renewed in time (Redis unreachable)", down_ms: 500, outage: { down_ms: 500, still_down: false } },
+    { kind: "death", at_ms: 8000, node: "b", fence: 3, cause: "silent", reason: "the server stopped without a word (killed, crashed or cut off from Redis)", outage: { down_ms: 2000, still_down: true } },
     { kind: "stopped", at_ms: 9000, node: "b", fence: 3 },
   ];
-  assert.deepEqual(incidents(items, 10_000), [
+  assert.deepEqual(incidents(items), [
     { at: 8000, kind: "death", from: "b", to: null, cause: "silent", why: "the server stopped without a word (killed, crashed or cut off from Redis)", downMs: 2000, stillDown: true },
     { at: 7000, kind: "restart", from: "b", to: "b", cause: "expired", why: "the lease could not be renewed in time (Redis unreachable)", downMs: 500, stillDown: false },
     { at: 5021, kind: "failover", from: "a", to: "b", cause: "shutdown", why: "worker stopping", downMs: 21, stillDown: false },
   ]);
 });
 
-test("a death is down for a duration: until the next run, or until now while nobody runs it", () => {
-  const death = { kind: "death", at_ms: 1000, node: "a", cause: "expired", reason: "lease ran out" };
-  const [still] = incidents([run(0, "a", 1000), death], 61_000);
-  assert.equal(still.downMs, 60_000);
-  assert.equal(still.stillDown, true);
-  const [over] = incidents([run(0, "a", 1000), death, run(31_000, "b", null)], 61_000);
-  assert.deepEqual([over.downMs, over.stillDown], [30_000, false]);
-  for (const row of [still, over]) assert.ok(Number.isFinite(row.downMs), "a duration, never a sentence");
-});
-
-test("a silent failover is down from the old holder's last sign of life to the takeover", () => {
-  const items = [run(0, "a", 4000), { kind: "failover", at_ms: 9000, from: h("a"), to: h("b"), cause: "silent", reason: "x", down_ms: null }, run(9000, "b", null)];
-  assert.equal(incidents(items, 10_000)[0].downMs, 5000);
-  const unknown = [{ kind: "failover", at_ms: 9000, from: h("a"), to: h("b"), cause: "silent", reason: "x", down_ms: null }];
-  assert.equal(incidents(unknown, 10_000)[0].downMs, null, "no run to measure from: not known");
+test("an outage the history cannot measure is not known, never a number made up here", () => {
+  const items = [run(0, "a", 4000), { kind: "failover", at_ms: 9000, from: h("a"), to: h("b"), cause: "silent", reason: "x", down_ms: null, outage: { down_ms: null, still_down: false } }];
+  const [row] = incidents(items);
+  assert.deepEqual([row.downMs, row.stillDown], [null, false]);
+  const bare = [{ kind: "death", at_ms: 1, node: "a", cause: "silent", reason: "" }];
+  assert.deepEqual([incidents(bare)[0].downMs, incidents(bare)[0].stillDown], [null, false], "no outage sent, none shown");
 });
 
 test("a holder no heartbeat names is shown by its lock field", () => {
   const items = [{ kind: "failover", at_ms: 1, from: { field: "u:1", node: null }, to: h("b"), reason: "" }];
-  assert.equal(incidents(items, 2)[0].from, "u:1");
+  assert.equal(incidents(items)[0].from, "u:1");
 });
 
 test("flag flips carry who, on or off, from where and why", () => {

@@ -11,10 +11,12 @@
 //! and waits for the user's click (or the notification's end) and hands the
 //! action to the app; the main thread never waits on the daemon.
 
+pub mod toast_id;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::i18n::Tr;
-use crate::model::{Note, NoteAction};
+use crate::core::i18n::Tr;
+use crate::core::notes::{Note, NoteAction};
 
 static WARNED: AtomicBool = AtomicBool::new(false);
 
@@ -93,7 +95,7 @@ fn deliver(
     // A toast the user or a policy switched off is taken without an error:
     // ask first, so the log says why none appears.
     toasts_allowed()?;
-    let mut toast = Toast::new(crate::toast_id::APP_ID).title(&note.summary).text1(&note.body);
+    let mut toast = Toast::new(toast_id::APP_ID).title(&note.summary).text1(&note.body);
     for (id, label) in buttons.iter().skip(1) {
         toast = toast.add_button(label, id);
     }
@@ -114,7 +116,7 @@ fn deliver(
 #[cfg(windows)]
 fn toasts_allowed() -> Result<(), String> {
     use windows::UI::Notifications::{NotificationSetting, ToastNotificationManager};
-    let id = windows::core::HSTRING::from(crate::toast_id::APP_ID);
+    let id = windows::core::HSTRING::from(toast_id::APP_ID);
     let setting = ToastNotificationManager::CreateToastNotifierWithId(&id)
         .and_then(|notifier| notifier.Setting())
         .map_err(|e| e.to_string())?;

@@ -2,26 +2,48 @@
 //! icon and menu are Tauri's tray; tauri-plugin-single-instance keeps it one
 //! per session (a second launch opens the dashboard), tauri-plugin-autostart
 //! starts it at login, tauri-plugin-store keeps the settings. The watchers
-//! run on the async runtime, notifications go out through
-//! [`crate::notify`], and the dashboard is a second process of this
-//! executable ([`crate::link`]), so no web view runs here.
+//! run on the async runtime, notifications go out through the core's
+//! `notify`, and the dashboard is a second process of this executable
+//! ([`crate::link`]), so no web view runs here.
+//!
+//! # Layout
+//! - [`menu`]: the tray as pure data (icon, menu lines, tooltip).
+//! - [`menu_id`]: the menu items' ids, built and parsed by one enum.
+//! - [`draw`]: the icon and menu drawn from that data.
+//! - [`clicks`]: what a click in the menu does.
+//! - [`host`]: is there a tray on this desktop.
+//! - [`dashboard_process`]: the dashboard's process, started and heard.
+//! - [`start_at_login`]: her start at login, and the computer's.
+//! - [`webview_runtime`]: whether this desk can show the dashboard (WebView2).
+
+pub mod clicks;
+pub mod dashboard_process;
+pub mod draw;
+pub mod host;
+pub mod menu;
+pub mod menu_id;
+pub mod start_at_login;
+pub mod webview_runtime;
 
 use std::sync::Arc;
 
-use tauri::menu::MenuEvent;
+use lockwatch::Event;
 use tauri::{AppHandle, Manager, RunEvent};
 use tauri_plugin_autostart::MacosLauncher;
 
-use crate::dashboard_process::{self, Dashboard};
-use crate::desk::{Desk, Surface};
-use crate::link::{Message, TEST_NOTIFICATION_ARG};
-use crate::menu_id::MenuId;
-use crate::model::NoteAction;
-use crate::settings::Overrides;
-use crate::state::AppState;
-use crate::{actions, i18n, logging, model, runtime, start_at_login, store, toast_id, tray, tray_host, watchers};
+use crate::core::desk::{Desk, Surface};
+use crate::core::i18n::Lang;
+use crate::core::notes::{Note, NoteAction};
+use crate::core::notify::toast_id;
+use crate::core::settings::Overrides;
+use crate::core::state::{AppState, JobState};
+use crate::core::{actions, logging, runtime, watchers};
+use crate::link::{Message, TEST_NOTIFICATION_ARG, View};
+use crate::store;
+use dashboard_process::Dashboard;
 
-/// The tray, as the shared modules see it.
+/// The tray, as the core sees it: it redraws its menu, notifies, and opens
+/// the dashboard's process.
 struct Tray {
     app: AppHandle,
     dashboard: Arc<Dashboard>,
@@ -29,17 +51,24 @@ struct Tray {
 
 impl Surface for Tray {
     fn redraw(&self, desk: &Desk) {
-        tray::redraw(&self.app, desk);
+        draw::redraw(&self.app, desk);
     }
 
-    fn emit(&self, _: &str, _: serde_json::Value) {}
-
-    fn open(&self, desk: &Desk, view: &str) {
-        self.dashboard.open(desk, view);
+    fn status(&self, desk: &Desk, job: &JobState, _user: &str) {
+        draw::redraw(&self.app, desk);
+        if let Some(note) = job.status.as_ref().and_then(|s| watchers::sign_in_note(desk, s)) {
+            desk.tell(&note);
+        }
     }
 
-    fn notifies(&self) -> bool {
-        true
+    fn event(&self, desk: &Desk, event: &Event) {
+        if let Some(note) = watchers::note_for(desk, event) {
+            desk.tell(&note);
+        }
+    }
+
+    fn open(&self, desk: &Desk, view: View) {
+        self.dashboard.open(desk, &view);
     }
 
     fn on_note(&self, desk: &Desk, action: NoteAction) {
@@ -77,7 +106,7 @@ pub fn run() {
                 runtime::spawn(async move { actions::send_test_note(&desk) });
             } else {
                 tracing::info!("lockwatch was launched again in this session: opening its dashboard");
-                desk.open("live");
+                desk.open(View::default());
             }
         }))
         .plugin(tauri_plugin_autostart::init(MacosLauncher::LaunchAgent, Some(vec![start_at_login::ARG])))
@@ -104,18 +133,18 @@ pub fn run() {
 fn start(app: &AppHandle) {
     logging::init(app.path().app_log_dir().ok());
     toast_id::register(app.path().app_local_data_dir().ok());
-    tray_host::quiet_xembed_icon_assertion();
+    host::quiet_xembed_icon_assertion();
     let (mut settings, problems) = store::load(app);
     settings.autostart = start_at_login::at_start(app, settings.autostart);
-    let desktop_lang = i18n::Lang::of_desktop(|name| std::env::var(name).ok());
+    let desktop_lang = Lang::of_desktop(|name| std::env::var(name).ok());
     let desk = Desk::new(
         AppState::new(settings, Overrides::from_env(), desktop_lang),
-        app.clone(),
+        store::File(app.clone()),
         Tray { app: app.clone(), dashboard: Arc::new(Dashboard::default()) },
     );
     app.manage(desk.clone());
     let on_menu_desk = desk.clone();
-    let docked = tray::show(app, move |app, event| on_menu(app, &on_menu_desk, &event));
+    let docked = draw::show(app, move |app, event| clicks::on_menu(app, &on_menu_desk, &event));
     if let Err(err) = &docked {
         tracing::error!("cannot put its icon in the tray ({err}): opening the dashboard instead");
     }
@@ -123,7 +152,7 @@ fn start(app: &AppHandle) {
     runtime::spawn(async move { watchers::restart(&first) });
     for said in problems {
         let summary = desk.state().lock().tr().t(said.summary);
-        desk.tell(&model::Note::plain(summary, said.body));
+        desk.tell(&Note::plain(summary, said.body));
     }
     if std::env::args().any(|a| a == TEST_NOTIFICATION_ARG) {
         // Asked where no lockwatch runs (another session, a remote shell):
@@ -136,18 +165,19 @@ fn start(app: &AppHandle) {
             app.exit(0);
         });
     }
+    let no_tray = View::Live { no_tray: true };
     if std::env::var_os("LOCKWATCH_OPEN_DASHBOARD").is_some() {
-        desk.open("live");
+        desk.open(View::default());
     } else if docked.is_err() {
-        desk.open("live?notray");
+        desk.open(no_tray);
     } else {
-        match tray_host::find() {
+        match host::find() {
             Some(host) => tracing::info!(%host, "tray host found"),
             None => {
                 tracing::warn!(
                     "no tray host (no org.kde.StatusNotifierWatcher on the session bus, no XEmbed system tray on the display): opening the dashboard instead"
                 );
-                desk.open("live?notray");
+                desk.open(no_tray);
             }
         }
     }
@@ -171,27 +201,4 @@ fn skip_gtk_gl_probe() {
         unsafe { std::env::set_var("GDK_GL", "disable") };
         dashboard_process::gl_probe_skipped();
     }
-}
-
-/// Menu clicks arrive on the main thread; whatever waits on Redis or the
-/// disk runs on the async runtime instead.
-fn on_menu(app: &AppHandle, desk: &Desk, event: &MenuEvent) {
-    let Some(id) = MenuId::parse(event.id().as_ref()) else { return };
-    match id {
-        MenuId::Open => desk.open("live"),
-        MenuId::Settings => desk.open("settings"),
-        MenuId::Quit => app.exit(0),
-        MenuId::Autostart => off_main(desk, actions::toggle_autostart),
-        MenuId::Mute(how) => off_main(desk, move |desk| actions::mute(desk, how)),
-        MenuId::Flip(job) => off_main(desk, move |desk| actions::toggle_flag(desk, &job)),
-        MenuId::Ack(job) => off_main(desk, move |desk| actions::toggle_ack(desk, &job)),
-        // The status and a refused flip's short line lead to the details.
-        MenuId::Status(_) | MenuId::Error(_) => desk.open("live"),
-        MenuId::Others(_) | MenuId::Standby(_) | MenuId::OnIt { .. } | MenuId::Confirm(_) | MenuId::MuteMenu => {}
-    }
-}
-
-fn off_main(desk: &Desk, action: impl FnOnce(&Desk) + Send + 'static) {
-    let desk = desk.clone();
-    runtime::spawn(async move { action(&desk) });
 }

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
+use super::error::AppError;
+
 const KEYRING_SERVICE: &str = "lockwatch";
 /// How long to wait for the OS keyring before going on without it.
 const KEYRING_PATIENCE: Duration = Duration::from_secs(2);
@@ -17,11 +19,11 @@ pub fn account(user: Option<&str>, host: &str) -> String {
 /// Where passwords live.
 pub trait PasswordStore: Send + Sync {
     /// # Errors
-    /// A sentence when the store cannot be used at all.
-    fn get(&self, account: &str) -> Result<Option<String>, String>;
+    /// [`AppError::Keyring`] when the store cannot be used at all.
+    fn get(&self, account: &str) -> Result<Option<String>, AppError>;
     /// # Errors
-    /// A sentence when the store cannot be used at all.
-    fn set(&self, account: &str, password: &str) -> Result<(), String>;
+    /// [`AppError::Keyring`] when the store cannot be used at all.
+    fn set(&self, account: &str, password: &str) -> Result<(), AppError>;
 }
 
 /// The app's password store: the OS keyring (Secret Service on Linux), and
@@ -43,7 +45,7 @@ impl Keyring {
 }
 
 impl PasswordStore for Keyring {
-    fn get(&self, account: &str) -> Result<Option<String>, String> {
+    fn get(&self, account: &str) -> Result<Option<String>, AppError> {
         let remembered = self.memory.lock().unwrap_or_else(|p| p.into_inner()).get(account).cloned();
         if remembered.is_some() {
             return Ok(remembered);
@@ -59,16 +61,20 @@ impl PasswordStore for Keyring {
         match rx.recv_timeout(KEYRING_PATIENCE) {
             Ok(Ok(p)) => Ok(Some(p)),
             Ok(Err(keyring::Error::NoEntry)) => Ok(None),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("the keyring did not answer within {KEYRING_PATIENCE:?} (locked?)")),
+            Ok(Err(e)) => Err(AppError::Keyring(e.to_string())),
+            Err(_) => {
+                Err(AppError::Keyring(format!("the keyring did not answer within {KEYRING_PATIENCE:?} (locked?)")))
+            }
         }
     }
 
-    fn set(&self, account: &str, password: &str) -> Result<(), String> {
+    fn set(&self, account: &str, password: &str) -> Result<(), AppError> {
         let saved = keyring::Entry::new(KEYRING_SERVICE, account).and_then(|e| e.set_password(password));
         if saved.is_err() {
             self.remember(account, password);
         }
-        saved.map_err(|e| format!("no OS keyring ({e}); the password is kept in memory until lockwatch quits"))
+        saved.map_err(|e| {
+            AppError::Keyring(format!("no OS keyring ({e}); the password is kept in memory until lockwatch quits"))
+        })
     }
 }

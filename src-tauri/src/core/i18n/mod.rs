@@ -1,20 +1,22 @@
 //! The app's words in English and Simplified Chinese: one Fluent catalog
 //! (`locales/*.ftl`, built into the binary), the language chosen from the
 //! desktop's locale or the settings, durations said the language's way.
-//! The page gets its messages from here too ([`page_messages`]), so no
-//! string lives twice. The CLI and all JSON stay English.
+//! The page gets its messages from here too ([`page::page_messages`]), so
+//! no string lives twice. The CLI and all JSON stay English.
 
-use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use fluent_bundle::concurrent::FluentBundle;
 use fluent_bundle::{FluentArgs, FluentResource, FluentValue};
-use fluent_syntax::ast;
 use serde::{Deserialize, Serialize};
 use unic_langid::LanguageIdentifier;
 
-const EN: &str = include_str!("../locales/en.ftl");
-const ZH_CN: &str = include_str!("../locales/zh-CN.ftl");
+pub use page::page_messages;
+
+mod page;
+
+const EN: &str = include_str!("../../../locales/en.ftl");
+const ZH_CN: &str = include_str!("../../../locales/zh-CN.ftl");
 
 /// A language the app speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,7 +37,7 @@ impl Lang {
         }
     }
 
-    fn source(self) -> &'static str {
+    pub(crate) fn source(self) -> &'static str {
         match self {
             Lang::En => EN,
             Lang::ZhHans => ZH_CN,
@@ -187,55 +189,14 @@ impl Tr {
     }
 }
 
-/// The prefixes of the messages the page shows.
-const PAGE_PREFIXES: [&str; 3] = ["page-", "duration-", "list-"];
-
-/// The messages the page fills in itself, as templates with `{name}` for
-/// each variable. They take plain variables only (a test checks); messages
-/// with selectors are formatted by the app.
-pub fn page_messages(lang: Lang) -> BTreeMap<String, String> {
-    let resource = match fluent_syntax::parser::parse(lang.source()) {
-        Ok(r) => r,
-        Err((r, _)) => r,
-    };
-    resource
-        .body
-        .iter()
-        .filter_map(|entry| match entry {
-            ast::Entry::Message(m) if PAGE_PREFIXES.iter().any(|p| m.id.name.starts_with(p)) => {
-                Some((m.id.name.to_owned(), template(m.value.as_ref()?)?))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-/// A pattern as a template, or `None` when it holds more than text and variables.
-fn template(pattern: &ast::Pattern<&str>) -> Option<String> {
-    let mut out = String::new();
-    for element in &pattern.elements {
-        match element {
-            ast::PatternElement::TextElement { value } => out.push_str(value),
-            ast::PatternElement::Placeable { expression: ast::Expression::Inline(inline) } => match inline {
-                ast::InlineExpression::VariableReference { id } => {
-                    out.push('{');
-                    out.push_str(id.name);
-                    out.push('}');
-                }
-                ast::InlineExpression::StringLiteral { value } => out.push_str(value),
-                _ => return None,
-            },
-            ast::PatternElement::Placeable { .. } => return None,
-        }
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
+    use fluent_syntax::ast;
+
     use super::*;
 
-    fn ids(lang: Lang) -> Vec<String> {
+    /// The ids of the messages of `lang`'s catalog.
+    pub(crate) fn ids(lang: Lang) -> Vec<String> {
         let resource = fluent_syntax::parser::parse(lang.source()).unwrap_or_else(|(_, e)| panic!("{lang:?}: {e:?}"));
         resource
             .body
@@ -257,72 +218,6 @@ mod tests {
         let only_zh: Vec<_> = zh.iter().filter(|id| !en.contains(id)).collect();
         assert!(only_en.is_empty() && only_zh.is_empty(), "only in en: {only_en:?}; only in zh-CN: {only_zh:?}");
         assert!(en.len() > 100);
-    }
-
-    #[test]
-    fn the_pages_messages_are_plain_templates_in_both_languages() {
-        for lang in Lang::ALL {
-            let page = page_messages(lang);
-            for id in ids(lang).iter().filter(|id| PAGE_PREFIXES.iter().any(|p| id.starts_with(p))) {
-                assert!(page.contains_key(id), "{lang:?} {id} has more than text and variables");
-            }
-        }
-        assert_eq!(page_messages(Lang::ZhHans)["duration-min"], "{min} 分 {s} 秒");
-        assert_eq!(page_messages(Lang::En)["page-ago"], "{duration} ago");
-        assert_eq!(page_messages(Lang::En)["list-separator"], ", ");
-    }
-
-    #[test]
-    fn every_message_the_page_asks_for_is_in_the_catalog() {
-        // The page names its messages literally ("page-…", "duration-…"), in
-        // its scripts and in index.html's data-t attributes.
-        let ui = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui");
-        let mut asked = Vec::new();
-        for entry in std::fs::read_dir(&ui).unwrap() {
-            let path = entry.unwrap().path();
-            if !path.extension().is_some_and(|e| e == "js" || e == "html") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            for prefix in ["\"page-", "\"duration-", "\"list-"] {
-                for (i, _) in text.match_indices(prefix) {
-                    let rest = &text[i + 1..];
-                    let id = &rest[..rest.find('"').unwrap()];
-                    asked.push((path.file_name().unwrap().to_string_lossy().into_owned(), id.to_owned()));
-                }
-            }
-        }
-        assert!(asked.len() > 60, "{asked:?}");
-        for lang in Lang::ALL {
-            let page = page_messages(lang);
-            for (file, id) in &asked {
-                assert!(page.contains_key(id), "{file} asks for {id}, which {lang:?} lacks");
-            }
-        }
-    }
-
-    #[test]
-    fn the_page_tests_read_the_catalog_as_it_is() {
-        // ui/tests/texts.*.json give the node tests the real messages; they
-        // are written from the catalog with LOCKWATCH_UPDATE_TEXTS=1.
-        for lang in Lang::ALL {
-            let path =
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../ui/tests/texts.{}.json", lang.tag()));
-            let want = serde_json::to_string_pretty(
-                &serde_json::json!({ "lang": lang.tag(), "messages": page_messages(lang) }),
-            )
-            .unwrap()
-                + "\n";
-            if std::env::var_os("LOCKWATCH_UPDATE_TEXTS").is_some() {
-                std::fs::write(&path, &want).unwrap();
-            }
-            let have = std::fs::read_to_string(&path).unwrap_or_default();
-            assert!(
-                have == want,
-                "{} is stale: run LOCKWATCH_UPDATE_TEXTS=1 cargo test -p lockwatch-tray --lib i18n::",
-                path.display()
-            );
-        }
     }
 
     #[test]

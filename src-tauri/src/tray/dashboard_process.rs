@@ -7,10 +7,15 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::desk::Desk;
-use crate::link::{ARG, Message};
+use super::webview_runtime;
+use crate::core::actions::{self, Effect};
+use crate::core::desk::Desk;
+use crate::core::passwords::KEYRING;
+use crate::core::runtime;
+use crate::core::state::OwnFlip;
+use crate::link::{ARG, Message, View};
 
-/// Set when the tray app added `GDK_GL=disable` itself (see `tray_app.rs`):
+/// Set when the tray app added `GDK_GL=disable` itself (see `tray/mod.rs`):
 /// the dashboard's process gets the desktop's own setting back.
 static GL_PROBE_SKIPPED: AtomicBool = AtomicBool::new(false);
 
@@ -30,19 +35,19 @@ struct Running {
 
 impl Dashboard {
     /// Opens (or focuses) the dashboard on `view`, from the tray's process.
-    pub fn open(self: &Arc<Self>, desk: &Desk, view: &str) {
+    pub fn open(self: &Arc<Self>, desk: &Desk, view: &View) {
         let mut running = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(r) = running.as_mut() {
             // A closed pipe means the window was just closed: start a new one.
-            if writeln!(r.stdin, "{}", Message::Show(view.to_owned())).and_then(|()| r.stdin.flush()).is_ok() {
+            if writeln!(r.stdin, "{}", Message::Show(view.clone()).line()).and_then(|()| r.stdin.flush()).is_ok() {
                 return;
             }
         }
-        if let Some(why) = crate::webview_runtime::missing() {
+        if let Some(why) = webview_runtime::missing() {
             drop(running);
             tracing::warn!("cannot open the dashboard: no web view runtime ({why})");
             let tr = desk.state().lock().tr();
-            crate::webview_runtime::tell_missing(&tr);
+            webview_runtime::tell_missing(&tr);
             return;
         }
         match spawn(self, desk, view) {
@@ -60,10 +65,10 @@ impl Dashboard {
     }
 }
 
-fn spawn(dashboard: &Arc<Dashboard>, desk: &Desk, view: &str) -> std::io::Result<Running> {
+fn spawn(dashboard: &Arc<Dashboard>, desk: &Desk, view: &View) -> std::io::Result<Running> {
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(&exe);
-    cmd.arg(format!("{ARG}{view}")).stdin(Stdio::piped()).stdout(Stdio::piped());
+    cmd.arg(format!("{ARG}{}", view.arg())).stdin(Stdio::piped()).stdout(Stdio::piped());
     if GL_PROBE_SKIPPED.load(Ordering::Relaxed) {
         cmd.env_remove("GDK_GL");
     }
@@ -88,14 +93,14 @@ fn listen(dashboard: &Dashboard, desk: &Desk, mut child: Child, stdout: BufReade
         match Message::parse(&line) {
             Some(Message::SettingsSaved) => {
                 let desk = desk.clone();
-                crate::runtime::spawn(async move { reload_settings(&desk) });
+                runtime::spawn(async move { reload_settings(&desk) });
             }
-            Some(Message::Flipped { job, flip }) => {
-                crate::actions::own_flip(desk, &job, Some(flip));
+            Some(Message::Flipped { job, on, at_ms }) => {
+                actions::own_flip(desk, &job, Some(OwnFlip { on, at_ms }));
                 desk.redraw();
             }
-            Some(Message::TestNotification) => crate::actions::send_test_note(desk),
-            Some(Message::Password { account, password }) => crate::passwords::KEYRING.remember(&account, &password),
+            Some(Message::TestNotification) => actions::send_test_note(desk),
+            Some(Message::Password { account, password }) => KEYRING.remember(&account, &password),
             Some(Message::Show(_)) | None => {}
         }
     }
@@ -106,9 +111,9 @@ fn listen(dashboard: &Dashboard, desk: &Desk, mut child: Child, stdout: BufReade
 
 /// The dashboard saved the settings: take them from the file, as at start.
 fn reload_settings(desk: &Desk) {
-    let (settings, _) = crate::store::load(desk.app());
-    crate::actions::update_settings(desk, |s| {
+    let settings = desk.settings_file().load();
+    actions::update_settings(desk, |s| {
         *s = settings;
-        crate::actions::Effect::Restart
+        Effect::Restart
     });
 }

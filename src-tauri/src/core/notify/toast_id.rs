@@ -56,7 +56,7 @@ fn write(icon: Option<&std::path::Path>) -> Result<(), String> {
 /// file put in its place, so the shell never reads half of one.
 #[cfg(windows)]
 fn place_icon(dir: &std::path::Path) -> Result<std::path::PathBuf, String> {
-    const ICON: &[u8] = include_bytes!("../../icons/128x128.png");
+    const ICON: &[u8] = include_bytes!("../../../../icons/128x128.png");
     let icon = dir.join("toast-icon.png");
     if std::fs::read(&icon).is_ok_and(|have| have == ICON) {
         return Ok(icon);

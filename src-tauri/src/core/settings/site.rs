@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use crate::settings::{STORE_KEY, Settings};
+use super::{STORE_KEY, Settings};
 
 /// Where the machine's defaults are looked for.
 pub fn path() -> Option<PathBuf> {
@@ -98,7 +98,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::i18n::Language;
+    use crate::core::i18n::Language;
 
     fn site(text: &str) -> Map<String, Value> {
         let (defaults, problem) = parse(text.as_bytes());
@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn the_example_the_desktop_package_ships_is_used_as_it_is() {
-        let example = include_str!("../../packaging/desktop/settings.example.json");
+        let example = include_str!("../../../../packaging/desktop/settings.example.json");
         let s = layered(&site(example), None).unwrap();
         assert_eq!((s.redis_url.as_str(), s.language), ("rediss://redis.warehouse.example:6380", Language::ZhHans));
         assert!(s.login_as_name);

@@ -4,26 +4,15 @@
 
 use std::fmt;
 
-/// How long "Mute notifications" lasts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mute {
-    OneHour,
-    FourHours,
-    UntilTomorrow,
-    /// Unmute.
-    Off,
-}
+use crate::core::actions::Mute;
 
-impl Mute {
-    pub const ALL: [Mute; 4] = [Mute::OneHour, Mute::FourHours, Mute::UntilTomorrow, Mute::Off];
-
-    fn id(self) -> &'static str {
-        match self {
-            Mute::OneHour => "1h",
-            Mute::FourHours => "4h",
-            Mute::UntilTomorrow => "tomorrow",
-            Mute::Off => "off",
-        }
+/// A mute's part of its item's id.
+fn mute_id(mute: Mute) -> &'static str {
+    match mute {
+        Mute::OneHour => "1h",
+        Mute::FourHours => "4h",
+        Mute::UntilTomorrow => "tomorrow",
+        Mute::Off => "off",
     }
 }
 
@@ -71,7 +60,7 @@ impl fmt::Display for MenuId {
             MenuId::OnIt { job, user } => write!(f, "onit:{user}:{job}"),
             MenuId::Ack(job) => write!(f, "ack:{job}"),
             MenuId::MuteMenu => f.write_str("mute"),
-            MenuId::Mute(m) => write!(f, "mute:{}", m.id()),
+            MenuId::Mute(m) => write!(f, "mute:{}", mute_id(*m)),
             MenuId::Open => f.write_str("open"),
             MenuId::Settings => f.write_str("settings"),
             MenuId::Autostart => f.write_str("autostart"),
@@ -100,7 +89,7 @@ impl MenuId {
                 Some(MenuId::OnIt { job: job.to_owned(), user: user.to_owned() })
             }
             "ack" => Some(MenuId::Ack(rest.to_owned())),
-            "mute" => Mute::ALL.into_iter().find(|m| m.id() == rest).map(MenuId::Mute),
+            "mute" => Mute::ALL.into_iter().find(|m| mute_id(*m) == rest).map(MenuId::Mute),
             _ => None,
         }
     }

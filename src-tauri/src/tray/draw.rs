@@ -18,10 +18,11 @@ use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuEvent, MenuItem, Predefin
 use tauri::tray::{TrayIcon, TrayIconBuilder};
 use tauri::{AppHandle, Wry};
 
-use crate::clock::{desktop_now_ms, time_of_day};
-use crate::desk::Desk;
-use crate::menu_id::{MenuId, Mute};
-use crate::model::{Labels, TrayView, Words, tray_view};
+use super::menu::{Labels, TrayView, Words, tray_view};
+use super::menu_id::MenuId;
+use crate::core::actions::Mute;
+use crate::core::clock::{desktop_now_ms, time_of_day};
+use crate::core::desk::Desk;
 
 thread_local! {
     /// The icon and its menu as built, on the main thread.
@@ -40,13 +41,13 @@ struct Drawn {
 /// The icon of a state (PNGs rendered from `icons/*.svg`).
 fn icon_png(state: State) -> &'static [u8] {
     match state {
-        State::Running => include_bytes!("../../icons/state-running.png"),
-        State::Stale => include_bytes!("../../icons/state-stale.png"),
-        State::Down => include_bytes!("../../icons/state-down.png"),
-        State::Pending => include_bytes!("../../icons/state-pending.png"),
-        State::Stopped => include_bytes!("../../icons/state-stopped.png"),
-        State::Conflict => include_bytes!("../../icons/state-conflict.png"),
-        State::Unknown => include_bytes!("../../icons/state-unknown.png"),
+        State::Running => include_bytes!("../../../icons/state-running.png"),
+        State::Stale => include_bytes!("../../../icons/state-stale.png"),
+        State::Down => include_bytes!("../../../icons/state-down.png"),
+        State::Pending => include_bytes!("../../../icons/state-pending.png"),
+        State::Stopped => include_bytes!("../../../icons/state-stopped.png"),
+        State::Conflict => include_bytes!("../../../icons/state-conflict.png"),
+        State::Unknown => include_bytes!("../../../icons/state-unknown.png"),
     }
 }
 
@@ -74,19 +75,18 @@ fn icon_dir(app: &AppHandle) -> Option<std::path::PathBuf> {
 /// first redraw; menu clicks go to `on_menu`. On the main thread.
 ///
 /// # Errors
-/// Tauri's, as a sentence.
-pub fn show(app: &AppHandle, on_menu: impl Fn(&AppHandle, MenuEvent) + Send + Sync + 'static) -> Result<(), String> {
+/// Tauri's, when the icon cannot be placed.
+pub fn show(app: &AppHandle, on_menu: impl Fn(&AppHandle, MenuEvent) + Send + Sync + 'static) -> tauri::Result<()> {
     let mut builder = TrayIconBuilder::with_id("lockwatch");
     if let Some(dir) = icon_dir(app) {
         builder = builder.temp_dir_path(dir);
     }
     let icon = builder
-        .icon(icon(State::Unknown).map_err(|e| e.to_string())?)
-        .menu(&Menu::new(app).map_err(|e| e.to_string())?)
+        .icon(icon(State::Unknown)?)
+        .menu(&Menu::new(app)?)
         .tooltip("lockwatch")
         .on_menu_event(on_menu)
-        .build(app)
-        .map_err(|e| e.to_string())?;
+        .build(app)?;
     TRAY.with(|t| *t.borrow_mut() = Some(Drawn { icon, menu: None }));
     Ok(())
 }
@@ -97,9 +97,10 @@ pub fn redraw(app: &AppHandle, desk: &Desk) {
     let _order = HANDOVER.lock().unwrap_or_else(|p| p.into_inner());
     let (view, autostart) = {
         let inner = desk.state().lock();
-        let user = inner.effective.as_ref().map(|e| e.user.clone()).unwrap_or_default();
+        let user = inner.user();
         let words = Words { tr: inner.tr(), time_of_day: &time_of_day };
-        let mut view = tray_view(&inner.jobs, &user, inner.settings.mute_until_ms, desktop_now_ms(), &words);
+        let jobs = inner.jobs.iter().map(|j| &j.known);
+        let mut view = tray_view(jobs, &user, inner.settings.mute_until_ms, desktop_now_ms(), &words);
         if let Some(err) = &inner.settings_error {
             view.jobs.clear();
             view.mute_label = words.tr.ta("menu-settings-problem", &[("error", err.as_str().into())]);
@@ -166,7 +167,7 @@ fn render(
     autostart: bool,
 ) -> tauri::Result<()> {
     // Read once: the admin's entry, which she cannot turn off.
-    let machine_starts_it = crate::start_at_login::for_this_computer();
+    let machine_starts_it = super::start_at_login::for_this_computer();
     // A new language changes every fixed label, and a submenu's title does
     // not follow set_text over the tray host's D-Bus menu: both rebuild.
     let shape = (

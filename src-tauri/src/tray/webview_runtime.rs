@@ -8,7 +8,7 @@
 //! a job off as the last one on) is then a native yes/no box.
 //! On Linux the web view (WebKitGTK) is a dependency of the package.
 
-use crate::i18n::Tr;
+use crate::core::i18n::Tr;
 
 /// Why the dashboard cannot start here, or `None` when it can.
 #[cfg(windows)]
