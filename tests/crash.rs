@@ -156,7 +156,7 @@ async fn a_crash_handed_over_at_once_is_one_failover_to_a_watcher() {
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let mut workers =
-        vec![("srv-a", journal_worker(&url, "srv-a", "30s", &j)), ("srv-b", journal_worker(&url, "srv-b", "30s", &j))];
+        [("srv-a", journal_worker(&url, "srv-a", "30s", &j)), ("srv-b", journal_worker(&url, "srv-b", "30s", &j))];
     let (node, _) = running_holder(&mut c).await;
     let target = lockwatch::connect::Target::new(&url, None).unwrap();
     let watcher = Watcher::spawn(target, Keys::new("outbound"), Options::default());
