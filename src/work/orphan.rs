@@ -12,21 +12,26 @@
 //! reads, never its environment or command line; the reaper is not dumpable,
 //! so the job, running as the same user, cannot read it from its memory.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Action, describe};
-use crate::history::{self, Record};
-use crate::keys::Keys;
 use crate::spec::ConnectionSpec;
-use crate::work::lock::Lock;
+#[cfg(unix)]
+use crate::{
+    error::{Action, describe},
+    history::{self, Record},
+    keys::Keys,
+    work::lock::Lock,
+};
+#[cfg(unix)]
+use std::time::Duration;
 
 /// How long the reaper tries to reach Redis and let go; past that the
 /// lease runs out as it would have.
+#[cfg(unix)]
 const PATIENCE: Duration = Duration::from_secs(5);
 
 /// The most an [`Orphan`] may take in the pipe: what a reaper reads at most.
+#[cfg(unix)]
 pub(crate) const MAX_LEN: usize = 64 * 1024;
 
 /// What a job's reaper needs to let go of its worker's lock.
@@ -49,6 +54,8 @@ impl std::fmt::Debug for Orphan {
     }
 }
 
+/// The reaper's side, and the pipe's: Unix only, where jobs run below a reaper.
+#[cfg(unix)]
 impl Orphan {
     /// The bytes the worker writes into the reaper's pipe.
     pub(crate) fn encode(&self) -> Vec<u8> {
@@ -116,7 +123,7 @@ impl Orphan {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 
