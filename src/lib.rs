@@ -23,7 +23,7 @@
 //! - [`watcher`]: the async shell around the engine: reads, wakes, publishes.
 //! - [`history`]: the job's shared history: typed stream entries, read back
 //!   and built into runs, failovers, deaths, flips.
-//! - [`spec`]: every input rule and its one sentence, and what valid input
+//! - [`input`]: every input rule and its one sentence, and what valid input
 //!   becomes (keys, engine config, watcher options, a connection target).
 //! - [`supervise`]: what a supervisor may do: flip her own flag, say she is on
 //!   it, and the ACL rules that allow exactly that.
@@ -39,11 +39,11 @@ pub mod error;
 pub mod eviction;
 pub mod heard;
 pub mod history;
+pub mod input;
 pub mod keys;
 pub mod probe;
 pub mod schema;
 pub mod snapshot;
-pub mod spec;
 pub mod status;
 pub mod supervise;
 pub mod watcher;

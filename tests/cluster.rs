@@ -23,7 +23,7 @@ use common::{
     WorkerProcess, eventually, flag, lockwatch_command, next_push, record_events, record_statuses, redisson_lock,
     run_capturing, seed_fence,
 };
-use lockwatch::spec::{ConnectionSpec, Topology};
+use lockwatch::input::{ConnectionSpec, Topology};
 use lockwatch::watcher::{Options, Watcher};
 use lockwatch::{EventKind, Keys, State};
 

@@ -17,7 +17,7 @@ use common::journal::{assert_no_overlap, journal, journal_worker_via, now_ns};
 use common::spy::{Spy, window};
 use common::topology::{SentinelSet, connect, is_primary, query};
 use common::{WorkerProcess, eventually, flag, free_port, record_events, record_statuses, run_capturing, seed_fence};
-use lockwatch::spec::{ConnectionSpec, Topology};
+use lockwatch::input::{ConnectionSpec, Topology};
 use lockwatch::watcher::{Options, Watcher};
 use lockwatch::{EventKind, Keys, State};
 

@@ -51,7 +51,7 @@ menu-own-off = ✓ 您已于 { $time } 停用
 menu-flip-refused = ⚠ 您的更改未保存，详情见监控面板
 menu-open = 打开监控面板
 menu-mute = 通知静音
-menu-muted = 通知已静音，至 { $until }
+menu-muted = 通知已静音至 { $until }
 menu-mute-1h = 1 小时
 menu-mute-4h = 4 小时
 menu-mute-tomorrow = 直到明天
@@ -77,7 +77,7 @@ note-restarted-on = { $job } 已在 { $server } 上重新启动
 note-restarted = { $job } 已重新启动
 note-stalled = { $job } 卡住了
 note-stalled-hung = { $job } 在 { $server } 上卡住了
-note-stalled-dying = { $job } 在 { $server } 上失去联系，即将由其他服务器接管
+note-stalled-dying = { $job } 在 { $server } 上失去联系
 note-recovered = { $job } 已恢复运行
 note-started = { $job } 已开始运行
 note-stopped = { $job } 已停止
@@ -139,9 +139,9 @@ test-failed = 未能连接 { $host }：{ $why ->
         [not-allowed] { $user } 无权读取此任务；Redis 管理员可授予 `lockwatch acl --user { $user }` 输出的规则。
        *[other] Redis 拒绝了请求；把鼠标移到这里可查看 Redis 的原话。
     }
-test-connected = 已连接 { $host } 并读取任务 { $job }：{ $users } 个已登记用户，{ $workers } 个工作进程在线{ $silent ->
+test-connected = 已连接 { $host } 并读取任务 { $job }：{ $users } 个已登记用户，{ $workers } 台服务器在线{ $silent ->
         [0] {""}
-       *[other] ，{ $silent } 个已无响应
+       *[other] ，{ $silent } 台已无响应
     }。
 
 ## 监控面板
@@ -242,9 +242,9 @@ page-switched-on = 启用
 page-switched-off = 停用
 page-still-down = { $duration }（仍中断）
 page-cause-disabled = 无人启用此任务
-page-cause-shutdown = 工作进程正在停止
+page-cause-shutdown = 服务器上的 lockwatch 正在停止
 page-cause-lost = 锁已不再属于它（过期、被删除或被接管）
-page-cause-expired = 租约未能及时续期（无法连接 Redis，或工作进程暂停）
+page-cause-expired = 锁未能及时续期（无法连接 Redis，或服务器上的 lockwatch 暂停）
 page-cause-replica-unconfirmed = 没有 Redis 副本及时确认租约
 page-cause-released = 释放了锁
 page-cause-silent = 服务器未留下任何记录就停止了（被终止、崩溃或与 Redis 断开）

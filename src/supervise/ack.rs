@@ -10,9 +10,9 @@ use redis::aio::ConnectionLike;
 use crate::address::Endpoint;
 use crate::connect::Conn;
 use crate::error::{Action, Error, RedisFailure, describe};
+use crate::input;
 use crate::keys::Keys;
 use crate::schema;
-use crate::spec;
 
 /// What an acknowledgement written said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub struct Acked {
 pub struct Ack<'a> {
     /// Whose.
     pub user: &'a str,
-    /// How long it lasts, within [`spec::ACK_RANGE`].
+    /// How long it lasts, within [`input::ACK_RANGE`].
     pub lasts: Duration,
     /// What they are doing, in a line (empty for none).
     pub note: &'a str,
@@ -43,13 +43,13 @@ pub struct Ack<'a> {
 ///
 /// # Errors
 /// [`Error::Invalid`] for a user name, duration or note that breaks its
-/// rule in [`spec`]; [`Error::Redis`] when Redis cannot be reached or
+/// rule in [`input`]; [`Error::Redis`] when Redis cannot be reached or
 /// refuses the write (an ACL `NOPERM` says it was someone else's).
 pub async fn set_ack(conn: &mut Conn, keys: &Keys, ack: &Ack<'_>) -> Result<Acked, Error> {
     let user = checked_user(ack.user)?;
-    let note = spec::ack_note(ack.note).map_err(|p| invalid(spec::Field::AckNote, ack.note, p))?;
-    let lasts = spec::ack_lasts(ack.lasts)
-        .map_err(|p| invalid(spec::Field::AckFor, &crate::duration::format_duration(ack.lasts), p))?;
+    let note = input::ack_note(ack.note).map_err(|p| invalid(input::Field::AckNote, ack.note, p))?;
+    let lasts = input::ack_lasts(ack.lasts)
+        .map_err(|p| invalid(input::Field::AckFor, &crate::duration::format_duration(ack.lasts), p))?;
     let server = &conn.endpoint().clone();
     let (secs, micros): (u64, u64) =
         redis::cmd("TIME").query_async(conn).await.map_err(|e| describe(e, Action::ReadingTime, server))?;
@@ -100,11 +100,11 @@ pub async fn clear_ack(conn: &mut Conn, keys: &Keys, user: &str) -> Result<bool,
 }
 
 fn checked_user(user: &str) -> Result<&str, Error> {
-    spec::name(user).map(|_| user).map_err(|p| invalid(spec::Field::User, user, p))
+    input::name(user).map(|_| user).map_err(|p| invalid(input::Field::User, user, p))
 }
 
-fn invalid(field: spec::Field, value: &str, problem: spec::Problem) -> Error {
-    Error::Invalid(spec::Invalid { field, value: value.to_owned(), problem }.with_flag())
+fn invalid(field: input::Field, value: &str, problem: input::Problem) -> Error {
+    Error::Invalid(input::Invalid { field, value: value.to_owned(), problem }.with_flag())
 }
 
 fn action(user: &str, keys: &Keys) -> Action {

@@ -5,9 +5,9 @@ use redis::AsyncCommands;
 
 use crate::connect::Conn;
 use crate::error::{Action, Error, RedisFailure, describe};
+use crate::input::{check_reason, check_user};
 use crate::keys::Keys;
 use crate::schema;
-use crate::spec::{check_reason, check_user};
 
 /// What a flip did.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -78,10 +78,10 @@ mod tests {
     #[test]
     fn the_fallback_names_the_address_redis_is_reached_from_and_is_a_valid_name() {
         let (host, fallback) = default_names(&Endpoint::new("127.0.0.1:6379", false));
-        assert!(crate::spec::check_user(&host).is_ok(), "{host}");
+        assert!(crate::input::check_user(&host).is_ok(), "{host}");
         assert_eq!(fallback, format!("{host}@127.0.0.1"));
         let (_, socket) = default_names(&Endpoint::new("/run/redis.sock", false));
-        assert!(crate::spec::check_user(&socket).is_ok(), "{socket}");
+        assert!(crate::input::check_user(&socket).is_ok(), "{socket}");
         assert_ne!(socket, host);
     }
 }

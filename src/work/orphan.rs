@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::ConnectionSpec;
+use crate::input::ConnectionSpec;
 #[cfg(unix)]
 use crate::{
     error::{Action, describe},

@@ -32,7 +32,7 @@ test("the history speaks Chinese", () => {
     const rows = incidentRows(items, 100_000);
     assert.deepEqual(rows.map((r) => r.slice(1)), [
       ["切换", "wh-west-1", "wh-east-1", "服务器未留下任何记录就停止了（被终止、崩溃或与 Redis 断开）", "4 秒"],
-      ["意外停止", "wh-east-1", "–", "租约未能及时续期（无法连接 Redis，或工作进程暂停）", "1 分 30 秒"],
+      ["意外停止", "wh-east-1", "–", "锁未能及时续期（无法连接 Redis，或服务器上的 lockwatch 暂停）", "1 分 30 秒"],
     ]);
     assert.deepEqual(flipRows(items, 100_000).map((r) => r.slice(1)), [["bob", "停用", "desk-7", "stock count tonight"]]);
     const still = incidentRows([items[0], { ...death, outage: { down_ms: 60_000, still_down: true } }], 61_000)[0];

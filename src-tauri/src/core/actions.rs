@@ -82,7 +82,7 @@ pub fn mute(desk: &Desk, how: Mute) {
 }
 
 /// Says (or withdraws) that the user is on `job`'s trouble, for
-/// [`spec::DEFAULT_ACK_FOR`](lockwatch::spec::DEFAULT_ACK_FOR). A refusal is
+/// [`input::DEFAULT_ACK_FOR`](lockwatch::input::DEFAULT_ACK_FOR). A refusal is
 /// kept for the menu like a refused flip, notified, and returned.
 ///
 /// # Errors
@@ -92,7 +92,7 @@ pub async fn set_on_it(desk: &Desk, job: &str, on: bool) -> Result<(), AppError>
     let result = async {
         let mut conn = w.target.manager().await?;
         if on {
-            let asked = ack::Ack { user: &w.user, lasts: lockwatch::spec::DEFAULT_ACK_FOR, note: "" };
+            let asked = ack::Ack { user: &w.user, lasts: lockwatch::input::DEFAULT_ACK_FOR, note: "" };
             ack::set_ack(&mut conn, &w.keys, &asked).await.map(|acked| acked.warning)
         } else {
             ack::clear_ack(&mut conn, &w.keys, &w.user).await.map(|_| None)

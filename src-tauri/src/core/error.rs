@@ -3,7 +3,7 @@
 //! form, field by field ([`FieldError`]). The page gets it as it reads it:
 //! a string, or `{fields}` for a form.
 
-use lockwatch::spec::{Field, Invalid};
+use lockwatch::input::{Field, Invalid};
 use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
 

@@ -1,7 +1,7 @@
 //! The page's Tauri commands: thin, each asks the core or the library and
 //! answers with a typed value or the app's [`AppError`].
 
-use lockwatch::spec::ConnectionSpec;
+use lockwatch::input::ConnectionSpec;
 use serde::Serialize;
 use tauri::{State, WebviewWindow};
 
@@ -42,7 +42,7 @@ pub async fn view(window: WebviewWindow, views: State<'_, Views>) -> Result<View
 pub async fn set_enabled(desk: State<'_, Desk>, job: String, on: bool, reason: Option<String>) -> Result<(), AppError> {
     let reason = reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty());
     if let Some(r) = &reason {
-        lockwatch::spec::check_reason(r)?;
+        lockwatch::input::check_reason(r)?;
     }
     actions::flip(&desk, &job, on, reason.as_deref()).await
 }

@@ -1,8 +1,8 @@
 //! "Test connection" in Settings: what would take effect, tried once on
 //! the form's first job, and said in one line.
 
+use lockwatch::input::{self, ConnectionSpec};
 use lockwatch::probe::probe;
-use lockwatch::spec::{self, ConnectionSpec};
 use serde::Serialize;
 
 use crate::core::i18n::Tr;
@@ -37,8 +37,8 @@ pub async fn test_form(form: SettingsForm, overrides: &Overrides, login_as_name:
     // The environment's Sentinel inputs replace the form's as a pair, and its cluster switch adds to the box,
     // as in `Settings::effective`.
     let topology = match (&overrides.sentinels, &overrides.sentinel_master) {
-        (None, None) => spec::Topology::from_inputs(Some(&form.sentinels), Some(&form.sentinel_master)),
-        (s, m) => spec::Topology::from_inputs(s.as_deref(), m.as_deref()),
+        (None, None) => input::Topology::from_inputs(Some(&form.sentinels), Some(&form.sentinel_master)),
+        (s, m) => input::Topology::from_inputs(s.as_deref(), m.as_deref()),
     }
     .or_cluster(form.cluster || overrides.cluster);
     let connection = ConnectionSpec { url, tls_ca, topology };
@@ -46,7 +46,7 @@ pub async fn test_form(form: SettingsForm, overrides: &Overrides, login_as_name:
         return bad(invalid.to_string());
     }
     let jobs = overrides.job.clone().unwrap_or(form.jobs);
-    let job = match spec::job_names(&jobs) {
+    let job = match input::job_names(&jobs) {
         Ok(names) => names.into_iter().next().unwrap_or_else(|| lockwatch::keys::DEFAULT_JOB.to_owned()),
         Err(invalid) => return bad(invalid.to_string()),
     };

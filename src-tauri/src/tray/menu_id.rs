@@ -56,7 +56,7 @@ impl fmt::Display for MenuId {
             MenuId::Standby(job) => write!(f, "standby:{job}"),
             MenuId::Error(job) => write!(f, "error:{job}"),
             MenuId::Confirm(job) => write!(f, "confirm:{job}"),
-            // User names hold no ':' (spec::name), job names may.
+            // User names hold no ':' (input::name), job names may.
             MenuId::OnIt { job, user } => write!(f, "onit:{user}:{job}"),
             MenuId::Ack(job) => write!(f, "ack:{job}"),
             MenuId::MuteMenu => f.write_str("mute"),

@@ -11,8 +11,8 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 use lockwatch::connect::{DEFAULT_URL, Target};
 use lockwatch::duration::parse_duration;
+use lockwatch::input::{self, ConnectionSpec, Field, JobSpec, Problem, Timing, Topology};
 use lockwatch::keys::{DEFAULT_JOB, Keys};
-use lockwatch::spec::{self, ConnectionSpec, Field, JobSpec, Problem, Timing, Topology};
 use lockwatch::status;
 use lockwatch::watcher;
 
@@ -277,7 +277,7 @@ impl Global {
         Ok(self.connection().target()?)
     }
 
-    /// The job as the options describe it; each option passed its rule in [`spec`] already.
+    /// The job as the options describe it; each option passed its rule in [`input`] already.
     pub fn job(&self) -> JobSpec {
         JobSpec {
             name: self.job.clone(),
@@ -308,49 +308,49 @@ impl Global {
     }
 }
 
-// clap's value parsers: each option's rule from [`spec`]. clap puts the flag
+// clap's value parsers: each option's rule from [`input`]. clap puts the flag
 // and the value in front of the problem's sentence.
 
 fn parse_job(s: &str) -> Result<String, Problem> {
-    spec::job_name(s)
+    input::job_name(s)
 }
 
 /// Kept as given (the spec reads it again): only checked here, so that
 /// clap names the flag in the sentence.
 fn parse_sentinels(s: &str) -> Result<String, Problem> {
-    spec::sentinels(s).map(|_| s.to_owned())
+    input::sentinels(s).map(|_| s.to_owned())
 }
 
 fn parse_master(s: &str) -> Result<String, Problem> {
-    spec::master_name(s)
+    input::master_name(s)
 }
 
 fn parse_lock_key(s: &str) -> Result<String, Problem> {
-    spec::lock_key(s)
+    input::lock_key(s)
 }
 
 fn parse_user(s: &str) -> Result<String, Problem> {
-    spec::name(s)
+    input::name(s)
 }
 
 fn parse_lease(s: &str) -> Result<Duration, Problem> {
-    spec::lease(s)
+    input::lease(s)
 }
 
-/// A flip's reason, by [`spec::check_reason`]'s rule.
+/// A flip's reason, by [`input::check_reason`]'s rule.
 ///
 /// # Errors
 /// What is wrong with it; the caller names the flag.
 fn parse_reason(s: &str) -> Result<String, String> {
-    spec::check_reason(s).map(str::to_owned).map_err(|e| e.to_string())
+    input::check_reason(s).map(str::to_owned).map_err(|e| e.to_string())
 }
 
 fn parse_ack_for(s: &str) -> Result<Duration, Problem> {
-    spec::ack_for(s)
+    input::ack_for(s)
 }
 
 fn parse_ack_note(s: &str) -> Result<String, Problem> {
-    spec::ack_note(s)
+    input::ack_note(s)
 }
 
 fn parse_any_duration(s: &str) -> Result<Duration, Problem> {
@@ -358,19 +358,19 @@ fn parse_any_duration(s: &str) -> Result<Duration, Problem> {
 }
 
 fn parse_heartbeat_grace(s: &str) -> Result<Duration, Problem> {
-    spec::duration_for(Field::HeartbeatGrace, s)
+    input::duration_for(Field::HeartbeatGrace, s)
 }
 
 fn parse_failover_window(s: &str) -> Result<Duration, Problem> {
-    spec::duration_for(Field::FailoverWindow, s)
+    input::duration_for(Field::FailoverWindow, s)
 }
 
 fn parse_start_grace(s: &str) -> Result<Duration, Problem> {
-    spec::duration_for(Field::StartGrace, s)
+    input::duration_for(Field::StartGrace, s)
 }
 
 fn parse_interval(s: &str) -> Result<Duration, Problem> {
-    spec::duration_for(Field::Poll, s)
+    input::duration_for(Field::Poll, s)
 }
 
 #[cfg(test)]

@@ -35,8 +35,8 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, anyhow};
 use serde_json::json;
 
+use lockwatch::input;
 use lockwatch::probe::probe;
-use lockwatch::spec;
 use lockwatch::status::{Engine, State};
 use lockwatch::supervise::acl::Server;
 use lockwatch::supervise::flags;
@@ -137,7 +137,7 @@ async fn run(cli: Cli) -> Result<u8> {
             let database = g.target()?.database();
             let mut out = io::stdout().lock();
             if let Some(worker) = worker {
-                let worker = spec::check_user(worker)?;
+                let worker = input::check_user(worker)?;
                 for line in lockwatch::supervise::acl::worker_rules(&g.keys(), worker, server, database) {
                     writeln!(out, "{line}")?;
                 }
@@ -146,7 +146,7 @@ async fn run(cli: Cli) -> Result<u8> {
                 );
                 return Ok(0);
             }
-            let user = spec::check_user(user.as_deref().unwrap_or_default())?;
+            let user = input::check_user(user.as_deref().unwrap_or_default())?;
             for line in lockwatch::supervise::acl::rules(&g.keys(), user, server, database) {
                 writeln!(out, "{line}")?;
             }
@@ -278,7 +278,7 @@ async fn watch(g: &Global, json: bool) -> Result<u8> {
 async fn flip(g: &Global, user: Option<&str>, on: bool, reason: Option<&str>) -> Result<u8> {
     let target = g.target()?;
     let user = whose(&target, user)?;
-    spec::check_user(&user)?;
+    input::check_user(&user)?;
     let keys = g.keys();
     let mut conn = target.manager().await?;
     let host = flags::this_host();

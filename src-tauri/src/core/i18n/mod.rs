@@ -303,10 +303,10 @@ mod tests {
         assert_eq!(connected(&en, 1, 0), said);
         let said = "Connected to db:6379 and read job outbound: 3 registered users, one worker alive, 1 silent.";
         assert_eq!(connected(&en, 3, 1), said);
-        assert_eq!(connected(&zh, 3, 0), "已连接 db:6379 并读取任务 outbound：3 个已登记用户，1 个工作进程在线。");
+        assert_eq!(connected(&zh, 3, 0), "已连接 db:6379 并读取任务 outbound：3 个已登记用户，1 台服务器在线。");
         assert_eq!(
             connected(&zh, 3, 2),
-            "已连接 db:6379 并读取任务 outbound：3 个已登记用户，1 个工作进程在线，2 个已无响应。"
+            "已连接 db:6379 并读取任务 outbound：3 个已登记用户，1 台服务器在线，2 台已无响应。"
         );
         assert_eq!(en.t("no-such-message"), "no-such-message");
     }

@@ -2,8 +2,8 @@
 //! environment's overrides, then the password from the keyring.
 
 use lockwatch::connect::Target;
+use lockwatch::input::{self, ConnectionSpec, Field, Invalid, JobSpec, Topology};
 use lockwatch::keys::Keys;
-use lockwatch::spec::{self, ConnectionSpec, Field, Invalid, JobSpec, Topology};
 use lockwatch::supervise::flags;
 use lockwatch::{EventKind, watcher};
 
@@ -87,7 +87,7 @@ impl Settings {
             return Err(said(bad));
         }
         if let Some(user) = overrides.user.as_deref().or((!self.user.is_empty()).then_some(self.user.as_str()))
-            && let Err(problem) = spec::name(user)
+            && let Err(problem) = input::name(user)
         {
             return Err(said(Invalid { field: Field::User, value: user.to_owned(), problem }));
         }

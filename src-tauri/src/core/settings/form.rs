@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use lockwatch::EventKind;
-use lockwatch::spec::{self, Field, Invalid};
+use lockwatch::input::{self, Field, Invalid};
 use serde::{Deserialize, Serialize};
 
 use super::{JobSettings, Settings, ms};
@@ -73,7 +73,7 @@ impl SettingsForm {
     pub fn accept(&self, base: &Settings) -> Result<Accepted, Vec<FieldError>> {
         let mut bad: Vec<Invalid> = Vec::new();
         let (url, typed) = lockwatch::address::split_password(self.redis_url.trim());
-        let mut duration = |field: Field, text: &str| match spec::duration_for(field, text) {
+        let mut duration = |field: Field, text: &str| match input::duration_for(field, text) {
             Ok(d) => ms(d),
             Err(problem) => {
                 bad.push(Invalid { field, value: text.trim().to_owned(), problem });
@@ -84,7 +84,7 @@ impl SettingsForm {
         let heartbeat_grace_ms = duration(Field::HeartbeatGrace, &self.heartbeat_grace);
         let failover_window_ms = duration(Field::FailoverWindow, &self.failover_window);
         let start_grace_ms = duration(Field::StartGrace, &self.start_grace);
-        let jobs = match spec::job_names(&self.jobs) {
+        let jobs = match input::job_names(&self.jobs) {
             Ok(names) => names
                 .into_iter()
                 .map(|name| {

@@ -2,7 +2,7 @@
 //! password: that goes to [`crate::core::passwords`]), layered over the
 //! machine's defaults ([`site`]), overridden by environment variables for
 //! managed desktops ([`Overrides`]), checked by the library's input rules
-//! ([`lockwatch::spec`]) and turned into what the watchers need
+//! ([`lockwatch::input`]) and turned into what the watchers need
 //! ([`Effective`]). The settings form arrives as typed ([`SettingsForm`]) and
 //! gets the same verdict as the command line would.
 
@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use lockwatch::connect::DEFAULT_URL;
+use lockwatch::input::{self, ConnectionSpec, Field, Invalid, JobSpec, Timing, Topology};
 use lockwatch::keys::DEFAULT_JOB;
-use lockwatch::spec::{self, ConnectionSpec, Field, Invalid, JobSpec, Timing, Topology};
 use lockwatch::supervise::flags;
 use lockwatch::{EventKind, status, watcher};
 use serde::{Deserialize, Serialize};
@@ -118,12 +118,12 @@ impl Settings {
     pub fn validate(&self) -> Vec<Invalid> {
         let mut bad = self.connection().check();
         if !self.user.is_empty()
-            && let Err(problem) = spec::name(&self.user)
+            && let Err(problem) = input::name(&self.user)
         {
             bad.push(Invalid { field: Field::User, value: self.user.clone(), problem });
         }
         if self.jobs.is_empty() {
-            bad.extend(spec::job_names("").err());
+            bad.extend(input::job_names("").err());
         }
         let mut timing_checked = false;
         for job in self.job_specs(None, None) {

@@ -191,10 +191,7 @@ fn a_refused_flip_is_one_short_line_with_the_details_left_to_the_dashboard() {
 fn the_mute_title_shows_the_time_left_in_both_languages() {
     let jobs = [known(State::Running, Some("a"), &[])];
     let v = tray_view(&jobs, "alice", Some(3_000_000), 0, &zh());
-    assert_eq!(
-        (v.mute_label.as_str(), v.unmute_label.as_str()),
-        ("通知已静音，至 00:50", "恢复通知（还剩 50 分 0 秒）")
-    );
+    assert_eq!((v.mute_label.as_str(), v.unmute_label.as_str()), ("通知已静音至 00:50", "恢复通知（还剩 50 分 0 秒）"));
     let v = tray_view(&jobs, "alice", Some(3_000_000), 2_999_000, &en());
     assert_eq!(
         (v.mute_label.as_str(), v.unmute_label.as_str()),
