@@ -289,7 +289,7 @@ async fn an_embedded_task_gets_the_fence_and_its_silence_shows_as_stalled() {
     let opts = Options {
         node: "svc-1".into(),
         fallback_node: None,
-        lease: Duration::from_secs(3),
+        lease: lockwatch::work::lease::Lease::new(Duration::from_secs(3)),
         every: None,
         stall_after: Some(Duration::from_millis(600)),
         tick: Duration::from_millis(200),

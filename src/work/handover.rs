@@ -21,6 +21,7 @@ use std::time::Duration;
 use crate::clock::millis;
 use crate::schema::BeatState;
 use crate::snapshot::Snapshot;
+use crate::work::lease::Lease;
 use crate::work::lock::Before;
 
 /// Another server that may still run the job.
@@ -33,11 +34,11 @@ pub struct Busy {
 
 /// How long after its last sign of life another holder's job may still run,
 /// as far as a new holder counts: the whole lease. Its reaper kills it at
-/// 7/8 of the lease ([`crate::work::lock::dead_man`]); the last eighth is
+/// 7/8 of the lease ([`Lease::kill_after`]); the last eighth is
 /// the margin for that kill to land (a reaper on a host with thousands of
 /// processes walks `/proc` for tens of milliseconds first).
-fn may_run(lease: Duration) -> u64 {
-    millis(lease)
+fn may_run(lease: Lease) -> u64 {
+    millis(lease.whole())
 }
 
 /// The server the new holder `node` (holding under `field`) must wait for
@@ -45,7 +46,7 @@ fn may_run(lease: Duration) -> u64 {
 /// heartbeat says it runs the job (`running`, `stalled`, `stopping`) under
 /// another lock field, and its process is not known dead: a worker's death
 /// closes its presence subscription and its reaper kills the job at once.
-pub fn busy_elsewhere(snap: &Snapshot, node: &str, field: &str, lease: Duration) -> Option<Busy> {
+pub fn busy_elsewhere(snap: &Snapshot, node: &str, field: &str, lease: Lease) -> Option<Busy> {
     let may_run = may_run(lease);
     snap.beats
         .iter()
@@ -66,7 +67,7 @@ pub fn busy_elsewhere(snap: &Snapshot, node: &str, field: &str, lease: Duration)
 /// the latest, from the snapshot. `node` itself is never waited for: this
 /// process runs no job outside a holding, and no other process runs under
 /// its name.
-pub fn before_busy(snap: &Snapshot, before: &Before, node: &str, lease: Duration, acquired_ms: u64) -> Option<Busy> {
+pub fn before_busy(snap: &Snapshot, before: &Before, node: &str, lease: Lease, acquired_ms: u64) -> Option<Busy> {
     let may_run = may_run(lease);
     let (who, last_sign) = match before {
         Before::Stopped => return None,
@@ -98,7 +99,7 @@ mod tests {
     use crate::snapshot::Beat;
     use proptest::prelude::*;
 
-    const LEASE: Duration = Duration::from_secs(8);
+    const LEASE: Lease = Lease::new(Duration::from_secs(8));
 
     fn beat(node: &str, state: &str, field: &str, beat_ms: u64) -> Beat {
         Beat {

@@ -44,12 +44,9 @@ use crate::error::{Action, Error, describe};
 use crate::history::WaitCause;
 use crate::keys::Keys;
 use crate::schema;
+use crate::work::lease::Lease;
 
 static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| schema::script(include_str!("lock.lua")));
-
-/// The longest a lock write waits for a replica's confirmation: below the
-/// connection's answer timeout, so a slow confirmation is not a broken link.
-const MAX_CONFIRM_WAIT: Duration = Duration::from_secs(2);
 
 /// Outcome of one acquisition attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,14 +104,6 @@ pub enum Before {
     Running { node: String, fence: i64 },
 }
 
-/// How long after its lease was last confirmed a job may run at most: its
-/// reaper kills it then, whatever its worker is doing (the worker itself
-/// stops it at three quarters). The lease's last eighth is the margin for
-/// the kill and for clocks.
-pub fn dead_man(lease: Duration) -> Duration {
-    lease * 7 / 8
-}
-
 /// Outcome of one renewal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Renew {
@@ -135,7 +124,7 @@ pub struct Lock {
     /// `<client-uuid>:<thread-id>`, as Redisson names its holders; a new
     /// one for each holding ([`Lock::next_holding`]).
     field: String,
-    lease: Duration,
+    lease: Lease,
     host: Endpoint,
     /// The highest fence seen by any attempt: the floor of the next fence,
     /// should Redis have lost its counter.
@@ -166,7 +155,7 @@ struct Reply {
 
 impl Lock {
     /// A lock client for `node`, with a fresh client id, as Redisson makes one per client.
-    pub fn new(keys: Keys, node: &str, lease: Duration, host: &Endpoint) -> Lock {
+    pub fn new(keys: Keys, node: &str, lease: Lease, host: &Endpoint) -> Lock {
         Lock {
             keys,
             node: node.to_owned(),
@@ -200,13 +189,8 @@ impl Lock {
     }
 
     /// The lease each acquisition and renewal sets.
-    pub fn lease(&self) -> Duration {
+    pub fn lease(&self) -> Lease {
         self.lease
-    }
-
-    /// How long an acquisition or renewal waits for a replica's confirmation.
-    pub fn confirm_within(&self) -> Duration {
-        (self.lease / 10).min(MAX_CONFIRM_WAIT)
     }
 
     /// Tries once to take the lock; on success sets the next fence and stamps
@@ -252,7 +236,7 @@ impl Lock {
 
     /// The lock client of a holding made elsewhere, under `field`: what a
     /// job's reaper uses to let go of its worker's lock ([`Lock::orphaned`]).
-    pub fn of_holding(keys: Keys, node: &str, lease: Duration, host: &Endpoint, field: &str) -> Lock {
+    pub fn of_holding(keys: Keys, node: &str, lease: Lease, host: &Endpoint, field: &str) -> Lock {
         Lock { field: field.to_owned(), ..Lock::new(keys, node, lease, host) }
     }
 
@@ -293,7 +277,7 @@ impl Lock {
             .key(self.keys.handover())
             .arg(op)
             .arg(&self.field)
-            .arg(u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX))
+            .arg(u64::try_from(self.lease.whole().as_millis()).unwrap_or(u64::MAX))
             .arg(self.keys.unlock_channel())
             .arg(&self.node)
             .arg(self.seen.load(Ordering::SeqCst))
@@ -312,7 +296,7 @@ impl Lock {
             let mut pipe = redis::pipe();
             pipe.cmd("INFO").arg("replication").load_script(&SCRIPT).ignore().invoke_script(&invocation);
             if waited {
-                pipe.cmd("WAIT").arg(1).arg(u64::try_from(self.confirm_within().as_millis()).unwrap_or(u64::MAX));
+                pipe.cmd("WAIT").arg(1).arg(u64::try_from(self.lease.confirm_within().as_millis()).unwrap_or(u64::MAX));
             }
             let values: Vec<Value> = pipe.query_async(conn).await.map_err(|e| describe(e, what(), &self.host))?;
             let mut values = values.into_iter();
@@ -447,7 +431,7 @@ mod tests {
 
     #[test]
     fn a_primary_that_had_a_replica_needs_one_for_every_holding_there() {
-        let lock = Lock::new(Keys::new("j"), "n", Duration::from_secs(3), &Endpoint::new("h", false));
+        let lock = Lock::new(Keys::new("j"), "n", Lease::new(Duration::from_secs(3)), &Endpoint::new("h", false));
         // Without replicas: none needed.
         assert!(!lock.needs_replica_on(0, "a"));
         // A replica seen online (holding or standing by): from then on one
@@ -461,8 +445,9 @@ mod tests {
 
     #[test]
     fn confirmations_wait_a_tenth_of_the_lease_at_most_two_seconds() {
-        let lock = |ms| Lock::new(Keys::new("j"), "n", Duration::from_millis(ms), &Endpoint::new("h", false));
-        assert_eq!(lock(2_000).confirm_within(), Duration::from_millis(200));
-        assert_eq!(lock(30_000).confirm_within(), Duration::from_secs(2));
+        let lock =
+            |ms| Lock::new(Keys::new("j"), "n", Lease::new(Duration::from_millis(ms)), &Endpoint::new("h", false));
+        assert_eq!(lock(2_000).lease().confirm_within(), Duration::from_millis(200));
+        assert_eq!(lock(30_000).lease().confirm_within(), Duration::from_secs(2));
     }
 }

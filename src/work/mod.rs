@@ -5,6 +5,7 @@ pub mod flips;
 pub mod handover;
 pub mod identity;
 pub mod job;
+pub mod lease;
 pub mod lock;
 pub mod orphan;
 pub mod presence;

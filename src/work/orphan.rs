@@ -20,7 +20,7 @@ use crate::{
     error::{Action, describe},
     history::{self, Record},
     keys::Keys,
-    work::lock::Lock,
+    work::{lease::Lease, lock::Lock},
 };
 #[cfg(unix)]
 use std::time::Duration;
@@ -106,7 +106,7 @@ impl Orphan {
     async fn release(&self) -> Result<bool, crate::Error> {
         let target = self.connection.target()?;
         let keys = Keys::new(&self.job).with_lock_key(&self.lock_key);
-        let lease = Duration::from_millis(self.lease_ms);
+        let lease = Lease::new(Duration::from_millis(self.lease_ms));
         let lock = Lock::of_holding(keys.clone(), &self.node, lease, target.endpoint(), &self.field)
             .sharded(target.is_cluster());
         let mut conn = target.manager().await?;

@@ -28,7 +28,8 @@ use crate::watcher::{WakePace, follow_pubsub};
 use crate::work::handover::{Busy, before_busy, busy_elsewhere};
 use crate::work::identity::Claim;
 use crate::work::job::{Job, JobEnv, Killer, Work};
-use crate::work::lock::{Acquire, Before, Lock, Renew, Wait, dead_man};
+use crate::work::lease::Lease;
+use crate::work::lock::{Acquire, Before, Lock, Renew, Wait};
 use crate::work::orphan::Orphan;
 use crate::work::presence::Held;
 use crate::work::trim;
@@ -55,8 +56,8 @@ pub struct Options {
     /// (the default name, the host name, on a cloned host); `None`: stop,
     /// saying so.
     pub fallback_node: Option<String>,
-    /// Lock lease; renewed every third of it.
-    pub lease: Duration,
+    /// Lock lease, and with it when the worker renews, stops and kills.
+    pub lease: Lease,
     /// Run the command every this long instead of restarting it when it exits.
     pub every: Option<Duration>,
     /// A job silent this long is reported `stalled`.
@@ -240,7 +241,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         "worker for job {} on {}: runs it while somebody has it enabled and no other server does (lease {})",
         keys.job,
         target.endpoint(),
-        crate::duration::human_duration(crate::clock::millis(opts.lease))
+        crate::duration::human_duration(crate::clock::millis(opts.lease.whole()))
     );
     let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.endpoint()).sharded(target.is_cluster());
     let wake = Arc::new(Notify::new());
@@ -310,7 +311,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
             // The next beat on time, whatever woke the loop in between.
             wait = wait.min((at + BEAT_EVERY).saturating_duration_since(Instant::now()));
         }
-        let safety = holding.as_ref().map(|h| Instant::now() + (h.lock_ok_at + w.opts.lease * 3 / 4).remaining());
+        let safety = holding.as_ref().map(|h| Instant::now() + (h.lock_ok_at + w.opts.lease.stop_after()).remaining());
         let standby = holding.is_none();
         // Wakes on the job's exit or on news from the watchdog.
         let holding_news = async {
@@ -487,7 +488,7 @@ impl Worker {
                 }
                 _ => {}
             }
-            if h.lock_ok_at.elapsed() >= self.opts.lease * 3 / 4 {
+            if h.lock_ok_at.elapsed() >= self.opts.lease.stop_after() {
                 let h = holding.take();
                 self.lose(h, Cause::Expired).await;
                 return Ok(None);
@@ -578,7 +579,7 @@ impl Worker {
                         node = %self.opts.node,
                         fence,
                         "took the lock, but no replica confirmed it within {:?}; not starting the job",
-                        self.lock.confirm_within()
+                        self.lock.lease().confirm_within()
                     );
                 }
                 Ok((Acquire::Held { ttl }, _)) => hint = ttl.map(|t| t + Duration::from_millis(2)),
@@ -672,7 +673,7 @@ impl Worker {
                 node: self.opts.node.clone(),
                 field: self.lock.field().to_owned(),
                 fence: h.fence,
-                lease_ms: millis(self.opts.lease),
+                lease_ms: millis(self.opts.lease.whole()),
             });
             let env = JobEnv { fence: h.fence, node: &self.opts.node, job: &self.keys.job, orphan: orphan.as_ref() };
             // The killer is pointed at the job as it starts, before any wait.
@@ -697,7 +698,7 @@ impl Worker {
         if let Renewal::Renewed(at) = renewal {
             h.lock_ok_at = h.lock_ok_at.max(at);
         }
-        renewal.stop_reason().is_none() && !h.killer.fired() && h.lock_ok_at.elapsed() < self.opts.lease * 3 / 4
+        renewal.stop_reason().is_none() && !h.killer.fired() && h.lock_ok_at.elapsed() < self.opts.lease.stop_after()
     }
 
     /// Looks again, before the job first starts in this holding, whether
@@ -726,7 +727,7 @@ impl Worker {
     fn hold(&self, fence: i64, since: Boot, waits_until: Option<Until>, before: Before, acquired_ms: u64) -> Holding {
         let (tx, rx) = watch::channel(Renewal::Renewed(since));
         let killer = Killer::default();
-        killer.feed(since + dead_man(self.opts.lease));
+        killer.feed(since + self.opts.lease.kill_after());
         let watchdog = tokio::spawn(watchdog(self.target.clone(), self.lock.clone(), tx, killer.clone(), since));
         Holding {
             lock_ok_at: since,
@@ -974,7 +975,7 @@ impl Worker {
     /// How long a worker process's last beat keeps its name its own: one
     /// silent past a lease runs no job any more (its reaper saw to that).
     fn name_kept(&self) -> Duration {
-        self.opts.lease + Duration::from_secs(1)
+        self.opts.lease.whole() + Duration::from_secs(1)
     }
 
     /// Reads the whole job; records the flips seen since the last read, or
@@ -1245,11 +1246,11 @@ async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, ki
     // The last attempt reached Redis but no replica confirmed it.
     let mut unconfirmed = false;
     loop {
-        sleep((last_ok + lease / 3).remaining()).await;
+        sleep((last_ok + lease.renew_every()).remaining()).await;
         // Said once a round, not at every retry.
         let mut said = false;
         loop {
-            let deadline = Instant::now() + (last_ok + lease * 3 / 4).remaining();
+            let deadline = Instant::now() + (last_ok + lease.stop_after()).remaining();
             let sent = Boot::now();
             let attempt = async {
                 let c = match conn.take() {
@@ -1263,7 +1264,7 @@ async fn watchdog(target: Target, lock: Lock, report: watch::Sender<Renewal>, ki
                 Ok(Ok(Renew::Renewed)) => {
                     last_ok = sent;
                     unconfirmed = false;
-                    killer.feed(sent + dead_man(lease));
+                    killer.feed(sent + lease.kill_after());
                     let _ = report.send(Renewal::Renewed(sent));
                     break;
                 }

@@ -59,7 +59,7 @@ WORDS = {
         "failover_body": "：现在由 {b} 运行。",
         "actions": ["打开监控面板", "静音 1 小时", "我来处理"],
         "died_on": "outbound 在 {server} 上意外停止",
-        "refused_body": "Redis 用户 alice 只能修改 alice 自己的设置，不能修改 bob 的：请在设置中把“您的名字”改为 alice，或以 bob 登录 Redis。",
+        "refused_body": "Redis 用户 alice 只能修改 alice 自己的设置，不能修改 bob 的：请在设置中把“您的名字”改为 alice，或以 bob 的身份登录 Redis。",
         "flip": "由我启用",
         "refused": "您对 outbound 的启用设置未能更改",
         "refused_line": "⚠ 您的更改未保存，详情见监控面板",

@@ -41,6 +41,7 @@ use lockwatch::status::{Engine, State};
 use lockwatch::supervise::acl::Server;
 use lockwatch::supervise::flags;
 use lockwatch::watcher::Watcher;
+use lockwatch::work::lease::Lease;
 
 use args::{Cli, Command, Global};
 
@@ -115,10 +116,10 @@ async fn run(cli: Cli) -> Result<u8> {
             let opts = lockwatch::work::worker::Options {
                 node,
                 fallback_node,
-                lease: *lease,
+                lease: Lease::new(*lease),
                 every: *every,
                 stall_after: *stall_after,
-                tick: std::time::Duration::from_secs(1).min(*lease / 3),
+                tick: std::time::Duration::from_secs(1).min(Lease::new(*lease).renew_every()),
                 stop_grace: *stop_grace,
                 work: lockwatch::work::job::Work::Command(command.clone()),
                 connection: Some(g.connection()),
