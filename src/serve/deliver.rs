@@ -168,17 +168,18 @@ impl Default for Retry {
 
 /// Posts `body` to `robot`, trying again with backoff while the answer
 /// says another try may go otherwise; the last answer. `on_try` is told
-/// of each try (for the rate limit).
+/// of each try once it is over, so a rate limit counted from then holds
+/// on the robot's side too (which counts from when the request came).
 pub async fn post(agent: &ureq::Agent, robot: &Robot, body: Value, retry: Retry, mut on_try: impl FnMut()) -> Answer {
     let mut wait = retry.first_wait;
     let mut tries = 0;
     loop {
         tries += 1;
-        on_try();
         let (agent, robot_, body_) = (agent.clone(), robot.clone(), body.clone());
         let answer = tokio::task::spawn_blocking(move || post_once(&agent, &robot_, body_))
             .await
             .unwrap_or_else(|e| Answer::Failed { sentence: format!("the post did not finish ({e})") });
+        on_try();
         if !answer.retry() || tries >= retry.tries {
             return answer;
         }
