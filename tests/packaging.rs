@@ -81,7 +81,8 @@ fn the_serve_unit_passes_systemd_analyze_verify_and_is_hardened_like_the_worker_
     assert!(verify_as("lockwatch-serve", &broken).is_err(), "verify accepted a unit whose program is missing");
     let lines: Vec<&str> = SERVE_UNIT.lines().map(str::trim).filter(|l| !l.starts_with('#')).collect();
     // Every hardening line of the worker's unit, and more: serve starts no process.
-    let worker: Vec<&str> = UNIT.lines().map(str::trim).filter(|l| l.starts_with("Protect") || l.starts_with("Restrict")).collect();
+    let worker: Vec<&str> =
+        UNIT.lines().map(str::trim).filter(|l| l.starts_with("Protect") || l.starts_with("Restrict")).collect();
     for wanted in worker.iter().copied().chain([
         "User=lockwatch",
         "EnvironmentFile=/etc/lockwatch/%i.env",

@@ -293,7 +293,7 @@ fn check_posts_a_test_message_to_each_robot_and_prints_each_answer() {
         ],
     );
     let mut text = std::fs::read_to_string(&file).unwrap();
-    text.push_str(&format!("[[robot]]\nkind = \"wecom\"\nname = \"ops\"\nurl_env = \"WECOM_URL\"\n"));
+    text.push_str("[[robot]]\nkind = \"wecom\"\nname = \"ops\"\nurl_env = \"WECOM_URL\"\n");
     std::fs::write(&file, text).unwrap();
     let out = lockwatch_command()
         .args(["--redis", &url, "serve", "--check", "--node", "wh-a", "--robots"])
@@ -334,6 +334,20 @@ fn check_posts_a_test_message_to_each_robot_and_prints_each_answer() {
     assert_eq!(wecom.got().len(), 1);
 }
 
+/// Every series `serve` writes, by name, as the issue lists them.
+const METRICS: [&str; 10] = [
+    "lockwatch_build_info",
+    "lockwatch_enabled_users",
+    "lockwatch_failovers_total",
+    "lockwatch_fence",
+    "lockwatch_holder_info",
+    "lockwatch_job_state",
+    "lockwatch_last_heartbeat_timestamp_seconds",
+    "lockwatch_lock_held",
+    "lockwatch_lock_ttl_seconds",
+    "lockwatch_redis_up",
+];
+
 /// `GET path` on `port`: the status line, the headers and the body.
 pub fn http_get(port: u16, path: &str) -> (String, String, String) {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -346,8 +360,11 @@ pub fn http_get(port: u16, path: &str) -> (String, String, String) {
     (status.to_owned(), headers.to_owned(), body.to_owned())
 }
 
-/// The samples of an OpenMetrics text: name, labels, value.
-fn samples(text: &str) -> Vec<(String, Vec<(String, String)>, f64)> {
+/// One sample of an OpenMetrics text: name, labels, value.
+type Sample = (String, Vec<(String, String)>, f64);
+
+/// The samples of an OpenMetrics text.
+fn samples(text: &str) -> Vec<Sample> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| {
@@ -406,21 +423,7 @@ async fn metrics_are_openmetrics_with_every_series_and_count_a_failover() {
             .unwrap_or_else(|| panic!("{name} {labels:?} missing:\n{text}"))
     };
     let names: std::collections::BTreeSet<&str> = s.iter().map(|x| x.0.as_str()).collect();
-    assert_eq!(
-        names.into_iter().collect::<Vec<_>>(),
-        [
-            "lockwatch_build_info",
-            "lockwatch_enabled_users",
-            "lockwatch_failovers_total",
-            "lockwatch_fence",
-            "lockwatch_holder_info",
-            "lockwatch_job_state",
-            "lockwatch_last_heartbeat_timestamp_seconds",
-            "lockwatch_lock_held",
-            "lockwatch_lock_ttl_seconds",
-            "lockwatch_redis_up",
-        ]
-    );
+    assert_eq!(names.into_iter().collect::<Vec<_>>(), METRICS);
     let fence: f64 = redis::cmd("GET").arg("{outbound}:fence").query::<i64>(&mut c).unwrap() as f64;
     assert_eq!(value("lockwatch_job_state", &[("job", "outbound"), ("state", "running")]), 1.0);
     assert_eq!(s.iter().filter(|x| x.0 == "lockwatch_job_state" && x.2 == 1.0).count(), 1);
@@ -461,7 +464,11 @@ fn prometheus_api(port: u16, path: &str, params: &[(&str, &str)]) -> serde_json:
 /// tried against a real Prometheus here, their timing by `promtool test rules`.
 fn rules_firing_at_once() -> String {
     let rules = std::fs::read_to_string("packaging/prometheus/lockwatch.rules.yml").unwrap();
-    rules.lines().map(|l| if l.trim_start().starts_with("for:") { "        for: 0s" } else { l }).collect::<Vec<_>>().join("\n")
+    rules
+        .lines()
+        .map(|l| if l.trim_start().starts_with("for:") { "        for: 0s" } else { l })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[tokio::test]
@@ -492,12 +499,14 @@ async fn a_real_prometheus_scrapes_serve_and_the_shipped_rules_fire_on_a_killed_
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.path().join("prometheus.log")).unwrap());
-    let _prometheus = WorkerProcess(prometheus.spawn().expect("prometheus must be installed (scripts/setup-test-deps.sh)"));
+    let _prometheus =
+        WorkerProcess(prometheus.spawn().expect("prometheus must be installed (scripts/setup-test-deps.sh)"));
     let query = |q: &str| prometheus_api(port, "/api/v1/query", &[("query", q)]);
     let value = |answer: &serde_json::Value| answer["data"]["result"][0]["value"][1].as_str().map(str::to_owned);
     eventually("Prometheus scraping serve (up 1, the job running)", Duration::from_secs(30), || {
         let running = value(&query(r#"lockwatch_job_state{job="outbound",state="running"}"#));
-        (value(&query(r#"up{job="lockwatch"}"#)).as_deref() == Some("1") && running.as_deref() == Some("1")).then_some(())
+        (value(&query(r#"up{job="lockwatch"}"#)).as_deref() == Some("1") && running.as_deref() == Some("1"))
+            .then_some(())
     })
     .await;
     let names = query(r#"count by (__name__) ({__name__=~"lockwatch_.*"})"#);
@@ -508,21 +517,7 @@ async fn a_real_prometheus_scrapes_serve_and_the_shipped_rules_fire_on_a_killed_
         .map(|r| r["metric"]["__name__"].as_str().unwrap().to_owned())
         .collect();
     names.sort();
-    assert_eq!(
-        names,
-        [
-            "lockwatch_build_info",
-            "lockwatch_enabled_users",
-            "lockwatch_failovers_total",
-            "lockwatch_fence",
-            "lockwatch_holder_info",
-            "lockwatch_job_state",
-            "lockwatch_last_heartbeat_timestamp_seconds",
-            "lockwatch_lock_held",
-            "lockwatch_lock_ttl_seconds",
-            "lockwatch_redis_up",
-        ]
-    );
+    assert_eq!(names, METRICS);
     assert_eq!(value(&query(r#"lockwatch_holder_info{job="outbound",node="srv-a"}"#)).as_deref(), Some("1"));
     let firing = || {
         let alerts = prometheus_api(port, "/api/v1/alerts", &[]);
@@ -544,7 +539,12 @@ async fn a_real_prometheus_scrapes_serve_and_the_shipped_rules_fire_on_a_killed_
     .await;
     println!("firing after the worker was killed: {fired:?}");
     let alert = prometheus_api(port, "/api/v1/alerts", &[]);
-    let down = alert["data"]["alerts"].as_array().unwrap().iter().find(|a| a["labels"]["alertname"] == "LockwatchJobDown").unwrap();
+    let down = alert["data"]["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["labels"]["alertname"] == "LockwatchJobDown")
+        .unwrap();
     assert_eq!(down["labels"]["job"], "outbound");
     assert_eq!(down["annotations"]["summary"], "outbound is down: enabled, yet no server runs it");
     drop(server);
@@ -558,7 +558,10 @@ fn the_shipped_alert_rules_pass_promtool_check_and_their_tests() {
             .current_dir(dir)
             .output()
             .expect("promtool must be installed (prometheus, scripts/setup-test-deps.sh)");
-        (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        (
+            out.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        )
     };
     let shipped = Path::new("packaging/prometheus");
     let (ok, said) = promtool(&["check", "rules", "lockwatch.rules.yml"], shipped);
@@ -583,7 +586,11 @@ fn serve_needs_robots_or_metrics_and_a_bad_robots_file_is_one_sentence_without_i
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("robots.toml");
     std::fs::write(&file, format!("[[robot]]\nkind = \"dingtalk\"\nurl = \"https://oapi.dingtalk.com/robot/send?access_token={TOKEN}\"\nsecret = \"{SECRET}\n")).unwrap();
-    let out = lockwatch_command().args(["--redis", "redis://127.0.0.1:1", "serve", "--check", "--robots"]).arg(&file).output().unwrap();
+    let out = lockwatch_command()
+        .args(["--redis", "redis://127.0.0.1:1", "serve", "--check", "--robots"])
+        .arg(&file)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");

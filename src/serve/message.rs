@@ -149,24 +149,21 @@ fn title(lang: Language, messages: &[Message]) -> String {
 
 /// Markdown as DingTalk and WeCom read it: a heading per message, a line each.
 fn markdown(messages: &[Message]) -> String {
-    let mut out = String::new();
-    for m in messages {
-        out.push_str(&format!("### {}\n", m.title));
-        for line in &m.lines {
-            out.push_str(&format!("- {line}\n"));
-        }
-        out.push('\n');
-    }
-    out.trim_end().to_owned()
+    text(messages, "### ", "- ")
 }
 
 /// Plain text, for a WeCom text message (the only kind it @-mentions in).
 fn plain(messages: &[Message]) -> String {
+    text(messages, "", "")
+}
+
+/// Each message's title after `heading`, its lines after `bullet`.
+fn text(messages: &[Message], heading: &str, bullet: &str) -> String {
     let mut out = String::new();
     for m in messages {
-        out.push_str(&format!("{}\n", m.title));
+        out.push_str(&format!("{heading}{}\n", m.title));
         for line in &m.lines {
-            out.push_str(&format!("{line}\n"));
+            out.push_str(&format!("{bullet}{line}\n"));
         }
         out.push('\n');
     }

@@ -209,10 +209,12 @@ fn answer(play: Play, target: &str, body: &Value, got: &[Got], at: Instant) -> S
             if taken_within(got, at, 60_000) >= 20 {
                 return r#"{"errcode":130101,"errmsg":"send too fast, exceed 20 times per minute"}"#.into();
             }
-            let markdown = body["msgtype"] == "markdown"
-                && body["markdown"]["title"].is_string()
-                && body["markdown"]["text"].is_string();
-            if !markdown && !(body["msgtype"] == "text" && body["text"]["content"].is_string()) {
+            let ok = match body["msgtype"].as_str() {
+                Some("markdown") => body["markdown"]["title"].is_string() && body["markdown"]["text"].is_string(),
+                Some("text") => body["text"]["content"].is_string(),
+                _ => false,
+            };
+            if !ok {
                 return r#"{"errcode":40035,"errmsg":"缺少参数 json"}"#.into();
             }
             r#"{"errcode":0,"errmsg":"ok"}"#.into()

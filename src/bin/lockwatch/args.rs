@@ -213,23 +213,7 @@ const SHOWN: &[(&str, &[&str])] = &[
             "start_grace",
         ],
     ),
-    (
-        "watch",
-        &[
-            "redis",
-            "tls_ca",
-            "sentinel",
-            "sentinel_master",
-            "cluster",
-            "job",
-            "lock_key",
-            "no_heartbeat",
-            "heartbeat_grace",
-            "failover_window",
-            "start_grace",
-            "interval",
-        ],
-    ),
+    ("watch", WATCHING),
     ("enable", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     ("disable", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     ("worker", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
@@ -250,24 +234,24 @@ const SHOWN: &[(&str, &[&str])] = &[
         ],
     ),
     ("acl", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
-    (
-        "serve",
-        &[
-            "redis",
-            "tls_ca",
-            "sentinel",
-            "sentinel_master",
-            "cluster",
-            "job",
-            "lock_key",
-            "no_heartbeat",
-            "heartbeat_grace",
-            "failover_window",
-            "start_grace",
-            "interval",
-        ],
-    ),
+    ("serve", WATCHING),
     ("demo", &["job"]),
+];
+
+/// What the commands that watch the job (`watch`, `serve`) read.
+const WATCHING: &[&str] = &[
+    "redis",
+    "tls_ca",
+    "sentinel",
+    "sentinel_master",
+    "cluster",
+    "job",
+    "lock_key",
+    "no_heartbeat",
+    "heartbeat_grace",
+    "failover_window",
+    "start_grace",
+    "interval",
 ];
 
 /// The command line's definition, each command's help trimmed to the shared
