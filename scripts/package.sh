@@ -124,11 +124,12 @@ COPYRIGHT
 server="$work/lockwatch"
 install -d "$server/DEBIAN" "$server/usr/bin" "$server/usr/lib/systemd/system" "$server/usr/lib/sysusers.d"
 install -s -m 0755 "$target/lockwatch" "$server/usr/bin/lockwatch"
-install -m 0644 "packaging/server/lockwatch-worker@.service" "$server/usr/lib/systemd/system/"
+install -m 0644 "packaging/server/lockwatch-worker@.service" "packaging/server/lockwatch-serve@.service" "$server/usr/lib/systemd/system/"
 install -m 0644 packaging/server/lockwatch.sysusers "$server/usr/lib/sysusers.d/lockwatch.conf"
 install -m 0755 packaging/server/postinst packaging/server/prerm packaging/server/postrm "$server/DEBIAN/"
 docs "$server" lockwatch
-install -m 0644 packaging/server/example.env "$server/usr/share/doc/lockwatch/example.env"
+install -m 0644 packaging/server/example.env packaging/server/example.robots.toml "$server/usr/share/doc/lockwatch/"
+install -D -m 0644 -t "$server/usr/share/doc/lockwatch/prometheus" packaging/prometheus/lockwatch.rules.yml packaging/prometheus/lockwatch.rules.test.yml
 package "$server" lockwatch "$(shlibs "$server/usr/bin/lockwatch"), adduser, procps" \
   "run a job on exactly one server, and see whether it runs
  lockwatch watches a job guarded by a Redisson-style Redis lock: which

@@ -19,6 +19,7 @@ if $tests; then
     trayer x11-utils xdotool python3-xlib
     gcc-mingw-w64-x86-64-win32 wine64 wixl msitools
     systemd locales
+    prometheus
   )
 fi
 missing=()

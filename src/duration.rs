@@ -63,6 +63,38 @@ pub fn human_duration(ms: u64) -> String {
     }
 }
 
+/// A Redis time (ms since the epoch) as a date and time of day
+/// `offset_min` minutes east of UTC: `2026-11-22 10:00:05`.
+pub fn date_time(ms: u64, offset_min: i32) -> String {
+    let secs = (ms / 1000) as i64 + i64::from(offset_min) * 60;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+/// `UTC`, `UTC+8`, `UTC+5:30`, `UTC-3`: the zone [`date_time`] wrote in.
+pub fn utc_zone(offset_min: i32) -> String {
+    let (sign, abs) = if offset_min < 0 { ('-', -offset_min) } else { ('+', offset_min) };
+    match (abs / 60, abs % 60) {
+        (0, 0) => "UTC".to_owned(),
+        (h, 0) => format!("UTC{sign}{h}"),
+        (h, m) => format!("UTC{sign}{h}:{m:02}"),
+    }
+}
+
+/// Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +117,18 @@ mod tests {
         assert_eq!(parse_duration("5y"), Err(DurationError::UnknownUnit("y".to_owned())));
         assert_eq!(parse_duration("1e3s"), Err(DurationError::UnknownUnit("e3s".to_owned())));
         assert_eq!(parse_duration("99999999999999999999999h"), Err(DurationError::OutOfRange));
+    }
+
+    #[test]
+    fn times_are_written_in_the_zone_asked() {
+        assert_eq!(date_time(1_700_000_000_000, 0), "2023-11-14 22:13:20");
+        assert_eq!(date_time(1_700_000_000_000, 480), "2023-11-15 06:13:20");
+        assert_eq!(date_time(951_782_400_000, 0), "2000-02-29 00:00:00");
+        assert_eq!(date_time(0, -60), "1969-12-31 23:00:00");
+        assert_eq!(
+            (utc_zone(0), utc_zone(480), utc_zone(330), utc_zone(-180)),
+            ("UTC".into(), "UTC+8".into(), "UTC+5:30".into(), "UTC-3".into())
+        );
     }
 
     #[test]

@@ -128,6 +128,24 @@ impl Keys {
         format!("{}:beat", self.prefix)
     }
 
+    /// A chat message about one incident was claimed (`lockwatch serve`):
+    /// `SET … NX PX` by the serve process that posts it, so no other does.
+    pub fn posted(&self, incident: &str) -> String {
+        format!("{}:posted:{incident}", self.prefix)
+    }
+
+    /// The repeats of one kind of incident since its message, counted for
+    /// the summary at the window's end (`lockwatch serve`).
+    pub fn repeats(&self, family: &str) -> String {
+        format!("{}:repeats:{family}", self.prefix)
+    }
+
+    /// Hash of the `lockwatch serve` processes watching the job: node →
+    /// Redis time (ms) of its last beat.
+    pub fn serves(&self) -> String {
+        format!("{}:serves", self.prefix)
+    }
+
     /// Redisson's unlock channel: the lock key wrapped in `{}` unless it
     /// already contains a `{`.
     pub fn unlock_channel(&self) -> String {

@@ -30,6 +30,9 @@
 //! - [`work`]: running the job on exactly one server: the worker, its
 //!   Redisson-compatible lock, the job and its reaper, presence, handover, and
 //!   the trimming of a supervisor's oversized hash.
+//! - `serve` (feature `serve`, on with the CLI): the job's incidents posted to
+//!   chat robots, one message per incident agreed in Redis, and its metrics
+//!   for Prometheus.
 
 pub mod address;
 pub mod clock;
@@ -43,6 +46,8 @@ pub mod input;
 pub mod keys;
 pub mod probe;
 pub mod schema;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod snapshot;
 pub mod status;
 pub mod supervise;

@@ -1,15 +1,23 @@
-//! The server package's systemd template unit
-//! (`packaging/server/lockwatch-worker@.service`), checked the way systemd
-//! reads it: `systemd-analyze verify` on an instance, in a root holding the
-//! host's units and the real `lockwatch` at `/usr/bin/lockwatch`.
+//! The server package's systemd template units
+//! (`packaging/server/lockwatch-worker@.service`, `lockwatch-serve@.service`),
+//! checked the way systemd reads them: `systemd-analyze verify` on an
+//! instance, in a root holding the host's units and the real `lockwatch` at
+//! `/usr/bin/lockwatch`.
 
 use std::path::Path;
 use std::process::Command;
 
 const UNIT: &str = include_str!("../packaging/server/lockwatch-worker@.service");
+const SERVE_UNIT: &str = include_str!("../packaging/server/lockwatch-serve@.service");
 
 /// `systemd-analyze verify` of `unit` as `lockwatch-worker@outbound`; its output when it fails.
 fn verify(unit: &str) -> Result<(), String> {
+    verify_as("lockwatch-worker", unit)
+}
+
+/// `systemd-analyze verify` of `unit`, the template `<name>@.service`, as
+/// `<name>@outbound`; its output when it fails.
+fn verify_as(name: &str, unit: &str) -> Result<(), String> {
     let root = tempfile::tempdir().unwrap();
     let dir = |p: &str| {
         let d = root.path().join(p);
@@ -23,11 +31,11 @@ fn verify(unit: &str) -> Result<(), String> {
         }
     }
     std::fs::copy(env!("CARGO_BIN_EXE_lockwatch"), dir("usr/bin").join("lockwatch")).unwrap();
-    std::fs::write(dir("etc/systemd/system").join("lockwatch-worker@.service"), unit).unwrap();
+    std::fs::write(dir("etc/systemd/system").join(format!("{name}@.service")), unit).unwrap();
     let out = Command::new("systemd-analyze")
         .arg("verify")
         .arg(format!("--root={}", root.path().display()))
-        .arg("lockwatch-worker@outbound.service")
+        .arg(format!("{name}@outbound.service"))
         .output()
         .expect("systemd-analyze must be installed (systemd)");
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -64,4 +72,31 @@ fn the_worker_unit_runs_as_its_own_user_with_the_job_s_secrets_and_restarts() {
     }
     let exec = lines.iter().find(|l| l.starts_with("ExecStart=")).unwrap();
     assert!(exec.contains("--job %i") && exec.ends_with("-- $LOCKWATCH_COMMAND"), "{exec}");
+}
+
+#[test]
+fn the_serve_unit_passes_systemd_analyze_verify_and_is_hardened_like_the_worker_s() {
+    verify_as("lockwatch-serve", SERVE_UNIT).unwrap_or_else(|said| panic!("systemd-analyze verify: {said}"));
+    let broken = SERVE_UNIT.replace("ExecStart=/usr/bin/lockwatch ", "ExecStart=/usr/bin/lockwatch-nowhere ");
+    assert!(verify_as("lockwatch-serve", &broken).is_err(), "verify accepted a unit whose program is missing");
+    let lines: Vec<&str> = SERVE_UNIT.lines().map(str::trim).filter(|l| !l.starts_with('#')).collect();
+    // Every hardening line of the worker's unit, and more: serve starts no process.
+    let worker: Vec<&str> =
+        UNIT.lines().map(str::trim).filter(|l| l.starts_with("Protect") || l.starts_with("Restrict")).collect();
+    for wanted in worker.iter().copied().chain([
+        "User=lockwatch",
+        "EnvironmentFile=/etc/lockwatch/%i.env",
+        "Environment=LOCKWATCH_ROBOTS=/etc/lockwatch/%i.robots.toml",
+        "ExecStart=/usr/bin/lockwatch --job %i serve",
+        "Restart=always",
+        "NoNewPrivileges=yes",
+        "MemoryDenyWriteExecute=yes",
+        "CapabilityBoundingSet=",
+    ]) {
+        let wanted = if wanted == "ProtectHome=read-only" { "ProtectHome=yes" } else { wanted };
+        assert!(lines.contains(&wanted), "{wanted} missing from the serve unit");
+    }
+    for line in &lines {
+        assert!(!line.contains(" #"), "a comment inside a value: {line}");
+    }
 }

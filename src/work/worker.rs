@@ -181,11 +181,12 @@ impl Renewal {
 /// poll as `tokio::signal` futures do: a stop request that arrives while the
 /// worker connects or acquires must not take the default action, which
 /// kills the worker without stopping its job cleanly or releasing the lock.
-/// The future completes on the first of them.
+/// The future completes on the first of them, logging the signal and
+/// `then`, what the process does now.
 ///
 /// # Errors
 /// [`Error::Signal`] when the signal handlers cannot be installed.
-pub fn stop_signals() -> Result<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>, Error> {
+pub fn stop_signals(then: &'static str) -> Result<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>, Error> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -199,7 +200,7 @@ pub fn stop_signals() -> Result<std::pin::Pin<Box<dyn Future<Output = ()> + Send
                 _ = term.recv() => "SIGTERM",
                 _ = int.recv() => "SIGINT",
             };
-            tracing::info!("{name} received: stopping the job, if it runs here, and releasing the lock");
+            tracing::info!("{name} received: {then}");
         }))
     }
     #[cfg(not(unix))]

@@ -10,6 +10,7 @@
 pub mod journal;
 pub mod procs;
 pub mod proxy;
+pub mod robots;
 pub mod spy;
 pub mod topology;
 

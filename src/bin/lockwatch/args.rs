@@ -149,6 +149,28 @@ pub enum Command {
         #[arg(long, value_parser = parse_user)]
         user: Option<String>,
     },
+    /// Post the job's incidents to chat robots (DingTalk, WeCom, Feishu, webhook), one message per
+    /// incident however many serve processes run, and serve its metrics for Prometheus.
+    #[command(group(clap::ArgGroup::new("does").required(true).multiple(true).args(["robots", "metrics"])))]
+    Serve {
+        /// The robots file (TOML, one [[robot]] table each; see docs/serve.md).
+        #[arg(long, env = "LOCKWATCH_ROBOTS", hide_env_values = true, value_name = "FILE")]
+        robots: Option<PathBuf>,
+        /// Serve /metrics (OpenMetrics) on this address, e.g. 127.0.0.1:9187.
+        #[arg(long, env = "LOCKWATCH_METRICS", hide_env_values = true, value_name = "ADDR")]
+        metrics: Option<std::net::SocketAddr>,
+        /// Post a test message to each robot, print each robot's answer, and exit
+        /// (0: every robot took it, 1: one did not).
+        #[arg(long, requires = "robots")]
+        check: bool,
+        /// This server's name among the serve processes [default: the host name].
+        #[arg(long, env = "LOCKWATCH_NODE", hide_env_values = true, value_parser = parse_user)]
+        node: Option<String>,
+        /// After an incident's message, repeats of it within this window are counted and
+        /// posted once as a summary at its end (0s: every incident is posted).
+        #[arg(long, env = "LOCKWATCH_REPEAT_WINDOW", hide_env_values = true, default_value = "10m", value_parser = parse_any_duration, value_name = "DURATION")]
+        repeat_window: Duration,
+    },
     /// Start a private Redis and two demo workers on this machine, and enable the job for you.
     Demo,
     /// Print the Redis ACL rules that let USER read the job and write only USER's flag
@@ -191,23 +213,7 @@ const SHOWN: &[(&str, &[&str])] = &[
             "start_grace",
         ],
     ),
-    (
-        "watch",
-        &[
-            "redis",
-            "tls_ca",
-            "sentinel",
-            "sentinel_master",
-            "cluster",
-            "job",
-            "lock_key",
-            "no_heartbeat",
-            "heartbeat_grace",
-            "failover_window",
-            "start_grace",
-            "interval",
-        ],
-    ),
+    ("watch", WATCHING),
     ("enable", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     ("disable", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     ("worker", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
@@ -228,7 +234,24 @@ const SHOWN: &[(&str, &[&str])] = &[
         ],
     ),
     ("acl", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
+    ("serve", WATCHING),
     ("demo", &["job"]),
+];
+
+/// What the commands that watch the job (`watch`, `serve`) read.
+const WATCHING: &[&str] = &[
+    "redis",
+    "tls_ca",
+    "sentinel",
+    "sentinel_master",
+    "cluster",
+    "job",
+    "lock_key",
+    "no_heartbeat",
+    "heartbeat_grace",
+    "failover_window",
+    "start_grace",
+    "interval",
 ];
 
 /// The command line's definition, each command's help trimmed to the shared

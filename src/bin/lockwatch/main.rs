@@ -14,6 +14,7 @@ mod demo;
 mod history;
 mod log;
 mod render;
+mod serve;
 mod usage;
 
 /// `lockwatch demo` off Unix (Windows): the demo runs its workers' job as a
@@ -52,8 +53,12 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    // A worker says what it does (starts, takes, lets go); other commands only what goes wrong.
-    let level = if matches!(cli.command, Command::Worker { .. }) { "warn,lockwatch=info" } else { "warn" };
+    // A worker and a serve process say what they do (take, let go, post); other commands only what goes wrong.
+    let level = if matches!(cli.command, Command::Worker { .. } | Command::Serve { check: false, .. }) {
+        "warn,lockwatch=info"
+    } else {
+        "warn"
+    };
     let filter = || tracing_subscriber::EnvFilter::try_from_env("LOCKWATCH_LOG").unwrap_or_else(|_| level.into());
     let ansi = io::IsTerminal::is_terminal(&io::stderr());
     // Log lines go out from a thread of their own: a stderr nobody reads
@@ -103,7 +108,8 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::History { json, since } => history::run(g, *json, *since).await,
         Command::Worker { node, lease, every, stall_after, stop_grace, command } => {
             // Before anything else: a stop request from now on is a clean stop.
-            let stop = lockwatch::work::worker::stop_signals()?;
+            let stop =
+                lockwatch::work::worker::stop_signals("stopping the job, if it runs here, and releasing the lock")?;
             let target = g.target()?;
             // A name given is this server's alone; the default gives way on a cloned host.
             let (node, fallback_node) = match node {
@@ -126,6 +132,9 @@ async fn run(cli: Cli) -> Result<u8> {
             };
             lockwatch::work::worker::run(target, g.keys(), opts, stop).await?;
             Ok(0)
+        }
+        Command::Serve { robots, metrics, check, node, repeat_window } => {
+            serve::run(g, robots.as_deref(), *metrics, *check, node.clone(), *repeat_window).await
         }
         Command::Demo => demo::run(g).await,
         Command::Acl { user, worker, redis_version } => {

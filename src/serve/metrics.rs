@@ -1,0 +1,225 @@
+//! The job as Prometheus sees it: the metrics `lockwatch serve --metrics`
+//! serves, kept with the official client (`prometheus-client`) and
+//! written in the OpenMetrics text format.
+//!
+//! Per job: `lockwatch_job_state{job,state}` (1 for the current state, 0
+//! for the others), `lockwatch_lock_held{job}`, `lockwatch_holder_info{job,node}`,
+//! `lockwatch_failovers_total{job}` (seen by this process since it
+//! started), `lockwatch_lock_ttl_seconds{job}`,
+//! `lockwatch_last_heartbeat_timestamp_seconds{job}` (the holder's, else
+//! the newest of any server's), `lockwatch_fence{job}`,
+//! `lockwatch_enabled_users{job}`; and `lockwatch_redis_up`,
+//! `lockwatch_build_info{version}`. While Redis cannot be read, the
+//! state is `unknown`, `lockwatch_redis_up` 0, and the facts of the last
+//! read stay.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+
+use crate::status::{State, Status};
+
+type Labels = Vec<(&'static str, String)>;
+type Float = Gauge<f64, AtomicU64>;
+
+/// The content type Prometheus asks for first and parses as OpenMetrics.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Every metric of one job, and the registry that writes them.
+#[derive(Debug)]
+pub struct Metrics {
+    job: String,
+    registry: Registry,
+    state: Family<Labels, Gauge>,
+    held: Family<Labels, Gauge>,
+    holder: Family<Labels, Gauge>,
+    failovers: Family<Labels, Counter>,
+    ttl: Family<Labels, Float>,
+    heartbeat: Family<Labels, Float>,
+    fence: Family<Labels, Gauge>,
+    enabled: Family<Labels, Gauge>,
+    redis_up: Gauge,
+}
+
+impl Metrics {
+    /// The metrics of `job`, nothing read yet (`lockwatch_redis_up` 0).
+    pub fn new(job: &str) -> Metrics {
+        let mut registry = Registry::default();
+        let m = Metrics {
+            job: job.to_owned(),
+            state: Family::default(),
+            held: Family::default(),
+            holder: Family::default(),
+            failovers: Family::default(),
+            ttl: Family::default(),
+            heartbeat: Family::default(),
+            fence: Family::default(),
+            enabled: Family::default(),
+            redis_up: Gauge::default(),
+            registry: Registry::default(),
+        };
+        registry.register("lockwatch_job_state", "The job's state: 1 for the current one", m.state.clone());
+        registry.register("lockwatch_lock_held", "Whether the job's lock is held", m.held.clone());
+        registry.register("lockwatch_holder_info", "The server holding the job's lock", m.holder.clone());
+        registry.register("lockwatch_failovers", "Failovers seen since this process started", m.failovers.clone());
+        registry.register("lockwatch_lock_ttl_seconds", "Time left on the lock's lease", m.ttl.clone());
+        registry.register(
+            "lockwatch_last_heartbeat_timestamp_seconds",
+            "Redis time of the holder's last heartbeat (else the newest of any server's)",
+            m.heartbeat.clone(),
+        );
+        registry.register("lockwatch_fence", "The job's fence counter", m.fence.clone());
+        registry.register("lockwatch_enabled_users", "How many supervisors have the job enabled", m.enabled.clone());
+        registry.register("lockwatch_redis_up", "Whether the last look at Redis answered", m.redis_up.clone());
+        registry.register(
+            "lockwatch_build",
+            "lockwatch's version",
+            Info::new(vec![("version", env!("CARGO_PKG_VERSION").to_owned())]),
+        );
+        let job_label = m.job();
+        drop(m.failovers.get_or_create(&job_label));
+        for state in State::ALL {
+            m.state.get_or_create(&state_labels(job, state)).set(0);
+        }
+        Metrics { registry, ..m }
+    }
+
+    fn job(&self) -> Labels {
+        vec![("job", self.job.clone())]
+    }
+
+    /// Takes in a status the watcher published.
+    pub fn update(&self, s: &Status) {
+        for state in State::ALL {
+            self.state.get_or_create(&state_labels(&self.job, state)).set(i64::from(state == s.state));
+        }
+        let Some(checked) = s.checked_at_ms else {
+            self.redis_up.set(0);
+            return;
+        };
+        self.redis_up.set(1);
+        let job = self.job();
+        let held = !s.lock.holders.is_empty();
+        self.held.get_or_create(&job).set(i64::from(held));
+        self.holder.clear();
+        if let Some(h) = &s.holder {
+            let node = h.node.clone().unwrap_or_else(|| h.field.clone());
+            self.holder.get_or_create(&vec![("job", self.job.clone()), ("node", node)]).set(1);
+        }
+        self.ttl.get_or_create(&job).set(if held { s.lock.ttl_ms.unwrap_or(0) as f64 / 1000.0 } else { 0.0 });
+        let beat = s
+            .holder
+            .as_ref()
+            .and_then(|h| h.heartbeat_age_ms)
+            .or_else(|| s.nodes.iter().filter_map(|n| n.heartbeat_age_ms).min());
+        match beat {
+            Some(age) => {
+                self.heartbeat.get_or_create(&job).set(checked.saturating_sub(age) as f64 / 1000.0);
+            }
+            None => {
+                self.heartbeat.remove(&job);
+            }
+        }
+        match s.lock.fence {
+            Some(fence) => {
+                self.fence.get_or_create(&job).set(fence);
+            }
+            None => {
+                self.fence.remove(&job);
+            }
+        }
+        self.enabled.get_or_create(&job).set(s.enabled_users.len() as i64);
+    }
+
+    /// Counts a failover.
+    pub fn failover(&self) {
+        self.failovers.get_or_create(&self.job()).inc();
+    }
+
+    /// The OpenMetrics text, ending in `# EOF`.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+fn state_labels(job: &str, state: State) -> Labels {
+    vec![("job", job.to_owned()), ("state", state.as_str().to_owned())]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{Beat, Flag, Snapshot};
+    use crate::status::{Config, Engine};
+
+    fn running() -> Status {
+        let now = 1_700_000_000_000;
+        let mut snap = Snapshot { time_ms: now, fence: Some(12), ..Default::default() };
+        snap.flags.push(Flag { user: "alice".into(), on: Some(true), at_ms: Some(1), host: None });
+        snap.lock.kind = crate::snapshot::LockKind::Redisson;
+        snap.lock.holders = vec!["u:1".into()];
+        snap.lock.ttl_ms = Some(25_500);
+        snap.beats.push(Beat {
+            node: "wh-a".into(),
+            lock_field: Some("u:1".into()),
+            fence: Some(12),
+            beat_ms: Some(now - 400),
+            started_ms: Some(now - 60_000),
+            state: Some(crate::schema::BeatState::Running),
+            ..Default::default()
+        });
+        Engine::new("outbound", "{outbound}:lock", Config::default()).handle_read(&snap).status
+    }
+
+    #[test]
+    fn a_running_job_is_written_as_openmetrics() {
+        let m = Metrics::new("outbound");
+        let status = running();
+        assert_eq!(status.state, State::Running, "{}", status.reason);
+        m.update(&status);
+        m.failover();
+        let text = m.text();
+        for line in [
+            "# TYPE lockwatch_job_state gauge",
+            "lockwatch_job_state{job=\"outbound\",state=\"running\"} 1",
+            "lockwatch_job_state{job=\"outbound\",state=\"down\"} 0",
+            "lockwatch_lock_held{job=\"outbound\"} 1",
+            "lockwatch_holder_info{job=\"outbound\",node=\"wh-a\"} 1",
+            "# TYPE lockwatch_failovers counter",
+            "lockwatch_failovers_total{job=\"outbound\"} 1",
+            "lockwatch_lock_ttl_seconds{job=\"outbound\"} 25.5",
+            "lockwatch_last_heartbeat_timestamp_seconds{job=\"outbound\"} 1699999999.6",
+            "lockwatch_fence{job=\"outbound\"} 12",
+            "lockwatch_enabled_users{job=\"outbound\"} 1",
+            "lockwatch_redis_up 1",
+            "# TYPE lockwatch_build info",
+            concat!("lockwatch_build_info{version=\"", env!("CARGO_PKG_VERSION"), "\"} 1"),
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing from:\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn redis_gone_is_unknown_and_down_not_a_blank() {
+        let m = Metrics::new("outbound");
+        assert!(m.text().contains("lockwatch_redis_up 0"));
+        m.update(&running());
+        let mut engine = Engine::new("outbound", "{outbound}:lock", Config::default());
+        let mut gone = engine.handle_failure("refused", 0).status;
+        gone = Status { state: State::Unknown, ..gone };
+        m.update(&gone);
+        let text = m.text();
+        assert!(text.contains("lockwatch_redis_up 0"), "{text}");
+        assert!(text.contains("lockwatch_job_state{job=\"outbound\",state=\"unknown\"} 1"), "{text}");
+        assert!(text.contains("lockwatch_job_state{job=\"outbound\",state=\"running\"} 0"), "{text}");
+    }
+}

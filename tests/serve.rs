@@ -1,0 +1,599 @@
+//! `lockwatch serve` with real parts: real `redis-server`s, real workers,
+//! real `lockwatch serve` processes, and robots on loopback that answer as
+//! DingTalk, WeCom and Feishu do and check their signatures
+//! (`common::robots`). Two serve processes post one message per incident;
+//! a flapping job is one message and a summary; a burst is folded and the
+//! rate limit kept; "too fast" is tried again; a refusal is one sentence;
+//! `--check` prints each answer; `/metrics` is scraped and parsed.
+
+mod common;
+
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::journal::Two;
+use common::robots::{Play, Robot, SECRET, TOKEN};
+use common::*;
+
+/// Writes a robots file (mode 0600) with one table per `(robot, extra lines)`.
+fn robots_file(dir: &Path, robots: &[(&Robot, &str)]) -> PathBuf {
+    let mut text = String::new();
+    for (robot, extra) in robots {
+        let kind = match robot.play {
+            Play::DingTalk => "dingtalk",
+            Play::WeCom => "wecom",
+            Play::Feishu => "feishu",
+            Play::Webhook => "webhook",
+        };
+        text.push_str(&format!("[[robot]]\nkind = \"{kind}\"\nurl = \"{}\"\n{extra}\n\n", robot.url()));
+    }
+    let path = dir.join(format!("robots-{}.toml", free_port()));
+    std::fs::write(&path, text).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    path
+}
+
+/// A `lockwatch serve` process named `node`; its stderr goes to `log`.
+fn serve(url: &str, node: &str, robots: &Path, log: &Path, extra: &[&str]) -> WorkerProcess {
+    let mut cmd = lockwatch_command();
+    cmd.args(["--redis", url, "--interval", "200ms", "serve", "--node", node, "--robots"])
+        .arg(robots)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap());
+    WorkerProcess::spawn(&mut cmd)
+}
+
+/// Waits until `n` serve processes beat in Redis, and their first look is done.
+async fn serves_ready(c: &mut redis::Connection, n: usize) {
+    eventually("the serve processes to beat", Duration::from_secs(10), || {
+        let live: usize = redis::cmd("HLEN").arg("{outbound}:serves").query(c).unwrap();
+        (live >= n).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+}
+
+/// Hands the lock to `node` (lock field `<node>-uuid:1`) under `fence`, with a
+/// fresh heartbeat, in one transaction, and wakes the watchers: a failover.
+fn move_to(c: &mut redis::Connection, node: &str, other: &str, fence: i64) {
+    let field = format!("{node}-uuid:1");
+    let _: () = redis::pipe()
+        .atomic()
+        .del("{outbound}:lock")
+        .hset("{outbound}:lock", &field, 1)
+        .pexpire("{outbound}:lock", 30_000)
+        .set("{outbound}:fence", fence)
+        .query(c)
+        .unwrap();
+    beat(c, "outbound", other, "", fence - 1, "idle", 0);
+    beat(c, "outbound", node, &field, fence, "running", 0);
+    let _: () = redis::cmd("XADD").arg("{outbound}:events").arg("*").arg("type").arg("test").query(c).unwrap();
+}
+
+fn log_of(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn two_serve_processes_post_one_signed_message_per_incident_within_two_seconds() {
+    let server = RedisServer::start();
+    let two = Two::start(&server, "3s").await;
+    let mut c = server.conn();
+    let ding = Robot::start(Play::DingTalk);
+    let hook = Robot::start(Play::Webhook);
+    let dir = tempfile::tempdir().unwrap();
+    let file = robots_file(
+        dir.path(),
+        &[(&ding, &format!("secret = \"{SECRET}\"\nmention = [\"13800000000\"]\nlanguage = \"en\"")), (&hook, "")],
+    );
+    let (log1, log2) = (dir.path().join("s1.log"), dir.path().join("s2.log"));
+    let _s1 = serve(&server.url(), "serve-1", &file, &log1, &[]);
+    let _s2 = serve(&server.url(), "serve-2", &file, &log2, &[]);
+    serves_ready(&mut c, 2).await;
+
+    let killed = Instant::now();
+    let other = if two.holder == "srv-a" { "srv-b" } else { "srv-a" };
+    // SAFETY: kill(2) on the holder's worker, which this test started.
+    unsafe { libc::kill(two.holder_pid(), libc::SIGKILL) };
+    let got = eventually("the failover's message", Duration::from_secs(15), || ding.taken().first().cloned()).await;
+    // Both serve processes saw it; give the slower one time to post a second.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (taken, events) = (ding.taken(), hook.taken());
+    let text = got.text();
+    println!("{text}");
+    println!(
+        "posted {} ms after the kill, {} ms after the event (Redis time {} → robot {})",
+        got.at.duration_since(killed).as_millis(),
+        got.at_ms as i64 - events[0].body["at_ms"].as_i64().unwrap(),
+        events[0].body["at_ms"],
+        got.at_ms
+    );
+    assert_eq!(
+        taken.len(),
+        1,
+        "one message, not one per serve process: {taken:#?}\n{}{}",
+        log_of(&log1),
+        log_of(&log2)
+    );
+    assert_eq!(ding.got().len(), 1, "nothing refused either");
+    assert!(text.contains(&format!("outbound moved from {} to {other}", two.holder)), "{text}");
+    assert!(text.ends_with("@13800000000"), "{text}");
+    assert_eq!(got.body["at"]["atMobiles"][0], "13800000000");
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert_eq!(events[0].body["event"], "failover");
+    assert_eq!(events[0].body["to"]["node"], other);
+    let after_event = got.at_ms.saturating_sub(events[0].body["at_ms"].as_u64().unwrap());
+    assert!(after_event < 2_000, "posted {after_event} ms after the event");
+    // Exactly one of them claimed it, and says which.
+    let keys: Vec<String> = redis::cmd("KEYS").arg("{outbound}:posted:*").query(&mut c).unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let by: String = redis::cmd("GET").arg(&keys[0]).query(&mut c).unwrap();
+    assert!(by == "serve-1" || by == "serve-2", "{by}");
+    for log in [&log1, &log2] {
+        let log = log_of(log);
+        assert!(!log.contains(TOKEN) && !log.contains(SECRET), "{log}");
+    }
+}
+
+#[tokio::test]
+async fn a_flapping_job_is_one_message_and_a_summary() {
+    let (server, url, mut c) = server_with_flag("alice", true);
+    move_to(&mut c, "srv-a", "srv-b", 1);
+    let wecom = Robot::start(Play::WeCom);
+    let dir = tempfile::tempdir().unwrap();
+    let file = robots_file(dir.path(), &[(&wecom, "language = \"en\"")]);
+    let (log1, log2) = (dir.path().join("s1.log"), dir.path().join("s2.log"));
+    let _s1 = serve(&url, "serve-1", &file, &log1, &["--repeat-window", "4s"]);
+    let _s2 = serve(&url, "serve-2", &file, &log2, &["--repeat-window", "4s"]);
+    serves_ready(&mut c, 2).await;
+
+    // The job moves back and forth four times within the window.
+    for (i, (to, from)) in
+        [("srv-b", "srv-a"), ("srv-a", "srv-b"), ("srv-b", "srv-a"), ("srv-a", "srv-b")].iter().enumerate()
+    {
+        move_to(&mut c, to, from, 2 + i as i64);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    eventually("the summary", Duration::from_secs(10), || (wecom.taken().len() >= 2).then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let taken = wecom.taken();
+    let texts: Vec<String> = taken.iter().map(|g| g.text()).collect();
+    println!("{}", texts.join("\n---\n"));
+    assert_eq!(taken.len(), 2, "{texts:#?}\n{}{}", log_of(&log1), log_of(&log2));
+    assert!(texts[0].contains("### outbound moved from srv-a to srv-b"), "{}", texts[0]);
+    assert!(texts[1].contains("### outbound: 3 more times since the last message"), "{}", texts[1]);
+    assert!(texts[1].contains("moved 3×"), "{}", texts[1]);
+    assert!(texts[1].contains("Now: running on srv-a"), "{}", texts[1]);
+    drop(server);
+}
+
+#[tokio::test]
+async fn too_fast_is_tried_again_and_a_refused_signature_is_one_sentence_not_a_send() {
+    let (server, url, mut c) = server_with_flag("alice", true);
+    move_to(&mut c, "srv-a", "srv-b", 1);
+    let ding = Robot::start(Play::DingTalk);
+    ding.force(r#"{"errcode":130101,"errmsg":"send too fast, exceed 20 times per minute"}"#);
+    let feishu = Robot::start(Play::Feishu);
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = "SECnot-the-robots-secret-42";
+    let file = robots_file(
+        dir.path(),
+        &[(&ding, &format!("secret = \"{SECRET}\"")), (&feishu, &format!("secret = \"{wrong}\""))],
+    );
+    let log = dir.path().join("s.log");
+    let s = serve(&url, "serve-1", &file, &log, &[]);
+    serves_ready(&mut c, 1).await;
+    move_to(&mut c, "srv-b", "srv-a", 2);
+    eventually("the message, on the second try", Duration::from_secs(10), || ding.taken().first().cloned()).await;
+    eventually("the refusal", Duration::from_secs(10), || feishu.got().first().cloned()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let said = log_of(&log);
+    println!("{said}");
+    let tries: Vec<String> = ding.got().iter().map(|g| g.answer.clone()).collect();
+    assert_eq!(tries.len(), 2, "{tries:?}");
+    assert!(tries[0].contains("130101") && tries[1].contains("\"errcode\":0"), "{tries:?}");
+    assert!(ding.taken()[0].text().contains("已从 srv-a 切换到 srv-b"), "{}", ding.taken()[0].text());
+    assert_eq!(feishu.got().len(), 1, "a refused signature is not tried again");
+    assert!(feishu.taken().is_empty());
+    let refusals: Vec<&str> = said.lines().filter(|l| l.contains("refused")).collect();
+    assert_eq!(refusals.len(), 1, "{said}");
+    assert!(
+        refusals[0].contains(&format!(
+            "feishu robot 2 (127.0.0.1:{}) refused the message, which was not sent: code 19021, \"sign match fail",
+            feishu.port
+        )) && refusals[0].contains("check the robot's secret (sign) and this server's clock"),
+        "{}",
+        refusals[0]
+    );
+    assert!(said.contains("trying again"), "{said}");
+    // No secret anywhere: the log, the process list, Redis.
+    for secret in [TOKEN, SECRET, wrong] {
+        assert!(!said.contains(secret), "{said}");
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", s.pid())).unwrap();
+        assert!(!String::from_utf8_lossy(&cmdline).contains(secret));
+        let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+        for key in keys {
+            let dump: Option<Vec<u8>> = redis::cmd("DUMP").arg(&key).query(&mut c).unwrap();
+            assert!(!String::from_utf8_lossy(&dump.unwrap_or_default()).contains(secret), "{key}");
+        }
+    }
+    drop(server);
+}
+
+#[tokio::test]
+async fn a_burst_is_folded_into_one_message_and_twenty_a_minute_are_kept() {
+    let (server, url, mut c) = server_with_flag("alice", true);
+    move_to(&mut c, "srv-a", "srv-b", 1);
+    let ding = Robot::start(Play::DingTalk);
+    let dir = tempfile::tempdir().unwrap();
+    let file = robots_file(dir.path(), &[(&ding, &format!("secret = \"{SECRET}\"\nlanguage = \"en\""))]);
+    let log = dir.path().join("s.log");
+    let _s = serve(&url, "serve-1", &file, &log, &["--repeat-window", "0s"]);
+    serves_ready(&mut c, 1).await;
+    // 26 failovers, 350 ms apart: more than DingTalk takes in a minute.
+    let started = Instant::now();
+    for i in 0..26 {
+        let (to, from) = if i % 2 == 0 { ("srv-b", "srv-a") } else { ("srv-a", "srv-b") };
+        move_to(&mut c, to, from, 2 + i);
+        tokio::time::sleep(Duration::from_millis(350)).await;
+    }
+    // The 21st message waits a minute after the first; meanwhile the job
+    // runs on srv-a, its heartbeat fresh and its lock renewed.
+    let deadline = Instant::now() + Duration::from_secs(75);
+    while ding.got().len() < 21 {
+        assert!(Instant::now() < deadline, "no folded message: {}", log_of(&log));
+        beat(&mut c, "outbound", "srv-a", "srv-a-uuid:1", 27, "running", 0);
+        beat(&mut c, "outbound", "srv-b", "", 26, "idle", 0);
+        let _: () = redis::cmd("PEXPIRE").arg("{outbound}:lock").arg(30_000).query(&mut c).unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let got = ding.got();
+    let told: usize = got.iter().map(|g| g.text().matches("### outbound moved from").count()).sum();
+    println!("{} posts for {told} failovers in {:.1} s", got.len(), started.elapsed().as_secs_f64());
+    assert!(got.iter().all(|g| g.taken()), "the robot never had to say too fast: {got:#?}");
+    assert_eq!(got.len(), 21, "{}", log_of(&log));
+    for g in &got {
+        let within = got.iter().filter(|h| h.at >= g.at && h.at.duration_since(g.at) < Duration::from_secs(60)).count();
+        assert!(within <= 20, "{within} posts within a minute");
+    }
+    let last = got.last().unwrap();
+    assert!(last.at.duration_since(got[0].at) >= Duration::from_secs(60));
+    let folded = last.text().matches("### ").count();
+    assert!(folded >= 2, "the last post folds the rest: {}", last.text());
+    assert_eq!(last.body["markdown"]["title"], format!("lockwatch: {folded} incidents"), "{}", last.text());
+    assert!(told >= 24, "every failover seen is told: {told}");
+    drop(server);
+}
+
+#[test]
+fn check_posts_a_test_message_to_each_robot_and_prints_each_answer() {
+    let (_server, url, _) = server_with_flag("alice", true);
+    let (ding, wecom, feishu, hook) = (
+        Robot::start(Play::DingTalk),
+        Robot::start(Play::WeCom),
+        Robot::start(Play::Feishu),
+        Robot::start(Play::Webhook),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let wrong_key = format!("http://127.0.0.1:{}/cgi-bin/webhook/send?key=not-the-key-4711", wecom.port);
+    let file = robots_file(
+        dir.path(),
+        &[
+            (&ding, &format!("secret = \"{SECRET}\"")),
+            (&feishu, &format!("secret = \"{SECRET}\"\nlanguage = \"en\"")),
+            (&hook, ""),
+        ],
+    );
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("[[robot]]\nkind = \"wecom\"\nname = \"ops\"\nurl_env = \"WECOM_URL\"\n");
+    std::fs::write(&file, text).unwrap();
+    let out = lockwatch_command()
+        .args(["--redis", &url, "serve", "--check", "--node", "wh-a", "--robots"])
+        .arg(&file)
+        .env("WECOM_URL", &wrong_key)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    assert_eq!(
+        lines[0],
+        format!("dingtalk robot 1 (127.0.0.1:{}): sent; it answered {{\"errcode\":0,\"errmsg\":\"ok\"}}", ding.port)
+    );
+    assert_eq!(
+        lines[1],
+        format!(
+            "feishu robot 2 (127.0.0.1:{}): sent; it answered {{\"code\":0,\"data\":{{}},\"msg\":\"success\"}}",
+            feishu.port
+        )
+    );
+    assert_eq!(lines[2], format!("webhook robot 3 (127.0.0.1:{}): sent; it answered ok", hook.port));
+    assert!(
+        lines[3].starts_with(&format!(
+            "wecom robot \"ops\" (127.0.0.1:{}): NOT sent: code 93000, \"invalid webhook url",
+            wecom.port
+        )) && lines[3].ends_with("check the key in its url"),
+        "{}",
+        lines[3]
+    );
+    assert_eq!(out.status.code(), Some(1), "a robot refused");
+    assert!(!stdout.contains("not-the-key-4711") && !stdout.contains(SECRET) && !stderr.contains(SECRET));
+    assert!(ding.taken()[0].text().contains("lockwatch 测试消息"), "{}", ding.taken()[0].text());
+    assert!(feishu.taken()[0].text().contains("Sent by lockwatch serve on wh-a"));
+    assert_eq!(hook.taken()[0].body["event"], "test");
+    assert_eq!(wecom.got().len(), 1);
+}
+
+/// Every series `serve` writes, by name, as the issue lists them.
+const METRICS: [&str; 10] = [
+    "lockwatch_build_info",
+    "lockwatch_enabled_users",
+    "lockwatch_failovers_total",
+    "lockwatch_fence",
+    "lockwatch_holder_info",
+    "lockwatch_job_state",
+    "lockwatch_last_heartbeat_timestamp_seconds",
+    "lockwatch_lock_held",
+    "lockwatch_lock_ttl_seconds",
+    "lockwatch_redis_up",
+];
+
+/// `GET path` on `port`: the status line, the headers and the body.
+pub fn http_get(port: u16, path: &str) -> (String, String, String) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+    let (status, headers) = head.split_once("\r\n").unwrap();
+    (status.to_owned(), headers.to_owned(), body.to_owned())
+}
+
+/// One sample of an OpenMetrics text: name, labels, value.
+type Sample = (String, Vec<(String, String)>, f64);
+
+/// The samples of an OpenMetrics text.
+fn samples(text: &str) -> Vec<Sample> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').unwrap();
+            let (name, labels) = match series.split_once('{') {
+                Some((name, rest)) => {
+                    let labels = rest
+                        .trim_end_matches('}')
+                        .split(',')
+                        .map(|kv| {
+                            let (k, v) = kv.split_once('=').unwrap();
+                            (k.to_owned(), v.trim_matches('"').to_owned())
+                        })
+                        .collect();
+                    (name.to_owned(), labels)
+                }
+                None => (series.to_owned(), vec![]),
+            };
+            (name, labels, value.parse().unwrap())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn metrics_are_openmetrics_with_every_series_and_count_a_failover() {
+    let server = RedisServer::start();
+    let two = Two::start(&server, "3s").await;
+    let mut c = server.conn();
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("s.log");
+    let mut cmd = lockwatch_command();
+    cmd.args(["--redis", &server.url(), "serve", "--node", "serve-1", "--metrics", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let _s = WorkerProcess::spawn(&mut cmd);
+    serves_ready(&mut c, 1).await;
+    let other = if two.holder == "srv-a" { "srv-b" } else { "srv-a" };
+    // SAFETY: kill(2) on the holder's worker, which this test started.
+    unsafe { libc::kill(two.holder_pid(), libc::SIGKILL) };
+    let text = eventually("the failover in the metrics", Duration::from_secs(15), || {
+        let (_, _, body) = http_get(port, "/metrics");
+        body.contains("lockwatch_failovers_total{job=\"outbound\"} 1").then_some(body)
+    })
+    .await;
+    let (status, headers, _) = http_get(port, "/metrics");
+    println!("{headers}\n{text}");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(headers.contains("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"), "{headers}");
+    assert!(text.ends_with("# EOF\n"));
+    let s = samples(&text);
+    let value = |name: &str, labels: &[(&str, &str)]| {
+        s.iter()
+            .find(|(n, l, _)| n == name && labels.iter().all(|(k, v)| l.iter().any(|(lk, lv)| lk == k && lv == v)))
+            .map(|x| x.2)
+            .unwrap_or_else(|| panic!("{name} {labels:?} missing:\n{text}"))
+    };
+    let names: std::collections::BTreeSet<&str> = s.iter().map(|x| x.0.as_str()).collect();
+    assert_eq!(names.into_iter().collect::<Vec<_>>(), METRICS);
+    let fence: f64 = redis::cmd("GET").arg("{outbound}:fence").query::<i64>(&mut c).unwrap() as f64;
+    assert_eq!(value("lockwatch_job_state", &[("job", "outbound"), ("state", "running")]), 1.0);
+    assert_eq!(s.iter().filter(|x| x.0 == "lockwatch_job_state" && x.2 == 1.0).count(), 1);
+    assert_eq!(value("lockwatch_holder_info", &[("job", "outbound"), ("node", other)]), 1.0);
+    assert_eq!(s.iter().filter(|x| x.0 == "lockwatch_holder_info").count(), 1, "the old holder is gone");
+    assert_eq!(value("lockwatch_lock_held", &[("job", "outbound")]), 1.0);
+    assert_eq!(value("lockwatch_fence", &[("job", "outbound")]), fence);
+    assert_eq!(value("lockwatch_enabled_users", &[("job", "outbound")]), 1.0);
+    assert_eq!(value("lockwatch_redis_up", &[]), 1.0);
+    assert_eq!(value("lockwatch_build_info", &[("version", env!("CARGO_PKG_VERSION"))]), 1.0);
+    let ttl = value("lockwatch_lock_ttl_seconds", &[("job", "outbound")]);
+    assert!(ttl > 0.0 && ttl <= 3.0, "{ttl}");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    let beat = value("lockwatch_last_heartbeat_timestamp_seconds", &[("job", "outbound")]);
+    assert!((now - beat).abs() < 5.0, "{now} {beat}");
+    // Redis gone: up 0 and the state unknown.
+    drop(two);
+    let mut server = server;
+    server.kill();
+    let text = eventually("redis_up 0", Duration::from_secs(15), || {
+        let (_, _, body) = http_get(port, "/metrics");
+        body.contains("lockwatch_redis_up 0").then_some(body)
+    })
+    .await;
+    assert!(text.contains("lockwatch_job_state{job=\"outbound\",state=\"unknown\"} 1"), "{text}");
+}
+
+/// `GET` of Prometheus's query API at `port`: the JSON answer.
+fn prometheus_api(port: u16, path: &str, params: &[(&str, &str)]) -> serde_json::Value {
+    let url = url::Url::parse_with_params(&format!("http://127.0.0.1:{port}{path}"), params).unwrap();
+    match ureq::get(url.as_str()).call() {
+        Ok(mut answer) => serde_json::from_str(&answer.body_mut().read_to_string().unwrap()).unwrap(),
+        Err(_) => serde_json::Value::Null,
+    }
+}
+
+/// The shipped rules, each `for:` cut to 0s: whether they fire at all is
+/// tried against a real Prometheus here, their timing by `promtool test rules`.
+fn rules_firing_at_once() -> String {
+    let rules = std::fs::read_to_string("packaging/prometheus/lockwatch.rules.yml").unwrap();
+    rules
+        .lines()
+        .map(|l| if l.trim_start().starts_with("for:") { "        for: 0s" } else { l })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn a_real_prometheus_scrapes_serve_and_the_shipped_rules_fire_on_a_killed_worker() {
+    let (server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let mut worker = WorkerProcess::spawn(&mut worker_command(&url, "srv-a", "3s", &[], "sleep 600"));
+    let metrics_port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = lockwatch_command();
+    cmd.args(["--redis", &url, "serve", "--node", "serve-1", "--metrics", &format!("127.0.0.1:{metrics_port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let _serve = WorkerProcess::spawn(&mut cmd);
+    std::fs::write(dir.path().join("rules.yml"), rules_firing_at_once()).unwrap();
+    std::fs::write(
+        dir.path().join("prometheus.yml"),
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [rules.yml]\nscrape_configs:\n  - job_name: lockwatch\n    honor_labels: true\n    static_configs:\n      - targets: ['127.0.0.1:{metrics_port}']\n"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut prometheus = std::process::Command::new("prometheus");
+    prometheus
+        .arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
+        .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("prometheus.log")).unwrap());
+    let _prometheus =
+        WorkerProcess(prometheus.spawn().expect("prometheus must be installed (scripts/setup-test-deps.sh)"));
+    let query = |q: &str| prometheus_api(port, "/api/v1/query", &[("query", q)]);
+    let value = |answer: &serde_json::Value| answer["data"]["result"][0]["value"][1].as_str().map(str::to_owned);
+    eventually("Prometheus scraping serve (up 1, the job running)", Duration::from_secs(30), || {
+        let running = value(&query(r#"lockwatch_job_state{job="outbound",state="running"}"#));
+        (value(&query(r#"up{job="lockwatch"}"#)).as_deref() == Some("1") && running.as_deref() == Some("1"))
+            .then_some(())
+    })
+    .await;
+    let names = query(r#"count by (__name__) ({__name__=~"lockwatch_.*"})"#);
+    let mut names: Vec<String> = names["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["metric"]["__name__"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, METRICS);
+    assert_eq!(value(&query(r#"lockwatch_holder_info{job="outbound",node="srv-a"}"#)).as_deref(), Some("1"));
+    let firing = || {
+        let alerts = prometheus_api(port, "/api/v1/alerts", &[]);
+        alerts["data"]["alerts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|a| a["state"] == "firing")
+            .map(|a| a["labels"]["alertname"].as_str().unwrap_or_default().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(firing(), Vec::<String>::new(), "nothing fires while the job runs");
+
+    worker.kill9();
+    let fired = eventually("LockwatchJobDown firing", Duration::from_secs(40), || {
+        let f = firing();
+        f.contains(&"LockwatchJobDown".to_owned()).then_some(f)
+    })
+    .await;
+    println!("firing after the worker was killed: {fired:?}");
+    let alert = prometheus_api(port, "/api/v1/alerts", &[]);
+    let down = alert["data"]["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["labels"]["alertname"] == "LockwatchJobDown")
+        .unwrap();
+    assert_eq!(down["labels"]["job"], "outbound");
+    assert_eq!(down["annotations"]["summary"], "outbound is down: enabled, yet no server runs it");
+    drop(server);
+}
+
+#[test]
+fn the_shipped_alert_rules_pass_promtool_check_and_their_tests() {
+    let promtool = |args: &[&str], dir: &Path| {
+        let out = std::process::Command::new("promtool")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("promtool must be installed (prometheus, scripts/setup-test-deps.sh)");
+        (
+            out.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    let shipped = Path::new("packaging/prometheus");
+    let (ok, said) = promtool(&["check", "rules", "lockwatch.rules.yml"], shipped);
+    assert!(ok && said.contains("SUCCESS: 4 rules found"), "{said}");
+    let (ok, said) = promtool(&["test", "rules", "lockwatch.rules.test.yml"], shipped);
+    assert!(ok, "{said}");
+    // The tests can fail: the same tests against a rule that waits longer.
+    let dir = tempfile::tempdir().unwrap();
+    let rules = std::fs::read_to_string(shipped.join("lockwatch.rules.yml")).unwrap();
+    std::fs::write(dir.path().join("lockwatch.rules.yml"), rules.replacen("for: 1m", "for: 5m", 1)).unwrap();
+    std::fs::copy(shipped.join("lockwatch.rules.test.yml"), dir.path().join("lockwatch.rules.test.yml")).unwrap();
+    let (ok, said) = promtool(&["test", "rules", "lockwatch.rules.test.yml"], dir.path());
+    assert!(!ok && said.contains("LockwatchJobDown"), "{said}");
+}
+
+#[test]
+fn serve_needs_robots_or_metrics_and_a_bad_robots_file_is_one_sentence_without_its_secret() {
+    let out = lockwatch_command().args(["serve"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.starts_with("lockwatch: lockwatch serve needs --robots <FILE> or --metrics <ADDR>"), "{stderr}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("robots.toml");
+    std::fs::write(&file, format!("[[robot]]\nkind = \"dingtalk\"\nurl = \"https://oapi.dingtalk.com/robot/send?access_token={TOKEN}\"\nsecret = \"{SECRET}\n")).unwrap();
+    let out = lockwatch_command()
+        .args(["--redis", "redis://127.0.0.1:1", "serve", "--check", "--robots"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with(&format!("lockwatch: robots file {}: line 4:", file.display())), "{stderr}");
+    assert!(!stderr.contains(SECRET) && !stderr.contains(TOKEN), "{stderr}");
+}
