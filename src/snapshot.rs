@@ -214,6 +214,12 @@ impl Beat {
     pub fn claims_job(&self) -> bool {
         self.state.as_ref().is_some_and(BeatState::runs_job)
     }
+
+    /// Its worker lives, as far as Redis shows at `now_ms`: it beat within
+    /// `grace_ms` and its presence subscription is not gone.
+    pub fn alive(&self, now_ms: u64, grace_ms: u64) -> bool {
+        self.present != Some(false) && self.beat_ms.is_some_and(|t| now_ms.saturating_sub(t) <= grace_ms)
+    }
 }
 
 /// One entry of the job's event stream, as far as the status needs it.
@@ -283,6 +289,16 @@ mod tests {
 
     fn flag(user: &str, on: Option<bool>) -> Flag {
         Flag { user: user.to_owned(), on, at_ms: None, host: None }
+    }
+
+    #[test]
+    fn a_worker_lives_while_it_beats_within_the_grace_and_its_presence_is_not_gone() {
+        let beat = |beat_ms, present| Beat { beat_ms, present, ..Beat::default() };
+        assert!(beat(Some(9_000), Some(true)).alive(10_000, 1_000));
+        assert!(beat(Some(9_000), None).alive(10_000, 1_000), "a presence not counted is no sign of death");
+        assert!(!beat(Some(9_000), Some(false)).alive(10_000, 1_000), "its connection closed");
+        assert!(!beat(Some(8_999), Some(true)).alive(10_000, 1_000), "silent past the grace");
+        assert!(!beat(None, Some(true)).alive(10_000, 1_000));
     }
 
     #[test]

@@ -73,14 +73,8 @@ pub async fn test_form(form: SettingsForm, overrides: &Overrides, login_as_name:
     let keys = lockwatch::Keys::new(&job);
     match probe(&mut conn, &keys, target.endpoint()).await {
         Ok(snap) => {
-            // Alive: beating within the grace, its process's presence not gone.
             let grace = lockwatch::status::Config::default().heartbeat_grace_ms;
-            let alive = snap
-                .beats
-                .iter()
-                .filter(|b| b.present != Some(false))
-                .filter(|b| b.beat_ms.is_some_and(|t| snap.time_ms.saturating_sub(t) <= grace))
-                .count();
+            let alive = snap.beats.iter().filter(|b| b.alive(snap.time_ms, grace)).count();
             Tested {
                 line: tr.ta(
                     "test-connected",
