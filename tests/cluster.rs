@@ -17,8 +17,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::journal::{assert_no_overlap, journal, journal_worker_via, now_ns};
+use common::server::connect;
 use common::spy::{Spy, window};
-use common::topology::{RedisCluster, connect, query};
+use common::topology::{RedisCluster, query};
 use common::{
     WorkerProcess, eventually, flag, lockwatch_command, next_push, record_events, record_statuses, redisson_lock,
     run_capturing, seed_fence,

@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use super::wait;
 
 /// One process as `/proc/PID/stat` and `cmdline` describe it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,13 +99,9 @@ impl Seen {
 
     /// Waits until none is running; returns those still running at the deadline.
     pub fn wait_gone(&self, timeout: Duration) -> Vec<ProcessInfo> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = self.left();
-            if left.is_empty() || Instant::now() > deadline {
-                return left;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        match wait::within(timeout, || self.left().is_empty().then_some(())) {
+            Some(()) => Vec::new(),
+            None => self.left(),
         }
     }
 
