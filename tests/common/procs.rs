@@ -81,10 +81,17 @@ pub fn descendants(root: i32) -> Vec<ProcessInfo> {
 pub struct Seen(BTreeMap<(i32, u64), ProcessInfo>);
 
 impl Seen {
-    /// Adds the current descendants of `root`.
+    /// Adds the current descendants of `root`. A shell's child shows the
+    /// shell's command line until it execs its program, and a zombie shows
+    /// none: a live sighting with a command line replaces an earlier one, so
+    /// each process is named by what it ran, however often this looks.
     pub fn record(&mut self, root: i32) {
         for p in descendants(root) {
-            self.0.entry((p.pid, p.start)).or_insert(p);
+            let key = (p.pid, p.start);
+            let live = !matches!(p.state, 'Z' | 'X') && !p.cmdline.is_empty();
+            if live || !self.0.contains_key(&key) {
+                self.0.insert(key, p);
+            }
         }
     }
 
