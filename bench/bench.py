@@ -26,7 +26,7 @@ import time
 import cost
 import faults
 import tray_memory
-from common import DRIVER, EMPTY_TRAY, LOCKWATCH, PYTHON, ROOT, TRAY, Cluster, Procs, Redis, until
+from common import DESKTOP, DRIVER, EMPTY_TRAY, LOCKWATCH, PYTHON, ROOT, TRAY, Cluster, Procs, Redis, until
 
 # id -> (group, label, unit, goal (at most), goal as text, note)
 MEASURES = {
@@ -203,7 +203,7 @@ def tray_section(redis_server, scratch, seconds, cycles, failures):
         until("srv-a's job to start", lambda: c.started("srv-a"), 75)
         c.worker("srv-b")
         until("srv-b's heartbeat", lambda: c.beating("srv-b"), 30)
-        env = dict(os.environ, DISPLAY=f":{number}", PYTHONPATH=os.path.join(ROOT, "bench"))
+        env = dict(os.environ, DISPLAY=f":{number}", PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "bench"), DESKTOP]))
         args = ["dbus-run-session", "--", PYTHON, os.path.join(ROOT, "bench", "tray.py"), TRAY, EMPTY_TRAY,
                 redis_server.url, str(seconds), "5", str(cycles), str(c.workers["srv-a"].pid)]
         run = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

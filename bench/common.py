@@ -28,6 +28,10 @@ EMPTY_TRAY = os.path.join(TARGET, "empty-tray")
 DRIVER = os.path.join(TARGET, "examples", "lockwatch-bench")
 PEERS = os.path.join(ROOT, "bench", "peers.py")
 PYTHON = "/usr/bin/python3"
+# Where the desktop harness lives (the module `desktop`, which the tray's
+# end-to-end tests run on): tray.py imports it, so its PYTHONPATH holds this
+# beside bench/.
+DESKTOP = os.path.join(ROOT, "src-tauri", "tests", "e2e")
 
 # The job: one journal line when it starts (the moment it "runs"), then
 # idle in `sleep` below the shell.

@@ -9,18 +9,8 @@ cd "$(dirname "$0")/.."
 
 # System packages it needs beyond the tests' (python3-redis for the peers,
 # python3-xlib to find the dashboard's window by its process).
-packages=(redis-server xvfb dbus python3-dbus python3-gi python3-redis python3-xlib)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "installing: ${missing[*]}" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+source scripts/lib/install-missing.sh
+install_missing redis-server xvfb dbus python3-dbus python3-gi python3-redis python3-xlib
 
 cargo build --release -p lockwatch -p lockwatch-tray -p empty-tray --bins --example lockwatch-bench
 PYTHONPATH=bench exec /usr/bin/python3 bench/bench.py "$@"

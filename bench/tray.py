@@ -39,13 +39,12 @@ import time
 
 from Xlib import X, display
 
-from common import ROOT, cpu_ns, cpu_ticks_s
-from memory import by_mapping, rollup, rss_mb
-
+from common import cpu_ns, cpu_ticks_s
 # The fake desktop, the app's environment and start, the processes below it
-# and a window manager's close are the tray's end-to-end tests' own.
-sys.path.append(os.path.join(ROOT, "src-tauri", "tests", "e2e"))
-from support import GL_DRIVER, Desktop, app_env, close_window, descendants, mapped, start_app, until  # noqa: E402
+# and a window manager's close: the desktop harness the tray's end-to-end
+# tests run on (src-tauri/tests/e2e/desktop.py, on PYTHONPATH: see common.DESKTOP).
+from desktop import GL_DRIVER, Desktop, app_env, close_window, descendants, mapped, start_app, until
+from memory import by_mapping, rollup, rss_mb
 
 # Seconds from the tray item's registration to the idle window, for every app.
 SETTLE = 10

@@ -20,18 +20,8 @@ if [ "${1:-}" = --release ]; then
 fi
 # The win32-threads C compiler is the one Rust's windows-gnu target links
 # with; wine64 alone is the 64-bit loader (no wine32, no i386 multiarch).
-packages=(gcc-mingw-w64-x86-64-win32 wine64 wixl msitools)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-if ((${#missing[@]})); then
-  echo "installing: ${missing[*]}" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-fi
+source scripts/lib/install-missing.sh
+install_missing gcc-mingw-w64-x86-64-win32 wine64 wixl msitools
 command -v rustup >/dev/null || { echo "rustup not found: install Rust from https://rustup.rs first" >&2; exit 1; }
 rustup target list --installed | grep -qx "$target" || rustup target add "$target" >&2
 cargo build "${release[@]}" --locked --target "$target" -p lockwatch -p lockwatch-tray --bin lockwatch --bin lockwatch-tray >&2

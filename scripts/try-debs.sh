@@ -17,12 +17,8 @@ cd "$(dirname "$0")/.."
 cached=${LOCKWATCH_DEBIAN_ROOT:-/var/cache/lockwatch/bookworm-root}
 debs=(dist/lockwatch_*.deb dist/lockwatch-desktop_*.deb)
 for d in "${debs[@]}"; do [ -f "$d" ] || { echo "$d is missing: run bash scripts/package.sh first" >&2; exit 1; }; done
-for p in debootstrap xvfb trayer x11-utils redis-server lintian; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ -n "${missing[*]:-}" ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+source scripts/lib/install-missing.sh
+install_missing debootstrap xvfb trayer x11-utils redis-server lintian
 if [ ! -x "$cached/usr/bin/apt-get" ]; then
   mkdir -p "$(dirname "$cached")"
   debootstrap --variant=minbase bookworm "$cached.part" http://deb.debian.org/debian

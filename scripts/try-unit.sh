@@ -23,13 +23,8 @@ base=${LOCKWATCH_DEBIAN_ROOT:-/var/cache/lockwatch/bookworm-root}
 cached=$base-systemd
 deb=$(ls dist/lockwatch_*.deb 2>/dev/null | head -1 || true)
 [ -n "$deb" ] || { echo "dist/lockwatch_*.deb is missing: run bash scripts/package.sh first" >&2; exit 1; }
-missing=()
-for p in debootstrap systemd-container redis-server redis-tools; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+source scripts/lib/install-missing.sh
+install_missing debootstrap systemd-container redis-server redis-tools
 lockwatch=target/debug/lockwatch
 [ -x "$lockwatch" ] || lockwatch=target/release/lockwatch
 

@@ -128,16 +128,9 @@ fn a_job_that_cannot_start_is_one_sentence_naming_the_command_line() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = worker.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            worker.kill().unwrap();
-            panic!("the worker kept running with a job that cannot start");
-        }
-        std::thread::sleep(Duration::from_millis(100));
+    let Some(status) = wait::within(Duration::from_secs(30), || worker.try_wait().unwrap()) else {
+        worker.kill().unwrap();
+        panic!("the worker kept running with a job that cannot start");
     };
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut worker.stderr.take().unwrap(), &mut stderr).unwrap();

@@ -17,11 +17,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::journal::{assert_no_overlap, journal, journal_worker_via, now_ns};
+use common::server::connect;
 use common::spy::{Spy, window};
-use common::topology::{RedisCluster, connect, query};
+use common::topology::{RedisCluster, query};
 use common::{
     WorkerProcess, eventually, flag, lockwatch_command, next_push, record_events, record_statuses, redisson_lock,
-    run_capturing, seed_fence,
+    run_capturing, seed_fence, wait,
 };
 use lockwatch::input::{ConnectionSpec, Topology};
 use lockwatch::watcher::{Options, Watcher};
@@ -235,11 +236,7 @@ fn the_workers_release_and_a_flip_reach_sharded_subscribers() {
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let _worker = worker(&seed, "srv-a", &j);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while journal(&j).is_empty() {
-        assert!(Instant::now() < deadline, "the job did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::until("the job to start", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(()));
 
     let mut sub = connect(owner).unwrap();
     sub.set_read_timeout(Some(Duration::from_secs(15))).unwrap();

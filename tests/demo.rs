@@ -6,9 +6,10 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::procs::{ProcessInfo, Seen};
+use common::wait;
 
 struct Demo {
     child: Child,
@@ -51,16 +52,14 @@ impl Demo {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// Waits for `check` to give a value, recording the processes meanwhile.
     fn wait_for<T>(&mut self, what: &str, mut check: impl FnMut(&Demo) -> Option<T>) -> T {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
+        let timeout = Duration::from_secs(30);
+        wait::within(timeout, || {
             self.seen.record(self.child.id() as i32);
-            if let Some(v) = check(self) {
-                return v;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}; the demo said:\n{}", self.stderr());
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            check(self)
+        })
+        .unwrap_or_else(|| panic!("timed out after {timeout:?} waiting for {what}; the demo said:\n{}", self.stderr()))
     }
 }
 
@@ -92,11 +91,7 @@ fn a_killed_demo_worker_is_reaped_at_once_and_its_end_is_told() {
     unsafe {
         libc::kill(demo.child.id() as i32, libc::SIGINT);
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while demo.child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "the demo did not end within 30 s of Ctrl-C");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::until("the demo to end after Ctrl-C", Duration::from_secs(30), || demo.child.try_wait().unwrap());
     let left = demo.seen.wait_gone(Duration::from_secs(5));
     assert!(left.is_empty(), "left running after Ctrl-C: {left:#?}");
 }

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::procs::{self, Seen};
+use common::wait;
 
 /// The main command started in a process group of its own, as a shell
 /// starts a foreground job; killed with all it started if the test fails.
@@ -61,17 +62,18 @@ impl MainCommand {
     /// Waits for `what` in the output, recording the processes meanwhile.
     fn wait_for(&mut self, what: &str, timeout: Duration, check: impl Fn(&str, &Seen) -> bool) -> Duration {
         let start = Instant::now();
-        loop {
+        wait::within(timeout, || {
             self.seen.record(self.child.id() as i32);
             if check(&self.output(), &self.seen) {
-                return start.elapsed();
+                return Some(());
             }
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("run.sh ended ({status}) before {what}:\n{}", self.output());
             }
-            assert!(start.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}:\n{}", self.output());
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            None
+        })
+        .unwrap_or_else(|| panic!("timed out after {timeout:?} waiting for {what}:\n{}", self.output()));
+        start.elapsed()
     }
 
     /// Ctrl-C: SIGINT to the whole foreground process group.
@@ -133,14 +135,8 @@ fn run_sh_without_a_desktop_shows_the_job_running_and_ctrl_c_stops_everything_it
     let demo = run.seen.all().find(|p| p.cmdline.ends_with("lockwatch demo")).map(|p| p.pid).unwrap();
 
     run.ctrl_c();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = run.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "run.sh did not end within 60 s of Ctrl-C:\n{}", run.output());
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait::within(Duration::from_secs(60), || run.child.try_wait().unwrap())
+        .unwrap_or_else(|| panic!("run.sh did not end within 60 s of Ctrl-C:\n{}", run.output()));
     println!("{}", run.output());
     let left = run.seen.wait_gone(Duration::from_secs(5));
     assert!(left.is_empty(), "left running after Ctrl-C: {left:#?}\n{}", run.output());

@@ -14,8 +14,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::journal::{assert_no_overlap, journal, journal_worker_via, now_ns};
+use common::server::connect;
 use common::spy::{Spy, window};
-use common::topology::{SentinelSet, connect, is_primary, query};
+use common::topology::{SentinelSet, is_primary, query};
 use common::{WorkerProcess, eventually, flag, free_port, record_events, record_statuses, run_capturing, seed_fence};
 use lockwatch::input::{ConnectionSpec, Topology};
 use lockwatch::watcher::{Options, Watcher};

@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::journal::{self, Run, Tick};
 use common::procs;
 use common::proxy::{Mode, Proxy};
 use common::{RedisServer, Resume};
@@ -875,16 +876,7 @@ fn last_tick(path: &Path) -> Option<u64> {
     file.seek(SeekFrom::Start(len.saturating_sub(256))).ok()?;
     let mut tail = String::new();
     file.read_to_string(&mut tail).ok()?;
-    tail.lines().rev().find_map(|l| parse_tick(l).map(|t| t.now_us))
-}
-
-#[derive(Debug, Clone)]
-struct Tick {
-    node: String,
-    fence: i64,
-    pid: u32,
-    started_us: u64,
-    now_us: u64,
+    tail.lines().rev().find_map(|l| parse_tick(l).map(|t| t.at))
 }
 
 /// One journal line; `None` for a line cut short by a kill.
@@ -898,41 +890,18 @@ fn parse_tick(line: &str) -> Option<Tick> {
         node: node.to_owned(),
         fence: fence.parse().ok()?,
         pid: pid.parse().ok()?,
-        started_us: started.parse().ok()?,
-        now_us: now.parse().ok()?,
+        started: started.parse().ok()?,
+        at: now.parse().ok()?,
     })
 }
 
-/// One run of the job: the ticks of one job process (one node, one fence).
-#[derive(Debug, Clone)]
-struct Run {
-    node: String,
-    fence: i64,
-    pid: u32,
-    first: u64,
-    last: u64,
-    ticks: usize,
-    /// The longest pause between two of its ticks: the journal's real resolution.
-    longest_tick: u64,
-}
-
-fn runs(journals: &[PathBuf]) -> Vec<Run> {
-    let mut by_process: BTreeMap<(String, i64, u32, u64), Vec<u64>> = BTreeMap::new();
+/// Every tick of the journals (times in µs).
+fn read_ticks(journals: &[PathBuf]) -> Vec<Tick> {
+    let mut ticks = Vec::new();
     for path in journals {
-        for tick in std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(parse_tick) {
-            by_process.entry((tick.node, tick.fence, tick.pid, tick.started_us)).or_default().push(tick.now_us);
-        }
+        ticks.extend(std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(parse_tick));
     }
-    let mut runs: Vec<Run> = by_process
-        .into_iter()
-        .map(|((node, fence, pid, _), mut times)| {
-            times.sort_unstable();
-            let longest_tick = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-            Run { node, fence, pid, first: times[0], last: times[times.len() - 1], ticks: times.len(), longest_tick }
-        })
-        .collect();
-    runs.sort_by_key(|r| (r.first, r.last));
-    runs
+    ticks
 }
 
 /// What the journals say.
@@ -975,25 +944,19 @@ struct Report {
 
 impl Report {
     fn new(rig: &SoakRig, cycles: &[Cycle], begin: u64, end: u64, seed: u64) -> Report {
-        let runs = runs(&rig.journals());
+        let runs = journal::runs(read_ticks(&rig.journals()));
         let losses: Vec<u64> = rig.disabled.iter().map(|d| d.0).collect();
         let mut overlaps = Vec::new();
         let mut overlaps_after_loss = Vec::new();
         let mut same_server = Vec::new();
-        for (i, a) in runs.iter().enumerate() {
-            for b in &runs[i + 1..] {
-                // Sorted by first tick: b starts at or after a.
-                if b.first <= a.last {
-                    let both = a.last.min(b.last) - b.first;
-                    let loss_between = losses.iter().any(|&t| a.first < t && t <= b.first);
-                    if a.node != b.node && loss_between {
-                        overlaps_after_loss.push((a.clone(), b.clone(), both));
-                    } else if a.node != b.node {
-                        overlaps.push((a.clone(), b.clone(), both));
-                    } else {
-                        same_server.push((a.clone(), b.clone(), both));
-                    }
-                }
+        for (a, b, both) in journal::overlaps(&runs) {
+            let loss_between = losses.iter().any(|&t| a.first < t && t <= b.first);
+            if a.node != b.node && loss_between {
+                overlaps_after_loss.push((a, b, both));
+            } else if a.node != b.node {
+                overlaps.push((a, b, both));
+            } else {
+                same_server.push((a, b, both));
             }
         }
         let mut fences_back_same_data = Vec::new();
@@ -1013,12 +976,7 @@ impl Report {
             }
         }
 
-        let mut ticks: Vec<u64> = Vec::new();
-        for path in rig.journals() {
-            ticks.extend(
-                std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(parse_tick).map(|t| t.now_us),
-            );
-        }
+        let mut ticks: Vec<u64> = read_ticks(&rig.journals()).into_iter().map(|t| t.at).collect();
         ticks.retain(|&t| t >= begin && t <= end);
         ticks.sort_unstable();
         let mut edges = vec![begin];

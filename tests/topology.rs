@@ -8,7 +8,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::next_push;
-use common::topology::{RedisCluster, SentinelSet, connect, is_primary, query, query_following_redirects};
+use common::server::connect;
+use common::topology::{RedisCluster, SentinelSet, is_primary, query, query_following_redirects};
 
 /// The job's lock key, and the channel Redisson publishes its unlock on (a
 /// key that has a `{` is not wrapped again: see `Keys::unlock_channel`).

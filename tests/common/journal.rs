@@ -1,8 +1,10 @@
 //! A job that says when it runs: each line of its journal is `<fence>
 //! <node> <unix ns>`, written every 50 ms; and the one check that no two
-//! runs overlapped. Shared by every test of workers running the job.
+//! runs overlapped ([`overlaps`]), which the soak's journals go through as
+//! well. Shared by every test of workers running the job.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -39,16 +41,101 @@ pub fn running_now(path: &Path, not: Option<&str>) -> Option<String> {
     (not != Some(last.1.as_str()) && now_ns() - last.2 < 300_000_000).then(|| last.1.clone())
 }
 
-/// No two runs overlap: in time order (the lines are put in it, whatever
-/// order they come in), the fence never goes back, and a change of server
-/// always comes with a new fence (a new acquisition).
+/// One line of a journal as the check reads it: which job process wrote
+/// it, and when. Times are in the journal's own unit (ns in
+/// [`JOURNAL_LOOP`]'s, µs in the soak's), the same clock for every job.
+pub struct Tick {
+    pub node: String,
+    pub fence: i64,
+    /// The job's pid, where the journal has it (0 where it does not).
+    pub pid: u32,
+    /// When that process started (0 where the journal does not say): tells
+    /// apart two processes that got the same pid.
+    pub started: u64,
+    pub at: u64,
+}
+
+/// One run of the job: the ticks of one job process (one node, one fence).
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub node: String,
+    pub fence: i64,
+    pub pid: u32,
+    pub first: u64,
+    pub last: u64,
+    pub ticks: usize,
+    /// The longest pause between two of its ticks: the journal's real resolution.
+    pub longest_tick: u64,
+}
+
+/// The runs the ticks make, ordered by their first tick (then their last).
+pub fn runs(ticks: impl IntoIterator<Item = Tick>) -> Vec<Run> {
+    let mut by_process: BTreeMap<(String, i64, u32, u64), Vec<u64>> = BTreeMap::new();
+    for tick in ticks {
+        by_process.entry((tick.node, tick.fence, tick.pid, tick.started)).or_default().push(tick.at);
+    }
+    let mut runs: Vec<Run> = by_process
+        .into_iter()
+        .map(|((node, fence, pid, _), mut times)| {
+            times.sort_unstable();
+            let longest_tick = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+            Run { node, fence, pid, first: times[0], last: times[times.len() - 1], ticks: times.len(), longest_tick }
+        })
+        .collect();
+    runs.sort_by_key(|r| (r.first, r.last));
+    runs
+}
+
+/// The one no-overlap check: every two runs whose ticks interleave, with
+/// for how long they ran together. `runs` are ordered as [`runs`] orders
+/// them. Which overlaps fail a test is the caller's to say (the soak tells
+/// two servers from two processes of one, and overlaps across a data loss).
+pub fn overlaps(runs: &[Run]) -> Vec<(Run, Run, u64)> {
+    let mut found = Vec::new();
+    for (i, a) in runs.iter().enumerate() {
+        for b in &runs[i + 1..] {
+            // Ordered by first tick: b starts at or after a.
+            if b.first <= a.last {
+                found.push((a.clone(), b.clone(), a.last.min(b.last) - b.first));
+            }
+        }
+    }
+    found
+}
+
+/// The runs of a [`JOURNAL_LOOP`] journal, one a node and fence (its lines
+/// name no pid).
+fn journal_runs(lines: &[(i64, String, u128)]) -> Vec<Run> {
+    runs(lines.iter().map(|(fence, node, ns)| Tick {
+        node: node.clone(),
+        fence: *fence,
+        pid: 0,
+        started: 0,
+        at: u64::try_from(*ns).expect("ns since 1970 fit in a u64"),
+    }))
+}
+
+/// No two runs overlap ([`overlaps`]), and each run has a higher fence than
+/// the run before it: a server never runs under a fence it or another had
+/// (a change of server comes with a new acquisition).
 pub fn assert_no_overlap(lines: &[(i64, String, u128)]) {
-    let mut lines = lines.to_vec();
-    lines.sort_by_key(|l| l.2);
-    for pair in lines.windows(2) {
-        let ((f1, n1, _), (f2, n2, _)) = (&pair[0], &pair[1]);
-        assert!(f2 >= f1, "fence {f2} from {n2} after fence {f1} from {n1}: two runs overlapped");
-        assert!(n1 == n2 || f2 > f1, "{n1} and {n2} both ran under fence {f1}: two runs overlapped");
+    let runs = journal_runs(lines);
+    if let Some((a, b, ns)) = overlaps(&runs).first() {
+        panic!(
+            "{} (fence {}) and {} (fence {}) ran together for {ns} ns: two runs overlapped",
+            a.node, a.fence, b.node, b.fence
+        );
+    }
+    for pair in runs.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(
+            b.fence > a.fence,
+            "fence {} from {} after fence {} from {}: two runs overlapped",
+            b.fence,
+            b.node,
+            a.fence,
+            a.node
+        );
     }
 }
 
@@ -64,25 +151,9 @@ pub fn journal_worker_via(cmd: &mut Command, node: &str, lease: &str, journal: &
     WorkerProcess::spawn(worker_args(cmd, node, lease, &[], JOURNAL_LOOP).env("JOURNAL", journal))
 }
 
-/// How long runs under different fences overlapped in all, in ms: each
-/// fence's run spans its first to its last line.
-pub fn overlap_ms(lines: &[(i64, String, u128)]) -> u128 {
-    let mut runs: Vec<(u128, u128)> = Vec::new();
-    let mut fences: Vec<i64> = lines.iter().map(|l| l.0).collect();
-    fences.sort();
-    fences.dedup();
-    for fence in fences {
-        let times = lines.iter().filter(|l| l.0 == fence).map(|l| l.2);
-        let (first, last) = (times.clone().min().unwrap_or(0), times.max().unwrap_or(0));
-        runs.push((first, last));
-    }
-    let mut total = 0;
-    for (i, a) in runs.iter().enumerate() {
-        for b in &runs[i + 1..] {
-            total += a.1.min(b.1).saturating_sub(a.0.max(b.0));
-        }
-    }
-    total / 1_000_000
+/// How long runs overlapped in all ([`overlaps`]), in ms.
+pub fn overlap_ms(lines: &[(i64, String, u128)]) -> u64 {
+    overlaps(&journal_runs(lines)).iter().map(|(_, _, ns)| ns).sum::<u64>() / 1_000_000
 }
 
 /// The node whose heartbeat names the lock's holder field.

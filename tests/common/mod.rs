@@ -1,163 +1,35 @@
-//! Test support, shared by every test file: a real `redis-server` on a free
-//! port, killed on drop, and the opening most tests share
+//! Test support, shared by every test file: the opening most tests share
 //! ([`server_with_flag`]); `lockwatch worker` processes killed on drop;
 //! helpers that write a job's keys the way workers, Redisson and supervisors
-//! do; and, in the modules, the Sentinel and Cluster topologies, the fault
-//! proxy, the journaling job with its no-overlap check, a failover spy and
-//! the processes a command started.
+//! do; and, in the modules, the one Redis guard (`server`: a real
+//! `redis-server` on a free port, killed on drop, its log shown when a test
+//! fails), the one way to wait (`wait`), the Sentinel and Cluster
+//! topologies, the fault proxy, the journaling job with the no-overlap
+//! check, a failover spy, the processes a command started and the loopback
+//! chat robots `lockwatch serve` posts to.
 #![allow(dead_code)]
 
 pub mod journal;
 pub mod procs;
 pub mod proxy;
 pub mod robots;
+pub mod server;
 pub mod spy;
 pub mod topology;
+pub mod wait;
+
+// What nearly every test file uses, at hand with `use common::*`.
+pub use server::RedisServer;
+pub use wait::eventually;
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use lockwatch::watcher::Watcher;
 use lockwatch::{EventKind, State};
-
-/// A `redis-server` of the test's own, with its data and log in a temp dir.
-pub struct RedisServer {
-    pub port: u16,
-    child: Option<Child>,
-    dir: tempfile::TempDir,
-    extra: Vec<String>,
-}
-
-impl RedisServer {
-    /// Starts a server on a free loopback port.
-    pub fn start() -> RedisServer {
-        RedisServer::with_args(&[])
-    }
-
-    /// Starts a server with extra `redis-server` arguments.
-    pub fn with_args(extra: &[&str]) -> RedisServer {
-        let dir = tempfile::tempdir().unwrap();
-        let mut server =
-            RedisServer { port: free_port(), child: None, dir, extra: extra.iter().map(|s| s.to_string()).collect() };
-        server.spawn();
-        server
-    }
-
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    pub fn client(&self) -> redis::Client {
-        redis::Client::open(self.url()).unwrap()
-    }
-
-    pub fn conn(&self) -> redis::Connection {
-        self.client().get_connection().unwrap()
-    }
-
-    fn spawn(&mut self) {
-        for _ in 0..5 {
-            let log = self.dir.path().join("redis.log");
-            let _ = std::fs::remove_file(&log);
-            let mut cmd = Command::new("redis-server");
-            cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .arg("--dir")
-                .arg(self.dir.path())
-                .arg("--logfile")
-                .arg(&log)
-                .args(&self.extra)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            self.child = Some(cmd.spawn().expect("redis-server must be installed (see scripts/setup-test-deps.sh)"));
-            if self.extra.iter().any(|a| a == "--tls-port") || self.wait_ready(&log) {
-                return;
-            }
-            // The port was taken between choosing and binding it: take another.
-            self.port = free_port();
-        }
-        panic!("redis-server would not start; see its log in {}", self.dir.path().display());
-    }
-
-    /// True once the server answers PING; false if it exited because its port was taken.
-    fn wait_ready(&mut self, log: &PathBuf) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let client = self.client();
-        while Instant::now() < deadline {
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(_)) = child.try_wait()
-            {
-                let text = std::fs::read_to_string(log).unwrap_or_default();
-                assert!(text.contains("in use"), "redis-server exited: {text}");
-                return false;
-            }
-            if let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_millis(200)) {
-                let pong: redis::RedisResult<String> = redis::cmd("PING").query(&mut conn);
-                if pong.is_ok() || pong.as_ref().is_err_and(|e| e.code() == Some("NOAUTH")) {
-                    return true;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("redis-server did not start on {}: {}", self.port, std::fs::read_to_string(log).unwrap_or_default());
-    }
-
-    /// Kills the server at once (SIGKILL) and waits for it.
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// The server's process id, while it runs.
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
-    }
-
-    /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
-    pub fn pause(&self) {
-        self.signal(libc::SIGSTOP);
-    }
-
-    /// Lets a paused server go on (SIGCONT).
-    pub fn resume(&self) {
-        self.signal(libc::SIGCONT);
-    }
-
-    fn signal(&self, signal: libc::c_int) {
-        if let Some(pid) = self.pid() {
-            // SAFETY: kill(2) on the pid of our own child, which we have not reaped.
-            unsafe { libc::kill(pid as libc::pid_t, signal) };
-        }
-    }
-
-    /// Starts it again on the same port, empty (a snapshot taken is deleted).
-    pub fn restart(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_file(self.dir.path().join("dump.rdb"));
-        self.spawn();
-    }
-
-    /// Kills it and starts it again on the same port from its last
-    /// snapshot (`SAVE`), as a restart with persistence does.
-    pub fn restart_from_snapshot(&mut self) {
-        self.kill();
-        self.spawn();
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 /// The opening most tests share: a server of the test's own, its URL, and a
 /// connection to it on which `user`'s flag for the job `outbound` is set
@@ -359,18 +231,6 @@ pub fn stream_events(c: &mut redis::Connection) -> Vec<StreamEvent> {
             StreamEvent { kind, ms, fields }
         })
         .collect()
-}
-
-/// Waits until `check` holds, or fails naming `what`.
-pub async fn eventually<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// The major version of the server behind `conn` (Valkey says 7).

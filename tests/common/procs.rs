@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use super::wait;
 
 /// One process as `/proc/PID/stat` and `cmdline` describe it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,10 +81,17 @@ pub fn descendants(root: i32) -> Vec<ProcessInfo> {
 pub struct Seen(BTreeMap<(i32, u64), ProcessInfo>);
 
 impl Seen {
-    /// Adds the current descendants of `root`.
+    /// Adds the current descendants of `root`. A shell's child shows the
+    /// shell's command line until it execs its program, and a zombie shows
+    /// none: a live sighting with a command line replaces an earlier one, so
+    /// each process is named by what it ran, however often this looks.
     pub fn record(&mut self, root: i32) {
         for p in descendants(root) {
-            self.0.entry((p.pid, p.start)).or_insert(p);
+            let key = (p.pid, p.start);
+            let live = !matches!(p.state, 'Z' | 'X') && !p.cmdline.is_empty();
+            if live || !self.0.contains_key(&key) {
+                self.0.insert(key, p);
+            }
         }
     }
 
@@ -97,13 +106,9 @@ impl Seen {
 
     /// Waits until none is running; returns those still running at the deadline.
     pub fn wait_gone(&self, timeout: Duration) -> Vec<ProcessInfo> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = self.left();
-            if left.is_empty() || Instant::now() > deadline {
-                return left;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        match wait::within(timeout, || self.left().is_empty().then_some(())) {
+            Some(()) => Vec::new(),
+            None => self.left(),
         }
     }
 

@@ -1,131 +1,24 @@
 //! Guards for the production Redis topologies, run for real: a Sentinel set
 //! (a primary, its replica and three `redis-sentinel`s) and a Cluster of three
-//! primaries. Every process has its own loopback port and log in the guard's
-//! temp dir; all are killed on drop, and a failing test prints their logs.
+//! primaries. Every process is a [`RedisProcess`] (the tests' one Redis
+//! guard) with its own loopback port and log in the topology's temp dir; all
+//! are killed on drop, and a failing test prints their logs.
 #![allow(dead_code)]
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
 use super::free_port;
+use super::server::{RedisProcess, connect, server_args};
+use super::wait::until;
 
 /// How long a topology may take to come up before the test fails.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One `redis-server` or `redis-sentinel` process of a topology.
-struct Process {
-    /// Names the process in failure output ("primary", "sentinel 2", …).
-    name: String,
-    port: u16,
-    child: Option<Child>,
-    log: PathBuf,
-}
-
-impl Process {
-    /// Starts `program` on a port from `pick`, with the arguments `args(port,
-    /// log)` gives, and waits until it answers PING. When the port (or a
-    /// cluster node's bus port) was taken between choosing and binding it,
-    /// tries another one.
-    fn start(
-        name: &str,
-        program: &str,
-        dir: &Path,
-        pick: fn() -> u16,
-        mut args: impl FnMut(u16, &Path) -> Vec<String>,
-    ) -> Process {
-        let log = dir.join(format!("{}.log", name.replace(' ', "-")));
-        for _ in 0..5 {
-            let port = pick();
-            let _ = std::fs::remove_file(&log);
-            let child = Command::new(program)
-                .args(args(port, &log))
-                .current_dir(dir)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| panic!("{program} must be installed (see scripts/setup-test-deps.sh): {e}"));
-            let mut process = Process { name: name.to_string(), port, child: Some(child), log: log.clone() };
-            if process.wait_answering() {
-                return process;
-            }
-        }
-        panic!("{name} ({program}) would not start; see {}", log.display());
-    }
-
-    /// True once it answers PING; false if it exited because a port was taken.
-    fn wait_answering(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                self.child = None;
-                let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-                assert!(text.contains("in use"), "{} exited ({status}): {text}", self.name);
-                return false;
-            }
-            if let Ok(mut conn) = connect(self.port)
-                && redis::cmd("PING").query::<String>(&mut conn).is_ok()
-            {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("{} did not answer on {}: {}", self.name, self.port, self.log_tail(40));
-    }
-
-    /// SIGKILL, then reap it (a killed child stays a zombie otherwise).
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn log_tail(&self, lines: usize) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let all: Vec<&str> = text.lines().collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        self.kill();
-        // The temp dir goes with the guard: show the log while it still exists.
-        if std::thread::panicking() {
-            eprintln!("---- {} (port {}) log, last lines ----\n{}", self.name, self.port, self.log_tail(30));
-        }
-    }
-}
-
-/// A plain connection to one node, with a read timeout so that a test never
-/// hangs on a dead node.
-pub fn connect(port: u16) -> redis::RedisResult<redis::Connection> {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}"))?;
-    let conn = client.get_connection_with_timeout(Duration::from_millis(500))?;
-    conn.set_read_timeout(Some(Duration::from_secs(5)))?;
-    conn.set_write_timeout(Some(Duration::from_secs(5)))?;
-    Ok(conn)
-}
-
 /// Runs `cmd` on the node at `port`.
 pub fn query<T: redis::FromRedisValue>(port: u16, cmd: &redis::Cmd) -> redis::RedisResult<T> {
     cmd.query(&mut connect(port)?)
-}
-
-/// Waits until `check` holds, or fails naming `what`.
-fn wait_until<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// A field of an `INFO`-style reply (`name:value` lines).
@@ -144,8 +37,8 @@ pub struct SentinelSet {
     /// The name the sentinels know the primary by (`--sentinel-master`).
     pub master_name: String,
     /// The primary first, then the replica; a failover swaps their roles.
-    servers: Vec<Process>,
-    sentinels: Vec<Process>,
+    servers: Vec<RedisProcess>,
+    sentinels: Vec<RedisProcess>,
     /// The port of the primary replaced last (killed, or failed over).
     replaced: Option<u16>,
     dir: tempfile::TempDir,
@@ -166,38 +59,48 @@ impl SentinelSet {
         let master_name = "lockwatch-primary".to_string();
         // A primary waits 5 s for more replicas before a diskless full sync by default.
         let no_sync_delay = ["--repl-diskless-sync-delay".to_string(), "0".to_string()];
-        let primary = Process::start("primary", "redis-server", dir.path(), free_port, |port, log| {
-            let mut args = server_args(port, log, &dir.path().join("primary"));
-            args.extend(no_sync_delay.clone());
-            args.extend(extra.clone());
-            args
-        });
+        let primary =
+            RedisProcess::start("primary", "redis-server", dir.path(), free_port(), free_port, |port, log| {
+                let mut args = server_args(port, log, &dir.path().join("primary"));
+                args.extend(no_sync_delay.clone());
+                args.extend(extra.clone());
+                args
+            });
         let primary_port = primary.port;
-        let replica = Process::start("replica", "redis-server", dir.path(), free_port, |port, log| {
-            let mut args = server_args(port, log, &dir.path().join("replica"));
-            args.extend(no_sync_delay.clone());
-            args.extend(extra.clone());
-            args.extend(["--replicaof".into(), "127.0.0.1".into(), primary_port.to_string()]);
-            args
-        });
+        let replica =
+            RedisProcess::start("replica", "redis-server", dir.path(), free_port(), free_port, |port, log| {
+                let mut args = server_args(port, log, &dir.path().join("replica"));
+                args.extend(no_sync_delay.clone());
+                args.extend(extra.clone());
+                args.extend(["--replicaof".into(), "127.0.0.1".into(), primary_port.to_string()]);
+                args
+            });
         // A sentinel finds replicas in the primary's INFO, which it reads every
         // 10 s once started: start sentinels after the link is up to see it at once.
-        wait_until("the replica's link to the primary", START_TIMEOUT, || {
+        until("the replica's link to the primary", START_TIMEOUT, || {
             let info: String = query(replica.port, redis::cmd("INFO").arg("replication")).ok()?;
             (info_field(&info, "master_link_status")? == "up").then_some(())
         });
         let sentinels = (1..=3)
             .map(|i| {
-                Process::start(&format!("sentinel {i}"), "redis-sentinel", dir.path(), free_port, |port, log| {
-                    let conf = dir.path().join(format!("sentinel-{i}.conf"));
-                    std::fs::write(&conf, sentinel_conf(port, log, dir.path(), &master_name, primary_port)).unwrap();
-                    vec![conf.display().to_string()]
-                })
+                RedisProcess::start(
+                    &format!("sentinel {i}"),
+                    "redis-sentinel",
+                    dir.path(),
+                    free_port(),
+                    free_port,
+                    |port, log| {
+                        let conf = dir.path().join(format!("sentinel-{i}.conf"));
+                        std::fs::write(&conf, sentinel_conf(port, log, dir.path(), &master_name, primary_port))
+                            .unwrap();
+                        vec![conf.display().to_string()]
+                    },
+                )
             })
             .collect();
         let set = SentinelSet { master_name, servers: vec![primary, replica], sentinels, replaced: None, dir };
         for sentinel in &set.sentinels {
-            wait_until(&format!("{} to see the replica and reach quorum", sentinel.name), START_TIMEOUT, || {
+            until(&format!("{} to see the replica and reach quorum", sentinel.name), START_TIMEOUT, || {
                 let replicas: Vec<redis::Value> =
                     query(sentinel.port, redis::cmd("SENTINEL").arg("REPLICAS").arg(&set.master_name)).ok()?;
                 let quorum: String =
@@ -253,7 +156,7 @@ impl SentinelSet {
         let port = self.primary_port();
         let sentinel = self.sentinel_ports()[0];
         // A sentinel refuses while it has not yet judged the replica fit (NOGOODSLAVE).
-        wait_until("a sentinel to start a failover", START_TIMEOUT, || {
+        until("a sentinel to start a failover", START_TIMEOUT, || {
             query::<()>(sentinel, redis::cmd("SENTINEL").arg("FAILOVER").arg(&self.master_name)).ok()
         });
         self.replaced = Some(port);
@@ -293,33 +196,13 @@ impl SentinelSet {
     /// last (or than the first one) and that node answers `ROLE` as a primary.
     pub fn wait_for_new_primary(&self, timeout: Duration) -> u16 {
         let old = self.replaced.unwrap_or(self.servers[0].port);
-        wait_until("the sentinels to promote a new primary", timeout, || {
+        until("the sentinels to promote a new primary", timeout, || {
             self.sentinel_ports()
                 .into_iter()
                 .filter_map(|s| self.primary_named_by(s))
                 .find(|&port| port != old && is_primary(port))
         })
     }
-}
-
-fn server_args(port: u16, log: &Path, dir: &Path) -> Vec<String> {
-    std::fs::create_dir_all(dir).unwrap();
-    [
-        "--port",
-        &port.to_string(),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--dir",
-        &dir.display().to_string(),
-        "--logfile",
-        &log.display().to_string(),
-    ]
-    .map(String::from)
-    .to_vec()
 }
 
 fn sentinel_conf(port: u16, log: &Path, dir: &Path, name: &str, primary_port: u16) -> String {
@@ -364,7 +247,7 @@ pub struct RedisCluster {
 }
 
 struct ClusterNode {
-    process: Process,
+    process: RedisProcess,
     /// The node id `CLUSTER SETSLOT … NODE` and `IMPORTING` take.
     id: String,
 }
@@ -381,9 +264,14 @@ impl RedisCluster {
         for (i, (first, last)) in ranges.into_iter().enumerate() {
             let name = format!("node {}", i + 1);
             let node_dir = dir.path().join(format!("node-{}", i + 1));
-            let process = Process::start(&name, "redis-server", dir.path(), free_cluster_port, |port, log| {
-                cluster_node_args(port, log, &node_dir)
-            });
+            let process = RedisProcess::start(
+                &name,
+                "redis-server",
+                dir.path(),
+                free_cluster_port(),
+                free_cluster_port,
+                |port, log| cluster_node_args(port, log, &node_dir),
+            );
             let port = process.port;
             let id: String = query(port, redis::cmd("CLUSTER").arg("MYID")).unwrap();
             // Distinct epochs up front spare the nodes resolving a collision later.
@@ -407,22 +295,26 @@ impl RedisCluster {
     pub fn add_replica(&mut self, of: u16) -> u16 {
         let n = self.nodes.len() + 1;
         let node_dir = self.dir.path().join(format!("node-{n}"));
-        let process =
-            Process::start(&format!("node {n}"), "redis-server", self.dir.path(), free_cluster_port, |port, log| {
-                cluster_node_args(port, log, &node_dir)
-            });
+        let process = RedisProcess::start(
+            &format!("node {n}"),
+            "redis-server",
+            self.dir.path(),
+            free_cluster_port(),
+            free_cluster_port,
+            |port, log| cluster_node_args(port, log, &node_dir),
+        );
         let port = process.port;
         let id: String = query(port, redis::cmd("CLUSTER").arg("MYID")).unwrap();
         let primary_id = self.id_of(of).to_string();
         self.nodes.push(ClusterNode { process, id });
         let _: () = query(of, redis::cmd("CLUSTER").arg("MEET").arg("127.0.0.1").arg(port)).unwrap();
         // It must know the primary before it can replicate it.
-        wait_until("the new node to know the primary", START_TIMEOUT, || {
+        until("the new node to know the primary", START_TIMEOUT, || {
             let nodes: String = query(port, redis::cmd("CLUSTER").arg("NODES")).ok()?;
             nodes.contains(&primary_id).then_some(())
         });
         let _: () = query(port, redis::cmd("CLUSTER").arg("REPLICATE").arg(&primary_id)).unwrap();
-        wait_until("the replica's link to its primary", START_TIMEOUT, || {
+        until("the replica's link to its primary", START_TIMEOUT, || {
             let info: String = query(port, redis::cmd("INFO").arg("replication")).ok()?;
             (info_field(&info, "master_link_status")? == "up").then_some(())
         });
@@ -436,7 +328,7 @@ impl RedisCluster {
     /// it serves the old primary's slots.
     pub fn fail_over_to(&self, replica: u16) {
         let _: () = query(replica, redis::cmd("CLUSTER").arg("FAILOVER")).unwrap();
-        wait_until("the replica to take over its primary's slots", START_TIMEOUT, || {
+        until("the replica to take over its primary's slots", START_TIMEOUT, || {
             (!own_slots(replica).is_empty()).then_some(())
         });
     }
@@ -454,7 +346,7 @@ impl RedisCluster {
     /// Waits until every node reports `cluster_state:ok`, knows all the
     /// nodes and sees all slots assigned.
     pub fn wait_ready(&self, timeout: Duration) {
-        wait_until("cluster_state:ok on every node", timeout, || {
+        until("cluster_state:ok on every node", timeout, || {
             self.ports()
                 .into_iter()
                 .all(|port| {

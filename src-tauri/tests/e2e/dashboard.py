@@ -23,6 +23,7 @@ import urllib.request
 
 import dbus
 
+import desktop as harness
 import support
 from support import free_port
 
@@ -33,15 +34,15 @@ SHOTS = os.environ.get("SCREENSHOT_DIR") or None
 
 def until(what, check, timeout):
     # A WebDriver request may fail while the driver or the page is not ready yet.
-    return support.until(what, check, timeout, retry_on=(urllib.error.URLError, OSError, KeyError))
+    return harness.until(what, check, timeout, retry_on=(urllib.error.URLError, OSError, KeyError))
 
 
 def release_app_name():
     """True once no app holds the single-instance name; kills a straggler."""
     name = "app.lockwatch.tray.SingleInstance"
-    if support.ask_bus("NameHasOwner", name) != "true":
+    if harness.ask_bus("NameHasOwner", name) != "true":
         return True
-    pid = support.ask_bus("GetConnectionUnixProcessID", name)
+    pid = harness.ask_bus("GetConnectionUnixProcessID", name)
     if pid and pid.isdigit():
         try:
             os.kill(int(pid), signal.SIGKILL)
@@ -129,7 +130,7 @@ class Session:
 
     def tray_pid(self):
         """The tray app's process (the driver started it; the dashboard is its child)."""
-        return next(pid for (pid, _), cmd in support.descendants(self.driver.pid).items()
+        return next(pid for (pid, _), cmd in harness.descendants(self.driver.pid).items()
                     if cmd.split()[0] == TRAY and "--dashboard=" not in cmd)
 
     def close(self):
@@ -154,7 +155,7 @@ def main():
 
     def open_app(**extra):
         # The page's words follow the desktop's language; these checks read English.
-        env = support.app_env(run.tmp, lang="en_US.UTF-8", LOCKWATCH_OPEN_DASHBOARD="1", LOCKWATCH_USER="alice", **extra)
+        env = harness.app_env(run.tmp, lang="en_US.UTF-8", LOCKWATCH_OPEN_DASHBOARD="1", LOCKWATCH_USER="alice", **extra)
         s = Session(env, f"{run.tmp}/app-{len(sessions) + 1}.log")
         sessions.append(s)
         return s
@@ -162,7 +163,7 @@ def main():
     # A tray host and notification daemon of this script's own, on the bus
     # before any app starts: a daemon the host has installed (dunst) would
     # be started on demand and own the name.
-    desktop = support.Desktop()
+    desktop = harness.Desktop()
     try:
         run.start_redis()
         run.lockwatch("enable", "--user", "alice", check=True)
@@ -278,7 +279,7 @@ def main():
         # The dashboard runs in a process of its own: the tray's process
         # must take the saved settings too, and watch the new Redis.
         tray = s.tray_pid()
-        until("the tray app to watch the saved Redis", lambda: support.tcp_links(tray, port) > 0, 15)
+        until("the tray app to watch the saved Redis", lambda: harness.tcp_links(tray, port) > 0, 15)
         s.close()
         s = open_app()
         s.view("settings")
@@ -309,7 +310,7 @@ def main():
         os.remove(store)
         before = len(desktop.notes.summaries())
         desktop.host.items.clear()
-        s = Session(support.app_env(run.tmp, lang="en_US.UTF-8", LOCKWATCH_OPEN_DASHBOARD="1"), f"{run.tmp}/app-sign-in.log")
+        s = Session(harness.app_env(run.tmp, lang="en_US.UTF-8", LOCKWATCH_OPEN_DASHBOARD="1"), f"{run.tmp}/app-sign-in.log")
         sessions.append(s)
         tray = desktop.item
         def head():

@@ -22,7 +22,8 @@ import subprocess
 import sys
 import time
 
-from support import GL_DRIVER, Desktop, Run, app_env, below, close_window, kill_left, mapped, still_running, until, x_windows
+from desktop import GL_DRIVER, Desktop, app_env, below, close_window, kill_left, mapped, still_running, until, x_windows
+from support import Run
 
 TRAY = os.environ["LOCKWATCH_TRAY_BIN"]
 

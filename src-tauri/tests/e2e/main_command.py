@@ -3,7 +3,7 @@
 
 Run by tests/main_command.rs inside dbus-run-session with an Xvfb DISPLAY.
 This script is the desktop: a tray host (the fake StatusNotifierWatcher of
-support.py) and a notification daemon on the session bus. It starts run.sh as
+desktop.py) and a notification daemon on the session bus. It starts run.sh as
 a terminal on that desktop would (a clean environment: PATH, HOME, DISPLAY,
 the session bus, where Rust lives), sees the tray item register and name the
 server that runs the job, then sends SIGINT to run.sh and checks that nothing
@@ -19,7 +19,8 @@ import time
 
 import dbus
 
-from support import Desktop, Run, descendants, holder, kill_left, still_running, until
+from desktop import Desktop, descendants, kill_left, still_running, until
+from support import Run, holder
 
 REPO = os.environ["REPO"]
 

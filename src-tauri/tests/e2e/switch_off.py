@@ -24,7 +24,8 @@ import time
 
 import dbus
 
-from support import Desktop, Run, app_env, below, close_window, descendants, shown_window, still_running, until, x_windows
+from desktop import Desktop, app_env, below, close_window, descendants, shown_window, still_running, until, x_windows
+from support import Run
 
 LOCALE = os.environ.get("LOCALE", "en_US.UTF-8")
 ZH = LOCALE.startswith("zh_CN")

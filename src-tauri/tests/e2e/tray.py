@@ -21,7 +21,8 @@ import dbus
 import gi
 from gi.repository import GLib
 
-from support import Desktop, Run, app_env, shown_window, until
+from desktop import Desktop, app_env, shown_window, until
+from support import Run
 
 gi.require_version("GdkPixbuf", "2.0")
 from gi.repository import GdkPixbuf  # noqa: E402

@@ -18,7 +18,8 @@ import os
 import sys
 import time
 
-from support import Run, app_env, ask_bus, tcp_links, until, viewable, x_windows, xembed_tray_owner
+from desktop import app_env, ask_bus, tcp_links, until, viewable, x_windows, xembed_tray_owner
+from support import Run
 
 
 def main():

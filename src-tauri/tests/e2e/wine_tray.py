@@ -29,7 +29,8 @@ import time
 
 from Xlib import X, display
 
-from support import Run, until, x_windows, xembed_tray_owner
+from desktop import until, x_windows, xembed_tray_owner
+from support import Run
 
 
 def docked(tree):
