@@ -179,3 +179,46 @@ async fn a_crash_handed_over_at_once_is_one_failover_to_a_watcher() {
     assert!(more.is_empty(), "one failover, nothing else: {more:?}");
     watcher.stop().await;
 }
+
+/// A reaper stopped (SIGSTOP, a debugger) cannot kill the job when the lock
+/// is lost: its worker kills the reaper itself after a second, and sweeps
+/// what the job left, so the next holder never runs beside it.
+#[tokio::test]
+async fn a_stopped_reaper_does_not_keep_the_job_running_beside_the_next_holder() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let a = stubborn_worker(&url, "srv-a", &j);
+    let (node, child) = running_holder(&mut c).await;
+    assert_eq!(node, "srv-a");
+    let _b = stubborn_worker(&url, "srv-b", &j);
+    eventually("srv-b's heartbeat", Duration::from_secs(10), || {
+        let n: u64 = redis::cmd("EXISTS").arg("{outbound}:node:srv-b").query(&mut c).ok()?;
+        (n == 1).then_some(())
+    })
+    .await;
+    let reaper = common::procs::all()
+        .into_iter()
+        .find(|p| p.ppid == a.pid() && p.cmdline.contains("lockwatch"))
+        .expect("srv-a's reaper");
+    let _resume = Resume(reaper.pid);
+    // SAFETY: SIGSTOP to the reaper of the worker this test started.
+    unsafe { libc::kill(reaper.pid, libc::SIGSTOP) };
+    let lost_at = now_ns();
+    let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
+    eventually("srv-b's job", Duration::from_secs(10), || {
+        journal(&j).iter().any(|l| l.1 == "srv-b" && l.2 > lost_at).then_some(())
+    })
+    .await;
+    assert!(!runs(child), "srv-a's job still runs below its stopped reaper");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_no_overlap(&journal(&j));
+    // srv-a's worker goes on beating: it did not hang on its reaper.
+    let beat = |c: &mut redis::Connection| -> Option<u64> {
+        redis::cmd("HGET").arg("{outbound}:node:srv-a").arg("seq").query(c).ok()?
+    };
+    let seq = beat(&mut c);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(beat(&mut c) > seq, "srv-a's worker stopped beating");
+}

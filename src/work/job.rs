@@ -271,6 +271,27 @@ impl Job {
         }
     }
 
+    /// Kills the job at once and waits until all of it is gone. A reaper
+    /// that has not ended [`REAPER_PATIENCE`] after it was told (stopped by
+    /// a signal or a debugger, hung) is killed itself: the job's own process
+    /// dies with it, and what the job started falls to the worker, which
+    /// sweeps it. Without that, a stopped reaper would leave the job running
+    /// beside the next holder's.
+    pub async fn kill_and_wait(&mut self) {
+        self.kill();
+        #[cfg(unix)]
+        if let Run::Reaped { reaper, .. } = &mut self.run
+            && tokio::time::timeout(REAPER_PATIENCE, reaper.wait()).await.is_err()
+        {
+            tracing::error!(
+                "the job's reaper did not end within {} s of being told to kill the job (stopped or hung); killing it and all the job left",
+                REAPER_PATIENCE.as_secs()
+            );
+            let _ = reaper.start_kill();
+        }
+        self.wait().await;
+    }
+
     /// Stops the job: SIGTERM to each of its processes (or the stop signal
     /// to a task), SIGKILL (abort) after `grace`. Returns how it ended.
     pub async fn stop(mut self, grace: Duration) -> Option<String> {
@@ -286,8 +307,7 @@ impl Job {
             }
         }
         if tokio::time::timeout(grace, self.wait()).await.is_err() {
-            self.kill();
-            self.wait().await;
+            self.kill_and_wait().await;
         }
         self.exited()
     }
@@ -311,6 +331,12 @@ impl Job {
         }
     }
 }
+
+/// How long a job's reaper gets to end after it was told to kill the job:
+/// it kills with one signal and reaps at once, so only a stopped or hung
+/// reaper takes longer.
+#[cfg(unix)]
+const REAPER_PATIENCE: Duration = Duration::from_secs(1);
 
 /// Once a job's reaper has ended, the first time its end is seen: kills
 /// what the job left below the worker, which is nothing unless the reaper

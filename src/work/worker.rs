@@ -784,8 +784,7 @@ impl Worker {
         let Some(mut h) = h else { return };
         tracing::error!(node = %self.opts.node, fence = h.fence, "{}; killing the job", cause.sentence());
         if let Some(mut job) = h.job.take() {
-            job.kill();
-            let _ = job.wait().await;
+            job.kill_and_wait().await;
         }
         self.note_stopped().await;
         self.record(Record::Lost { fence: Some(h.fence), cause: Some(cause) }).await;
