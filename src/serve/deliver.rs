@@ -54,7 +54,10 @@ pub fn classify(kind: Kind, status: u16, body: &str) -> Answer {
     let text = json
         .as_ref()
         .and_then(|j| ["errmsg", "msg", "StatusMessage"].iter().find_map(|k| Some(j.get(k)?.as_str()?.to_owned())))
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .chars()
+        .take(300)
+        .collect::<String>();
     if status == 429 || code.is_some_and(|c| TOO_FAST.contains(&c)) {
         return Answer::TooFast { said };
     }
@@ -211,6 +214,13 @@ mod tests {
             }
         );
         assert!(!sent(Kind::DingTalk, "<html>proxy error</html>"));
+    }
+
+    #[test]
+    fn a_huge_refusal_is_said_in_a_bounded_sentence() {
+        let body = format!(r#"{{"errcode":310000,"errmsg":"{}"}}"#, "x".repeat(20_000));
+        let Answer::Refused { sentence, said } = classify(Kind::DingTalk, 200, &body) else { panic!() };
+        assert!(sentence.len() < 500 && said.len() <= 300, "{} and {} bytes", sentence.len(), said.len());
     }
 
     #[test]

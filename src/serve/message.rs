@@ -130,13 +130,38 @@ fn close(lines: &mut Vec<String>, lang: Language, now: &Now) {
             .on_it
             .iter()
             .map(|(user, note)| match (note.is_empty(), lang) {
-                (true, _) => user.clone(),
-                (false, Language::En) => format!("{user} ({note})"),
-                (false, Language::ZhCn) => format!("{user}（{note}）"),
+                (true, _) => inert(user),
+                (false, Language::En) => format!("{} ({})", inert(user), inert(note)),
+                (false, Language::ZhCn) => format!("{}（{}）", inert(user), inert(note)),
             })
             .collect();
         lines.push(say(lang, Say::OnIt { who: &list(lang, &who) }));
     }
+}
+
+/// A supervisor's own words (her note, written with her Redis rights) as
+/// text no robot renders as a link, a mention or markup: the characters
+/// markdown, Feishu's `lark_md` and their tags are made of become their
+/// full-width look-alikes, and a URL's `://` is broken.
+fn inert(text: &str) -> String {
+    let text: String = text
+        .chars()
+        .map(|c| match c {
+            '[' => '［',
+            ']' => '］',
+            '(' => '（',
+            ')' => '）',
+            '<' => '＜',
+            '>' => '＞',
+            '*' => '＊',
+            '`' => '＇',
+            '#' => '＃',
+            '@' => '＠',
+            '\n' | '\r' => ' ',
+            other => other,
+        })
+        .collect();
+    text.replace("://", "：//")
 }
 
 /// The title of `messages` folded into one.
@@ -279,6 +304,23 @@ mod tests {
                 assert_eq!(en.contains(fact), zh.contains(fact), "{kind:?}: {fact} in one language only:\n{en}\n{zh}");
             }
             assert!(zh.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)), "{zh}");
+        }
+    }
+
+    #[test]
+    fn a_supervisors_note_cannot_make_a_robot_post_a_link_a_mention_or_markup() {
+        let note = "[confirm](http://evil.example/p) <at id=all></at> **now** @all\n### fake";
+        let story = Story::Incident {
+            event: Event { to: None, ..event(EventKind::Died) },
+            now: Now { on_it: vec![("alice".into(), note.into())], ..now() },
+            seen_by: "s".into(),
+        };
+        for lang in [Language::En, Language::ZhCn] {
+            let text = markdown(&[render(&story, lang, 0)]);
+            for active in ["[", "](", "<at", "://", "**", "@all", "\n###"] {
+                assert!(!text.contains(active), "{active:?} reaches the robot: {text}");
+            }
+            assert!(text.contains("confirm") && text.contains("evil.example"), "her words stay readable: {text}");
         }
     }
 

@@ -90,7 +90,7 @@ impl Metrics {
     }
 
     fn job(&self) -> Labels {
-        vec![("job", self.job.clone())]
+        vec![("job", label(&self.job))]
     }
 
     /// Takes in a status the watcher published.
@@ -109,7 +109,7 @@ impl Metrics {
         self.holder.clear();
         if let Some(h) = &s.holder {
             let node = h.node.clone().unwrap_or_else(|| h.field.clone());
-            self.holder.get_or_create(&vec![("job", self.job.clone()), ("node", node)]).set(1);
+            self.holder.get_or_create(&vec![("job", label(&self.job)), ("node", label(&node))]).set(1);
         }
         self.ttl.get_or_create(&job).set(if held { s.lock.ttl_ms.unwrap_or(0) as f64 / 1000.0 } else { 0.0 });
         let beat = s
@@ -151,7 +151,14 @@ impl Metrics {
 }
 
 fn state_labels(job: &str, state: State) -> Labels {
-    vec![("job", job.to_owned()), ("state", state.as_str().to_owned())]
+    vec![("job", label(job)), ("state", state.as_str().to_owned())]
+}
+
+/// A label's value as the text format needs it: `prometheus-client`
+/// writes values as they are, and a job name may hold `"`, `\` or a
+/// newline (its rules refuse only spaces and braces).
+fn label(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 #[cfg(test)]
@@ -177,6 +184,14 @@ mod tests {
             ..Default::default()
         });
         Engine::new("outbound", "{outbound}:lock", Config::default()).handle_read(&snap).status
+    }
+
+    #[test]
+    fn a_job_name_with_quotes_or_backslashes_is_escaped_in_its_labels() {
+        let m = Metrics::new("we\"ird\\x");
+        m.update(&running());
+        let text = m.text();
+        assert!(text.contains("lockwatch_job_state{job=\"we\\\"ird\\\\x\",state=\"running\"} 1"), "{text}");
     }
 
     #[test]

@@ -94,12 +94,16 @@ impl Robot {
     pub fn scrub(&self, text: &str) -> String {
         let mut secrets: Vec<String> = vec![self.url.as_str().to_owned()];
         secrets.extend(self.secret.clone());
-        secrets.extend(self.url.query_pairs().map(|(_, v)| v.into_owned()).filter(|v| v.len() >= 6));
+        secrets.extend(self.url.query_pairs().map(|(_, v)| v.into_owned()).filter(|v| v.len() >= 4));
         if let Some(query) = self.url.query() {
             secrets.push(query.to_owned());
         }
-        // A token in the path (Feishu's hook id) is long; `webhook`, `send` are words.
-        secrets.extend(self.url.path_segments().into_iter().flatten().filter(|s| s.len() >= 16).map(str::to_owned));
+        // A token in the path (Feishu's hook id, a webhook's own) is cut with
+        // the whole path, and alone when long; `webhook`, `send` are words.
+        if self.url.path().len() > 1 {
+            secrets.push(self.url.path().to_owned());
+        }
+        secrets.extend(self.url.path_segments().into_iter().flatten().filter(|s| s.len() >= 8).map(str::to_owned));
         // Longest first, so a part of a longer secret is not cut first.
         secrets.retain(|s| !s.is_empty());
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
@@ -334,6 +338,14 @@ url = "http://relay.intranet:8080/lockwatch"
         let said = format!("error at https://open.feishu.cn/open-apis/bot/v2/hook/{TOKEN}: {TOKEN} feishu-secret");
         let scrubbed = robot.scrub(&said);
         assert!(!scrubbed.contains(TOKEN) && !scrubbed.contains("feishu-secret"), "{scrubbed}");
+    }
+
+    #[test]
+    fn a_short_token_in_a_webhooks_path_or_query_is_cut_too() {
+        let text = "[[robot]]\nkind = \"webhook\"\nurl = \"http://relay:8080/hook/shorttok99?k=ab12\"\n";
+        let robot = parse(text, env).unwrap().remove(0);
+        let scrubbed = robot.scrub("HTTP 404 (no route for /hook/shorttok99 with k=ab12)");
+        assert!(!scrubbed.contains("shorttok99") && !scrubbed.contains("ab12"), "{scrubbed}");
     }
 
     #[test]
