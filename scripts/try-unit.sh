@@ -126,7 +126,7 @@ cat >"$root/usr/local/bin/outbound-job" <<'JOB'
 exec sh -c '(while :; do date +%s >> /var/lib/lockwatch/outbound.ticks; sleep 0.2; done) & wait'
 JOB
 chmod 0755 "$root/usr/local/bin/outbound-job"
-in_box install -o lockwatch -g lockwatch -m 0600 /var/tmp/lockwatch/outbound.env /etc/lockwatch/outbound.env
+in_box install -o root -g root -m 0600 /var/tmp/lockwatch/outbound.env /etc/lockwatch/outbound.env
 in_box systemctl enable --now lockwatch-worker@outbound.service 2>&1 | sed 's/^/  /'
 
 step "1. the job runs, as lockwatch, writing in its state directory"

@@ -57,7 +57,9 @@ const SETTLE_MARGIN: Duration = Duration::from_secs(2);
 /// How often a serve process says in Redis that it watches the job.
 const BEAT_EVERY: Duration = Duration::from_secs(5);
 
-/// Runs until `stop` completes.
+/// Runs until `stop` completes. Makes this process non-dumpable first, as
+/// a worker does: the robots' urls and secrets are in its memory and,
+/// where the unit passes them, its environment.
 ///
 /// # Errors
 /// [`ServeError::Listen`] when the metrics address cannot be bound.
@@ -67,6 +69,7 @@ pub async fn run(
     options: Options,
     stop: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
+    crate::work::worker::hide_from_jobs();
     let (stop_tx, stop_rx) = watch::channel(false);
     let metrics = Arc::new(Metrics::new(&keys.job));
     let mut tasks: Vec<JoinHandle<()>> = Vec::new();

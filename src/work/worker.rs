@@ -399,8 +399,9 @@ fn shown_work(work: &Work) -> String {
 }
 
 /// Makes this process non-dumpable, so that only root (with
-/// `CAP_SYS_PTRACE`) can read its `/proc/<pid>/environ` and memory.
-fn hide_from_jobs() {
+/// `CAP_SYS_PTRACE`) can read its `/proc/<pid>/environ` and memory: a job
+/// running as the same user reads no password there.
+pub fn hide_from_jobs() {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: prctl(PR_SET_DUMPABLE) only changes this process's own
