@@ -2,7 +2,8 @@
 //! processes watch the job: they agree through Redis.
 //!
 //! Every serve process sees the same events, from the same Redis data, and
-//! names each incident the same way ([`Incidents::name`]): the event, the
+//! names each incident the same way ([`Incidents::name`]): the event (a
+//! failover and a restart alike, as the new holding), the
 //! fence counter when it came (each acquisition takes a new fence, so a
 //! holding's death, a failover to it, its stall are told apart from the
 //! next holding's), the server it concerns, and how many times this
@@ -103,7 +104,14 @@ impl Incidents {
         }
         let server = event.to.as_ref().or(event.from.as_ref()).map(|h| h.to_string()).unwrap_or_default();
         let fence = fence.map_or("-".to_owned(), |f| f.to_string());
-        let what = format!("{}:{fence}:{server}", event.event.as_str());
+        // A new holding is one incident whatever a process saw before it: one
+        // that missed the holding between (frozen, just started) calls a
+        // failover back a restart.
+        let kind = match event.event {
+            Failover | Restarted => "holder",
+            other => other.as_str(),
+        };
+        let what = format!("{kind}:{fence}:{server}");
         let n = self.seen.entry(what.clone()).or_default();
         *n += 1;
         Some(Incident { id: format!("{what}:{n}"), family, role, kind: event.event, at_ms: event.at_ms })
@@ -357,10 +365,22 @@ mod tests {
         let a: Vec<_> = events.iter().map(|(e, f)| one.name(e, *f)).collect();
         let b: Vec<_> = events.iter().map(|(e, f)| two.name(e, *f)).collect();
         assert_eq!(a, b);
-        assert_eq!(a[0].as_ref().unwrap().id, "failover:7:wh-b:1");
+        assert_eq!(a[0].as_ref().unwrap().id, "holder:7:wh-b:1");
         assert_eq!(a[1].as_ref().unwrap().id, "died:7:wh-a:1");
         assert_eq!(a[2].as_ref().unwrap().family, Family::Down, "a recovery ends the death before it");
         assert_eq!(a[4], None, "a start is no incident");
+    }
+
+    /// A process frozen through a failover and the failover back sees the
+    /// second as a restart on the same server: still the same new holding.
+    #[test]
+    fn a_failover_back_seen_as_a_restart_is_the_same_incident() {
+        let mut awake = Incidents::default();
+        let mut frozen = Incidents::default();
+        let back = awake.name(&event(EventKind::Failover, Some("wh-a")), Some(9)).unwrap();
+        let mut restarted = event(EventKind::Restarted, Some("wh-a"));
+        restarted.from = Some(HolderRef { field: "a:0".into(), node: Some("wh-a".into()) });
+        assert_eq!(frozen.name(&restarted, Some(9)).unwrap().id, back.id);
     }
 
     #[test]
