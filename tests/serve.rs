@@ -174,6 +174,34 @@ async fn a_flapping_job_is_one_message_and_a_summary() {
     drop(server);
 }
 
+/// A serve process frozen through a failover and the failover back sees the
+/// second as a restart on the same server: still one message per failover.
+#[tokio::test]
+async fn a_serve_process_frozen_through_two_failovers_posts_nothing_twice() {
+    let (server, url, mut c) = server_with_flag("alice", true);
+    move_to(&mut c, "srv-a", "srv-b", 1);
+    let hook = Robot::start(Play::Webhook);
+    let dir = tempfile::tempdir().unwrap();
+    let file = robots_file(dir.path(), &[(&hook, "")]);
+    let (log1, log2) = (dir.path().join("s1.log"), dir.path().join("s2.log"));
+    let _s1 = serve(&url, "serve-1", &file, &log1, &["--repeat-window", "0s"]);
+    let s2 = serve(&url, "serve-2", &file, &log2, &["--repeat-window", "0s"]);
+    serves_ready(&mut c, 2).await;
+    {
+        let _thaw = Resume(s2.pid());
+        // SAFETY: SIGSTOP to a serve process this test started.
+        unsafe { libc::kill(s2.pid(), libc::SIGSTOP) };
+        move_to(&mut c, "srv-b", "srv-a", 2);
+        eventually("the first failover", Duration::from_secs(10), || (hook.taken().len() >= 1).then_some(())).await;
+        move_to(&mut c, "srv-a", "srv-b", 3);
+        eventually("the failover back", Duration::from_secs(10), || (hook.taken().len() >= 2).then_some(())).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let texts: Vec<String> = hook.taken().iter().map(|g| g.text()).collect();
+    assert_eq!(texts.len(), 2, "{texts:#?}\n{}{}", log_of(&log1), log_of(&log2));
+    drop(server);
+}
+
 #[tokio::test]
 async fn too_fast_is_tried_again_and_a_refused_signature_is_one_sentence_not_a_send() {
     let (server, url, mut c) = server_with_flag("alice", true);
