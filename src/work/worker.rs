@@ -205,8 +205,9 @@ pub fn stop_signals(then: &'static str) -> Result<std::pin::Pin<Box<dyn Future<O
     }
     #[cfg(not(unix))]
     {
-        Ok(Box::pin(async {
+        Ok(Box::pin(async move {
             let _ = tokio::signal::ctrl_c().await;
+            tracing::info!("Ctrl-C received: {then}");
         }))
     }
 }
