@@ -112,6 +112,13 @@ fields! {
         FENCE = "fence",
         /// `1` once it is known to have stopped its job.
         STOPPED = "stopped",
+        /// `1` once it started its job; `0` while it waits (a record
+        /// without it, from an older lockwatch, counts as started).
+        STARTED = "started",
+        /// The holding it waited for, while it has not started its job.
+        PREV_NODE = "prev_node",
+        PREV_FIELD = "prev_field",
+        PREV_FENCE = "prev_fence",
     }
 }
 

@@ -4,6 +4,7 @@
 -- KEYS[6] the run id of the Redis process that issued the last fence,
 -- KEYS[7] the handover hash: the last holding (node, field, fence) and whether it stopped its job
 -- ARGV[1] operation: acquire | renew | release | stopped (the holding under ARGV[2] stopped its job) |
+--   started (it starts its job: while the lock is still its own) |
 --   orphaned (its worker died and its job's whole tree is known gone: let go of the lock under ARGV[2])
 -- ARGV[2] our field (<client-uuid>:<thread-id>), ARGV[3] lease in ms
 -- ARGV[4] unlock channel, ARGV[5] node name, ARGV[6] the highest fence the caller has seen
@@ -81,26 +82,47 @@ end
 -- before it starts the job: 0 when there was none (a counter of 0 was
 -- seeded on a new Redis) or it stopped its job, 1 when nothing says (no
 -- record: evicted, or written by an older lockwatch), 2 when it is named
--- but not known to have stopped. Records the new holding in its place.
+-- but not known to have stopped. A holding that never started its job
+-- (it was still waiting) runs nothing: the one it waited for, kept as its
+-- `prev`, is the one to wait for. Records the new holding in its place,
+-- with that one as its `prev` while it has not started its job.
 local function hand_over(counter, fence)
-  local last = redis.call('HMGET', handover_key, HANDOVER.NODE, HANDOVER.FENCE, HANDOVER.STOPPED)
-  local state = 0
-  if last[2] then
-    if last[3] ~= '1' then
-      state = 2
+  local h = redis.call('HMGET', handover_key, HANDOVER.NODE, HANDOVER.FENCE, HANDOVER.STOPPED, HANDOVER.STARTED,
+    HANDOVER.PREV_NODE, HANDOVER.PREV_FIELD, HANDOVER.PREV_FENCE)
+  local state, wait_node, wait_field, wait_fence = 0, '', '', ''
+  if h[2] then
+    -- A record without `started` (an older lockwatch) counts as started.
+    if h[4] ~= '0' then
+      if h[3] ~= '1' then
+        state, wait_node, wait_field, wait_fence = 2, h[1], redis.call('HGET', handover_key, HANDOVER.FIELD), h[2]
+      end
+    elseif h[7] and h[7] ~= '' then
+      state, wait_node, wait_field, wait_fence = 2, h[5], h[6], h[7]
     end
   elseif counter ~= 0 then
     state = 1
   end
   redis.call('HSET', handover_key, HANDOVER.NODE, node, HANDOVER.FIELD, field, HANDOVER.FENCE, string.format('%d', fence),
-    HANDOVER.STOPPED, '0')
-  return state, last[1] or '', tonumber(last[2]) or 0
+    HANDOVER.STOPPED, '0', HANDOVER.STARTED, '0', HANDOVER.PREV_NODE, wait_node, HANDOVER.PREV_FIELD, wait_field or '',
+    HANDOVER.PREV_FENCE, wait_fence)
+  return state, wait_node or '', tonumber(wait_fence) or 0
+end
+
+-- Notes that the holding under our field starts its job: from now on it is
+-- the one to wait for (the one before it is known gone, or its time is up).
+local function note_started()
+  if redis.call('HGET', handover_key, HANDOVER.FIELD) == field then
+    redis.call('HSET', handover_key, HANDOVER.STARTED, '1', HANDOVER.PREV_NODE, '', HANDOVER.PREV_FIELD, '',
+      HANDOVER.PREV_FENCE, '')
+  end
 end
 
 -- Notes that the holding under our field stopped its job, if it is the last one.
 local function note_stopped()
   if redis.call('HGET', handover_key, HANDOVER.FIELD) == field then
     redis.call('HSET', handover_key, HANDOVER.STOPPED, '1')
+  elseif redis.call('HGET', handover_key, HANDOVER.PREV_FIELD) == field then
+    redis.call('HSET', handover_key, HANDOVER.PREV_NODE, '', HANDOVER.PREV_FIELD, '', HANDOVER.PREV_FENCE, '')
   end
 end
 
@@ -161,6 +183,13 @@ elseif op == 'release' then
   return {1, 1}
 elseif op == 'stopped' then
   note_stopped()
+  return {1, 0}
+elseif op == 'started' then
+  -- Only while the lock is this holding's: a holding that lost it starts nothing.
+  if redis.call('HEXISTS', lock, field) == 0 then
+    return {0, 0}
+  end
+  note_started()
   return {1, 0}
 elseif op == 'orphaned' then
   -- Only a holding's own field lets go, whatever its hold count: its worker

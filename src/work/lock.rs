@@ -252,6 +252,16 @@ impl Lock {
         Ok(self.call(conn, "orphaned", false).await?.ok)
     }
 
+    /// Notes, while the lock is still this holding's, that it starts its
+    /// job: from now on a new holder waits for this holding, not for the one
+    /// it waited for itself. `false` when the lock is not its own any more.
+    ///
+    /// # Errors
+    /// [`Error::Redis`] when Redis cannot be reached or refuses.
+    pub async fn started<C: ConnectionLike>(&self, conn: &mut C) -> Result<bool, Error> {
+        Ok(self.call(conn, "started", false).await?.ok)
+    }
+
     /// Notes that the holding under this field, if it was the last one,
     /// stopped its job: a new holder need not wait for it.
     ///

@@ -669,6 +669,11 @@ impl Worker {
             };
         }
         if h.job.is_none() && Instant::now() >= h.start_at() && self.lease_vouched_for(h) {
+            // The first start in this holding is noted first: from then on a
+            // new holder waits for this one, not for the one it waited for.
+            if !h.started && !self.note_started().await {
+                return Ok(());
+            }
             let orphan = self.opts.connection.clone().map(|connection| Orphan {
                 connection,
                 job: self.keys.job.clone(),
@@ -791,6 +796,23 @@ impl Worker {
         self.note_stopped().await;
         self.record(Record::Lost { fence: Some(h.fence), cause: Some(cause) }).await;
         self.lock.next_holding();
+    }
+
+    /// Notes that this holding starts its job; `false` when it must not
+    /// (the lock is not its own any more, or Redis did not answer: the next
+    /// turn tries again).
+    async fn note_started(&mut self) -> bool {
+        let lock = self.lock.clone();
+        let Ok(conn) = self.conn().await else { return false };
+        match tokio::time::timeout(REDIS_PATIENCE, lock.started(conn)).await {
+            Ok(Ok(started)) => started,
+            Ok(Err(err)) => {
+                tracing::warn!(error = %err, "cannot note that the job starts; trying again");
+                self.conn = None;
+                false
+            }
+            Err(_) => false,
+        }
     }
 
     /// Notes that the job of the holding just lost has stopped, if Redis
