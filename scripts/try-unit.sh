@@ -157,6 +157,8 @@ killed_at=$(date +%s%N)
 kill -KILL "$worker"
 within 200 runs_anew "$second_fence" || fail "the worker was not restarted, or took the job not again"
 [ "$(worker_pid)" != "$worker" ] || fail "the same worker runs"
+in_box journalctl -u lockwatch-worker@outbound --no-pager -o cat | grep -q "nothing of its unit runs any more: released it" ||
+  fail "ExecStopPost did not let go of the dead worker's lock"
 echo "restarted by systemd (NRestarts=$(in_box systemctl show -p NRestarts --value lockwatch-worker@outbound)); running again $(( ($(date +%s%N) - killed_at) / 1000000 )) ms after the SIGKILL (lease 3 s), fence $(fence) (was $second_fence)"
 
 step "3b. the worker and its reaper killed together (as pkill -9 lockwatch does): systemd ends what the job left"

@@ -123,6 +123,38 @@ impl Orphan {
     }
 }
 
+/// After a worker's systemd unit stopped, every process of it gone (systemd
+/// runs `ExecStopPost=` only then, and a job cannot leave its unit's control
+/// group): lets go of the lock the worker's heartbeat names, when the
+/// worker died holding it, so the next holder need not wait out the lease.
+/// `nodes` are the names the worker may have run under on this host.
+/// Returns the node and fence it let go of, if any.
+///
+/// # Errors
+/// [`crate::Error`] when Redis cannot be read or refuses.
+pub async fn after_unit_stopped(
+    conn: &mut crate::connect::Conn,
+    keys: &crate::keys::Keys,
+    nodes: &[String],
+    lease: crate::work::lease::Lease,
+) -> Result<Option<(String, i64)>, crate::Error> {
+    let host = conn.endpoint().clone();
+    let snap = crate::probe::probe(conn, keys, &host).await?;
+    let this_host = crate::supervise::flags::this_host();
+    let held = snap.beats.iter().find(|b| {
+        nodes.contains(&b.node)
+            && b.host.as_deref() == Some(this_host.as_str())
+            && b.state.as_ref().is_some_and(crate::schema::BeatState::holds_lock)
+            && b.lock_field.as_deref().is_some_and(|f| !f.is_empty())
+    });
+    let Some(b) = held else { return Ok(None) };
+    let (node, field, fence) = (b.node.clone(), b.lock_field.clone().unwrap_or_default(), b.fence.unwrap_or(0));
+    let died = crate::history::Record::Died { fence: b.fence, last_beat_ms: b.beat_ms };
+    crate::history::append(conn, keys, &node, &died, &host).await?;
+    let lock = crate::work::lock::Lock::of_holding(keys.clone(), &node, lease, &host, &field).sharded(conn.sharded());
+    Ok(lock.orphaned(conn).await?.then_some((node, fence)))
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;

@@ -131,6 +131,17 @@ pub enum Command {
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<String>,
     },
+    /// After a worker's systemd unit stopped (its `ExecStopPost=`): let go of the lock
+    /// the worker died holding, nothing of its unit running any more.
+    #[command(hide = true)]
+    WorkerGone {
+        /// The worker's name [default: the host name, and HOST@ADDRESS].
+        #[arg(long, env = "LOCKWATCH_NODE", hide_env_values = true, value_parser = parse_user)]
+        node: Option<String>,
+        /// The worker's lease.
+        #[arg(long, env = "LOCKWATCH_LEASE", hide_env_values = true, default_value = "30s", value_parser = parse_lease, value_name = "DURATION")]
+        lease: Duration,
+    },
     /// Tell every supervisor you are on it (the job's trouble), for a while, with a note.
     Ack {
         /// Whose (default: the Redis ACL user, else your login name).

@@ -136,6 +136,25 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Serve { robots, metrics, check, node, repeat_window } => {
             serve::run(g, robots.as_deref(), *metrics, *check, node.clone(), *repeat_window).await
         }
+        Command::WorkerGone { node, lease } => {
+            let target = g.target()?;
+            let nodes = match node {
+                Some(node) => vec![node.clone()],
+                None => {
+                    let (host, fallback) = lockwatch::work::identity::default_names(target.endpoint());
+                    vec![host, fallback]
+                }
+            };
+            let mut conn = target.manager().await?;
+            let keys = g.keys();
+            let released = lockwatch::work::orphan::after_unit_stopped(&mut conn, &keys, &nodes, Lease::new(*lease));
+            if let Some((node, fence)) = released.await? {
+                eprintln!(
+                    "lockwatch: the worker of node {node} died holding the lock (fence {fence}); nothing of its unit runs any more: released it"
+                );
+            }
+            Ok(0)
+        }
         Command::Demo => demo::run(g).await,
         Command::Acl { user, worker, redis_version } => {
             let server = match redis_version {
