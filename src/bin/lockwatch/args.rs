@@ -228,6 +228,7 @@ const SHOWN: &[(&str, &[&str])] = &[
     ("enable", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     ("disable", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     ("worker", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
+    ("worker-gone", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     ("ack", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     ("unack", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     (
