@@ -14,14 +14,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::input::ConnectionSpec;
+use crate::connect::Conn;
 #[cfg(unix)]
-use crate::{
-    error::{Action, describe},
-    history::{self, Record},
-    keys::Keys,
-    work::{lease::Lease, lock::Lock},
-};
+use crate::error::{Action, describe};
+use crate::history::{self, Record};
+use crate::input::ConnectionSpec;
+use crate::keys::Keys;
+use crate::work::{lease::Lease, lock::Lock};
 #[cfg(unix)]
 use std::time::Duration;
 
@@ -107,8 +106,6 @@ impl Orphan {
         let target = self.connection.target()?;
         let keys = Keys::new(&self.job).with_lock_key(&self.lock_key);
         let lease = Lease::new(Duration::from_millis(self.lease_ms));
-        let lock = Lock::of_holding(keys.clone(), &self.node, lease, target.endpoint(), &self.field)
-            .sharded(target.is_cluster());
         let mut conn = target.manager().await?;
         // First the record of when the job was last alive (now: its tree was
         // just reaped), before the next holding's: the history's outage is
@@ -118,8 +115,7 @@ impl Orphan {
             .await
             .map_err(|e| describe(e, Action::ReadingTime, target.endpoint()))?;
         let died = Record::Died { fence: Some(self.fence), last_beat_ms: Some(secs * 1000 + micros / 1000) };
-        history::append(&mut conn, &keys, &self.node, &died, target.endpoint()).await?;
-        lock.orphaned(&mut conn).await
+        let_go_of(&mut conn, &keys, &self.node, &self.field, lease, &died).await
     }
 }
 
@@ -133,10 +129,10 @@ impl Orphan {
 /// # Errors
 /// [`crate::Error`] when Redis cannot be read or refuses.
 pub async fn after_unit_stopped(
-    conn: &mut crate::connect::Conn,
-    keys: &crate::keys::Keys,
+    conn: &mut Conn,
+    keys: &Keys,
     nodes: &[String],
-    lease: crate::work::lease::Lease,
+    lease: Lease,
 ) -> Result<Option<(String, i64)>, crate::Error> {
     let host = conn.endpoint().clone();
     let snap = crate::probe::probe(conn, keys, &host).await?;
@@ -149,10 +145,24 @@ pub async fn after_unit_stopped(
     });
     let Some(b) = held else { return Ok(None) };
     let (node, field, fence) = (b.node.clone(), b.lock_field.clone().unwrap_or_default(), b.fence.unwrap_or(0));
-    let died = crate::history::Record::Died { fence: b.fence, last_beat_ms: b.beat_ms };
-    crate::history::append(conn, keys, &node, &died, &host).await?;
-    let lock = crate::work::lock::Lock::of_holding(keys.clone(), &node, lease, &host, &field).sharded(conn.sharded());
-    Ok(lock.orphaned(conn).await?.then_some((node, fence)))
+    let died = Record::Died { fence: b.fence, last_beat_ms: b.beat_ms };
+    Ok(let_go_of(conn, keys, &node, &field, lease, &died).await?.then_some((node, fence)))
+}
+
+/// Records `died` (when the holding's job was last alive), then, so the
+/// history's outage is the real one, lets go of the lock held under
+/// `field`; `false` when the lock was not that holding's any more.
+async fn let_go_of(
+    conn: &mut Conn,
+    keys: &Keys,
+    node: &str,
+    field: &str,
+    lease: Lease,
+    died: &Record,
+) -> Result<bool, crate::Error> {
+    let host = conn.endpoint().clone();
+    history::append(conn, keys, node, died, &host).await?;
+    Lock::of_holding(keys.clone(), node, lease, &host, field).sharded(conn.sharded()).orphaned(conn).await
 }
 
 #[cfg(all(test, unix))]
