@@ -1,6 +1,7 @@
 //! Running the job on exactly one server: the worker and what it stands on.
 
 pub mod beat;
+pub mod engine;
 pub mod flips;
 pub mod handover;
 pub mod identity;

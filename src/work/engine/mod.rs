@@ -1,0 +1,412 @@
+//! The worker's decisions, pure: what to do on the watchdog's word, a look
+//! at the job, an acquisition's answer, the job's exit and a deadline. No
+//! tokio, Redis or clock inside: the time comes in with each call (on the
+//! lease's clock, [`Boot`]); actions, the heartbeat's state and the next
+//! deadline come out. `work::worker` runs it against Redis and the job;
+//! [`renewer`] decides the watchdog's turns the same way.
+//!
+//! What it keeps, and the tests hold it to: the job starts only while the
+//! lease is confirmed (the last acquisition or renewal less than
+//! [`Lease::stop_after`] ago, the watchdog saying nothing against it), never
+//! before the holding before it is known to have stopped, and is killed no
+//! later than `stop_after` after the last confirmation, whenever the shell
+//! calls at [`Engine::deadline`].
+
+#[cfg(test)]
+mod props;
+pub mod renewer;
+#[cfg(test)]
+mod scenarios;
+#[cfg(test)]
+mod world;
+
+use std::time::Duration;
+
+use crate::clock::{Boot, millis};
+use crate::history::Cause;
+use crate::schema::BeatState;
+use crate::snapshot::Snapshot;
+use crate::work::handover::{Busy, before_busy, busy_elsewhere};
+use crate::work::lease::Lease;
+use crate::work::lock::{Acquire, Before, Wait};
+
+/// What the engine is told once, for a worker's whole life.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    /// This server's name (it may change to the fallback once, before any holding).
+    pub node: String,
+    pub lease: Lease,
+    /// Run the job every this long instead of restarting it when it exits.
+    pub every: Option<Duration>,
+    /// A job silent this long is `stalled`.
+    pub stall_after: Option<Duration>,
+}
+
+/// The watchdog's last word on the lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    /// Renewed by the call sent at this time.
+    Renewed(Boot),
+    /// A renewal found the lock is not ours any more.
+    Lost,
+    /// A renewal failed; retrying.
+    Failing,
+    /// No renewal succeeded within [`Lease::stop_after`]; `unconfirmed`
+    /// when Redis answered but no replica confirmed.
+    Expiring { unconfirmed: bool },
+}
+
+impl Renewal {
+    /// Why the job must stop, when it must.
+    pub fn stop_reason(self) -> Option<Cause> {
+        match self {
+            Renewal::Lost => Some(Cause::Lost),
+            Renewal::Expiring { unconfirmed: true } => Some(Cause::ReplicaUnconfirmed),
+            Renewal::Expiring { unconfirmed: false } => Some(Cause::Expired),
+            Renewal::Renewed(_) | Renewal::Failing => None,
+        }
+    }
+}
+
+/// What the shell does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Try to take the lock; the answer goes to [`Engine::acquired`].
+    Acquire,
+    /// The lock is ours from `since`: start renewing it, and arm the kill.
+    Hold { fence: i64, since: Boot },
+    /// Say and record that the lock was taken, why the job waits if it does,
+    /// and the last beat of the holder before on another server.
+    Acquired { fence: i64, wait: Option<Wait>, prev_beat_ms: Option<u64> },
+    /// Taken, but no replica confirmed it: not a holding; say so.
+    Unconfirmed { fence: i64 },
+    /// Another server may still run the job (said once per server waited for).
+    Waits(Busy),
+    /// Record that renewals fail (once per spell).
+    RenewFailing { fence: i64 },
+    /// Note in Redis that this holding starts its job; the answer goes to
+    /// [`Engine::start_noted`].
+    NoteStarted,
+    /// Start the job; its pid goes to [`Engine::job_started`].
+    Start { fence: i64 },
+    /// The job exited: record it and disarm the kill.
+    Exited { fence: i64, status: String },
+    /// The lease cannot be vouched for: kill the job now, note it stopped,
+    /// record the loss; `say_idle` when the lock was found gone (a new
+    /// holder may be waiting for this server).
+    Kill { fence: i64, cause: Cause, say_idle: bool },
+    /// Stop the job cleanly and release the lock.
+    LetGo { fence: i64, cause: Cause },
+}
+
+/// The end of a wait, on the lease's clock and, for the heartbeat, in Redis time (ms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Until {
+    at: Boot,
+    redis_ms: u64,
+}
+
+impl Until {
+    /// `left` from `now`, which is `now_ms` in Redis time.
+    fn after(now: Boot, left: Duration, now_ms: u64) -> Until {
+        Until { at: now + left, redis_ms: now_ms.saturating_add(millis(left)) }
+    }
+}
+
+/// The lock while held, as far as decisions go.
+#[derive(Debug, Clone)]
+pub struct Hold {
+    pub fence: i64,
+    /// When the lease was last confirmed (the confirming call's send time).
+    lock_ok_at: Boot,
+    /// Whether the job's process runs.
+    running: bool,
+    next_start: Boot,
+    /// Until then the job must not start, for Redis's sake (lost data, new
+    /// or restarted): an earlier holder may still run it.
+    waits_until: Option<Until>,
+    /// Another server that may still run the job, looked at again each
+    /// turn until the job first starts.
+    waits_for: Option<(String, Until)>,
+    /// The holding before, as the acquisition found it, and when the lock
+    /// was taken (Redis ms).
+    before: Before,
+    acquired_ms: u64,
+    /// Whether the job has started in this holding.
+    started: bool,
+    restarts: u32,
+    /// From the first failed renewal until the next good one, to record it once.
+    renew_failing: bool,
+}
+
+impl Hold {
+    /// When the job may start: not before `next_start`, nor before the
+    /// server it waits for has stopped.
+    fn start_at(&self) -> Boot {
+        self.waits_for.as_ref().map_or(self.next_start, |(_, u)| u.at.max(self.next_start))
+    }
+}
+
+/// What the heartbeat says now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BeatNow {
+    pub state: BeatState,
+    /// The holding's fence, while there is one.
+    pub fence: Option<i64>,
+    /// The server the job waits for (empty: none, it waits for Redis's
+    /// sake) and until when (Redis ms), while it waits.
+    pub wait: Option<(String, u64)>,
+}
+
+/// The worker's decisions and what they rest on.
+#[derive(Debug)]
+pub struct Engine {
+    rules: Rules,
+    hold: Option<Hold>,
+    /// An acquisition no replica confirmed yet (fence, the holding before,
+    /// when): a later attempt that gets the confirmation finds the lock
+    /// ours already, and this is what it took over.
+    unconfirmed: Option<(i64, Before, u64)>,
+    /// When the lock another holds expires, as the last attempt was told.
+    retry_at: Option<Boot>,
+}
+
+impl Engine {
+    pub fn new(rules: Rules) -> Engine {
+        Engine { rules, hold: None, unconfirmed: None, retry_at: None }
+    }
+
+    /// The holding, if the lock is ours.
+    pub fn hold(&self) -> Option<&Hold> {
+        self.hold.as_ref()
+    }
+
+    /// Takes the fallback name (only ever before the first holding).
+    pub fn rename(&mut self, node: String) {
+        self.rules.node = node;
+    }
+
+    /// Safety first, at each turn: the watchdog's last word. A lock that
+    /// cannot be vouched for any more stops the job now.
+    pub fn lease_word(&mut self, now: Boot, word: Renewal) -> Vec<Action> {
+        let stop_after = self.rules.lease.stop_after();
+        let Some(h) = self.hold.as_mut() else { return Vec::new() };
+        if let Some(cause) = word.stop_reason() {
+            return self.kill(cause, false).into_iter().collect();
+        }
+        let mut acts = Vec::new();
+        match word {
+            Renewal::Renewed(at) => {
+                h.lock_ok_at = h.lock_ok_at.max(at);
+                h.renew_failing = false;
+            }
+            Renewal::Failing if !h.renew_failing => {
+                h.renew_failing = true;
+                acts.push(Action::RenewFailing { fence: h.fence });
+            }
+            _ => {}
+        }
+        if expired(h.lock_ok_at, now, stop_after) {
+            acts.extend(self.kill(Cause::Expired, false));
+        }
+        acts
+    }
+
+    /// A look at the job: `field` is this worker's field in the lock hash,
+    /// `enabled` whether anybody has the job enabled (`None`: cannot be told).
+    pub fn look(&mut self, now: Boot, snap: &Snapshot, field: &str, enabled: Option<bool>) -> Vec<Action> {
+        self.retry_at = None;
+        // The lock gone from under a holder (deleted, force-unlocked,
+        // evicted, lost in a restart) or taken by another: stop now, and say
+        // so, so a new holder waiting for this server's job may start.
+        if self.hold.is_some() && !snap.lock.holders.iter().any(|f| f == field) {
+            return self.kill(Cause::Lost, true).into_iter().collect();
+        }
+        // Flags that cannot be read neither start nor stop the job.
+        match (self.hold.is_some(), enabled.unwrap_or(self.hold.is_some())) {
+            (false, true) => vec![Action::Acquire],
+            (true, false) => self.let_go(Cause::Disabled).into_iter().collect(),
+            (true, true) => self.wait_for_others(now, snap, field).into_iter().collect(),
+            (false, false) => Vec::new(),
+        }
+    }
+
+    /// The answer to [`Action::Acquire`]: `since` is when the call was sent,
+    /// the earliest the lease can have begun; `snap` the look before it.
+    pub fn acquired(&mut self, now: Boot, since: Boot, answer: Acquire, snap: &Snapshot, field: &str) -> Vec<Action> {
+        match answer {
+            Acquire::Acquired { fence, wait, mut before, mut at_ms } => {
+                if let Some((_, b, at)) = self.unconfirmed.take().filter(|u| u.0 == fence) {
+                    (before, at_ms) = (b, at);
+                }
+                // Counted from the look, before the answer came: never later
+                // than the acquisition.
+                let waits_until = wait.map(|w| Until::after(now, w.left, snap.time_ms));
+                self.hold = Some(Hold {
+                    fence,
+                    lock_ok_at: since,
+                    running: false,
+                    next_start: waits_until.map_or(now, |w| w.at),
+                    waits_until,
+                    waits_for: None,
+                    before,
+                    acquired_ms: at_ms,
+                    started: false,
+                    restarts: 0,
+                    renew_failing: false,
+                });
+                let prev_beat_ms = previous_beat(snap, &self.rules.node, fence);
+                let mut acts = vec![Action::Hold { fence, since }, Action::Acquired { fence, wait, prev_beat_ms }];
+                acts.extend(self.wait_for_others(now, snap, field));
+                acts
+            }
+            Acquire::Unconfirmed { fence, before, at_ms } => {
+                if self.unconfirmed.as_ref().is_none_or(|u| u.0 != fence) {
+                    self.unconfirmed = Some((fence, before, at_ms));
+                }
+                vec![Action::Unconfirmed { fence }]
+            }
+            Acquire::Held { ttl } => {
+                self.retry_at = ttl.map(|t| now + t + Duration::from_millis(2));
+                Vec::new()
+            }
+        }
+    }
+
+    /// The job exited with `status`: when to start it again.
+    pub fn exited(&mut self, now: Boot, status: String) -> Option<Action> {
+        let h = self.hold.as_mut().filter(|h| h.running)?;
+        h.running = false;
+        h.next_start = match self.rules.every {
+            Some(every) => {
+                let due = h.next_start + every;
+                if due < now { now } else { due }
+            }
+            None => {
+                h.restarts += 1;
+                now + Duration::from_millis(500u64 << h.restarts.min(6)).min(Duration::from_secs(30))
+            }
+        };
+        Some(Action::Exited { fence: h.fence, status })
+    }
+
+    /// Whether the job is due now and the lease vouched for: then the first
+    /// start of the holding is noted first ([`Action::NoteStarted`]), a
+    /// later one started at once. `word` is the watchdog's word right now.
+    pub fn tend(&mut self, now: Boot, word: Renewal) -> Option<Action> {
+        let stop_after = self.rules.lease.stop_after();
+        let h = self.hold.as_mut().filter(|h| !h.running && now >= h.start_at())?;
+        if let Renewal::Renewed(at) = word {
+            h.lock_ok_at = h.lock_ok_at.max(at);
+        }
+        if word.stop_reason().is_some() || expired(h.lock_ok_at, now, stop_after) {
+            return None;
+        }
+        Some(if h.started { Action::Start { fence: h.fence } } else { Action::NoteStarted })
+    }
+
+    /// The answer to [`Action::NoteStarted`]: start, or try again shortly
+    /// (the lock is not ours any more, or Redis did not answer).
+    pub fn start_noted(&mut self, now: Boot, noted: bool, word: Renewal) -> Option<Action> {
+        let h = self.hold.as_mut()?;
+        if !noted {
+            h.next_start = now + Duration::from_millis(250);
+            return None;
+        }
+        h.started = true;
+        self.tend(now, word)
+    }
+
+    /// The job was started.
+    pub fn job_started(&mut self, now: Boot) {
+        if let Some(h) = self.hold.as_mut() {
+            h.running = true;
+            h.started = true;
+            if self.rules.every.is_some() {
+                h.next_start = now;
+            }
+        }
+    }
+
+    /// The worker stops: the job too, and the lock is released.
+    pub fn shutdown(&mut self) -> Option<Action> {
+        self.let_go(Cause::Shutdown)
+    }
+
+    /// What the heartbeat says: `silent_for` is how long the running job
+    /// has given no sign of life.
+    pub fn beat(&self, now: Boot, silent_for: Option<Duration>) -> BeatNow {
+        let Some(h) = &self.hold else { return BeatNow { state: BeatState::Idle, fence: None, wait: None } };
+        let stalled = h.running && self.rules.stall_after.zip(silent_for).is_some_and(|(limit, s)| s >= limit);
+        let state = if stalled {
+            BeatState::Stalled
+        } else if !h.started {
+            BeatState::Starting
+        } else {
+            BeatState::Running
+        };
+        let wait = if h.started {
+            None
+        } else {
+            let redis = h.waits_until.filter(|u| now < u.at).map(|u| u.redis_ms);
+            match (&h.waits_for, redis) {
+                (Some((node, u)), r) => Some((node.clone(), u.redis_ms.max(r.unwrap_or(0)))),
+                (None, Some(r)) => Some((String::new(), r)),
+                (None, None) => None,
+            }
+        };
+        BeatNow { state, fence: Some(h.fence), wait }
+    }
+
+    /// When the engine must be asked again at the latest: the lease's
+    /// safety deadline, the job's start, a held lock's expiry.
+    pub fn deadline(&self) -> Option<Boot> {
+        let hold = self.hold.as_ref().map(|h| {
+            let safety = h.lock_ok_at + self.rules.lease.stop_after();
+            if h.running { safety } else { safety.min(h.start_at()) }
+        });
+        [hold, self.retry_at].into_iter().flatten().min()
+    }
+
+    fn kill(&mut self, cause: Cause, say_idle: bool) -> Option<Action> {
+        let h = self.hold.take()?;
+        Some(Action::Kill { fence: h.fence, cause, say_idle })
+    }
+
+    fn let_go(&mut self, cause: Cause) -> Option<Action> {
+        let h = self.hold.take()?;
+        Some(Action::LetGo { fence: h.fence, cause })
+    }
+
+    /// Before the job first starts in this holding: whether another
+    /// server's heartbeat still says it runs the job, or the holding before
+    /// is not known to have stopped; said once per server.
+    fn wait_for_others(&mut self, now: Boot, snap: &Snapshot, field: &str) -> Option<Action> {
+        let (node, lease) = (&self.rules.node, self.rules.lease);
+        let h = self.hold.as_mut().filter(|h| !h.started)?;
+        let busy = [busy_elsewhere(snap, node, field, lease), before_busy(snap, &h.before, node, lease, h.acquired_ms)]
+            .into_iter()
+            .flatten()
+            .max_by_key(|b| b.left);
+        let news = busy.as_ref().filter(|b| h.waits_for.as_ref().is_none_or(|(n, _)| *n != b.node)).cloned();
+        h.waits_for = busy.map(|b| (b.node, Until::after(now, b.left, snap.time_ms)));
+        news.map(Action::Waits)
+    }
+}
+
+/// Whether a lease last confirmed at `ok_at` can no longer be vouched for.
+fn expired(ok_at: Boot, now: Boot, stop_after: Duration) -> bool {
+    now >= ok_at + stop_after
+}
+
+/// The last heartbeat of the holder before this one on another server (its
+/// heartbeat names the highest fence below `fence` and says it held the
+/// lock), as the look before the acquisition found it.
+fn previous_beat(snap: &Snapshot, node: &str, fence: i64) -> Option<u64> {
+    snap.beats
+        .iter()
+        .filter(|b| b.node != node && b.state.as_ref().is_some_and(BeatState::holds_lock))
+        .filter(|b| b.fence.is_some_and(|f| f < fence))
+        .max_by_key(|b| b.fence)
+        .and_then(|b| b.beat_ms)
+}

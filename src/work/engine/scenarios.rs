@@ -1,0 +1,242 @@
+//! The engine's decisions in scenarios written out by hand: each the
+//! story of one holding, told in looks, answers and deadlines.
+
+use std::time::Duration;
+
+use super::world::{Before, LEASE, NODE, TICK, World};
+use super::*;
+use crate::history::WaitCause;
+use crate::snapshot::{Beat, Lock as LockSeen};
+
+fn at(ms: u64) -> Boot {
+    Boot::from_millis(ms)
+}
+
+fn engine() -> Engine {
+    Engine::new(Rules { node: NODE.to_owned(), lease: LEASE, every: None, stall_after: Some(Duration::from_secs(5)) })
+}
+
+fn held_by(field: &str, time_ms: u64) -> Snapshot {
+    Snapshot {
+        time_ms,
+        lock: LockSeen { holders: vec![field.to_owned()], ..LockSeen::default() },
+        ..Snapshot::default()
+    }
+}
+
+fn acquired(fence: i64, before: crate::work::lock::Before) -> Acquire {
+    Acquire::Acquired { fence, wait: None, before, at_ms: 1_000 }
+}
+
+/// An engine holding fence 7 since `at(1_000)`, its job started.
+fn running() -> Engine {
+    let mut e = engine();
+    let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
+    assert_eq!(e.look(at(1_000), &snap, "f", Some(true)), vec![Action::Acquire]);
+    e.acquired(at(1_000), at(1_000), acquired(7, crate::work::lock::Before::Stopped), &snap, "f");
+    assert_eq!(e.tend(at(1_000), Renewal::Renewed(at(1_000))), Some(Action::NoteStarted));
+    assert_eq!(e.start_noted(at(1_000), true, Renewal::Renewed(at(1_000))), Some(Action::Start { fence: 7 }));
+    e.job_started(at(1_000));
+    e
+}
+
+#[test]
+fn a_free_lock_is_taken_and_the_first_start_noted_before_it_happens() {
+    let mut e = engine();
+    let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
+    assert_eq!(e.look(at(1_000), &snap, "f", Some(true)), vec![Action::Acquire]);
+    let acts = e.acquired(at(1_010), at(1_000), acquired(7, crate::work::lock::Before::Stopped), &snap, "f");
+    assert_eq!(
+        acts,
+        vec![
+            Action::Hold { fence: 7, since: at(1_000) },
+            Action::Acquired { fence: 7, wait: None, prev_beat_ms: None }
+        ]
+    );
+    assert_eq!(e.beat(at(1_010), None).state, BeatState::Starting);
+    assert_eq!(e.tend(at(1_010), Renewal::Renewed(at(1_000))), Some(Action::NoteStarted));
+    // Refused (the lock is not ours any more, or Redis did not answer): no start, tried again later.
+    assert_eq!(e.start_noted(at(1_010), false, Renewal::Renewed(at(1_000))), None);
+    assert_eq!(e.tend(at(1_100), Renewal::Renewed(at(1_000))), None);
+    assert_eq!(e.tend(at(1_260), Renewal::Renewed(at(1_000))), Some(Action::NoteStarted));
+    assert_eq!(e.start_noted(at(1_260), true, Renewal::Renewed(at(1_000))), Some(Action::Start { fence: 7 }));
+    e.job_started(at(1_260));
+    assert_eq!(e.beat(at(1_300), None), BeatNow { state: BeatState::Running, fence: Some(7), wait: None });
+}
+
+#[test]
+fn no_start_once_the_lease_cannot_be_vouched_for() {
+    let mut e = engine();
+    let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
+    e.look(at(1_000), &snap, "f", Some(true));
+    e.acquired(at(1_000), at(1_000), acquired(7, crate::work::lock::Before::Stopped), &snap, "f");
+    let late = at(1_000) + LEASE.stop_after();
+    assert_eq!(e.tend(late, Renewal::Renewed(at(1_000))), None, "three quarters passed");
+    assert_eq!(e.tend(at(2_000), Renewal::Lost), None, "the watchdog found it lost");
+    assert_eq!(e.tend(at(2_000), Renewal::Expiring { unconfirmed: true }), None);
+    assert_eq!(e.tend(at(2_000), Renewal::Failing), Some(Action::NoteStarted), "failing is not lost yet");
+}
+
+#[test]
+fn renewals_failing_are_recorded_once_then_the_job_is_killed_at_three_quarters() {
+    let mut e = running();
+    assert_eq!(e.lease_word(at(11_000), Renewal::Failing), vec![Action::RenewFailing { fence: 7 }]);
+    assert_eq!(e.lease_word(at(12_000), Renewal::Failing), vec![]);
+    assert_eq!(e.deadline(), Some(at(1_000) + LEASE.stop_after()));
+    let acts = e.lease_word(at(1_000) + LEASE.stop_after(), Renewal::Failing);
+    assert_eq!(acts, vec![Action::Kill { fence: 7, cause: Cause::Expired, say_idle: false }]);
+    assert!(e.hold().is_none());
+}
+
+#[test]
+fn the_watchdogs_word_kills_with_its_cause() {
+    for (word, cause) in [
+        (Renewal::Lost, Cause::Lost),
+        (Renewal::Expiring { unconfirmed: false }, Cause::Expired),
+        (Renewal::Expiring { unconfirmed: true }, Cause::ReplicaUnconfirmed),
+    ] {
+        let mut e = running();
+        assert_eq!(e.lease_word(at(2_000), word), vec![Action::Kill { fence: 7, cause, say_idle: false }]);
+    }
+    let mut e = running();
+    assert_eq!(e.lease_word(at(11_000), Renewal::Renewed(at(11_000))), vec![]);
+    assert_eq!(e.deadline(), Some(at(11_000) + LEASE.stop_after()), "a renewal moves the deadline");
+}
+
+#[test]
+fn a_lock_found_gone_kills_and_says_idle_and_disabled_lets_go() {
+    let mut e = running();
+    let acts = e.look(at(2_000), &held_by("someone-else", 2_000), "f", Some(true));
+    assert_eq!(acts, vec![Action::Kill { fence: 7, cause: Cause::Lost, say_idle: true }]);
+    let mut e = running();
+    assert_eq!(
+        e.look(at(2_000), &held_by("f", 2_000), "f", Some(false)),
+        vec![Action::LetGo { fence: 7, cause: Cause::Disabled }]
+    );
+    assert_eq!(e.beat(at(2_000), None).state, BeatState::Idle);
+}
+
+#[test]
+fn flags_that_cannot_be_read_neither_start_nor_stop_the_job() {
+    let mut e = running();
+    assert_eq!(e.look(at(2_000), &held_by("f", 2_000), "f", None), vec![]);
+    assert!(e.hold().is_some());
+    let mut idle = engine();
+    assert_eq!(idle.look(at(2_000), &Snapshot::default(), "f", None), vec![]);
+}
+
+#[test]
+fn an_exit_restarts_after_a_growing_pause_or_at_the_next_period() {
+    let mut e = running();
+    assert_eq!(
+        e.exited(at(2_000), "exit status 1".into()),
+        Some(Action::Exited { fence: 7, status: "exit status 1".into() })
+    );
+    assert_eq!(e.exited(at(2_000), "again".into()), None, "an exit is told once");
+    assert_eq!(e.tend(at(2_500), Renewal::Renewed(at(1_000))), None);
+    assert_eq!(e.tend(at(3_000), Renewal::Renewed(at(1_000))), Some(Action::Start { fence: 7 }), "1 s after");
+    e.job_started(at(3_000));
+    e.exited(at(3_100), "exit status 1".into());
+    assert_eq!(e.deadline(), Some(at(5_100)), "then 2 s");
+
+    let mut every =
+        Engine::new(Rules { node: NODE.into(), lease: LEASE, every: Some(Duration::from_secs(60)), stall_after: None });
+    let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
+    every.look(at(1_000), &snap, "f", Some(true));
+    every.acquired(at(1_000), at(1_000), acquired(7, crate::work::lock::Before::Stopped), &snap, "f");
+    every.start_noted(at(1_000), true, Renewal::Renewed(at(1_000)));
+    every.job_started(at(1_000));
+    every.exited(at(5_000), "exit status 0".into());
+    assert_eq!(every.hold().map(Hold::start_at), Some(at(61_000)), "every 60 s from its start");
+}
+
+#[test]
+fn a_silent_job_is_stalled() {
+    let e = running();
+    assert_eq!(e.beat(at(2_000), Some(Duration::from_secs(4))).state, BeatState::Running);
+    assert_eq!(e.beat(at(2_000), Some(Duration::from_secs(5))).state, BeatState::Stalled);
+}
+
+#[test]
+fn an_unconfirmed_acquisition_is_no_holding_and_a_confirmed_one_keeps_what_it_took_over() {
+    let mut e = engine();
+    let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
+    let before = crate::work::lock::Before::Running { node: "srv-b".into(), fence: 6 };
+    let first = Acquire::Unconfirmed { fence: 7, before: before.clone(), at_ms: 1_000 };
+    assert_eq!(e.acquired(at(1_000), at(1_000), first, &snap, "f"), vec![Action::Unconfirmed { fence: 7 }]);
+    assert!(e.hold().is_none());
+    // The second attempt finds the lock ours already: nothing before it, it says.
+    let again = Acquire::Acquired { fence: 7, wait: None, before: crate::work::lock::Before::Stopped, at_ms: 1_500 };
+    let acts = e.acquired(at(1_500), at(1_500), again, &snap, "f");
+    assert!(
+        acts.contains(&Action::Waits(Busy { node: "srv-b".into(), left: LEASE.whole() })),
+        "waits for what the first attempt took over, from when it took it: {acts:?}"
+    );
+}
+
+#[test]
+fn a_new_holder_waits_for_the_server_before_until_it_beats_idle() {
+    let mut e = engine();
+    let running_b = |ms: u64, state: BeatState| Beat {
+        node: "srv-b".into(),
+        state: Some(state),
+        lock_field: Some("b:1".into()),
+        fence: Some(6),
+        beat_ms: Some(ms),
+        ..Beat::default()
+    };
+    let mut snap = Snapshot { time_ms: 10_000, ..Snapshot::default() };
+    snap.beats.push(running_b(9_500, BeatState::Running));
+    e.look(at(10_000), &snap, "f", Some(true));
+    let before = crate::work::lock::Before::Running { node: "srv-b".into(), fence: 6 };
+    let answer = Acquire::Acquired { fence: 7, wait: None, before, at_ms: 10_000 };
+    let acts = e.acquired(at(10_000), at(10_000), answer, &snap, "f");
+    let left = Duration::from_millis(9_500 + 30_000 - 10_000);
+    assert_eq!(acts.last(), Some(&Action::Waits(Busy { node: "srv-b".into(), left })));
+    assert_eq!(e.beat(at(10_000), None).wait, Some(("srv-b".into(), 39_500)));
+    assert_eq!(e.tend(at(11_000), Renewal::Renewed(at(10_000))), None, "srv-b may still run it");
+    // Still running at the next look: said once only.
+    let mut later = held_by("f", 11_000);
+    later.beats.push(running_b(11_000, BeatState::Running));
+    assert_eq!(e.look(at(11_000), &later, "f", Some(true)), vec![]);
+    // srv-b beats idle: the job starts at once.
+    let mut idle = held_by("f", 12_000);
+    idle.beats.push(running_b(12_000, BeatState::Idle));
+    assert_eq!(e.look(at(12_000), &idle, "f", Some(true)), vec![]);
+    assert_eq!(e.tend(at(12_000), Renewal::Renewed(at(10_000))), Some(Action::NoteStarted));
+}
+
+#[test]
+fn a_wait_for_redis_is_shown_and_kept() {
+    let mut e = engine();
+    let snap = Snapshot { time_ms: 5_000, ..Snapshot::default() };
+    e.look(at(5_000), &snap, "f", Some(true));
+    let wait = Some(Wait { left: Duration::from_secs(30), why: WaitCause::CounterMissing });
+    let answer = Acquire::Acquired { fence: 1, wait, before: crate::work::lock::Before::Stopped, at_ms: 5_000 };
+    e.acquired(at(5_000), at(5_000), answer, &snap, "f");
+    assert_eq!(e.beat(at(6_000), None).wait, Some((String::new(), 35_000)));
+    assert_eq!(e.tend(at(34_000), Renewal::Renewed(at(25_000))), None);
+    assert_eq!(e.tend(at(35_000), Renewal::Renewed(at(25_000))), Some(Action::NoteStarted));
+}
+
+#[test]
+fn in_the_world_a_frozen_worker_loses_its_job_to_the_reaper_and_never_overlaps() {
+    let mut w = World::new(Some(true), None);
+    w.wait(2 * TICK);
+    assert_eq!(w.starts.len(), 1, "started once: {w:?}");
+    w.pause(60_000);
+    w.wait(60_000);
+    assert!(!w.job || w.broken.is_empty());
+    w.wait(5 * TICK);
+    assert!(w.broken.is_empty(), "{:?}", w.broken);
+}
+
+#[test]
+fn in_the_world_the_job_starts_after_the_server_before_stops_not_earlier() {
+    let before = Before { ends_at: 120_000, last_sign: Some(100_000), says_idle: true, recorded: true };
+    let mut w = World::new(Some(true), Some(before));
+    w.wait(40_000);
+    assert!(w.broken.is_empty(), "{:?}", w.broken);
+    let first = w.starts.first().copied();
+    assert!(first.is_some_and(|s| (120_000..=120_000 + TICK).contains(&s)), "started at {first:?}");
+}

@@ -1,0 +1,370 @@
+//! A world the engine's tests run it in: one worker (its engine, its
+//! watchdog's [`Renewer`], its job and the reaper's dead-man kill) against a
+//! model of the lock in Redis, on a clock in milliseconds, with the faults
+//! the worker meets: Redis unreachable or hung, no replica confirming, the
+//! lock deleted or taken, flags flipped or unreadable, the job exiting, the
+//! worker frozen, and a server before it whose job may still run. It checks
+//! the engine's promises at every moment and collects what broke them.
+
+use std::time::Duration;
+
+use super::renewer::{Answer, Renewer, Verdict};
+use super::*;
+use crate::snapshot::{Beat, Lock as LockSeen, Snapshot};
+
+pub(super) const NODE: &str = "srv-a";
+pub(super) const OTHER: &str = "srv-b";
+pub(super) const LEASE: Lease = Lease::new(Duration::from_secs(30));
+pub(super) const TICK: u64 = 1_000;
+
+/// The server that held the lock before this one.
+#[derive(Debug, Clone)]
+pub(super) struct Before {
+    /// Its job runs until then (its reaper kills it, or it stops).
+    pub ends_at: u64,
+    /// Its heartbeat's last sign; `None`: its heartbeat is gone (evicted).
+    pub last_sign: Option<u64>,
+    /// Whether it beats `idle` once its job ended (a live server does).
+    pub says_idle: bool,
+    /// Whether the handover record still names it (else: evicted).
+    pub recorded: bool,
+}
+
+#[derive(Debug)]
+pub(super) struct World {
+    pub now: u64,
+    pub engine: Engine,
+    pub renewer: Option<Renewer>,
+    next_attempt: Option<u64>,
+    /// The watchdog's last report, as the supervision loop reads it.
+    word: Renewal,
+    /// The reaper's dead-man kill.
+    killer_at: Option<u64>,
+    pub job: bool,
+    /// The job's exit status, until the engine is told.
+    exit: Option<String>,
+    next_turn: u64,
+    pub paused_until: u64,
+    // Redis, as a model.
+    pub reachable: bool,
+    pub hung: bool,
+    pub replica: bool,
+    /// The lock: the field holding it and when it expires.
+    pub lock: Option<(String, u64)>,
+    fence: i64,
+    holding: u32,
+    pub enabled: Option<bool>,
+    pub before: Option<Before>,
+    first_holding: bool,
+    /// What is true: when the lease was last confirmed (the call's send time).
+    confirmed_at: Option<u64>,
+    /// The last moment this worker was frozen.
+    paused_last: u64,
+    pub starts: Vec<u64>,
+    pub kills: Vec<(u64, Cause)>,
+    pub broken: Vec<String>,
+}
+
+fn at(ms: u64) -> Boot {
+    Boot::from_millis(ms)
+}
+
+fn ms(b: Boot) -> u64 {
+    b.as_millis()
+}
+
+impl World {
+    pub fn new(enabled: Option<bool>, before: Option<Before>) -> World {
+        let rules = Rules { node: NODE.to_owned(), lease: LEASE, every: None, stall_after: None };
+        World {
+            now: 100_000,
+            engine: Engine::new(rules),
+            renewer: None,
+            next_attempt: None,
+            word: Renewal::Failing,
+            killer_at: None,
+            job: false,
+            exit: None,
+            next_turn: 100_000,
+            paused_until: 0,
+            reachable: true,
+            hung: false,
+            replica: true,
+            lock: None,
+            fence: 1,
+            holding: 0,
+            enabled,
+            before,
+            first_holding: true,
+            confirmed_at: None,
+            paused_last: 0,
+            starts: Vec::new(),
+            kills: Vec::new(),
+            broken: Vec::new(),
+        }
+    }
+
+    pub fn field(&self) -> String {
+        format!("{NODE}:{}", self.holding)
+    }
+
+    fn ours(&self) -> bool {
+        self.lock.as_ref().is_some_and(|(f, exp)| *f == self.field() && self.now < *exp)
+    }
+
+    /// Lets `ms` pass, acting at every moment something is due.
+    pub fn wait(&mut self, ms: u64) {
+        let end = self.now + ms;
+        loop {
+            let awake = self.paused_until.max(self.now);
+            let due = [Some(self.next_turn.max(awake)), self.next_attempt.map(|a| a.max(awake)), self.killer_at]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(end);
+            if due > end {
+                self.now = end;
+                self.check();
+                return;
+            }
+            self.now = due;
+            self.check();
+            if self.killer_at.is_some_and(|k| k <= self.now) {
+                self.killer_at = None;
+                if self.job {
+                    self.job = false;
+                    self.exit = Some("killed by its reaper".to_owned());
+                }
+            } else if self.now >= self.paused_until && self.next_attempt.is_some_and(|a| a <= self.now) {
+                self.renew();
+            } else if self.now >= self.paused_until && self.next_turn <= self.now {
+                self.turn();
+            }
+        }
+    }
+
+    /// The worker freezes (SIGSTOP, swapping) for `ms`; the reaper does not.
+    pub fn pause(&mut self, ms: u64) {
+        self.paused_until = self.now + ms;
+        self.paused_last = self.paused_until;
+    }
+
+    /// The job exits by itself.
+    pub fn job_exits(&mut self) {
+        if self.job {
+            self.job = false;
+            self.exit = Some("exit status 0".to_owned());
+            self.next_turn = self.next_turn.min(self.now);
+        }
+    }
+
+    /// Somebody deletes the lock (`DEL`, a force-unlock, eviction).
+    pub fn lock_gone(&mut self) {
+        self.lock = None;
+    }
+
+    /// Another worker takes the lock once it is free.
+    pub fn taken(&mut self) {
+        if !self.lock.as_ref().is_some_and(|(_, exp)| self.now < *exp) {
+            self.fence += 1;
+            self.lock = Some(("srv-x:1".to_owned(), self.now + millis(LEASE.whole())));
+        }
+    }
+
+    /// What must hold at every moment.
+    fn check(&mut self) {
+        if !self.job {
+            return;
+        }
+        let Some(ok) = self.confirmed_at else {
+            return self.broken.push(format!("{}: the job runs with no lease ever confirmed", self.now));
+        };
+        if self.now > ok + millis(LEASE.kill_after()) {
+            self.broken.push(format!("{}: the job outlived its reaper's kill (lease confirmed at {ok})", self.now));
+        }
+        let awake_since = ok + millis(LEASE.stop_after());
+        if self.now > awake_since && self.paused_last < awake_since {
+            self.broken.push(format!("{}: the job runs past three quarters of the lease confirmed at {ok}", self.now));
+        }
+        if self.before.as_ref().is_some_and(|b| self.now < b.ends_at) {
+            self.broken.push(format!("{}: the job runs while the server before still runs it", self.now));
+        }
+    }
+
+    fn renew(&mut self) {
+        let Some(deadline) = self.renewer.as_ref().map(Renewer::deadline) else { return self.next_attempt = None };
+        let sent = self.now;
+        let (answer, answered) = if self.hung {
+            (Answer::TimedOut, ms(deadline).max(sent))
+        } else if !self.reachable {
+            (Answer::Failed, sent)
+        } else if self.ours() {
+            self.lock = Some((self.field(), sent + millis(LEASE.whole())));
+            (if self.replica { Answer::Renewed } else { Answer::Unconfirmed }, sent)
+        } else {
+            (Answer::NotOurs, sent)
+        };
+        let Some(r) = self.renewer.as_mut() else { return };
+        let verdict = r.answer(at(sent), at(answered), answer);
+        match verdict {
+            Verdict::Renewed { since, kill_at } => {
+                self.confirmed_at = Some(ms(since));
+                self.killer_at = Some(ms(kill_at));
+                self.next_attempt = Some(ms(r.next_renewal()));
+            }
+            Verdict::Retry { at, .. } => self.next_attempt = Some(ms(at)),
+            Verdict::GiveUp(_) => {
+                if self.job {
+                    self.job = false;
+                    self.exit = Some("killed by the watchdog".to_owned());
+                }
+                self.killer_at = None;
+                self.renewer = None;
+                self.next_attempt = None;
+            }
+        }
+        self.word = verdict.report();
+        self.next_turn = self.next_turn.min(self.now);
+    }
+
+    /// One turn of the supervision loop, as `work::worker` runs it.
+    fn turn(&mut self) {
+        let now = at(self.now);
+        self.next_turn = self.now + TICK;
+        let acts = self.engine.lease_word(now, self.word);
+        let stopped = acts.iter().any(|a| matches!(a, Action::Kill { .. }));
+        self.act(acts, &Snapshot::default());
+        if stopped || !self.reachable || self.hung {
+            return self.schedule();
+        }
+        let snap = self.snapshot();
+        let field = self.field();
+        let acts = self.engine.look(now, &snap, &field, self.enabled);
+        if acts.iter().any(|a| matches!(a, Action::Kill { .. })) {
+            self.act(acts, &snap);
+            return self.schedule();
+        }
+        self.act(acts, &snap);
+        if let Some(status) = self.exit.take() {
+            let acts = self.engine.exited(now, status);
+            self.act(acts.into_iter().collect(), &snap);
+        }
+        let acts = self.engine.tend(now, self.word);
+        self.act(acts.into_iter().collect(), &snap);
+        self.schedule();
+    }
+
+    fn schedule(&mut self) {
+        if let Some(d) = self.engine.deadline() {
+            self.next_turn = self.next_turn.min(ms(d).max(self.now + 1));
+        }
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let mut snap = Snapshot { time_ms: self.now, ..Snapshot::default() };
+        if let Some((field, exp)) = &self.lock
+            && self.now < *exp
+        {
+            snap.lock = LockSeen { holders: vec![field.clone()], ..LockSeen::default() };
+        }
+        if let Some(b) = &self.before
+            && let Some(last) = b.last_sign
+        {
+            let done = self.now >= b.ends_at && b.says_idle;
+            snap.beats.push(Beat {
+                node: OTHER.to_owned(),
+                state: Some(if done { BeatState::Idle } else { BeatState::Running }),
+                lock_field: Some(format!("{OTHER}:1")),
+                fence: Some(1),
+                beat_ms: Some(if done {
+                    self.now
+                } else if b.says_idle {
+                    self.now.min(b.ends_at)
+                } else {
+                    last
+                }),
+                ..Beat::default()
+            });
+        }
+        snap
+    }
+
+    fn act(&mut self, acts: Vec<Action>, snap: &Snapshot) {
+        let now = at(self.now);
+        let mut queue: std::collections::VecDeque<Action> = acts.into();
+        while let Some(act) = queue.pop_front() {
+            match act {
+                Action::Acquire => {
+                    let answer = self.acquire();
+                    let field = self.field();
+                    queue.extend(self.engine.acquired(now, now, answer, snap, &field));
+                }
+                Action::Hold { since, .. } => {
+                    self.confirmed_at = Some(ms(since));
+                    let r = Renewer::new(LEASE, since);
+                    self.next_attempt = Some(ms(r.next_renewal()));
+                    self.renewer = Some(r);
+                    self.killer_at = Some(ms(since + LEASE.kill_after()));
+                    self.word = Renewal::Renewed(since);
+                }
+                Action::NoteStarted => {
+                    let noted = self.reachable && !self.hung && self.ours();
+                    // From its first start, the handover record names this holding.
+                    self.first_holding &= !noted;
+                    queue.extend(self.engine.start_noted(now, noted, self.word));
+                }
+                Action::Start { .. } => {
+                    let lease_ok = self.confirmed_at.is_some_and(|ok| self.now < ok + millis(LEASE.stop_after()));
+                    if !self.ours() || !lease_ok {
+                        self.broken.push(format!("{}: started the job without a confirmed lease", self.now));
+                    }
+                    self.job = true;
+                    self.starts.push(self.now);
+                    self.engine.job_started(now);
+                    self.check();
+                }
+                Action::Kill { cause, .. } | Action::LetGo { cause, .. } => {
+                    self.job = false;
+                    self.exit = None;
+                    self.killer_at = None;
+                    self.renewer = None;
+                    self.next_attempt = None;
+                    self.kills.push((self.now, cause));
+                    let mine = self.lock.as_ref().is_some_and(|(f, _)| *f == self.field());
+                    if matches!(act, Action::LetGo { .. }) && mine && self.reachable && !self.hung {
+                        self.lock = None;
+                    }
+                    self.holding += 1;
+                }
+                Action::Exited { .. } => self.killer_at = None,
+                Action::Acquired { .. }
+                | Action::Unconfirmed { .. }
+                | Action::Waits(_)
+                | Action::RenewFailing { .. } => {}
+            }
+        }
+    }
+
+    fn acquire(&mut self) -> Acquire {
+        let free = !self.lock.as_ref().is_some_and(|(_, exp)| self.now < *exp);
+        if !free && !self.ours() {
+            let exp = self.lock.as_ref().map_or(self.now, |(_, e)| *e);
+            return Acquire::Held { ttl: Some(Duration::from_millis(exp - self.now)) };
+        }
+        if free {
+            self.fence += 1;
+        }
+        self.lock = Some((self.field(), self.now + millis(LEASE.whole())));
+        let before = match &self.before {
+            Some(b) if self.first_holding && b.recorded => {
+                crate::work::lock::Before::Running { node: OTHER.to_owned(), fence: 1 }
+            }
+            Some(_) if self.first_holding => crate::work::lock::Before::Unknown,
+            _ => crate::work::lock::Before::Stopped,
+        };
+        if !self.replica {
+            return Acquire::Unconfirmed { fence: self.fence, before, at_ms: self.now };
+        }
+        Acquire::Acquired { fence: self.fence, wait: None, before, at_ms: self.now }
+    }
+}
