@@ -38,7 +38,7 @@ pub(super) struct World {
     next_attempt: Option<u64>,
     /// The watchdog's last report, as the supervision loop reads it.
     word: Renewal,
-    /// The reaper's dead-man kill.
+    /// The reaper's dead-man deadline, for this holding's every job.
     killer_at: Option<u64>,
     pub job: bool,
     /// The job's exit status, until the engine is told.
@@ -117,7 +117,8 @@ impl World {
         let end = self.now + ms;
         loop {
             let awake = self.paused_until.max(self.now);
-            let due = [Some(self.next_turn.max(awake)), self.next_attempt.map(|a| a.max(awake)), self.killer_at]
+            let killer = self.killer_at.filter(|_| self.job);
+            let due = [Some(self.next_turn.max(awake)), self.next_attempt.map(|a| a.max(awake)), killer]
                 .into_iter()
                 .flatten()
                 .min()
@@ -129,12 +130,10 @@ impl World {
             }
             self.now = due;
             self.check();
-            if self.killer_at.is_some_and(|k| k <= self.now) {
-                self.killer_at = None;
-                if self.job {
-                    self.job = false;
-                    self.exit = Some("killed by its reaper".to_owned());
-                }
+            if killer.is_some_and(|k| k <= self.now) {
+                // The reaper's dead-man kill; the deadline stays for a job started later.
+                self.job = false;
+                self.exit = Some("killed by its reaper".to_owned());
             } else if self.now >= self.paused_until && self.next_attempt.is_some_and(|a| a <= self.now) {
                 self.renew();
             } else if self.now >= self.paused_until && self.next_turn <= self.now {
@@ -336,11 +335,11 @@ impl World {
                     }
                     self.holding += 1;
                 }
-                Action::Exited { .. } => self.killer_at = None,
                 Action::Acquired { .. }
                 | Action::Unconfirmed { .. }
                 | Action::Waits(_)
-                | Action::RenewFailing { .. } => {}
+                | Action::RenewFailing { .. }
+                | Action::Exited { .. } => {}
             }
         }
     }
