@@ -249,7 +249,7 @@ mod tests {
         let scripts = [
             include_str!("probe/probe.lua"),
             include_str!("work/lock.lua"),
-            include_str!("work/worker.lua"),
+            include_str!("work/worker/worker.lua"),
             include_str!("work/trim.lua"),
         ];
         for source in scripts {

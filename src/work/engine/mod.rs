@@ -30,6 +30,8 @@ use crate::work::handover::{Busy, before_busy, busy_elsewhere};
 use crate::work::lease::Lease;
 use crate::work::lock::{Acquire, Before, Wait};
 
+pub use renewer::Renewal;
+
 /// What the engine is told once, for a worker's whole life.
 #[derive(Debug, Clone)]
 pub struct Rules {
@@ -40,32 +42,6 @@ pub struct Rules {
     pub every: Option<Duration>,
     /// A job silent this long is `stalled`.
     pub stall_after: Option<Duration>,
-}
-
-/// The watchdog's last word on the lease.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Renewal {
-    /// Renewed by the call sent at this time.
-    Renewed(Boot),
-    /// A renewal found the lock is not ours any more.
-    Lost,
-    /// A renewal failed; retrying.
-    Failing,
-    /// No renewal succeeded within [`Lease::stop_after`]; `unconfirmed`
-    /// when Redis answered but no replica confirmed.
-    Expiring { unconfirmed: bool },
-}
-
-impl Renewal {
-    /// Why the job must stop, when it must.
-    pub fn stop_reason(self) -> Option<Cause> {
-        match self {
-            Renewal::Lost => Some(Cause::Lost),
-            Renewal::Expiring { unconfirmed: true } => Some(Cause::ReplicaUnconfirmed),
-            Renewal::Expiring { unconfirmed: false } => Some(Cause::Expired),
-            Renewal::Renewed(_) | Renewal::Failing => None,
-        }
-    }
 }
 
 /// What the shell does.

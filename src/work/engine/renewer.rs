@@ -8,11 +8,37 @@
 use std::time::Duration;
 
 use crate::clock::Boot;
-use crate::work::engine::Renewal;
+use crate::history::Cause;
 use crate::work::lease::Lease;
 
 /// How soon a failed renewal is tried again.
 const RETRY_EVERY: Duration = Duration::from_millis(250);
+
+/// The watchdog's last word on the lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    /// Renewed by the call sent at this time.
+    Renewed(Boot),
+    /// A renewal found the lock is not ours any more.
+    Lost,
+    /// A renewal failed; retrying.
+    Failing,
+    /// No renewal succeeded within [`Lease::stop_after`]; `unconfirmed`
+    /// when Redis answered but no replica confirmed.
+    Expiring { unconfirmed: bool },
+}
+
+impl Renewal {
+    /// Why the job must stop, when it must.
+    pub fn stop_reason(self) -> Option<Cause> {
+        match self {
+            Renewal::Lost => Some(Cause::Lost),
+            Renewal::Expiring { unconfirmed: true } => Some(Cause::ReplicaUnconfirmed),
+            Renewal::Expiring { unconfirmed: false } => Some(Cause::Expired),
+            Renewal::Renewed(_) | Renewal::Failing => None,
+        }
+    }
+}
 
 /// What one renewal attempt came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +129,6 @@ impl Renewer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Cause;
 
     const LEASE: Lease = Lease::new(Duration::from_secs(30));
 

@@ -164,7 +164,7 @@ impl World {
 
     /// Another worker takes the lock once it is free.
     pub fn taken(&mut self) {
-        if !self.lock.as_ref().is_some_and(|(_, exp)| self.now < *exp) {
+        if self.lock.as_ref().is_none_or(|(_, exp)| self.now >= *exp) {
             self.fence += 1;
             self.lock = Some(("srv-x:1".to_owned(), self.now + millis(LEASE.whole())));
         }
@@ -345,7 +345,7 @@ impl World {
     }
 
     fn acquire(&mut self) -> Acquire {
-        let free = !self.lock.as_ref().is_some_and(|(_, exp)| self.now < *exp);
+        let free = self.lock.as_ref().is_none_or(|(_, exp)| self.now >= *exp);
         if !free && !self.ours() {
             let exp = self.lock.as_ref().map_or(self.now, |(_, e)| *e);
             return Acquire::Held { ttl: Some(Duration::from_millis(exp - self.now)) };

@@ -1,0 +1,225 @@
+//! The worker's look at the job: one read of everything, and what it does
+//! with it besides deciding (the engine does that): records flips, announces
+//! changes, tells of a holder gone, keeps its own presence, trims junk,
+//! warns of eviction, and tells whether anybody has the job enabled.
+
+use std::time::Duration;
+
+use tokio::time::{Instant, sleep};
+
+use super::{REDIS_PATIENCE, Worker};
+use crate::error::{Action, Error};
+use crate::history::{self, FlagFlip, Record};
+use crate::probe;
+use crate::snapshot::{Enabled, Flag, Snapshot};
+use crate::work::trim;
+
+/// How often a standby counts the holder's presence subscription between
+/// its looks: one cheap command, a few a second from each standby server.
+const PEEK_EVERY: Duration = Duration::from_millis(200);
+
+/// How often a worker asks whether Redis may evict the job's keys.
+const EVICTION_CHECK_EVERY: Duration = Duration::from_secs(300);
+
+impl Worker {
+    /// Reads the whole job; records the flips seen since the last read, or
+    /// the flags as found at the first (every worker does: supervisors may
+    /// not write the stream).
+    pub(super) async fn look(&mut self) -> Result<Snapshot, Error> {
+        let keys = self.keys.clone();
+        let host = self.target.endpoint().clone();
+        let mut way = self.way;
+        let conn = self.conn().await?;
+        let read = tokio::time::timeout(REDIS_PATIENCE, probe::read(conn, &keys, &host, &mut way)).await;
+        self.way = way;
+        let snap = read.map_err(|_| Error::Timeout {
+            action: Action::ReadingJob,
+            host: host.clone(),
+            after: REDIS_PATIENCE,
+        })??;
+        // A flip is a flag written with its time: a registered user with no
+        // flag yet flipped nothing. The first look records the flags as
+        // found (flips made before any worker ran, as the demo's); the
+        // history counts a flip once, whoever recorded it how often.
+        let first = self.flags_seen.is_none();
+        let seen = self.flags_seen.as_deref().unwrap_or_default();
+        let changed: Vec<Flag> = snap
+            .flags
+            .iter()
+            .filter(|f| f.on.is_some() && f.at_ms.is_some())
+            .filter(|f| !seen.iter().any(|s| s.user == f.user && s.on == f.on && s.at_ms == f.at_ms))
+            .cloned()
+            .collect();
+        self.flags_seen = Some(snap.flags.clone());
+        if !changed.is_empty() {
+            self.record_flips(&changed).await;
+        }
+        // Supervisors may not publish: the workers tell every watcher of
+        // their flips and acknowledgements.
+        let acks_changed = self.acks_seen != snap.acks;
+        if acks_changed {
+            self.acks_seen.clone_from(&snap.acks);
+        }
+        if !first && (!changed.is_empty() || acks_changed) {
+            self.announce().await;
+        }
+        self.tell_if_holder_gone(&snap).await;
+        self.peek = snap
+            .holder_beat()
+            .filter(|b| b.node != self.opts.node && b.present == Some(true))
+            .map(|b| self.keys.alive_channel(&b.node));
+        self.check_own_presence(&snap);
+        for key in &snap.oversized {
+            self.trim(key).await;
+        }
+        Ok(snap)
+    }
+
+    /// Whether anybody has the job enabled: as `snap` says, unless no flag is
+    /// on and Redis lost the flag of a user whose flag was on at an earlier
+    /// look (evicted or deleted, never switched off): then it cannot be
+    /// told, and the job neither starts nor stops until that user's flag is
+    /// written again.
+    pub(super) fn enabled_in(&mut self, snap: &Snapshot) -> Enabled {
+        let lost: Vec<String> = snap.flags_lost(&self.were_on).into_iter().map(str::to_owned).collect();
+        self.were_on = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.clone()).collect();
+        self.were_on.extend(lost.iter().cloned());
+        // One flag on is enough to run: a lost flag of someone else cannot stop it.
+        let enabled = snap.enabled();
+        if lost.is_empty() || enabled == Enabled::Yes {
+            return enabled;
+        }
+        let reason = format!(
+            "Redis lost the flag of {} (switched on at the last look; its hash is gone, no flip switched it off); it counts again once written again",
+            lost.join(", ")
+        );
+        Enabled::Unknown { reason }
+    }
+
+    /// Says, at start and whenever it changes, that Redis may evict the
+    /// job's keys (asked every few minutes); a refused or failed question
+    /// is asked again later.
+    pub(super) async fn check_eviction(&mut self) {
+        if self.eviction_asked.is_some_and(|at| at.elapsed() < EVICTION_CHECK_EVERY) {
+            return;
+        }
+        self.eviction_asked = Some(Instant::now());
+        let host = self.target.endpoint().clone();
+        let Ok(conn) = self.conn().await else { return };
+        let Ok(Ok(said)) = tokio::time::timeout(REDIS_PATIENCE, crate::eviction::check(conn, &host)).await else {
+            return;
+        };
+        if said != self.eviction_said {
+            match &said {
+                Some(warning) => tracing::warn!(node = %self.opts.node, "{warning}"),
+                None if self.eviction_said.is_some() => {
+                    tracing::info!(node = %self.opts.node, "Redis no longer evicts the job's keys");
+                }
+                None => {}
+            }
+            self.eviction_said = said;
+        }
+    }
+
+    /// Makes the presence subscription again when the heartbeat just read
+    /// names the process that holds it, yet it was not counted there: it is
+    /// held where no probe reads (after a Redis Cluster failover the demoted
+    /// owner keeps its sharded subscribers; after a switchover without
+    /// `CLIENT KILL`, the old primary its plain ones), so a crash would be
+    /// told only after the heartbeat's grace.
+    pub(super) fn check_own_presence(&self, snap: &crate::snapshot::Snapshot) {
+        let Some(held_on) = self.present.on().filter(|id| !id.is_empty()) else { return };
+        let own = snap.beats.iter().find(|b| b.node == self.opts.node);
+        if let Some(beat) = own
+            && beat.presence_on.as_deref() == Some(held_on.as_str())
+            && (beat.present == Some(false) || beat.presence_elsewhere)
+        {
+            self.present.subscribe_again();
+        }
+    }
+
+    /// Announces, once, a holder whose presence subscription Redis dropped:
+    /// no watcher is told of a connection closing, and they glance seldom,
+    /// so the servers that survive it tell them (within this worker's tick).
+    pub(super) async fn tell_if_holder_gone(&mut self, snap: &crate::snapshot::Snapshot) {
+        let Some(field) = snap.lock.holders.first() else { return };
+        let gone = snap.beats.iter().find(|b| {
+            b.node != self.opts.node && b.lock_field.as_deref() == Some(field.as_str()) && b.present == Some(false)
+        });
+        let Some(beat) = gone else { return };
+        let this = (beat.node.clone(), beat.seq);
+        if self.told_gone.as_ref() != Some(&this) {
+            tracing::info!(node = %self.opts.node, holder = %beat.node, "the holder's connection to Redis closed");
+            self.told_gone = Some(this);
+            self.announce().await;
+        }
+    }
+
+    /// Returns once the holder's presence subscription is gone, counted
+    /// every [`PEEK_EVERY`] while this server stands by: its next look then
+    /// tells every watcher within a fraction of a second, and not at the
+    /// next tick. Never returns while there is nothing to count, or counting
+    /// fails (the regular look then tells).
+    pub(super) async fn holder_gone(&mut self, standby: bool) {
+        let Some(channel) = self.peek.clone().filter(|_| standby) else {
+            return std::future::pending().await;
+        };
+        let key = self.keys.fence();
+        loop {
+            sleep(PEEK_EVERY).await;
+            let Ok(conn) = self.conn().await else { return std::future::pending().await };
+            match tokio::time::timeout(REDIS_PATIENCE, conn.ask_owner(&key, Some(&channel))).await {
+                Ok(Ok(0)) => return,
+                Ok(Ok(_)) => {}
+                _ => return std::future::pending().await,
+            }
+        }
+    }
+
+    /// Cuts a supervisor's hash that holds junk back to its fields, and says
+    /// whose it was; failures are logged.
+    pub(super) async fn trim(&mut self, key: &str) {
+        let keys = self.keys.clone();
+        let host = self.target.endpoint().clone();
+        let Ok(conn) = self.conn().await else { return };
+        match tokio::time::timeout(REDIS_PATIENCE, trim::trim(conn, &keys, key, &host)).await {
+            Ok(Ok(bytes)) => tracing::warn!(
+                node = %self.opts.node,
+                "{key} took {bytes} bytes, far more than lockwatch writes there: cut back to its own fields"
+            ),
+            Ok(Err(err)) => tracing::warn!(node = %self.opts.node, error = %err, "cannot trim {key}"),
+            Err(_) => tracing::warn!(node = %self.opts.node, "cannot trim {key}: Redis did not answer in time"),
+        }
+    }
+
+    /// Records each flip in `changed` with its reason; failures are logged.
+    pub(super) async fn record_flips(&mut self, changed: &[Flag]) {
+        let keys = self.keys.clone();
+        let host = self.target.endpoint().clone();
+        let Ok(conn) = self.conn().await else { return };
+        let flips = match tokio::time::timeout(REDIS_PATIENCE, history::read::flags(conn, &keys, changed, &host)).await
+        {
+            Ok(Ok(flips)) => flips,
+            Ok(Err(err)) => {
+                tracing::warn!(error = %err, "cannot read the reasons of the flags that changed");
+                changed
+                    .iter()
+                    .map(|f| FlagFlip {
+                        user: f.user.clone(),
+                        on: f.on == Some(true),
+                        at_ms: f.at_ms,
+                        host: f.host.clone(),
+                        reason: None,
+                    })
+                    .collect()
+            }
+            Err(_) => {
+                tracing::warn!("cannot read the reasons of the flags that changed: Redis did not answer in time");
+                return;
+            }
+        };
+        for flip in flips {
+            self.record(Record::FlagsChanged(flip)).await;
+        }
+    }
+}

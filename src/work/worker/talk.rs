@@ -1,0 +1,170 @@
+//! The worker's writes to Redis: the heartbeat, the job's event stream, the
+//! wake-ups it announces, the notes on its holding, and the connection they
+//! share. Each waits at most [`REDIS_PATIENCE`]; a failure is logged, and
+//! only a name found taken is fatal.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::claim::other_worker;
+use super::{REDIS_PATIENCE, Worker};
+use crate::clock::{Boot, millis};
+use crate::connect::Conn;
+use crate::error::{Action, Error, describe};
+use crate::heard::BEAT_EVERY;
+use crate::history::{self, Record};
+use crate::schema::{self, BeatState, beat};
+use crate::work::lock::Acquire;
+
+static BEAT: LazyLock<redis::Script> = LazyLock::new(|| schema::script(include_str!("worker.lua")));
+
+impl Worker {
+    pub(super) async fn conn(&mut self) -> Result<&mut Conn, Error> {
+        let conn = match self.conn.take() {
+            Some(conn) => conn,
+            None => self.target.manager().await?,
+        };
+        Ok(self.conn.insert(conn))
+    }
+
+    /// One acquisition attempt, and when it was sent: the earliest the
+    /// lease can have begun.
+    pub(super) async fn try_acquire(&mut self) -> Result<(Acquire, Boot), Error> {
+        let lock = self.lock.clone();
+        let conn = self.conn().await?;
+        let sent = Boot::now();
+        Ok((lock.acquire(conn).await?, sent))
+    }
+
+    /// Notes that this holding starts its job; `false` when it must not
+    /// (the lock is not its own any more, or Redis did not answer: the next
+    /// turn tries again).
+    pub(super) async fn note_started(&mut self) -> bool {
+        let lock = self.lock.clone();
+        let Ok(conn) = self.conn().await else { return false };
+        match tokio::time::timeout(REDIS_PATIENCE, lock.started(conn)).await {
+            Ok(Ok(started)) => started,
+            Ok(Err(err)) => {
+                tracing::warn!(error = %err, "cannot note that the job starts; trying again");
+                self.conn = None;
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Notes that the job of the holding just lost has stopped, if Redis
+    /// listens: a new holder waiting for it may start at once.
+    pub(super) async fn note_stopped(&mut self) {
+        let lock = self.lock.clone();
+        let Ok(conn) = self.conn().await else { return };
+        match tokio::time::timeout(REDIS_PATIENCE, lock.stopped(conn)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::debug!(error = %err, "cannot note that the job stopped"),
+            Err(_) => tracing::debug!("cannot note that the job stopped: Redis did not answer in time"),
+        }
+    }
+
+    /// Wakes every watcher and worker of the job for a full look at a change
+    /// (a flip or an acknowledgement it saw, its job's state), naming this
+    /// server; sharded on a cluster, where they listen on the slot's owner.
+    /// Only a wake-up: a watcher that misses it sees the change at its next
+    /// full read. Supervisors may not publish (a message's size has no ACL
+    /// rule), so the workers announce their writes too.
+    pub(super) async fn announce(&mut self) {
+        let channel = self.keys.wake_channel();
+        let node = self.opts.node.clone();
+        let Ok(conn) = self.conn().await else { return };
+        let woken: Result<i64, _> = redis::cmd(conn.publish_command()).arg(channel).arg(node).query_async(conn).await;
+        if let Err(err) = woken {
+            tracing::debug!(error = %err, "the change was made but not announced");
+        }
+    }
+
+    /// Writes the heartbeat; `wait` is the server the job waits for (empty:
+    /// none, it waits for Redis's sake) and until when, while it waits.
+    pub(super) async fn beat(
+        &mut self,
+        state: BeatState,
+        holding: Option<(&str, i64)>,
+        child: Option<u32>,
+        wait: Option<(&str, u64)>,
+    ) -> Result<(), Error> {
+        self.seq += 1;
+        let (field, fence) = holding.map(|(f, n)| (f.to_owned(), n.to_string())).unwrap_or_default();
+        let (presence, presence_on) = match self.present.on() {
+            Some(server) => (crate::work::presence::claim(&self.target), server),
+            None => ("", String::new()),
+        };
+        let (waits_for, wait_until) = wait.map(|(node, ms)| (node.to_owned(), ms.to_string())).unwrap_or_default();
+        let pairs: [(&str, String); 13] = [
+            (beat::NODE, self.opts.node.clone()),
+            (beat::HOST, self.host.clone()),
+            (beat::PID, std::process::id().to_string()),
+            (beat::LOCK_FIELD, field),
+            (beat::FENCE, fence),
+            (beat::SEQ, self.seq.to_string()),
+            (beat::STATE, state.as_str().to_owned()),
+            (beat::VERSION, env!("CARGO_PKG_VERSION").to_owned()),
+            (beat::CHILD_PID, child.map(|p| p.to_string()).unwrap_or_default()),
+            (beat::PRESENCE, presence.to_owned()),
+            (beat::PRESENCE_ON, presence_on),
+            (beat::WAITS_FOR, waits_for),
+            (beat::WAIT_UNTIL_MS, wait_until),
+        ];
+        let keys = (self.keys.node(&self.opts.node), self.keys.nodes());
+        let node = self.opts.node.clone();
+        let last_exit = self.last_exit.clone();
+        let host = self.target.endpoint().clone();
+        // One beat per BEAT_EVERY, however often this loop turns; a little early is on time.
+        let due = self.publishing
+            && self.published_at.is_none_or(|at| at.elapsed() + Duration::from_millis(50) >= BEAT_EVERY);
+        let publish = if due { self.conn().await?.publish_command() } else { "" };
+        let sent = Instant::now();
+        let keeps = millis(self.name_kept());
+        let mut call = BEAT.key(keys.0);
+        call.key(keys.1).arg(publish).arg(self.keys.beat_channel()).arg(&node);
+        call.arg(&self.instance).arg(if self.claimed { "1" } else { "0" }).arg(&self.replaces).arg(keeps);
+        for (k, v) in pairs {
+            call.arg(k).arg(v);
+        }
+        call.arg(beat::LAST_EXIT).arg(last_exit);
+        let answer: redis::Value =
+            call.invoke_async(self.conn().await?).await.map_err(|e| describe(e, Action::WritingHeartbeat, &host))?;
+        if let Ok((_, other_host, pid, age)) = redis::from_redis_value::<(String, String, String, u64)>(answer) {
+            let other_host = Some(other_host.as_str()).filter(|h| !h.is_empty());
+            return Err(Error::NodeTaken { node, by: other_worker(&pid, other_host, Some(age)) });
+        }
+        if due {
+            self.published_at = Some(sent);
+        }
+        Ok(())
+    }
+
+    /// Appends a lifecycle event to the job's stream; failures are logged,
+    /// never fatal.
+    pub(super) async fn record(&mut self, record: Record) {
+        let keys = self.keys.clone();
+        let node = self.opts.node.clone();
+        let host = self.target.endpoint().clone();
+        let Ok(conn) = self.conn().await else { return };
+        let kind = record.kind().to_owned();
+        match tokio::time::timeout(REDIS_PATIENCE, history::append(conn, &keys, &node, &record, &host)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::warn!(event = %kind, error = %err, "cannot record the event"),
+            Err(_) => tracing::warn!(event = %kind, "cannot record the event: Redis did not answer in time"),
+        }
+    }
+
+    /// Beats `idle` at once after the job was stopped under a lock found
+    /// gone, and tells every watcher and worker: a new holder waiting for
+    /// this server's job may start.
+    pub(super) async fn say_idle(&mut self) {
+        if self.beat(BeatState::Idle, None, None, None).await.is_ok() && self.beat_state != Some(BeatState::Idle) {
+            self.beat_state = Some(BeatState::Idle);
+            self.announce().await;
+        }
+    }
+}
