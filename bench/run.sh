@@ -12,5 +12,10 @@ cd "$(dirname "$0")/.."
 source scripts/lib/install-missing.sh
 install_missing redis-server xvfb dbus python3-dbus python3-gi python3-redis python3-xlib
 
-cargo build --release -p lockwatch -p lockwatch-tray -p empty-tray --bins --example lockwatch-bench
+# The tray and the empty app only when the tray section runs (--only without it skips them).
+packages=(-p lockwatch)
+if [[ " $* " != *" --only "* ]] || [[ "$*" == *tray* ]]; then
+    packages+=(-p lockwatch-tray -p empty-tray)
+fi
+cargo build --release "${packages[@]}" --bins --example lockwatch-bench
 PYTHONPATH=bench exec /usr/bin/python3 bench/bench.py "$@"
