@@ -39,18 +39,31 @@ pub(super) enum Awaited {
     Takeover,
 }
 
+/// How long a takeover is waited for when no other server is alive to make
+/// it: the time a worker started again needs (systemd's `RestartSec=500ms`
+/// and its start), after which the job is down, not pending.
+const ALONE_WINDOW_MS: u64 = 1_500;
+
 /// A stretch of time in which nobody held the lock although it was enabled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Gap {
     pub since_ms: u64,
     pub awaited: Awaited,
+    /// No server is alive to take it over, as the last look saw (heartbeats
+    /// on): only a worker started again could.
+    pub alone: bool,
 }
 
 impl Gap {
+    fn new(since_ms: u64, awaited: Awaited) -> Gap {
+        Gap { since_ms, awaited, alone: false }
+    }
+
     /// Redis time until which a server is expected to take the lock.
     pub fn until_ms(self, cfg: &Config) -> u64 {
         let window = match self.awaited {
             Awaited::Start => cfg.start_grace_ms,
+            Awaited::Takeover if self.alone => cfg.failover_window_ms.min(ALONE_WINDOW_MS),
             Awaited::Takeover => cfg.failover_window_ms,
         };
         self.since_ms.saturating_add(window)
@@ -222,15 +235,21 @@ fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
         return Raw { since_ms: since, ..raw(State::Stopped, "nobody has it enabled".to_owned(), None, None) };
     }
     let who = enabled.join(", ");
-    let gap = ctx.gap.unwrap_or_else(|| {
-        if ctx.was_held { Gap { since_ms: now, awaited: Awaited::Takeover } } else { remembered_gap(snap) }
+    let mut gap = ctx.gap.unwrap_or_else(|| {
+        if ctx.was_held { Gap::new(now, Awaited::Takeover) } else { remembered_gap(snap) }
     });
+    gap.alone = gap.awaited == Awaited::Takeover && !anybody_could_take_over(snap, cfg);
     let until = gap.until_ms(cfg);
     if now < until {
         let window = until - gap.since_ms;
         let reason = match gap.awaited {
             Awaited::Start => format!(
                 "enabled by {who}; waiting for a server to start it until {} (start grace {})",
+                clock_utc(until),
+                human_duration(window)
+            ),
+            Awaited::Takeover if gap.alone => format!(
+                "the last holder let go and no other server is alive; waiting for a worker started again until {} ({})",
                 clock_utc(until),
                 human_duration(window)
             ),
@@ -277,9 +296,20 @@ fn remembered_gap(snap: &Snapshot) -> Gap {
         .map(|e| e.id.ms)
         .max();
     match last_beat_holding.max(last_let_go) {
-        Some(gone) if gone > enabled_since => Gap { since_ms: gone, awaited: Awaited::Takeover },
-        _ => Gap { since_ms: enabled_since, awaited: Awaited::Start },
+        Some(gone) if gone > enabled_since => Gap::new(gone, Awaited::Takeover),
+        _ => Gap::new(enabled_since, Awaited::Start),
     }
+}
+
+/// Whether some server could take the lock over: one whose heartbeat is
+/// fresh and whose process is not known gone (its presence subscription
+/// closed). Without heartbeats nothing can be told, so anybody could.
+fn anybody_could_take_over(snap: &Snapshot, cfg: &Config) -> bool {
+    let now = snap.time_ms;
+    let alive = |b: &&Beat| {
+        b.present != Some(false) && b.beat_ms.is_some_and(|t| now.saturating_sub(t) <= cfg.heartbeat_grace_ms)
+    };
+    !cfg.heartbeats || snap.beats.iter().any(|b| alive(&b))
 }
 
 /// A new holder that waits before it starts the job: another server's

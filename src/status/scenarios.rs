@@ -126,12 +126,42 @@ fn a_first_look_just_after_the_holder_let_go_is_pending_then_dies_at_the_window(
     let mut w = World::free(0);
     w.record("released");
     w.wait(2_000);
+    w.standby_beat_ms = Some(w.time_ms);
     let mut t = engine();
     let s = read(&mut t, &w);
     assert_eq!(s.status.state, State::Pending);
     assert!(s.status.reason.contains("take over"), "{}", s.status.reason);
     w.wait(3_000);
     assert_eq!(kinds(&read(&mut t, &w)), vec![EventKind::Died]);
+}
+
+#[test]
+fn with_no_server_alive_to_take_over_the_job_is_down_once_a_restart_could_have_come() {
+    // The only worker was killed; its reaper let go of the lock at once. Its
+    // heartbeat is fresh, but its process is gone (presence closed).
+    let mut w = World::running("srv-a", "uuid-a:1");
+    let mut t = engine();
+    let _ = read(&mut t, &w);
+    w.present = Some(false);
+    w.hand_to(None);
+    let gap = read(&mut t, &w);
+    assert_eq!(gap.status.state, State::Pending);
+    assert!(gap.status.reason.contains("no other server is alive"), "{}", gap.status.reason);
+    assert_eq!(gap.next_check_ms, Some(1_500), "a worker started again has 1.5 s");
+    w.wait(1_500);
+    let down = read(&mut t, &w);
+    assert_eq!((down.status.state, kinds(&down)), (State::Down, vec![EventKind::Died]));
+
+    // The same with a standby alive: the whole failover window.
+    let mut w = World::running("srv-a", "uuid-a:1");
+    w.standby_beat_ms = Some(w.time_ms);
+    let mut t = engine();
+    let _ = read(&mut t, &w);
+    w.present = Some(false);
+    w.hand_to(None);
+    w.wait(1_500);
+    w.standby_beat_ms = Some(w.time_ms);
+    assert_eq!(read(&mut t, &w).status.state, State::Pending, "the standby may still take it");
 }
 
 #[test]

@@ -33,6 +33,9 @@ pub(super) struct World {
     /// A standby `srv-s`, idle: the Redis time of its last beat (`None`:
     /// no such server was ever seen).
     pub standby_beat_ms: Option<u64>,
+    /// The server that let go last, which beats idle while `beating`, as a
+    /// live worker does once it let go.
+    pub let_go: Option<&'static str>,
 }
 
 impl World {
@@ -49,6 +52,7 @@ impl World {
             flags_present: true,
             stream: Vec::new(),
             standby_beat_ms: None,
+            let_go: None,
         };
         w.record("acquired");
         w
@@ -72,6 +76,7 @@ impl World {
     /// A new holding by `who` (a new fence and an `acquired` entry), or the
     /// holder letting go (a `released` entry).
     pub fn hand_to(&mut self, who: Option<(&'static str, &'static str)>) {
+        self.let_go = if who.is_none() { self.holder.map(|(node, _)| node) } else { None };
         self.holder = who;
         self.ttl_ms = 30_000;
         if who.is_some() {
@@ -122,6 +127,15 @@ impl World {
                     ..Default::default()
                 });
             }
+        }
+        if let Some(node) = self.let_go.filter(|_| self.holder.is_none() && self.beating) {
+            snap.beats.push(Beat {
+                node: node.to_owned(),
+                beat_ms: Some(self.time_ms.saturating_sub(500)),
+                state: Some(BeatState::Idle),
+                present: self.present,
+                ..Default::default()
+            });
         }
         if let Some(at) = self.standby_beat_ms {
             snap.beats.push(Beat {
