@@ -248,7 +248,7 @@ mod tests {
         let lua = lua();
         let scripts = [
             include_str!("probe/probe.lua"),
-            include_str!("work/lock.lua"),
+            include_str!("work/lock/lock.lua"),
             include_str!("work/worker/worker.lua"),
             include_str!("work/trim.lua"),
         ];

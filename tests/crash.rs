@@ -2,7 +2,10 @@
 //! holder's worker, its host alive, and the job runs again on the other
 //! server, or on the same one when its worker is started again, long
 //! before the 30 s lease runs out; never two at once. What must still wait
-//! for the lease waits: a frozen worker is not taken for dead.
+//! for the lease waits: a frozen worker is not taken for dead. Under the
+//! systemd unit, which kills the worker's reaper and job with it, the unit's
+//! `ExecStopPost=lockwatch worker-gone` lets go instead, and only of a
+//! worker that is gone.
 
 mod common;
 
@@ -31,6 +34,34 @@ fn holder(c: &mut redis::Connection) -> Option<(String, u32)> {
 
 async fn running_holder(c: &mut redis::Connection) -> (String, u32) {
     eventually("a holder whose job runs", Duration::from_secs(10), || holder(c).filter(|(_, pid)| runs(*pid))).await
+}
+
+/// The hash fields of the lock: the holding's, while one holds it.
+fn lock_fields(c: &mut redis::Connection) -> Vec<String> {
+    redis::cmd("HKEYS").arg("{outbound}:lock").query(c).unwrap()
+}
+
+/// Waits until `node`'s worker beats: started, standing by or holding.
+async fn beating(c: &mut redis::Connection, node: &str) {
+    eventually(&format!("{node}'s heartbeat"), Duration::from_secs(10), || {
+        let n: u64 = redis::cmd("EXISTS").arg(format!("{{outbound}}:node:{node}")).query(c).ok()?;
+        (n == 1).then_some(())
+    })
+    .await;
+}
+
+/// Runs `lockwatch --job outbound worker-gone` for the worker of `node` as
+/// the unit's `ExecStopPost=` does: with the worker's connection options,
+/// node and lease. Returns how long it took and what it said.
+fn worker_gone(url: &str, node: &str) -> (Duration, String) {
+    let t0 = Instant::now();
+    let (out, said) = run_capturing(
+        lockwatch_command()
+            .args(["--redis", url, "--job", "outbound", "worker-gone"])
+            .args(["--node", node, "--lease", "30s"]),
+    );
+    assert!(out.status.success(), "worker-gone failed: {said}");
+    (t0.elapsed(), said)
 }
 
 fn stubborn_worker(url: &str, node: &str, j: &std::path::Path) -> WorkerProcess {
@@ -221,4 +252,78 @@ async fn a_stopped_reaper_does_not_keep_the_job_running_beside_the_next_holder()
     let seq = beat(&mut c);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(beat(&mut c) > seq, "srv-a's worker stopped beating");
+}
+
+/// Under the systemd unit the worker's death takes its reaper and job along
+/// (systemd kills what is left of the unit's control group), so nothing is
+/// left to let go of the lock; the unit's `ExecStopPost=lockwatch
+/// worker-gone`, run once nothing of the unit runs, does: it records the
+/// death and releases, and the other server runs the job within 2 s, not
+/// after the 30 s lease.
+#[tokio::test]
+async fn worker_gone_after_the_whole_unit_was_killed_hands_the_job_over_within_2_s() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let mut a = stubborn_worker(&url, "srv-a", &j);
+    let (node, child) = running_holder(&mut c).await;
+    assert_eq!(node, "srv-a");
+    let mut b = stubborn_worker(&url, "srv-b", &j);
+    beating(&mut c, "srv-b").await;
+    let field = lock_fields(&mut c);
+    let fence: String = redis::cmd("HGET").arg("{outbound}:node:srv-a").arg("fence").query(&mut c).unwrap();
+
+    let killed_at = now_ns();
+    let t0 = Instant::now();
+    a.kill9_unit();
+    assert!(!runs(child), "srv-a's job outlived its unit");
+    assert_eq!(lock_fields(&mut c), field, "the lock was let go before worker-gone ran: it proves nothing");
+    let (took, said) = worker_gone(&url, "srv-a");
+    eventually("srv-b's job", Duration::from_secs(10), || {
+        journal(&j).iter().any(|l| l.1 == "srv-b" && l.2 > killed_at).then_some(())
+    })
+    .await;
+    let handed = t0.elapsed();
+    println!(
+        "the unit killed (worker, reaper, job) → worker-gone ({} ms) → srv-b's job runs: {} ms after the kill (lease 30 s)",
+        took.as_millis(),
+        handed.as_millis()
+    );
+    assert!(handed < Duration::from_secs(2), "srv-b's job ran {handed:?} after the kill; worker-gone said: {said}");
+    assert!(said.contains("node srv-a died holding the lock"), "{said}");
+    let died = stream_events(&mut c).into_iter().find(|e| e.kind == "died" && e.field("node") == Some("srv-a"));
+    assert_eq!(died.and_then(|e| e.field("fence").map(str::to_owned)), Some(fence), "a died entry for srv-a's fence");
+    b.kill9();
+    assert_no_overlap(&journal(&j));
+}
+
+/// `worker-gone` run while the worker still lives (by hand, or at the wrong
+/// time) lets nothing go: the lock stays the live worker's, and the other
+/// server does not start the job beside it.
+#[tokio::test]
+async fn worker_gone_while_the_worker_lives_lets_nothing_go() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let mut a = stubborn_worker(&url, "srv-a", &j);
+    let (node, child) = running_holder(&mut c).await;
+    assert_eq!(node, "srv-a");
+    let mut b = stubborn_worker(&url, "srv-b", &j);
+    beating(&mut c, "srv-b").await;
+    let field = lock_fields(&mut c);
+
+    let asked_at = now_ns();
+    let (_, said) = worker_gone(&url, "srv-a");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let b_ran = journal(&j).iter().any(|l| l.1 == "srv-b" && l.2 > asked_at);
+    assert!(!b_ran, "srv-b ran the job while srv-a's worker lived; worker-gone said: {said}");
+    assert_eq!(lock_fields(&mut c), field, "worker-gone let go of a live worker's lock; it said: {said}");
+    assert!(runs(child), "srv-a's job stopped");
+    let kinds: Vec<String> = stream_events(&mut c).into_iter().map(|e| e.kind).collect();
+    assert!(!kinds.iter().any(|k| k == "died"), "a live worker recorded as died: {kinds:?}");
+    b.kill9();
+    a.kill9();
+    assert_no_overlap(&journal(&j));
 }

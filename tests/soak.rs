@@ -14,9 +14,13 @@
 //! may take anything, while keys without expiry fill memory), a second
 //! worker started under a running one's name (a cloned host), and the
 //! holder's reaper killed (`kill -9`; the job runs its loop in a background
-//! child, which must die with it). Then the journals are read back: runs of
-//! different servers never overlap in time, fences only grow, no job
-//! outlives its worker or reaper, and no server runs two jobs at once.
+//! child, which must die with it), and a worker's whole unit killed as
+//! systemd kills it (worker, reaper and job SIGKILLed together), then
+//! `lockwatch worker-gone` run as the unit's `ExecStopPost=` and the worker
+//! started again 500 ms later (`RestartSec=500ms`). Then the journals are
+//! read back: runs of different servers never overlap in time, fences only
+//! grow, no job outlives its worker or reaper, and no server runs two jobs
+//! at once.
 //!
 //! `cargo test --test soak -- --nocapture` runs the short soak (2
 //! minutes) and two quick checks of the tools; `cargo test --test soak
@@ -54,6 +58,9 @@ const FENCE_SURVIVES_DATA_LOSS: bool = true;
 const NO_OVERLAP_AFTER_DATA_LOSS: bool = true;
 
 const NODES: [&str; 3] = ["srv-a", "srv-b", "srv-c"];
+/// How long the unit waits before it starts a killed worker again (its
+/// `RestartSec=`), from the end of its `ExecStopPost=`.
+const RESTART_SEC: Duration = Duration::from_millis(500);
 const LEASE: &str = "2s";
 const LEASE_MS: u64 = 2_000;
 
@@ -371,10 +378,16 @@ enum Fault {
     Twin { aim: Aim },
     /// `kill -9` of the reaper between the worker of `aim` and its job.
     ReaperKill { aim: Aim },
+    /// The unit of the worker of `aim` killed as systemd kills it when the
+    /// worker dies (the worker, its reaper and its job's whole tree
+    /// SIGKILLed together, none left to let go of the lock); then
+    /// `lockwatch worker-gone`, as its `ExecStopPost=`; then the worker
+    /// started again [`RESTART_SEC`] later, as `Restart=always` does.
+    UnitKill { aim: Aim },
 }
 
 /// How many kinds of fault there are: each strikes once in the first round.
-const KINDS: usize = 14;
+const KINDS: usize = 15;
 
 impl Fault {
     /// The fault of cycle `n` (from 0): the first cycles strike each kind
@@ -389,14 +402,15 @@ impl Fault {
         };
         // Kinds 0..4 are the proxy modes, 4 a pause, 5 a restart, 6 a kill,
         // 7 a restore, 8 a frozen worker, 9 a forced unlock, 10 and 11 an
-        // eviction, 12 a twin, 13 a reaper killed.
+        // eviction, 12 a twin, 13 a reaper killed, 14 a unit killed.
         let kind = match first_round.get(n) {
             Some(&kind) => kind,
             None => match rng.below(100) {
                 0..27 => rng.below(4),
                 27..35 => 4,
                 35..41 => 5,
-                41..56 => 6,
+                41..49 => 6,
+                49..56 => 14,
                 56..62 => 7,
                 62..72 => 8,
                 72..79 => 9,
@@ -426,7 +440,8 @@ impl Fault {
             10 => Fault::Evict { policy: "volatile-ttl" },
             11 => Fault::Evict { policy: "allkeys-lru" },
             12 => Fault::Twin { aim: aim(rng, false) },
-            _ => Fault::ReaperKill { aim: aim(rng, false) },
+            13 => Fault::ReaperKill { aim: aim(rng, false) },
+            _ => Fault::UnitKill { aim: aim(rng, false) },
         }
     }
 
@@ -447,6 +462,7 @@ impl Fault {
             Fault::Evict { .. } => "keys evicted (allkeys-lru)",
             Fault::Twin { .. } => "a second worker under one name",
             Fault::ReaperKill { .. } => "reaper kill -9",
+            Fault::UnitKill { .. } => "unit killed, worker-gone, restart",
         }
     }
 }
@@ -469,6 +485,10 @@ impl fmt::Display for Fault {
             }
             Fault::Twin { aim } => write!(f, "a second worker started under the name of the worker of {aim}"),
             Fault::ReaperKill { aim } => write!(f, "kill -9 of the reaper of the worker of {aim}"),
+            Fault::UnitKill { aim } => write!(
+                f,
+                "the unit of the worker of {aim} killed (worker, reaper, job), worker-gone, restarted after {RESTART_SEC:?}"
+            ),
         }
     }
 }
@@ -704,6 +724,10 @@ impl SoakRig {
                 let i = self.aimed(*aim)[0];
                 self.kill_reaper(i)
             }
+            Fault::UnitKill { aim } => {
+                let i = self.aimed(*aim)[0];
+                self.kill_unit(i)
+            }
         }
     }
 
@@ -759,6 +783,70 @@ impl SoakRig {
             }
         }
         format!(" → {}", NODES[i])
+    }
+
+    /// Kills the unit of worker `i` as systemd does when the worker dies:
+    /// the worker, its reaper and its job's whole tree together, none of
+    /// them left to let go of the lock. Then runs `worker-gone` as the
+    /// unit's `ExecStopPost=` (once nothing of the unit runs), and starts
+    /// the worker again [`RESTART_SEC`] after it ended.
+    fn kill_unit(&mut self, i: usize) -> String {
+        let killed = match self.workers[i].take() {
+            Some(mut worker) => {
+                let n = procs::kill_whole_tree(worker.id() as i32);
+                let _ = worker.wait();
+                n
+            }
+            None => 0,
+        };
+        let pids = jobs_of(&self.journal(i));
+        if !pids.is_empty() {
+            self.orphans.push(format!("job(s) {pids:?} of {} alive after its unit was killed", NODES[i]));
+            kill_jobs(&self.journal(i));
+        }
+        let gone = self.worker_gone(i);
+        std::thread::sleep(RESTART_SEC);
+        self.spawn_worker(i);
+        format!(" → {}: {killed} processes killed; worker-gone {gone}", NODES[i])
+    }
+
+    /// Runs `lockwatch worker-gone` for worker `i`, with its connection
+    /// options, node and lease, as its unit's `ExecStopPost=` does; its
+    /// output goes to the worker's log, as to the unit's journal. Says what
+    /// it did, and how long it took.
+    fn worker_gone(&self, i: usize) -> String {
+        let log = self.path.join(format!("{}.log", NODES[i]));
+        let Ok(file) = OpenOptions::new().create(true).append(true).open(&log) else { return "not run".to_owned() };
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+        cmd.args(["--redis", &self.proxies[i].url(), "worker-gone", "--node", NODES[i], "--lease", LEASE])
+            .env("LOCKWATCH_LOG", "info")
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        let t = Instant::now();
+        let len_before = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+        let Ok(mut run) = cmd.stderr(file).spawn() else { return "not started".to_owned() };
+        // systemd gives ExecStopPost= TimeoutStopSec=; here 10 s.
+        let status = loop {
+            match run.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if t.elapsed() < Duration::from_secs(10) => std::thread::sleep(Duration::from_millis(10)),
+                _ => {
+                    let _ = run.kill();
+                    let _ = run.wait();
+                    break None;
+                }
+            }
+        };
+        let took = t.elapsed().as_millis();
+        let said = std::fs::read(&log).unwrap_or_default();
+        let said = String::from_utf8_lossy(said.get(len_before as usize..).unwrap_or_default());
+        match status {
+            Some(s) if s.success() && said.contains("released it") => format!("released the lock in {took} ms"),
+            Some(s) if s.success() => format!("let go of nothing ({took} ms)"),
+            Some(s) => format!("failed ({s}, {took} ms): {}", said.trim()),
+            None => format!("killed after {took} ms"),
+        }
     }
 
     /// Takes a snapshot (`SAVE`) for a later restore; a failure is no fault.

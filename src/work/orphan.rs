@@ -20,6 +20,8 @@ use crate::error::{Action, describe};
 use crate::history::{self, Record};
 use crate::input::ConnectionSpec;
 use crate::keys::Keys;
+use crate::schema::BeatState;
+use crate::snapshot::{Beat, Snapshot};
 use crate::work::{lease::Lease, lock::Lock};
 #[cfg(unix)]
 use std::time::Duration;
@@ -123,7 +125,9 @@ impl Orphan {
 /// runs `ExecStopPost=` only then, and a job cannot leave its unit's control
 /// group): lets go of the lock the worker's heartbeat names, when the
 /// worker died holding it, so the next holder need not wait out the lease.
-/// `nodes` are the names the worker may have run under on this host.
+/// `nodes` are the names the worker may have run under on this host. A
+/// worker whose process still runs here, or whose presence subscription
+/// Redis counts, lives, whoever runs this: its lock stays its own.
 /// Returns the node and fence it let go of, if any.
 ///
 /// # Errors
@@ -137,16 +141,76 @@ pub async fn after_unit_stopped(
     let host = conn.endpoint().clone();
     let snap = crate::probe::probe(conn, keys, &host).await?;
     let this_host = crate::supervise::flags::this_host();
-    let held = snap.beats.iter().find(|b| {
-        nodes.contains(&b.node)
-            && b.host.as_deref() == Some(this_host.as_str())
-            && b.state.as_ref().is_some_and(crate::schema::BeatState::holds_lock)
-            && b.lock_field.as_deref().is_some_and(|f| !f.is_empty())
-    });
-    let Some(b) = held else { return Ok(None) };
+    let b = match holding(&snap, nodes, &this_host, runs_here) {
+        Holding::None => return Ok(None),
+        Holding::Live(b) => {
+            tracing::warn!(
+                node = %b.node,
+                pid = b.pid,
+                "the worker of node {} still runs: its lock stays its own",
+                b.node
+            );
+            return Ok(None);
+        }
+        Holding::Gone(b) => b,
+    };
     let (node, field, fence) = (b.node.clone(), b.lock_field.clone().unwrap_or_default(), b.fence.unwrap_or(0));
     let died = Record::Died { fence: b.fence, last_beat_ms: b.beat_ms };
     Ok(let_go_of(conn, keys, &node, &field, lease, &died).await?.then_some((node, fence)))
+}
+
+/// What a snapshot says of a holding by one of a unit's workers.
+#[derive(Debug, PartialEq, Eq)]
+enum Holding<'a> {
+    /// No heartbeat of theirs says it holds the lock.
+    None,
+    /// This one does, and its worker lives: its process runs (`runs` says
+    /// so of its pid), or Redis counts its presence subscription. A worker
+    /// just started may not have said yet that its subscription is up.
+    Live(&'a Beat),
+    /// This one does, and nothing says its worker lives.
+    Gone(&'a Beat),
+}
+
+/// The heartbeat, among `nodes` on `host`, that says its worker holds the
+/// lock under a field, and whether that worker lives; `runs` tells whether
+/// a process of this host runs.
+fn holding<'a>(snap: &'a Snapshot, nodes: &[String], host: &str, runs: impl Fn(u64) -> bool) -> Holding<'a> {
+    let held = snap.beats.iter().find(|b| {
+        nodes.contains(&b.node)
+            && b.host.as_deref() == Some(host)
+            && b.state.as_ref().is_some_and(BeatState::holds_lock)
+            && b.lock_field.as_deref().is_some_and(|f| !f.is_empty())
+    });
+    match held {
+        None => Holding::None,
+        Some(b) if b.present == Some(true) || b.pid.is_some_and(&runs) => Holding::Live(b),
+        Some(b) => Holding::Gone(b),
+    }
+}
+
+/// Whether process `pid` runs on this host: it exists and is not a zombie.
+#[cfg(target_os = "linux")]
+fn runs_here(pid: u64) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    // The state follows the name, which may hold anything, even `)`.
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+    state.is_some_and(|s| !matches!(s, "Z" | "X"))
+}
+
+/// Whether process `pid` runs on this host (a zombie counts: no `/proc` to tell).
+#[cfg(all(unix, not(target_os = "linux")))]
+fn runs_here(pid: u64) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: kill(2) with signal 0 only checks that the process exists.
+    pid > 0
+        && (unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
+/// No systemd unit to stop, and no worker-gone to run, but on Unix.
+#[cfg(not(unix))]
+fn runs_here(_pid: u64) -> bool {
+    false
 }
 
 /// Records `died` (when the holding's job was last alive), then, so the
@@ -165,11 +229,54 @@ async fn let_go_of(
     Lock::of_holding(keys.clone(), node, lease, &host, field).sharded(conn.sharded()).orphaned(conn).await
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn only_a_holding_whose_worker_neither_runs_nor_is_counted_present_is_let_go() {
+        let beat = |node: &str, host: &str, state: BeatState, field: &str, present: Option<bool>| Beat {
+            node: node.into(),
+            host: Some(host.into()),
+            pid: Some(40),
+            state: Some(state),
+            lock_field: Some(field.into()),
+            present,
+            ..Beat::default()
+        };
+        let nodes = ["wh-a".to_owned(), "wh-a@10.0.0.1".to_owned()];
+        let snap = |beats: Vec<Beat>| Snapshot { beats, ..Snapshot::default() };
+        let dead = |_pid| false;
+        let gone = snap(vec![beat("wh-a", "wh-a", BeatState::Running, "u:1", Some(false))]);
+        assert_eq!(holding(&gone, &nodes, "wh-a", dead), Holding::Gone(&gone.beats[0]));
+        let unknown = snap(vec![beat("wh-a@10.0.0.1", "wh-a", BeatState::Starting, "u:1", None)]);
+        assert_eq!(holding(&unknown, &nodes, "wh-a", dead), Holding::Gone(&unknown.beats[0]));
+        let counted = snap(vec![beat("wh-a", "wh-a", BeatState::Running, "u:1", Some(true))]);
+        assert_eq!(holding(&counted, &nodes, "wh-a", dead), Holding::Live(&counted.beats[0]));
+        // Just started: its subscription is up, its heartbeat does not say so yet.
+        assert_eq!(holding(&unknown, &nodes, "wh-a", |pid| pid == 40), Holding::Live(&unknown.beats[0]));
+        assert_eq!(holding(&unknown, &nodes, "wh-a", |pid| pid == 41), Holding::Gone(&unknown.beats[0]));
+        let none = snap(vec![
+            beat("wh-a", "wh-a", BeatState::Idle, "", Some(false)),
+            beat("wh-b", "wh-a", BeatState::Running, "u:2", Some(false)),
+            beat("wh-a", "wh-c", BeatState::Running, "u:3", Some(false)),
+            beat("wh-a", "wh-a", BeatState::Running, "", Some(false)),
+        ]);
+        for b in &none.beats {
+            let one = snap(vec![b.clone()]);
+            assert_eq!(holding(&one, &nodes, "wh-a", dead), Holding::None, "{b:?}");
+        }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn this_process_runs_and_a_pid_beyond_the_kernels_limit_does_not() {
+        assert!(runs_here(u64::from(std::process::id())));
+        assert!(!runs_here(u64::from(u32::MAX)));
+    }
+
+    #[test]
+    #[cfg(unix)]
     fn an_orphan_reads_back_as_written_and_its_debug_hides_where_redis_is() {
         let orphan = Orphan {
             connection: ConnectionSpec::single("redis://jobs:s3cret@redis:6379", None),

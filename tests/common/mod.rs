@@ -74,6 +74,15 @@ impl WorkerProcess {
         self.kill9();
     }
 
+    /// SIGKILL of the worker, its reaper and its job's whole tree together,
+    /// as systemd kills what is left of the unit when its main process dies
+    /// (`KillMode=mixed`): nothing of it is left to let go of the lock.
+    /// Reaps it.
+    pub fn kill9_unit(&mut self) {
+        procs::kill_whole_tree(self.pid());
+        self.0.wait().unwrap();
+    }
+
     /// Asks it to stop (SIGTERM), as systemd does.
     pub fn sigterm(&self) {
         // SAFETY: kill(2) on the pid of our own child, which we have not reaped.

@@ -75,6 +75,44 @@ pub fn descendants(root: i32) -> Vec<ProcessInfo> {
     found
 }
 
+/// SIGKILL to `root` and every process below it together, as systemd's
+/// control-group kill does: all are stopped (SIGSTOP) first, looking again
+/// until no new process shows below, so none of them sees another die and
+/// acts on it (a reaper letting go of its dead worker's lock); then all
+/// die, those found last first and `root` last. Returns once none of them
+/// runs any more (as systemd runs `ExecStopPost=` only then), with how many
+/// it killed. Reaping `root`, if it is the caller's child, is the caller's.
+pub fn kill_whole_tree(root: i32) -> usize {
+    // SAFETY: kill(2) on a process the caller started (or one below it,
+    // read from /proc just now).
+    let signal = |pid: i32, sig: libc::c_int| unsafe {
+        libc::kill(pid, sig);
+    };
+    signal(root, libc::SIGSTOP);
+    let mut frozen: Vec<ProcessInfo> = ProcessInfo::read(root).into_iter().collect();
+    loop {
+        let new: Vec<ProcessInfo> =
+            descendants(root).into_iter().filter(|p| !frozen.iter().any(|f| f.pid == p.pid)).collect();
+        if new.is_empty() {
+            break;
+        }
+        for p in new {
+            signal(p.pid, libc::SIGSTOP);
+            frozen.push(p);
+        }
+    }
+    for p in frozen.iter().rev() {
+        signal(p.pid, libc::SIGKILL);
+    }
+    let left = wait::within(Duration::from_secs(5), || frozen.iter().all(|p| !p.running()).then_some(()));
+    assert!(
+        left.is_some(),
+        "still running 5 s after SIGKILL: {:?}",
+        frozen.iter().filter(|p| p.running()).collect::<Vec<_>>()
+    );
+    frozen.len()
+}
+
 /// The processes a command started, collected over its whole run: a job
 /// started late (after a failover) counts as much as one started first.
 #[derive(Debug, Default)]
