@@ -146,6 +146,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         lock,
         conn: None,
         seq: 0,
+        last_beat_ms: 0,
         enabled: None,
         were_on: Vec::new(),
         flags_seen: None,
@@ -247,6 +248,9 @@ struct Worker {
     lock: Lock,
     conn: Option<Conn>,
     seq: u64,
+    /// Redis time of this process's last beat: a beat of another process
+    /// under its name that is older came back with old data, took nothing.
+    last_beat_ms: u64,
     enabled: Option<bool>,
     /// The users whose flags were on at the last look (and those whose flag
     /// Redis lost since), to tell a lost flag from one switched off.

@@ -127,15 +127,20 @@ impl Worker {
         let mut call = BEAT.key(keys.0);
         call.key(keys.1).arg(publish).arg(self.keys.beat_channel()).arg(&node);
         call.arg(&self.instance).arg(if self.claimed { "1" } else { "0" }).arg(&self.replaces).arg(keeps);
+        call.arg(self.last_beat_ms);
         for (k, v) in pairs {
             call.arg(k).arg(v);
         }
         call.arg(beat::LAST_EXIT).arg(last_exit);
         let answer: redis::Value =
             call.invoke_async(self.conn().await?).await.map_err(|e| describe(e, Action::WritingHeartbeat, &host))?;
-        if let Ok((_, other_host, pid, age)) = redis::from_redis_value::<(String, String, String, u64)>(answer) {
+        if let Ok((_, other_host, pid, age)) = redis::from_redis_value::<(String, String, String, u64)>(answer.clone())
+        {
             let other_host = Some(other_host.as_str()).filter(|h| !h.is_empty());
             return Err(Error::NodeTaken { node, by: other_worker(&pid, other_host, Some(age)) });
+        }
+        if let Ok(at) = redis::from_redis_value::<u64>(answer) {
+            self.last_beat_ms = at;
         }
         if due {
             self.published_at = Some(sent);

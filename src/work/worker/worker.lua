@@ -3,10 +3,13 @@
 -- ARGV: how to publish the beat ('PUBLISH', 'SPUBLISH' on a cluster, '' not at all), the beat
 -- channel, the node name, this worker process's id, '1' once the name is its own ('0' to
 -- claim it), the id of a process known dead that may be replaced at once, how long (ms)
--- another process's last beat keeps the name its own, then field/value pairs.
+-- another process's last beat keeps the name its own, this process's last beat (Redis ms,
+-- 0 before the first), then field/value pairs.
 -- Answers Redis time in ms, or, when another process has the name, {its id, host, pid,
 -- ms since its beat}: a name claimed is kept while its process beats (a lease's
--- silence ends any job it ran); a name taken by another since is lost.
+-- silence ends any job it ran); a name taken by another since is lost. Another
+-- process's beat older than this one's last was not written since: an older snapshot
+-- brought it back (a restore, a replica promoted), and this beat replaces it.
 -- A heartbeat lives a day past its last beat, so servers gone for long leave no trace;
 -- each beat checks a few registered names and removes those whose heartbeat is gone
 -- or silent for as long (older heartbeats were written without expiry). The heartbeats
@@ -16,16 +19,18 @@ local CHECKS_PER_BEAT = 5
 
 local publish, channel, node = ARGV[1], ARGV[2], ARGV[3]
 local instance, claimed, dead, keeps = ARGV[4], ARGV[5] == '1', ARGV[6], tonumber(ARGV[7])
+local own_last = tonumber(ARGV[8]) or 0
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local other = redis.call('HMGET', KEYS[1], BEAT.INSTANCE, BEAT.BEAT_MS, BEAT.HOST, BEAT.PID)
 if other[1] and other[1] ~= '' and other[1] ~= instance then
-  local age = now - (tonumber(other[2]) or 0)
-  if claimed or (other[1] ~= dead and age < keeps) then
+  local at = tonumber(other[2]) or 0
+  local age = now - at
+  if (claimed and at >= own_last) or (not claimed and other[1] ~= dead and age < keeps) then
     return {other[1], other[3] or '', other[4] or '', age}
   end
 end
-redis.call('HSET', KEYS[1], BEAT.BEAT_MS, now, BEAT.INSTANCE, instance, unpack(ARGV, 8))
+redis.call('HSET', KEYS[1], BEAT.BEAT_MS, now, BEAT.INSTANCE, instance, unpack(ARGV, 9))
 redis.call('PEXPIRE', KEYS[1], GONE_MS)
 redis.call('SADD', KEYS[2], node)
 -- The beat watchers listen for instead of asking Redis each second. A user
