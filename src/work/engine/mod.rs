@@ -14,6 +14,7 @@
 
 #[cfg(test)]
 mod props;
+mod action;
 pub mod renewer;
 #[cfg(test)]
 mod scenarios;
@@ -26,10 +27,11 @@ use crate::clock::{Boot, millis};
 use crate::history::Cause;
 use crate::schema::BeatState;
 use crate::snapshot::Snapshot;
-use crate::work::handover::{Busy, before_busy, busy_elsewhere};
+use crate::work::handover::{before_busy, busy_elsewhere};
 use crate::work::lease::Lease;
-use crate::work::lock::{Acquire, Before, Wait};
+use crate::work::lock::{Acquire, Before};
 
+pub use action::Action;
 pub use renewer::Renewal;
 
 /// What the engine is told once, for a worker's whole life.
@@ -37,42 +39,12 @@ pub use renewer::Renewal;
 pub struct Rules {
     /// This server's name (it may change to the fallback once, before any holding).
     pub node: String,
+    /// The lock's lease, with its fractions (renew, stop, kill).
     pub lease: Lease,
     /// Run the job every this long instead of restarting it when it exits.
     pub every: Option<Duration>,
     /// A job silent this long is `stalled`.
     pub stall_after: Option<Duration>,
-}
-
-/// What the shell does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Try to take the lock; the answer goes to [`Engine::acquired`].
-    Acquire,
-    /// The lock is ours from `since`: start renewing it, and arm the kill.
-    Hold { fence: i64, since: Boot },
-    /// Say and record that the lock was taken, why the job waits if it does,
-    /// and the last beat of the holder before on another server.
-    Acquired { fence: i64, wait: Option<Wait>, prev_beat_ms: Option<u64> },
-    /// Taken, but no replica confirmed it: not a holding; say so.
-    Unconfirmed { fence: i64 },
-    /// Another server may still run the job (said once per server waited for).
-    Waits(Busy),
-    /// Record that renewals fail (once per spell).
-    RenewFailing { fence: i64 },
-    /// Note in Redis that this holding starts its job; the answer goes to
-    /// [`Engine::start_noted`].
-    NoteStarted,
-    /// Start the job; its pid goes to [`Engine::job_started`].
-    Start { fence: i64 },
-    /// The job exited: record it and disarm the kill.
-    Exited { fence: i64, status: String },
-    /// The lease cannot be vouched for: kill the job now, note it stopped,
-    /// record the loss; `say_idle` when the lock was found gone (a new
-    /// holder may be waiting for this server).
-    Kill { fence: i64, cause: Cause, say_idle: bool },
-    /// Stop the job cleanly and release the lock.
-    LetGo { fence: i64, cause: Cause },
 }
 
 /// The end of a wait, on the lease's clock and, for the heartbeat, in Redis time (ms).
@@ -91,7 +63,8 @@ impl Until {
 
 /// The lock while held, as far as decisions go.
 #[derive(Debug, Clone)]
-pub struct Hold {
+pub struct Holding {
+    /// The holding's fencing token.
     pub fence: i64,
     /// When the lease was last confirmed (the confirming call's send time).
     lock_ok_at: Boot,
@@ -108,14 +81,16 @@ pub struct Hold {
     /// was taken (Redis ms).
     before: Before,
     acquired_ms: u64,
-    /// Whether the job has started in this holding.
+    /// Whether Redis was told this holding starts its job (from then on a
+    /// new holder waits for this one), and whether it has started.
+    noted: bool,
     started: bool,
     restarts: u32,
     /// From the first failed renewal until the next good one, to record it once.
     renew_failing: bool,
 }
 
-impl Hold {
+impl Holding {
     /// When the job may start: not before `next_start`, nor before the
     /// server it waits for has stopped.
     fn start_at(&self) -> Boot {
@@ -126,6 +101,7 @@ impl Hold {
 /// What the heartbeat says now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BeatNow {
+    /// The heartbeat's state: idle, starting, running or stalled.
     pub state: BeatState,
     /// The holding's fence, while there is one.
     pub fence: Option<i64>,
@@ -138,7 +114,7 @@ pub struct BeatNow {
 #[derive(Debug)]
 pub struct Engine {
     rules: Rules,
-    hold: Option<Hold>,
+    holding: Option<Holding>,
     /// An acquisition no replica confirmed yet (fence, the holding before,
     /// when): a later attempt that gets the confirmation finds the lock
     /// ours already, and this is what it took over.
@@ -148,13 +124,14 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// An engine holding nothing yet.
     pub fn new(rules: Rules) -> Engine {
-        Engine { rules, hold: None, unconfirmed: None, retry_at: None }
+        Engine { rules, holding: None, unconfirmed: None, retry_at: None }
     }
 
     /// The holding, if the lock is ours.
-    pub fn hold(&self) -> Option<&Hold> {
-        self.hold.as_ref()
+    pub fn holding(&self) -> Option<&Holding> {
+        self.holding.as_ref()
     }
 
     /// Takes the fallback name (only ever before the first holding).
@@ -164,9 +141,10 @@ impl Engine {
 
     /// Safety first, at each turn: the watchdog's last word. A lock that
     /// cannot be vouched for any more stops the job now.
+    #[must_use]
     pub fn lease_word(&mut self, now: Boot, word: Renewal) -> Vec<Action> {
         let stop_after = self.rules.lease.stop_after();
-        let Some(h) = self.hold.as_mut() else { return Vec::new() };
+        let Some(h) = self.holding.as_mut() else { return Vec::new() };
         if let Some(cause) = word.stop_reason() {
             return self.kill(cause, false).into_iter().collect();
         }
@@ -190,16 +168,17 @@ impl Engine {
 
     /// A look at the job: `field` is this worker's field in the lock hash,
     /// `enabled` whether anybody has the job enabled (`None`: cannot be told).
+    #[must_use]
     pub fn look(&mut self, now: Boot, snap: &Snapshot, field: &str, enabled: Option<bool>) -> Vec<Action> {
         self.retry_at = None;
         // The lock gone from under a holder (deleted, force-unlocked,
         // evicted, lost in a restart) or taken by another: stop now, and say
         // so, so a new holder waiting for this server's job may start.
-        if self.hold.is_some() && !snap.lock.holders.iter().any(|f| f == field) {
+        if self.holding.is_some() && !snap.lock.holders.iter().any(|f| f == field) {
             return self.kill(Cause::Lost, true).into_iter().collect();
         }
         // Flags that cannot be read neither start nor stop the job.
-        match (self.hold.is_some(), enabled.unwrap_or(self.hold.is_some())) {
+        match (self.holding.is_some(), enabled.unwrap_or(self.holding.is_some())) {
             (false, true) => vec![Action::Acquire],
             (true, false) => self.let_go(Cause::Disabled).into_iter().collect(),
             (true, true) => self.wait_for_others(now, snap, field).into_iter().collect(),
@@ -209,16 +188,17 @@ impl Engine {
 
     /// The answer to [`Action::Acquire`]: `since` is when the call was sent,
     /// the earliest the lease can have begun; `snap` the look before it.
+    #[must_use]
     pub fn acquired(&mut self, now: Boot, since: Boot, answer: Acquire, snap: &Snapshot, field: &str) -> Vec<Action> {
         match answer {
             Acquire::Acquired { fence, wait, mut before, mut at_ms } => {
                 if let Some((_, b, at)) = self.unconfirmed.take().filter(|u| u.0 == fence) {
                     (before, at_ms) = (b, at);
                 }
-                // Counted from the look, before the answer came: never later
-                // than the acquisition.
+                // Counted from `now`, when the answer came: the latest the
+                // acquisition can have happened, so the wait is never short.
                 let waits_until = wait.map(|w| Until::after(now, w.left, snap.time_ms));
-                self.hold = Some(Hold {
+                self.holding = Some(Holding {
                     fence,
                     lock_ok_at: since,
                     running: false,
@@ -227,12 +207,13 @@ impl Engine {
                     waits_for: None,
                     before,
                     acquired_ms: at_ms,
+                    noted: false,
                     started: false,
                     restarts: 0,
                     renew_failing: false,
                 });
                 let prev_beat_ms = previous_beat(snap, &self.rules.node, fence);
-                let mut acts = vec![Action::Hold { fence, since }, Action::Acquired { fence, wait, prev_beat_ms }];
+                let mut acts = vec![Action::Guard { fence, since }, Action::Acquired { fence, wait, prev_beat_ms }];
                 acts.extend(self.wait_for_others(now, snap, field));
                 acts
             }
@@ -250,8 +231,9 @@ impl Engine {
     }
 
     /// The job exited with `status`: when to start it again.
+    #[must_use]
     pub fn exited(&mut self, now: Boot, status: String) -> Option<Action> {
-        let h = self.hold.as_mut().filter(|h| h.running)?;
+        let h = self.holding.as_mut().filter(|h| h.running)?;
         h.running = false;
         h.next_start = match self.rules.every {
             Some(every) => {
@@ -269,33 +251,35 @@ impl Engine {
     /// Whether the job is due now and the lease vouched for: then the first
     /// start of the holding is noted first ([`Action::NoteStarted`]), a
     /// later one started at once. `word` is the watchdog's word right now.
+    #[must_use]
     pub fn tend(&mut self, now: Boot, word: Renewal) -> Option<Action> {
         let stop_after = self.rules.lease.stop_after();
-        let h = self.hold.as_mut().filter(|h| !h.running && now >= h.start_at())?;
+        let h = self.holding.as_mut().filter(|h| !h.running && now >= h.start_at())?;
         if let Renewal::Renewed(at) = word {
             h.lock_ok_at = h.lock_ok_at.max(at);
         }
         if word.stop_reason().is_some() || expired(h.lock_ok_at, now, stop_after) {
             return None;
         }
-        Some(if h.started { Action::Start { fence: h.fence } } else { Action::NoteStarted })
+        Some(if h.noted { Action::Start { fence: h.fence } } else { Action::NoteStarted })
     }
 
     /// The answer to [`Action::NoteStarted`]: start, or try again shortly
     /// (the lock is not ours any more, or Redis did not answer).
+    #[must_use]
     pub fn start_noted(&mut self, now: Boot, noted: bool, word: Renewal) -> Option<Action> {
-        let h = self.hold.as_mut()?;
+        let h = self.holding.as_mut()?;
         if !noted {
             h.next_start = now + Duration::from_millis(250);
             return None;
         }
-        h.started = true;
+        h.noted = true;
         self.tend(now, word)
     }
 
     /// The job was started.
     pub fn job_started(&mut self, now: Boot) {
-        if let Some(h) = self.hold.as_mut() {
+        if let Some(h) = self.holding.as_mut() {
             h.running = true;
             h.started = true;
             if self.rules.every.is_some() {
@@ -305,6 +289,7 @@ impl Engine {
     }
 
     /// The worker stops: the job too, and the lock is released.
+    #[must_use]
     pub fn shutdown(&mut self) -> Option<Action> {
         self.let_go(Cause::Shutdown)
     }
@@ -312,7 +297,7 @@ impl Engine {
     /// What the heartbeat says: `silent_for` is how long the running job
     /// has given no sign of life.
     pub fn beat(&self, now: Boot, silent_for: Option<Duration>) -> BeatNow {
-        let Some(h) = &self.hold else { return BeatNow { state: BeatState::Idle, fence: None, wait: None } };
+        let Some(h) = &self.holding else { return BeatNow { state: BeatState::Idle, fence: None, wait: None } };
         let stalled = h.running && self.rules.stall_after.zip(silent_for).is_some_and(|(limit, s)| s >= limit);
         let state = if stalled {
             BeatState::Stalled
@@ -337,20 +322,20 @@ impl Engine {
     /// When the engine must be asked again at the latest: the lease's
     /// safety deadline, the job's start, a held lock's expiry.
     pub fn deadline(&self) -> Option<Boot> {
-        let hold = self.hold.as_ref().map(|h| {
+        let holding = self.holding.as_ref().map(|h| {
             let safety = h.lock_ok_at + self.rules.lease.stop_after();
             if h.running { safety } else { safety.min(h.start_at()) }
         });
-        [hold, self.retry_at].into_iter().flatten().min()
+        [holding, self.retry_at].into_iter().flatten().min()
     }
 
     fn kill(&mut self, cause: Cause, say_idle: bool) -> Option<Action> {
-        let h = self.hold.take()?;
+        let h = self.holding.take()?;
         Some(Action::Kill { fence: h.fence, cause, say_idle })
     }
 
     fn let_go(&mut self, cause: Cause) -> Option<Action> {
-        let h = self.hold.take()?;
+        let h = self.holding.take()?;
         Some(Action::LetGo { fence: h.fence, cause })
     }
 
@@ -359,7 +344,7 @@ impl Engine {
     /// is not known to have stopped; said once per server.
     fn wait_for_others(&mut self, now: Boot, snap: &Snapshot, field: &str) -> Option<Action> {
         let (node, lease) = (&self.rules.node, self.rules.lease);
-        let h = self.hold.as_mut().filter(|h| !h.started)?;
+        let h = self.holding.as_mut().filter(|h| !h.started)?;
         let busy = [busy_elsewhere(snap, node, field, lease), before_busy(snap, &h.before, node, lease, h.acquired_ms)]
             .into_iter()
             .flatten()

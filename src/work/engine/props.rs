@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 
-use super::world::{Before, World};
+use super::world::{Predecessor, World};
 use crate::clock::millis;
 
 /// One change of the world, then some time.
@@ -15,6 +15,8 @@ enum Change {
     Pause(u64),
     Reachable(bool),
     Hung(bool),
+    /// Each answer of Redis takes this long from now on.
+    Latency(u64),
     Replica(bool),
     Flags(Option<bool>),
     JobExits,
@@ -28,6 +30,7 @@ fn change() -> impl Strategy<Value = Change> {
         1 => (0u64..40_000).prop_map(Change::Pause),
         2 => any::<bool>().prop_map(Change::Reachable),
         1 => any::<bool>().prop_map(Change::Hung),
+        2 => (0u64..3_000).prop_map(Change::Latency),
         1 => any::<bool>().prop_map(Change::Replica),
         2 => prop::option::of(any::<bool>()).prop_map(Change::Flags),
         1 => Just(Change::JobExits),
@@ -38,12 +41,12 @@ fn change() -> impl Strategy<Value = Change> {
 
 /// The server before, if any: its job ends within its reaper's kill after
 /// its last sign, which came before this world began.
-fn before() -> impl Strategy<Value = Option<Before>> {
+fn before() -> impl Strategy<Value = Option<Predecessor>> {
     let kill = millis(super::world::LEASE.kill_after());
     prop::option::of((0u64..kill, 0u64..5_000, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
         move |(run, ago, says_idle, beat_kept, recorded)| {
             let last_sign = 100_000 - ago;
-            Before { ends_at: last_sign + run, last_sign: beat_kept.then_some(last_sign), says_idle, recorded }
+            Predecessor { ends_at: last_sign + run, last_sign: beat_kept.then_some(last_sign), says_idle, recorded }
         },
     ))
 }
@@ -54,6 +57,7 @@ fn apply(w: &mut World, change: &Change) {
         Change::Pause(ms) => w.pause(ms),
         Change::Reachable(up) => w.reachable = up,
         Change::Hung(hung) => w.hung = hung,
+        Change::Latency(ms) => w.latency = ms,
         Change::Replica(ok) => w.replica = ok,
         Change::Flags(on) => w.enabled = on,
         Change::JobExits => w.job_exits(),
@@ -91,6 +95,7 @@ proptest! {
         // on, the worker runs; a lock somebody took expires.
         w.reachable = true;
         w.hung = false;
+        w.latency = 0;
         w.replica = true;
         w.enabled = Some(true);
         w.wait(4 * millis(super::world::LEASE.whole()) + 40_000);

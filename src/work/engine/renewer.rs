@@ -43,6 +43,7 @@ impl Renewal {
 /// What one renewal attempt came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
+    /// Renewed, and confirmed by a replica where there is one.
     Renewed,
     /// The lock is not ours any more.
     NotOurs,

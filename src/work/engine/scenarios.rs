@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use super::world::{Before, LEASE, NODE, TICK, World};
+use super::world::{LEASE, NODE, Predecessor, TICK, World};
+use crate::work::handover::Busy;
+use crate::work::lock::Wait;
 use super::*;
 use crate::history::WaitCause;
 use crate::snapshot::{Beat, Lock as LockSeen};
@@ -24,7 +26,7 @@ fn held_by(field: &str, time_ms: u64) -> Snapshot {
     }
 }
 
-fn acquired(fence: i64, before: crate::work::lock::Before) -> Acquire {
+fn acquired(fence: i64, before: Before) -> Acquire {
     Acquire::Acquired { fence, wait: None, before, at_ms: 1_000 }
 }
 
@@ -33,7 +35,7 @@ fn running() -> Engine {
     let mut e = engine();
     let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
     assert_eq!(e.look(at(1_000), &snap, "f", Some(true)), vec![Action::Acquire]);
-    e.acquired(at(1_000), at(1_000), acquired(7, crate::work::lock::Before::Stopped), &snap, "f");
+    let _ = e.acquired(at(1_000), at(1_000), acquired(7, Before::Stopped), &snap, "f");
     assert_eq!(e.tend(at(1_000), Renewal::Renewed(at(1_000))), Some(Action::NoteStarted));
     assert_eq!(e.start_noted(at(1_000), true, Renewal::Renewed(at(1_000))), Some(Action::Start { fence: 7 }));
     e.job_started(at(1_000));
@@ -45,11 +47,11 @@ fn a_free_lock_is_taken_and_the_first_start_noted_before_it_happens() {
     let mut e = engine();
     let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
     assert_eq!(e.look(at(1_000), &snap, "f", Some(true)), vec![Action::Acquire]);
-    let acts = e.acquired(at(1_010), at(1_000), acquired(7, crate::work::lock::Before::Stopped), &snap, "f");
+    let acts = e.acquired(at(1_010), at(1_000), acquired(7, Before::Stopped), &snap, "f");
     assert_eq!(
         acts,
         vec![
-            Action::Hold { fence: 7, since: at(1_000) },
+            Action::Guard { fence: 7, since: at(1_000) },
             Action::Acquired { fence: 7, wait: None, prev_beat_ms: None }
         ]
     );
@@ -68,8 +70,8 @@ fn a_free_lock_is_taken_and_the_first_start_noted_before_it_happens() {
 fn no_start_once_the_lease_cannot_be_vouched_for() {
     let mut e = engine();
     let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
-    e.look(at(1_000), &snap, "f", Some(true));
-    e.acquired(at(1_000), at(1_000), acquired(7, crate::work::lock::Before::Stopped), &snap, "f");
+    let _ = e.look(at(1_000), &snap, "f", Some(true));
+    let _ = e.acquired(at(1_000), at(1_000), acquired(7, Before::Stopped), &snap, "f");
     let late = at(1_000) + LEASE.stop_after();
     assert_eq!(e.tend(late, Renewal::Renewed(at(1_000))), None, "three quarters passed");
     assert_eq!(e.tend(at(2_000), Renewal::Lost), None, "the watchdog found it lost");
@@ -85,7 +87,7 @@ fn renewals_failing_are_recorded_once_then_the_job_is_killed_at_three_quarters()
     assert_eq!(e.deadline(), Some(at(1_000) + LEASE.stop_after()));
     let acts = e.lease_word(at(1_000) + LEASE.stop_after(), Renewal::Failing);
     assert_eq!(acts, vec![Action::Kill { fence: 7, cause: Cause::Expired, say_idle: false }]);
-    assert!(e.hold().is_none());
+    assert!(e.holding().is_none());
 }
 
 #[test]
@@ -120,7 +122,7 @@ fn a_lock_found_gone_kills_and_says_idle_and_disabled_lets_go() {
 fn flags_that_cannot_be_read_neither_start_nor_stop_the_job() {
     let mut e = running();
     assert_eq!(e.look(at(2_000), &held_by("f", 2_000), "f", None), vec![]);
-    assert!(e.hold().is_some());
+    assert!(e.holding().is_some());
     let mut idle = engine();
     assert_eq!(idle.look(at(2_000), &Snapshot::default(), "f", None), vec![]);
 }
@@ -136,18 +138,18 @@ fn an_exit_restarts_after_a_growing_pause_or_at_the_next_period() {
     assert_eq!(e.tend(at(2_500), Renewal::Renewed(at(1_000))), None);
     assert_eq!(e.tend(at(3_000), Renewal::Renewed(at(1_000))), Some(Action::Start { fence: 7 }), "1 s after");
     e.job_started(at(3_000));
-    e.exited(at(3_100), "exit status 1".into());
+    let _ = e.exited(at(3_100), "exit status 1".into());
     assert_eq!(e.deadline(), Some(at(5_100)), "then 2 s");
 
     let mut every =
         Engine::new(Rules { node: NODE.into(), lease: LEASE, every: Some(Duration::from_secs(60)), stall_after: None });
     let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
-    every.look(at(1_000), &snap, "f", Some(true));
-    every.acquired(at(1_000), at(1_000), acquired(7, crate::work::lock::Before::Stopped), &snap, "f");
-    every.start_noted(at(1_000), true, Renewal::Renewed(at(1_000)));
+    let _ = every.look(at(1_000), &snap, "f", Some(true));
+    let _ = every.acquired(at(1_000), at(1_000), acquired(7, Before::Stopped), &snap, "f");
+    let _ = every.start_noted(at(1_000), true, Renewal::Renewed(at(1_000)));
     every.job_started(at(1_000));
-    every.exited(at(5_000), "exit status 0".into());
-    assert_eq!(every.hold().map(Hold::start_at), Some(at(61_000)), "every 60 s from its start");
+    let _ = every.exited(at(5_000), "exit status 0".into());
+    assert_eq!(every.holding().map(Holding::start_at), Some(at(61_000)), "every 60 s from its start");
 }
 
 #[test]
@@ -161,12 +163,12 @@ fn a_silent_job_is_stalled() {
 fn an_unconfirmed_acquisition_is_no_holding_and_a_confirmed_one_keeps_what_it_took_over() {
     let mut e = engine();
     let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
-    let before = crate::work::lock::Before::Running { node: "srv-b".into(), fence: 6 };
+    let before = Before::Running { node: "srv-b".into(), fence: 6 };
     let first = Acquire::Unconfirmed { fence: 7, before: before.clone(), at_ms: 1_000 };
     assert_eq!(e.acquired(at(1_000), at(1_000), first, &snap, "f"), vec![Action::Unconfirmed { fence: 7 }]);
-    assert!(e.hold().is_none());
+    assert!(e.holding().is_none());
     // The second attempt finds the lock ours already: nothing before it, it says.
-    let again = Acquire::Acquired { fence: 7, wait: None, before: crate::work::lock::Before::Stopped, at_ms: 1_500 };
+    let again = Acquire::Acquired { fence: 7, wait: None, before: Before::Stopped, at_ms: 1_500 };
     let acts = e.acquired(at(1_500), at(1_500), again, &snap, "f");
     assert!(
         acts.contains(&Action::Waits(Busy { node: "srv-b".into(), left: LEASE.whole() })),
@@ -187,8 +189,8 @@ fn a_new_holder_waits_for_the_server_before_until_it_beats_idle() {
     };
     let mut snap = Snapshot { time_ms: 10_000, ..Snapshot::default() };
     snap.beats.push(running_b(9_500, BeatState::Running));
-    e.look(at(10_000), &snap, "f", Some(true));
-    let before = crate::work::lock::Before::Running { node: "srv-b".into(), fence: 6 };
+    let _ = e.look(at(10_000), &snap, "f", Some(true));
+    let before = Before::Running { node: "srv-b".into(), fence: 6 };
     let answer = Acquire::Acquired { fence: 7, wait: None, before, at_ms: 10_000 };
     let acts = e.acquired(at(10_000), at(10_000), answer, &snap, "f");
     let left = Duration::from_millis(9_500 + 30_000 - 10_000);
@@ -210,10 +212,10 @@ fn a_new_holder_waits_for_the_server_before_until_it_beats_idle() {
 fn a_wait_for_redis_is_shown_and_kept() {
     let mut e = engine();
     let snap = Snapshot { time_ms: 5_000, ..Snapshot::default() };
-    e.look(at(5_000), &snap, "f", Some(true));
+    let _ = e.look(at(5_000), &snap, "f", Some(true));
     let wait = Some(Wait { left: Duration::from_secs(30), why: WaitCause::CounterMissing });
-    let answer = Acquire::Acquired { fence: 1, wait, before: crate::work::lock::Before::Stopped, at_ms: 5_000 };
-    e.acquired(at(5_000), at(5_000), answer, &snap, "f");
+    let answer = Acquire::Acquired { fence: 1, wait, before: Before::Stopped, at_ms: 5_000 };
+    let _ = e.acquired(at(5_000), at(5_000), answer, &snap, "f");
     assert_eq!(e.beat(at(6_000), None).wait, Some((String::new(), 35_000)));
     assert_eq!(e.tend(at(34_000), Renewal::Renewed(at(25_000))), None);
     assert_eq!(e.tend(at(35_000), Renewal::Renewed(at(25_000))), Some(Action::NoteStarted));
@@ -233,10 +235,26 @@ fn in_the_world_a_frozen_worker_loses_its_job_to_the_reaper_and_never_overlaps()
 
 #[test]
 fn in_the_world_the_job_starts_after_the_server_before_stops_not_earlier() {
-    let before = Before { ends_at: 120_000, last_sign: Some(100_000), says_idle: true, recorded: true };
+    let before = Predecessor { ends_at: 120_000, last_sign: Some(100_000), says_idle: true, recorded: true };
     let mut w = World::new(Some(true), Some(before));
     w.wait(40_000);
     assert!(w.broken.is_empty(), "{:?}", w.broken);
     let first = w.starts.first().copied();
     assert!(first.is_some_and(|s| (120_000..=120_000 + TICK).contains(&s)), "started at {first:?}");
+}
+
+#[test]
+fn a_wait_is_counted_from_the_answer_and_the_lease_from_the_call() {
+    let mut e = engine();
+    let snap = Snapshot { time_ms: 5_000, ..Snapshot::default() };
+    let wait = Some(Wait { left: Duration::from_secs(10), why: WaitCause::CounterMissing });
+    let answer = Acquire::Acquired { fence: 1, wait, before: Before::Stopped, at_ms: 5_000 };
+    // Sent at 5 s, answered 1.5 s later: the wait ends 10 s after the answer,
+    // the lease is vouched for three quarters after the call.
+    let _ = e.acquired(at(6_500), at(5_000), answer, &snap, "f");
+    assert_eq!(e.holding().map(Holding::start_at), Some(at(16_500)));
+    assert_eq!(e.deadline(), Some(at(16_500)));
+    assert_eq!(e.lease_word(at(27_499), Renewal::Failing), vec![Action::RenewFailing { fence: 1 }]);
+    let stop = e.lease_word(at(27_500), Renewal::Failing);
+    assert_eq!(stop, vec![Action::Kill { fence: 1, cause: Cause::Expired, say_idle: false }]);
 }

@@ -19,7 +19,7 @@ pub(super) const TICK: u64 = 1_000;
 
 /// The server that held the lock before this one.
 #[derive(Debug, Clone)]
-pub(super) struct Before {
+pub(super) struct Predecessor {
     /// Its job runs until then (its reaper kills it, or it stops).
     pub ends_at: u64,
     /// Its heartbeat's last sign; `None`: its heartbeat is gone (evicted).
@@ -48,13 +48,17 @@ pub(super) struct World {
     // Redis, as a model.
     pub reachable: bool,
     pub hung: bool,
+    /// How long each answer of Redis takes to come back.
+    pub latency: u64,
+    /// A renewal sent, its answer due then.
+    pending: Option<(u64, u64, Answer)>,
     pub replica: bool,
     /// The lock: the field holding it and when it expires.
     pub lock: Option<(String, u64)>,
     fence: i64,
     holding: u32,
     pub enabled: Option<bool>,
-    pub before: Option<Before>,
+    pub before: Option<Predecessor>,
     first_holding: bool,
     /// What is true: when the lease was last confirmed (the call's send time).
     confirmed_at: Option<u64>,
@@ -74,7 +78,7 @@ fn ms(b: Boot) -> u64 {
 }
 
 impl World {
-    pub fn new(enabled: Option<bool>, before: Option<Before>) -> World {
+    pub fn new(enabled: Option<bool>, before: Option<Predecessor>) -> World {
         let rules = Rules { node: NODE.to_owned(), lease: LEASE, every: None, stall_after: None };
         World {
             now: 100_000,
@@ -89,6 +93,8 @@ impl World {
             paused_until: 0,
             reachable: true,
             hung: false,
+            latency: 0,
+            pending: None,
             replica: true,
             lock: None,
             fence: 1,
@@ -114,29 +120,37 @@ impl World {
 
     /// Lets `ms` pass, acting at every moment something is due.
     pub fn wait(&mut self, ms: u64) {
+        self.pass(ms, true);
+    }
+
+    /// Lets `ms` pass; `turns`: the supervision loop takes its turns (else
+    /// it is busy in one, waiting on Redis, while the watchdog and the
+    /// reaper act).
+    fn pass(&mut self, ms: u64, turns: bool) {
         let end = self.now + ms;
-        loop {
+        for round in 0.. {
+            assert!(round < 1_000_000, "the world stands still at {}: {self:?}", self.now);
             let awake = self.paused_until.max(self.now);
             let killer = self.killer_at.filter(|_| self.job);
-            let due = [Some(self.next_turn.max(awake)), self.next_attempt.map(|a| a.max(awake)), killer]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(end);
-            if due > end {
+            let answer = self.pending.map(|(_, due, _)| due.max(awake));
+            let turn = turns.then(|| self.next_turn.max(awake));
+            let due = [turn, self.next_attempt.map(|a| a.max(awake)), answer, killer].into_iter().flatten().min();
+            let Some(due) = due.filter(|d| *d <= end) else {
                 self.now = end;
                 self.check();
                 return;
-            }
+            };
             self.now = due;
             self.check();
             if killer.is_some_and(|k| k <= self.now) {
                 // The reaper's dead-man kill; the deadline stays for a job started later.
                 self.job = false;
                 self.exit = Some("killed by its reaper".to_owned());
+            } else if self.now >= self.paused_until && answer.is_some_and(|a| a <= self.now) {
+                self.renewed();
             } else if self.now >= self.paused_until && self.next_attempt.is_some_and(|a| a <= self.now) {
                 self.renew();
-            } else if self.now >= self.paused_until && self.next_turn <= self.now {
+            } else if turns && self.now >= self.paused_until && self.next_turn <= self.now {
                 self.turn();
             }
         }
@@ -181,8 +195,9 @@ impl World {
         if self.now > ok + millis(LEASE.kill_after()) {
             self.broken.push(format!("{}: the job outlived its reaper's kill (lease confirmed at {ok})", self.now));
         }
-        let awake_since = ok + millis(LEASE.stop_after());
-        if self.now > awake_since && self.paused_last < awake_since {
+        // Stopped at three quarters, or at the first turn after a freeze that outlasted them.
+        let stop_by = (ok + millis(LEASE.stop_after())).max(self.paused_last + TICK);
+        if self.now > stop_by {
             self.broken.push(format!("{}: the job runs past three quarters of the lease confirmed at {ok}", self.now));
         }
         if self.before.as_ref().is_some_and(|b| self.now < b.ends_at) {
@@ -190,19 +205,30 @@ impl World {
         }
     }
 
+    /// The watchdog sends a renewal; its answer comes back `latency` later,
+    /// or not before its deadline, when it gives up waiting.
     fn renew(&mut self) {
-        let Some(deadline) = self.renewer.as_ref().map(Renewer::deadline) else { return self.next_attempt = None };
+        let Some(deadline) = self.renewer.as_ref().map(|r| ms(r.deadline())) else { return self.next_attempt = None };
         let sent = self.now;
-        let (answer, answered) = if self.hung {
-            (Answer::TimedOut, ms(deadline).max(sent))
+        let answer = if self.hung {
+            Answer::TimedOut
         } else if !self.reachable {
-            (Answer::Failed, sent)
+            Answer::Failed
         } else if self.ours() {
             self.lock = Some((self.field(), sent + millis(LEASE.whole())));
-            (if self.replica { Answer::Renewed } else { Answer::Unconfirmed }, sent)
+            if self.replica { Answer::Renewed } else { Answer::Unconfirmed }
         } else {
-            (Answer::NotOurs, sent)
+            Answer::NotOurs
         };
+        let back = if answer == Answer::TimedOut { deadline } else { sent + self.latency };
+        let (answer, back) = if back >= deadline { (Answer::TimedOut, deadline.max(sent)) } else { (answer, back) };
+        self.pending = Some((sent, back, answer));
+        self.next_attempt = None;
+    }
+
+    /// The renewal's answer arrives.
+    fn renewed(&mut self) {
+        let Some((sent, answered, answer)) = self.pending.take() else { return };
         let Some(r) = self.renewer.as_mut() else { return };
         let verdict = r.answer(at(sent), at(answered), answer);
         match verdict {
@@ -233,22 +259,24 @@ impl World {
         let acts = self.engine.lease_word(now, self.word);
         let stopped = acts.iter().any(|a| matches!(a, Action::Kill { .. }));
         self.act(acts, &Snapshot::default());
-        if stopped || !self.reachable || self.hung {
+        // A look that takes 2 s or more fails, as the shell gives up waiting.
+        if stopped || !self.reachable || self.hung || self.latency >= 2_000 {
             return self.schedule();
         }
         let snap = self.snapshot();
+        self.pass(self.latency, false);
         let field = self.field();
-        let acts = self.engine.look(now, &snap, &field, self.enabled);
+        let acts = self.engine.look(at(self.now), &snap, &field, self.enabled);
         if acts.iter().any(|a| matches!(a, Action::Kill { .. })) {
             self.act(acts, &snap);
             return self.schedule();
         }
         self.act(acts, &snap);
         if let Some(status) = self.exit.take() {
-            let acts = self.engine.exited(now, status);
+            let acts = self.engine.exited(at(self.now), status);
             self.act(acts.into_iter().collect(), &snap);
         }
-        let acts = self.engine.tend(now, self.word);
+        let acts = self.engine.tend(at(self.now), self.word);
         self.act(acts.into_iter().collect(), &snap);
         self.schedule();
     }
@@ -289,28 +317,35 @@ impl World {
     }
 
     fn act(&mut self, acts: Vec<Action>, snap: &Snapshot) {
-        let now = at(self.now);
         let mut queue: std::collections::VecDeque<Action> = acts.into();
         while let Some(act) = queue.pop_front() {
             match act {
                 Action::Acquire => {
+                    if !self.reachable || self.hung {
+                        continue;
+                    }
+                    let sent = at(self.now);
                     let answer = self.acquire();
+                    self.pass(self.latency, false);
                     let field = self.field();
-                    queue.extend(self.engine.acquired(now, now, answer, snap, &field));
+                    queue.extend(self.engine.acquired(at(self.now), sent, answer, snap, &field));
                 }
-                Action::Hold { since, .. } => {
+                Action::Guard { since, .. } => {
                     self.confirmed_at = Some(ms(since));
                     let r = Renewer::new(LEASE, since);
                     self.next_attempt = Some(ms(r.next_renewal()));
+                    self.pending = None;
                     self.renewer = Some(r);
                     self.killer_at = Some(ms(since + LEASE.kill_after()));
                     self.word = Renewal::Renewed(since);
                 }
                 Action::NoteStarted => {
-                    let noted = self.reachable && !self.hung && self.ours();
+                    // The shell waits 2 s at most for Redis.
+                    let noted = self.reachable && !self.hung && self.ours() && self.latency < 2_000;
+                    self.pass(self.latency.min(2_000), false);
                     // From its first start, the handover record names this holding.
                     self.first_holding &= !noted;
-                    queue.extend(self.engine.start_noted(now, noted, self.word));
+                    queue.extend(self.engine.start_noted(at(self.now), noted, self.word));
                 }
                 Action::Start { .. } => {
                     let lease_ok = self.confirmed_at.is_some_and(|ok| self.now < ok + millis(LEASE.stop_after()));
@@ -319,7 +354,7 @@ impl World {
                     }
                     self.job = true;
                     self.starts.push(self.now);
-                    self.engine.job_started(now);
+                    self.engine.job_started(at(self.now));
                     self.check();
                 }
                 Action::Kill { cause, .. } | Action::LetGo { cause, .. } => {
@@ -328,6 +363,7 @@ impl World {
                     self.killer_at = None;
                     self.renewer = None;
                     self.next_attempt = None;
+                    self.pending = None;
                     self.kills.push((self.now, cause));
                     let mine = self.lock.as_ref().is_some_and(|(f, _)| *f == self.field());
                     if matches!(act, Action::LetGo { .. }) && mine && self.reachable && !self.hung {
@@ -356,10 +392,10 @@ impl World {
         self.lock = Some((self.field(), self.now + millis(LEASE.whole())));
         let before = match &self.before {
             Some(b) if self.first_holding && b.recorded => {
-                crate::work::lock::Before::Running { node: OTHER.to_owned(), fence: 1 }
+                Before::Running { node: OTHER.to_owned(), fence: 1 }
             }
-            Some(_) if self.first_holding => crate::work::lock::Before::Unknown,
-            _ => crate::work::lock::Before::Stopped,
+            Some(_) if self.first_holding => Before::Unknown,
+            _ => Before::Stopped,
         };
         if !self.replica {
             return Acquire::Unconfirmed { fence: self.fence, before, at_ms: self.now };

@@ -178,6 +178,11 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
             Ok(None) => {}
             Err(err) => break Err(err),
         }
+        // The engine's deadline, whatever the turn ended on (a look that
+        // failed included): the lease's safety is checked on time.
+        if let Some(at) = w.engine.deadline() {
+            wait = wait.min(at.remaining());
+        }
         if presence.is_none() && w.claimed {
             let channel = w.keys.alive_channel(&w.opts.node);
             let keep = crate::work::presence::keep(

@@ -144,7 +144,7 @@ impl Worker {
                         }
                     }
                 }
-                Action::Hold { since, .. } => *live = Some(self.hold(since)),
+                Action::Guard { since, .. } => *live = Some(self.guard(since)),
                 Action::Acquired { fence, wait, prev_beat_ms } => self.note_acquired(fence, wait, prev_beat_ms).await,
                 Action::Unconfirmed { fence } => tracing::warn!(
                     node = %self.opts.node,
@@ -198,7 +198,10 @@ impl Worker {
 
     /// Starts the job of the holding with `fence`.
     pub(super) async fn start(&mut self, fence: i64, live: &mut Option<Live>) -> Result<(), Error> {
-        let Some(l) = live.as_mut() else { return Ok(()) };
+        let Some(l) = live.as_mut() else {
+            tracing::error!(node = %self.opts.node, fence, "a holding without its watchdog: not starting the job");
+            return Ok(());
+        };
         let orphan = self.opts.connection.clone().map(|connection| Orphan {
             connection,
             job: self.keys.job.clone(),
@@ -222,7 +225,7 @@ impl Worker {
 
     /// Starts holding: the watchdog renews from `since`, when the acquiring
     /// call was sent, the earliest the lease can have begun.
-    pub(super) fn hold(&self, since: Boot) -> Live {
+    pub(super) fn guard(&self, since: Boot) -> Live {
         let (tx, rx) = watch::channel(Renewal::Renewed(since));
         let killer = Killer::default();
         killer.feed(since + self.opts.lease.kill_after());
@@ -294,7 +297,8 @@ impl Worker {
 /// The watchdog's word right now, as the engine takes it: a killer that
 /// fired says the lease is gone even before its report arrives.
 fn word_of(live: Option<&Live>) -> Renewal {
-    let Some(l) = live else { return Renewal::Failing };
+    // No watchdog, no lease to vouch for (the engine and the shell hold together).
+    let Some(l) = live else { return Renewal::Lost };
     let word = *l.renewals.borrow();
     if l.killer.fired() && word.stop_reason().is_none() { Renewal::Expiring { unconfirmed: false } } else { word }
 }
