@@ -266,30 +266,42 @@ async fn the_worker_and_status_say_when_redis_may_evict_the_jobs_keys() {
 /// A heartbeat an older snapshot brings back (a restore, a replica promoted
 /// with old data) names the process that had the name before: older than
 /// the running worker's own last beat, it took nothing from it, and the
-/// worker beats on instead of stopping as if a cloned host had its name.
+/// worker beats on instead of stopping as if a cloned host had its name;
+/// also when the worker takes the lock in the same moment (an acquisition
+/// writes the heartbeat before the worker's next beat does).
 #[tokio::test]
 async fn an_older_heartbeat_brought_back_does_not_stop_the_worker_that_has_the_name() {
-    let (_server, url, mut c) = server_with_flag("alice", true);
-    seed_fence(&mut c);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("journal");
-    let mut worker = journal_worker(&url, "wh-a", LEASE, &path);
-    running_node(&path, None).await;
-    let key = "{outbound}:node:wh-a";
-    let own: String = redis::cmd("HGET").arg(key).arg("instance").query(&mut c).unwrap();
-    let older = redis_ms(&mut c) - 1_500;
-    let _: () = redis::cmd("HSET")
-        .arg(key)
-        .arg("instance")
-        .arg("the-process-before")
-        .arg("beat_ms")
-        .arg(older)
-        .query(&mut c)
-        .unwrap();
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(worker.try_wait().unwrap().is_none(), "the worker stopped over an old heartbeat");
-    let now: String = redis::cmd("HGET").arg(key).arg("instance").query(&mut c).unwrap();
-    assert_eq!(now, own, "its own beat replaced the old one");
-    let lines = journal(&path);
-    assert_no_overlap(&lines);
+    for acquiring in [false, true] {
+        let (_server, url, mut c) = server_with_flag("alice", !acquiring);
+        seed_fence(&mut c);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal");
+        let mut worker = journal_worker(&url, "wh-a", LEASE, &path);
+        let key = "{outbound}:node:wh-a";
+        let own: String = eventually("the worker's first beat", Duration::from_secs(10), || {
+            redis::cmd("HGET").arg(key).arg("instance").query::<Option<String>>(&mut c).ok().flatten()
+        })
+        .await;
+        if !acquiring {
+            running_node(&path, None).await;
+        }
+        let older = redis_ms(&mut c) - 1_500;
+        let mut restore = redis::pipe();
+        restore.atomic().cmd("HSET").arg(key).arg("instance").arg("the-process-before").arg("beat_ms").arg(older);
+        if acquiring {
+            let flag = "{outbound}:enabled:alice";
+            restore.cmd("HSET").arg(flag).arg("on").arg("1").arg("time").arg(older + 1_000);
+            restore.cmd("PUBLISH").arg("{outbound}:wake").arg("test");
+        }
+        let _: () = restore.query(&mut c).unwrap();
+        if acquiring {
+            running_node(&path, None).await;
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(worker.try_wait().unwrap().is_none(), "the worker stopped over an old heartbeat (acquiring: {acquiring})");
+        let now: String = redis::cmd("HGET").arg(key).arg("instance").query(&mut c).unwrap();
+        assert_eq!(now, own, "its own beat replaced the old one");
+        let lines = journal(&path);
+        assert_no_overlap(&lines);
+    }
 }

@@ -51,7 +51,8 @@ impl Lock {
             .arg(self.keys.unlock_channel())
             .arg(&self.node)
             .arg(self.seen.load(Ordering::SeqCst))
-            .arg(if self.sharded { "1" } else { "0" });
+            .arg(if self.sharded { "1" } else { "0" })
+            .arg(&self.instance);
         if !confirm {
             let (ok, value): (i64, i64) =
                 invocation.invoke_async(conn).await.map_err(|e| describe(e, what(), &self.host))?;

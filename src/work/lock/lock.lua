@@ -10,6 +10,7 @@
 -- ARGV[4] unlock channel, ARGV[5] node name, ARGV[6] the highest fence the caller has seen
 -- ARGV[7] '1' on a Redis Cluster: the unlock message goes out sharded too (SPUBLISH), where Redisson 3.22+
 -- listens; plain PUBLISH reaches Redisson before 3.22 (or with sharded mode off) on every node
+-- ARGV[8] the worker process's id, written into the heartbeat an acquisition writes ('' none)
 -- acquire answers {1, fence, ms to wait before starting the job, why (0 none, 1 the counter was
 -- missing, 2 Redis restarted less than a lease ago, 3 an earlier wait still runs), 1 if the lock
 -- was already ours, the holding before (0 none or stopped, 1 unknown, 2 not known to have stopped),
@@ -153,6 +154,9 @@ if op == 'acquire' then
   redis.call('HSET', node_key, BEAT.NODE, node, BEAT.LOCK_FIELD, field, BEAT.FENCE, fence,
     BEAT.STATE, wait > 0 and STATE.STARTING or STATE.RUNNING, BEAT.BEAT_MS, now, BEAT.STARTED_MS, now,
     BEAT.WAIT_UNTIL_MS, wait > 0 and string.format('%d', now + wait) or '')
+  if ARGV[8] and ARGV[8] ~= '' then
+    redis.call('HSET', node_key, BEAT.INSTANCE, ARGV[8])
+  end
   redis.call('SADD', nodes_key, node)
   return {1, fence, wait, why, free and 0 or 1, before, before_node, before_fence, now}
 elseif op == 'renew' then

@@ -82,6 +82,9 @@ pub struct Lock {
     /// On a Redis Cluster the unlock message goes out with `SPUBLISH` as
     /// well as `PUBLISH`: Redisson 3.22+ waiters listen sharded, older ones plain.
     sharded: bool,
+    /// The worker process's id in its heartbeat, which an acquisition
+    /// writes with the rest of it (empty: none given).
+    instance: String,
 }
 
 impl Lock {
@@ -97,7 +100,16 @@ impl Lock {
             replicas: Arc::default(),
             replicated_on: Arc::default(),
             sharded: false,
+            instance: String::new(),
         }
+    }
+
+    /// The same lock, naming the worker process `instance` in the heartbeat
+    /// an acquisition writes: a heartbeat an older snapshot brought back
+    /// then names this process, not the one that had the name before.
+    pub fn for_instance(mut self, instance: &str) -> Lock {
+        instance.clone_into(&mut self.instance);
+        self
     }
 
     /// The same lock, publishing its unlock message sharded (`SPUBLISH`) too

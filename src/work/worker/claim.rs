@@ -64,7 +64,8 @@ impl Worker {
                     self.refused_since = None;
                     tracing::warn!(node = %fallback, "{err}; this one runs as {fallback}");
                     self.lock = Lock::new(self.keys.clone(), &fallback, self.opts.lease, self.target.endpoint())
-                        .sharded(self.target.is_cluster());
+                        .sharded(self.target.is_cluster())
+                        .for_instance(&self.instance);
                     self.engine.rename(fallback.clone());
                     self.opts.node = fallback;
                 }

@@ -118,7 +118,10 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         target.endpoint(),
         crate::duration::human_duration(crate::clock::millis(opts.lease.whole()))
     );
-    let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.endpoint()).sharded(target.is_cluster());
+    let instance = uuid::Uuid::new_v4().to_string();
+    let lock = Lock::new(keys.clone(), &opts.node, opts.lease, target.endpoint())
+        .sharded(target.is_cluster())
+        .for_instance(&instance);
     let wake = Arc::new(Notify::new());
     let (stop_tx, stop_rx) = watch::channel(false);
     // An unlock is acted on at once; other wake-ups are paced (anyone who
@@ -160,7 +163,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         unreadable_since: None,
         eviction_asked: None,
         eviction_said: None,
-        instance: uuid::Uuid::new_v4().to_string(),
+        instance,
         claimed: false,
         replaces: String::new(),
         refused_since: None,
