@@ -625,3 +625,51 @@ fn serve_needs_robots_or_metrics_and_a_bad_robots_file_is_one_sentence_without_i
     assert!(stderr.starts_with(&format!("lockwatch: robots file {}: line 4:", file.display())), "{stderr}");
     assert!(!stderr.contains(SECRET) && !stderr.contains(TOKEN), "{stderr}");
 }
+
+/// Redis frozen past three quarters of the lease, but not past the lease
+/// (7 s of 8, from just after a renewal): the holder's worker gives up and
+/// kills its job; when Redis answers again, the renewal queued before the
+/// freeze extends the lock once more and the worker's heartbeat says it no
+/// longer holds it. That holder is dying, not hung: what follows (the
+/// takeover when the lock expires) tells the incident, in one message that
+/// names servers, never a lock field.
+#[tokio::test]
+async fn after_a_redis_freeze_a_holder_that_gave_up_is_told_by_what_follows_not_as_stalled() {
+    let server = RedisServer::start();
+    let two = Two::start(&server, "8s").await;
+    let mut c = server.conn();
+    let ding = Robot::start(Play::DingTalk);
+    let hook = Robot::start(Play::Webhook);
+    let dir = tempfile::tempdir().unwrap();
+    let file = robots_file(dir.path(), &[(&ding, &format!("secret = \"{SECRET}\"\nlanguage = \"en\"")), (&hook, "")]);
+    let log = dir.path().join("s.log");
+    let _s = serve(&server.url(), "serve-1", &file, &log, &["--repeat-window", "0s"]);
+    serves_ready(&mut c, 1).await;
+    // Just after a renewal, so the lock outlives the freeze.
+    eventually("a renewal", Duration::from_secs(10), || {
+        let ttl: i64 = redis::cmd("PTTL").arg("{outbound}:lock").query(&mut c).unwrap();
+        (ttl > 7_700).then_some(())
+    })
+    .await;
+    server.pause();
+    let thaw = Resume(server.pid().unwrap() as i32);
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    drop(thaw);
+    let resumed = Instant::now();
+    // The lock expires within the lease, and the other server takes the job.
+    tokio::time::sleep(Duration::from_secs(14)).await;
+    let events: Vec<serde_json::Value> = hook.taken().iter().map(|g| g.body.clone()).collect();
+    let texts: Vec<String> = ding.taken().iter().map(|g| g.text()).collect();
+    println!("{events:#?}\n{}", texts.join("\n---\n"));
+    for g in ding.taken() {
+        println!("posted {} ms after Redis answered again", g.at.saturating_duration_since(resumed).as_millis());
+    }
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert!(!kinds.contains(&"stalled"), "a dying holder is told by what follows it: {kinds:?}\n{}", log_of(&log));
+    for text in &texts {
+        assert!(!text.contains("lock field"), "a holder is named by its server: {text}");
+    }
+    let told: Vec<&&str> = kinds.iter().filter(|k| !matches!(**k, "unreachable" | "reachable")).collect();
+    assert_eq!(told.len(), 1, "one message tells what happened to the job: {kinds:?}\n{}", log_of(&log));
+    drop(two);
+}
