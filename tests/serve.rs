@@ -134,8 +134,10 @@ async fn two_serve_processes_post_one_signed_message_per_incident_within_two_sec
     // Exactly one of them claimed it, and says which.
     let keys: Vec<String> = redis::cmd("KEYS").arg("{outbound}:posted:*").query(&mut c).unwrap();
     assert_eq!(keys.len(), 1, "{keys:?}");
-    let by: String = redis::cmd("GET").arg(&keys[0]).query(&mut c).unwrap();
+    let by: String = redis::cmd("HGET").arg(&keys[0]).arg("by").query(&mut c).unwrap();
     assert!(by == "serve-1" || by == "serve-2", "{by}");
+    let finished: Option<String> = redis::cmd("HGET").arg(&keys[0]).arg("finished").query(&mut c).unwrap();
+    assert_eq!(finished.as_deref(), Some("1"), "each robot has it, and the claim says so");
     for log in [&log1, &log2] {
         let log = log_of(log);
         assert!(!log.contains(TOKEN) && !log.contains(SECRET), "{log}");
@@ -429,7 +431,15 @@ async fn metrics_are_openmetrics_with_every_series_and_count_a_failover() {
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap());
     let _s = WorkerProcess::spawn(&mut cmd);
-    serves_ready(&mut c, 1).await;
+    // With no robot it takes no part among the serve processes: its first look, in its metrics.
+    eventually("the first look in the metrics", Duration::from_secs(10), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        let (_, _, body) = http_get(port, "/metrics");
+        body.contains("state=\"running\"} 1").then_some(())
+    })
+    .await;
+    let serves: usize = redis::cmd("HLEN").arg("{outbound}:serves").query(&mut c).unwrap();
+    assert_eq!(serves, 0, "a serve process with no robot does not beat among those that post");
     let other = if two.holder == "srv-a" { "srv-b" } else { "srv-a" };
     // SAFETY: kill(2) on the holder's worker, which this test started.
     unsafe { libc::kill(two.holder_pid(), libc::SIGKILL) };
@@ -672,4 +682,67 @@ async fn after_a_redis_freeze_a_holder_that_gave_up_is_told_by_what_follows_not_
     let told: Vec<&&str> = kinds.iter().filter(|k| !matches!(**k, "unreachable" | "reachable")).collect();
     assert_eq!(told.len(), 1, "one message tells what happened to the job: {kinds:?}\n{}", log_of(&log));
     drop(two);
+}
+
+/// The serve process that claimed an incident is killed (`kill -9`) while
+/// it posts, its robot hanging: its claim is a lease, which the other
+/// serve process takes over once it runs out, and posts. Each robot gets
+/// the message once: the webhook, which the first process posted to before
+/// it was killed, is not posted to again. A hanging robot blocks neither
+/// the other robots nor `/metrics`.
+#[tokio::test]
+async fn a_serve_process_killed_while_it_posts_is_taken_over_and_each_robot_gets_the_message_once() {
+    let server = RedisServer::start();
+    let two = Two::start(&server, "3s").await;
+    let mut c = server.conn();
+    let ding = Robot::start(Play::DingTalk);
+    let hook = Robot::start(Play::Webhook);
+    ding.hang(1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = robots_file(dir.path(), &[(&ding, &format!("secret = \"{SECRET}\"\nlanguage = \"en\"")), (&hook, "")]);
+    let (log1, log2) = (dir.path().join("s1.log"), dir.path().join("s2.log"));
+    let (m1, m2) = (free_port(), free_port());
+    let mut s1 = serve(&server.url(), "serve-1", &file, &log1, &["--metrics", &format!("127.0.0.1:{m1}")]);
+    let mut s2 = serve(&server.url(), "serve-2", &file, &log2, &["--metrics", &format!("127.0.0.1:{m2}")]);
+    serves_ready(&mut c, 2).await;
+
+    // SAFETY: kill(2) on the holder's worker, which this test started.
+    unsafe { libc::kill(two.holder_pid(), libc::SIGKILL) };
+    let hung =
+        eventually("the post the robot never answers", Duration::from_secs(15), || ding.hung().first().cloned()).await;
+    // The webhook has the event, and the claim says so.
+    let key = eventually("the webhook's post, recorded in the claim", Duration::from_secs(5), || {
+        let keys: Vec<String> = redis::cmd("KEYS").arg("{outbound}:posted:*").query(&mut c).unwrap();
+        let key = keys.into_iter().find(|k| k.contains(":holder:"))?;
+        let claim: std::collections::HashMap<String, String> = redis::cmd("HGETALL").arg(&key).query(&mut c).unwrap();
+        (hook.taken().len() == 1 && claim.keys().any(|f| f.starts_with("done:"))).then_some(key)
+    })
+    .await;
+    let by: String = redis::cmd("HGET").arg(&key).arg("by").query(&mut c).unwrap();
+    let ((claimant, port), (other, other_log)) = match by.as_str() {
+        "serve-1" => ((&mut s1, m1), ("serve-2", &log2)),
+        _ => ((&mut s2, m2), ("serve-1", &log1)),
+    };
+    // The claimant's metrics answer while its robot hangs.
+    let (status, _, body) = http_get(port, "/metrics");
+    assert!(status.contains("200") && body.contains("lockwatch_redis_up 1"), "{status}\n{body}");
+    claimant.kill9();
+    let killed = Instant::now();
+    let got =
+        eventually("the other serve process's post", Duration::from_secs(15), || ding.taken().first().cloned()).await;
+    let after_kill = got.at.duration_since(killed).as_millis();
+    let after_claim = got.at.duration_since(hung.at).as_millis();
+    println!("taken over and posted {after_kill} ms after the kill, {after_claim} ms after the first post began");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Only the failover: the killed worker's server goes silent as a standby after 10 s.
+    let moved = format!("### outbound moved from {}", two.holder);
+    let taken: Vec<_> = ding.taken().into_iter().filter(|g| g.text().contains(&moved)).collect();
+    let events: Vec<_> = hook.taken().into_iter().filter(|g| g.body["event"] == "failover").collect();
+    assert_eq!(taken.len(), 1, "{taken:#?}\n{}", log_of(other_log));
+    assert_eq!(got.text(), taken[0].text(), "the first message after the kill is the failover's");
+    assert_eq!(events.len(), 1, "the webhook had it from the first: {events:#?}");
+    assert!(after_kill < 8_000, "{after_kill} ms");
+    let claim: std::collections::HashMap<String, String> = redis::cmd("HGETALL").arg(&key).query(&mut c).unwrap();
+    assert_eq!(claim.get("by").map(String::as_str), Some(other), "{claim:?}");
+    assert_eq!(claim.get("finished").map(String::as_str), Some("1"), "{claim:?}");
 }

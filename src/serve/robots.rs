@@ -84,6 +84,16 @@ impl Robot {
         &self.url
     }
 
+    /// A name for the robot that every serve process with the same robots
+    /// file gives it, and that says nothing of its URL or secret: the first
+    /// 8 bytes of SHA-256 over its kind and URL, in hex. The claims in
+    /// Redis record by it which robots an incident was posted to.
+    pub fn tag(&self) -> String {
+        let text = format!("{}\n{}", self.kind.as_str(), self.url);
+        let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+        digest.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// The signing secret, if the robot has one.
     pub fn secret(&self) -> Option<&str> {
         self.secret.as_deref()
@@ -327,6 +337,18 @@ url = "http://relay.intranet:8080/lockwatch"
         for robot in &robots {
             assert!(!format!("{robot:?}").contains(TOKEN));
         }
+    }
+
+    #[test]
+    fn a_robots_tag_is_the_same_for_the_same_robot_and_holds_no_secret() {
+        let text = |url: &str| format!("[[robot]]\nkind = \"wecom\"\nurl = \"{url}\"\n");
+        let url = format!("https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key={TOKEN}");
+        let (a, b) = (parse(&text(&url), env).unwrap().remove(0), parse(&text(&url), env).unwrap().remove(0));
+        assert_eq!(a.tag(), b.tag());
+        assert_eq!(a.tag().len(), 16);
+        assert!(!TOKEN.contains(&a.tag()) && !a.tag().contains("qyapi"));
+        let other = parse(&text(&format!("{url}x")), env).unwrap().remove(0);
+        assert_ne!(a.tag(), other.tag());
     }
 
     #[test]
