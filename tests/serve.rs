@@ -13,8 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::journal::Two;
+use common::journal::{Two, journal, journal_worker_via};
 use common::robots::{Play, Robot, SECRET, TOKEN};
+use common::server::connect;
+use common::topology::SentinelSet;
 use common::*;
 
 /// Writes a robots file (mode 0600) with one table per `(robot, extra lines)`.
@@ -41,8 +43,14 @@ fn robots_file(dir: &Path, robots: &[(&Robot, &str)]) -> PathBuf {
 
 /// A `lockwatch serve` process named `node`; its stderr goes to `log`.
 fn serve(url: &str, node: &str, robots: &Path, log: &Path, extra: &[&str]) -> WorkerProcess {
+    serve_via(&["--redis", url], node, robots, log, extra)
+}
+
+/// [`serve`] with the connection options `via` (a Sentinel set's).
+fn serve_via(via: &[&str], node: &str, robots: &Path, log: &Path, extra: &[&str]) -> WorkerProcess {
     let mut cmd = lockwatch_command();
-    cmd.args(["--redis", url, "--interval", "200ms", "serve", "--node", node, "--robots"])
+    cmd.args(via)
+        .args(["--interval", "200ms", "serve", "--node", node, "--robots"])
         .arg(robots)
         .args(extra)
         .stdout(Stdio::null())
@@ -745,4 +753,112 @@ async fn a_serve_process_killed_while_it_posts_is_taken_over_and_each_robot_gets
     let claim: std::collections::HashMap<String, String> = redis::cmd("HGETALL").arg(&key).query(&mut c).unwrap();
     assert_eq!(claim.get("by").map(String::as_str), Some(other), "{claim:?}");
     assert_eq!(claim.get("finished").map(String::as_str), Some("1"), "{claim:?}");
+}
+
+/// The node whose heartbeat names the holder of the lock on the Redis at `port`.
+fn holder_on(port: u16) -> Option<String> {
+    let mut c = connect(port).ok()?;
+    let fields: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(&mut c).ok()?;
+    let field = fields.first()?;
+    ["srv-a", "srv-b"].into_iter().map(str::to_owned).find(|n| {
+        let f: Option<String> =
+            redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg("lock_field").query(&mut c).unwrap_or(None);
+        f.as_deref() == Some(field.as_str())
+    })
+}
+
+/// Two serve processes through a real Sentinel set (a primary, its replica,
+/// three `redis-sentinel`s): the holder's worker killed is one message;
+/// then the primary killed (`kill -9`) and a replica promoted; then the new
+/// holder's worker killed is one message again, agreed on the new primary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_sentinel_each_killed_holder_is_one_message_also_after_the_primary_fails_over() {
+    let started = Instant::now();
+    let mut set = tokio::task::block_in_place(SentinelSet::start);
+    let sentinels = set.sentinel_addrs().join(",");
+    let via = ["--redis", "redis://127.0.0.1:1", "--sentinel", &sentinels, "--sentinel-master", &set.master_name];
+    {
+        let mut c = connect(set.primary_port()).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        seed_fence(&mut c);
+        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+        assert_eq!(acked, 1);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let worker = |node: &str| {
+        let mut cmd = lockwatch_command();
+        cmd.args(via);
+        // A lease the primary's failover (2–3 s) does not outlast: the holder keeps the job.
+        journal_worker_via(&mut cmd, node, "10s", &j)
+    };
+    let mut workers = vec![("srv-a", worker("srv-a")), ("srv-b", worker("srv-b"))];
+    let ding = Robot::start(Play::DingTalk);
+    let hook = Robot::start(Play::Webhook);
+    let file = robots_file(dir.path(), &[(&ding, &format!("secret = \"{SECRET}\"\nlanguage = \"en\"")), (&hook, "")]);
+    let (log1, log2) = (dir.path().join("s1.log"), dir.path().join("s2.log"));
+    let _s1 = serve_via(&via, "serve-1", &file, &log1, &["--repeat-window", "0s"]);
+    let _s2 = serve_via(&via, "serve-2", &file, &log2, &["--repeat-window", "0s"]);
+    let holder = eventually("a holder running the job", Duration::from_secs(20), || {
+        let h = holder_on(set.primary_port())?;
+        journal(&j).iter().any(|l| l.1 == h).then_some(h)
+    })
+    .await;
+    eventually("the serve processes to beat", Duration::from_secs(10), || {
+        let live: usize =
+            redis::cmd("HLEN").arg("{outbound}:serves").query(&mut connect(set.primary_port()).ok()?).ok()?;
+        (live >= 2).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let moved =
+        |ding: &Robot| ding.taken().into_iter().filter(|g| g.text().contains("### outbound moved from")).count();
+
+    // One: the holder's worker killed.
+    let kill = |workers: &mut Vec<(&str, WorkerProcess)>, node: &str| {
+        let (_, w) = workers.iter_mut().find(|(n, _)| *n == node).unwrap();
+        w.kill9();
+    };
+    kill(&mut workers, &holder);
+    let killed = Instant::now();
+    let first =
+        eventually("the first failover's message", Duration::from_secs(15), || ding.taken().first().cloned()).await;
+    println!("posted {} ms after the kill", first.at.duration_since(killed).as_millis());
+    let other = if holder == "srv-a" { "srv-b" } else { "srv-a" };
+    assert!(first.text().contains(&format!("moved from {holder} to {other}")), "{}", first.text());
+    // Its server's worker again, as systemd restarts it: the standby.
+    let again = worker(&holder);
+    workers.retain(|(n, _)| *n != holder);
+    workers.push((if holder == "srv-a" { "srv-a" } else { "srv-b" }, again));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(moved(&ding), 1, "{}{}", log_of(&log1), log_of(&log2));
+
+    // The primary killed; the sentinels promote its replica.
+    let old = tokio::task::block_in_place(|| set.kill_primary());
+    let new = tokio::task::block_in_place(|| set.wait_for_new_primary(Duration::from_secs(20)));
+    assert_ne!(old, new);
+    eventually("the job on the new primary", Duration::from_secs(15), || {
+        (holder_on(new).as_deref() == Some(other)).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // Two: the new holder's worker killed, agreed on the new primary.
+    kill(&mut workers, other);
+    let killed = Instant::now();
+    let second = eventually("the second failover's message", Duration::from_secs(15), || {
+        ding.taken().into_iter().find(|g| g.text().contains(&format!("moved from {other} to {holder}")))
+    })
+    .await;
+    println!("posted {} ms after the kill, on the new primary", second.at.duration_since(killed).as_millis());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let texts: Vec<String> = ding.taken().iter().map(|g| g.text()).collect();
+    println!("{}", texts.join("\n---\n"));
+    assert_eq!(moved(&ding), 2, "one message per killed holder: {texts:#?}\n{}{}", log_of(&log1), log_of(&log2));
+    let failovers = hook.taken().into_iter().filter(|g| g.body["event"] == "failover").count();
+    assert_eq!(failovers, 2);
+    for text in &texts {
+        assert!(!text.contains("died") && !text.contains("stuck") && !text.contains("dying"), "{text}");
+    }
+    println!("{:.1} s in all", started.elapsed().as_secs_f64());
 }
