@@ -70,6 +70,10 @@ pub struct Robot {
     /// Minutes east of UTC that times are shown in (UTC+8 for zh-CN
     /// unless the file says otherwise, UTC for en).
     pub utc_offset_min: i32,
+    /// A rate limit of the file's own, kept besides the robot's
+    /// (`limit = "10/1m"`): at most this many posts (`.1`) within this
+    /// many ms (`.0`).
+    pub limit: Option<(u64, usize)>,
 }
 
 impl fmt::Debug for Robot {
@@ -155,6 +159,7 @@ struct Raw {
     mention: Vec<String>,
     language: Option<String>,
     utc_offset: Option<String>,
+    limit: Option<String>,
 }
 
 /// Reads and checks the robots file at `path`; `env` looks up the
@@ -261,6 +266,13 @@ fn robot(n: usize, raw: Raw, env: &impl Fn(&str) -> Option<String>) -> Result<Ro
         None if language == Language::ZhCn => 8 * 60,
         None => 0,
     };
+    let limit = match raw.limit.as_deref() {
+        Some(text) => Some(
+            parse_limit(text)
+                .ok_or_else(|| format!("{at}: limit \"{text}\" is not like \"10/1m\" (at most 10 posts a minute)"))?,
+        ),
+        None => None,
+    };
     let host = match url.port() {
         Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
         None => url.host_str().unwrap_or_default().to_owned(),
@@ -269,7 +281,15 @@ fn robot(n: usize, raw: Raw, env: &impl Fn(&str) -> Option<String>) -> Result<Ro
         Some(name) => format!("{} robot \"{name}\" ({host})", kind.as_str()),
         None => format!("{} robot {n} ({host})", kind.as_str()),
     };
-    Ok(Robot { kind, label, url, secret, mention: raw.mention, language, utc_offset_min })
+    Ok(Robot { kind, label, url, secret, mention: raw.mention, language, utc_offset_min, limit })
+}
+
+/// `10/1m` → (60 000 ms, 10): at most 10 posts within a minute.
+fn parse_limit(text: &str) -> Option<(u64, usize)> {
+    let (n, within) = text.split_once('/')?;
+    let n: usize = n.trim().parse().ok().filter(|n| *n > 0)?;
+    let ms = crate::duration::parse_duration(within).ok()?.as_millis();
+    (ms > 0).then_some((u64::try_from(ms).ok()?, n))
 }
 
 /// `+08:00`, `-05:30`, `+8`, `Z` → minutes east of UTC.
@@ -393,6 +413,19 @@ url = "http://relay.intranet:8080/lockwatch"
         let err = parse(&format!("[[robot]]\nkind = \"dingtalk\"\nsecret = \"{TOKEN}\n"), env).err().unwrap();
         assert!(err.starts_with("line 3:") && !err.contains(TOKEN), "{err}");
         assert!(parse("", env).err().unwrap().contains("no [[robot]] table"));
+    }
+
+    #[test]
+    fn a_limit_of_the_files_own_reads_as_posts_within_a_time() {
+        let robot = |limit: &str| {
+            parse(&format!("[[robot]]\nkind = \"dingtalk\"\nurl = \"https://x.example/\"\nlimit = \"{limit}\"\n"), env)
+        };
+        assert_eq!(robot("10/1m").unwrap()[0].limit, Some((60_000, 10)));
+        assert_eq!(robot("4/2s").unwrap()[0].limit, Some((2_000, 4)));
+        for bad in ["10", "0/1m", "10/1", "x/1m", "10/0s"] {
+            let err = robot(bad).err().unwrap();
+            assert!(err.contains("robot 1 (dingtalk): limit") && err.contains("10/1m"), "{bad}: {err}");
+        }
     }
 
     #[test]

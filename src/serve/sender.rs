@@ -42,7 +42,7 @@ pub async fn send(
 ) {
     let start = Instant::now();
     let now_ms = move || start.elapsed().as_millis() as u64;
-    let mut limit = Limit::of(robot.kind);
+    let mut limit = Limit::for_robot(robot.kind, robot.limit);
     let tag = robot.tag();
     loop {
         let first = tokio::select! {
