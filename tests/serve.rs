@@ -1,8 +1,10 @@
 //! `lockwatch serve` with real parts: real `redis-server`s, real workers,
 //! real `lockwatch serve` processes, and robots on loopback that answer as
 //! DingTalk, WeCom and Feishu do and check their signatures
-//! (`common::robots`). Two serve processes post one message per incident;
-//! a flapping job is one message and a summary; a burst is folded and the
+//! (`common::robots`). Two serve processes post one message per incident,
+//! also when the one that claimed it is killed while it posts, through
+//! Sentinel and on a Cluster; a dying holder is told by what follows it; a
+//! flapping job is one message and a summary; a burst is folded and the
 //! rate limit kept; "too fast" is tried again; a refusal is one sentence;
 //! `--check` prints each answer; `/metrics` is scraped and parsed.
 
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 use common::journal::{Two, journal, journal_worker_via};
 use common::robots::{Play, Robot, SECRET, TOKEN};
 use common::server::connect;
-use common::topology::SentinelSet;
+use common::topology::{RedisCluster, SentinelSet};
 use common::*;
 
 /// Writes a robots file (mode 0600) with one table per `(robot, extra lines)`.
@@ -876,4 +878,47 @@ async fn through_sentinel_each_killed_holder_is_one_message_also_after_the_prima
         assert!(!text.contains("died") && !text.contains("stuck") && !text.contains("dying"), "{text}");
     }
     println!("{:.1} s in all", started.elapsed().as_secs_f64());
+}
+
+/// Two serve processes on a Redis Cluster, seeded at a node that does not
+/// own the job's slot: the holder's worker killed is one message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_a_killed_holder_is_one_message() {
+    let cluster = tokio::task::block_in_place(RedisCluster::start);
+    let owner = cluster.owner_of("{outbound}:lock");
+    let seed = cluster.url(cluster.a_node_not_owning("{outbound}:lock"));
+    {
+        let mut c = connect(owner).unwrap();
+        flag(&mut c, "outbound", "alice", true);
+        seed_fence(&mut c);
+    }
+    let via = ["--cluster", "--redis", &seed];
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let worker = |node: &str| {
+        let mut cmd = lockwatch_command();
+        cmd.args(via);
+        journal_worker_via(&mut cmd, node, "3s", &j)
+    };
+    let mut workers = [("srv-a", worker("srv-a")), ("srv-b", worker("srv-b"))];
+    let ding = Robot::start(Play::DingTalk);
+    let file = robots_file(dir.path(), &[(&ding, &format!("secret = \"{SECRET}\"\nlanguage = \"en\""))]);
+    let (log1, log2) = (dir.path().join("s1.log"), dir.path().join("s2.log"));
+    let _s1 = serve_via(&via, "serve-1", &file, &log1, &[]);
+    let _s2 = serve_via(&via, "serve-2", &file, &log2, &[]);
+    let holder = eventually("a holder running the job", Duration::from_secs(20), || {
+        let h = holder_on(owner)?;
+        journal(&j).iter().any(|l| l.1 == h).then_some(h)
+    })
+    .await;
+    let mut c = connect(owner).unwrap();
+    serves_ready(&mut c, 2).await;
+    workers.iter_mut().find(|(n, _)| *n == holder).unwrap().1.kill9();
+    let killed = Instant::now();
+    let got = eventually("the failover's message", Duration::from_secs(15), || ding.taken().first().cloned()).await;
+    println!("posted {} ms after the kill", got.at.duration_since(killed).as_millis());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let taken = ding.taken();
+    assert_eq!(taken.len(), 1, "{taken:#?}\n{}{}", log_of(&log1), log_of(&log2));
+    assert!(taken[0].text().contains(&format!("### outbound moved from {holder}")), "{}", taken[0].text());
 }
