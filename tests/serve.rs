@@ -922,3 +922,67 @@ async fn on_a_cluster_a_killed_holder_is_one_message() {
     assert_eq!(taken.len(), 1, "{taken:#?}\n{}{}", log_of(&log1), log_of(&log2));
     assert!(taken[0].text().contains(&format!("### outbound moved from {holder}")), "{}", taken[0].text());
 }
+
+/// Keeps the job running on `node` under `fence` as a worker would: its
+/// heartbeat fresh, the other server's idle, the lock renewed.
+fn keep_running(c: &mut redis::Connection, node: &str, other: &str, fence: i64) {
+    beat(c, "outbound", node, &format!("{node}-uuid:1"), fence, "running", 0);
+    beat(c, "outbound", other, "", fence - 1, "idle", 0);
+    let _: () = redis::cmd("PEXPIRE").arg("{outbound}:lock").arg(30_000).query(c).unwrap();
+}
+
+/// The serve process that claimed an incident is frozen (SIGSTOP) while
+/// its robot's rate limit holds the post back: the other takes the claim
+/// over when it runs out and posts; when the first goes on, it asks
+/// whether the claim is still its own before it posts, and posts nothing.
+#[tokio::test]
+async fn a_serve_process_frozen_past_its_claim_does_not_post_what_another_took_over() {
+    let (server, url, mut c) = server_with_flag("alice", true);
+    move_to(&mut c, "srv-a", "srv-b", 1);
+    let ding = Robot::start(Play::DingTalk);
+    let dir = tempfile::tempdir().unwrap();
+    let file =
+        robots_file(dir.path(), &[(&ding, &format!("secret = \"{SECRET}\"\nlanguage = \"en\"\nlimit = \"1/12s\""))]);
+    let (log1, log2) = (dir.path().join("s1.log"), dir.path().join("s2.log"));
+    let p = serve(&url, "serve-1", &file, &log1, &["--repeat-window", "0s"]);
+    let q = serve(&url, "serve-2", &file, &log2, &["--repeat-window", "0s"]);
+    serves_ready(&mut c, 2).await;
+    // serve-2 frozen: serve-1 claims both incidents.
+    let thaw_q = Resume(q.pid());
+    // SAFETY: SIGSTOP to a serve process this test started.
+    unsafe { libc::kill(q.pid(), libc::SIGSTOP) };
+    move_to(&mut c, "srv-b", "srv-a", 2);
+    eventually("the first message", Duration::from_secs(10), || (ding.taken().len() == 1).then_some(())).await;
+    // The second waits in serve-1 for the robot's limit (one in 12 s).
+    move_to(&mut c, "srv-a", "srv-b", 3);
+    eventually("serve-1's claim of the second", Duration::from_secs(10), || {
+        let keys: Vec<String> = redis::cmd("KEYS").arg("{outbound}:posted:holder:3:*").query(&mut c).unwrap();
+        let by: Option<String> = redis::cmd("HGET").arg(keys.first()?).arg("by").query(&mut c).unwrap();
+        (by.as_deref() == Some("serve-1")).then_some(())
+    })
+    .await;
+    {
+        let _thaw_p = Resume(p.pid());
+        // SAFETY: SIGSTOP to a serve process this test started.
+        unsafe { libc::kill(p.pid(), libc::SIGSTOP) };
+        drop(thaw_q);
+        let deadline = Instant::now() + Duration::from_secs(12);
+        while ding.taken().len() < 2 {
+            assert!(Instant::now() < deadline, "serve-2 did not take the claim over: {}", log_of(&log2));
+            keep_running(&mut c, "srv-a", "srv-b", 3);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    // serve-1 goes on; its robot's limit lets it post 12 s after the first.
+    let quiet_until = ding.taken()[0].at + Duration::from_secs(15);
+    while Instant::now() < quiet_until {
+        keep_running(&mut c, "srv-a", "srv-b", 3);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let texts: Vec<String> = ding.taken().iter().map(|g| g.text()).collect();
+    println!("{}", texts.join("\n---\n"));
+    assert_eq!(texts.len(), 2, "{texts:#?}\n{}", log_of(&log1));
+    assert!(texts[1].contains("srv-a"), "the second is the move back: {}", texts[1]);
+    assert!(log_of(&log1).contains("another serve process took"), "{}", log_of(&log1));
+    drop(server);
+}

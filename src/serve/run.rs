@@ -86,14 +86,16 @@ pub async fn run(
     }
     let agent = deliver::agent();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+    let (confirm_tx, mut confirm_rx) = mpsc::unbounded_channel();
     let mut senders = Vec::new();
     for robot in &options.robots {
         let (tx, rx) = mpsc::unbounded_channel();
         senders.push(Sender { kind: robot.kind, tag: robot.tag(), tx });
-        let send = sender::send(robot.clone(), rx, done_tx.clone(), agent.clone(), options.retry, stop_rx.clone());
+        let links = sender::Loop { done: done_tx.clone(), confirm: confirm_tx.clone() };
+        let send = sender::send(robot.clone(), rx, links, agent.clone(), options.retry, stop_rx.clone());
         tasks.push(tokio::spawn(send));
     }
-    drop(done_tx);
+    drop((done_tx, confirm_tx));
     let watcher = Watcher::spawn(target.clone(), keys.clone(), options.watch.clone());
     let mut serve = Serve {
         target,
@@ -149,6 +151,10 @@ pub async fn run(
             }
             _ = sleep_until(close_at) => serve.close_due(watcher.status().borrow().as_ref()).await,
             _ = sleep_until(held_at) => serve.release_held().await,
+            Some((ids, answer)) = confirm_rx.recv() => {
+                let still = serve.confirm(ids).await;
+                let _ = answer.send(still);
+            }
             Some((ids, tag)) = done_rx.recv() => {
                 serve.ledger.posted(&ids, &tag);
                 serve.record().await;

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, sleep_until};
 
 use super::deliver::{self, Answer, Retry};
@@ -29,13 +29,31 @@ pub struct Parcel {
 /// A robot done with claimed incidents: their ids and the robot's tag.
 pub type Done = (Vec<String>, String);
 
+/// Asks the serve loop which of these claims are still this process's
+/// (renewing them): the answer comes on the oneshot.
+pub type Confirm = (Vec<String>, oneshot::Sender<Vec<String>>);
+
+/// How long a sender waits for the loop's word on its claims before it
+/// posts anyway.
+const CONFIRM_WITHIN: Duration = Duration::from_secs(2);
+
+/// The links between a sender and the serve loop.
+pub struct Loop {
+    /// Where a sender says a robot is done with claimed incidents.
+    pub done: mpsc::UnboundedSender<Done>,
+    /// Where a sender asks, right before it posts, whether its claims are
+    /// still this process's: one that ran out while this process was
+    /// frozen was taken over, and is not posted twice.
+    pub confirm: mpsc::UnboundedSender<Confirm>,
+}
+
 /// Runs `robot`'s sender until `parcels` closes or `stop` turns true; a
 /// post under way is dropped on `stop` (its claim, not recorded, is taken
 /// over by another serve process).
 pub async fn send(
     robot: Robot,
     mut parcels: mpsc::UnboundedReceiver<Parcel>,
-    done: mpsc::UnboundedSender<Done>,
+    serve: Loop,
     agent: ureq::Agent,
     retry: Retry,
     mut stop: watch::Receiver<bool>,
@@ -58,6 +76,22 @@ pub async fn send(
                     _ = sleep_until(ready) => break,
                     _ = stop.changed() => return,
                 }
+            }
+        }
+        let claims: Vec<String> = batch.iter().filter_map(|p| p.claim.clone()).collect();
+        if !claims.is_empty() {
+            let (tx, rx) = oneshot::channel();
+            let _ = serve.confirm.send((claims.clone(), tx));
+            let still = tokio::select! {
+                answer = tokio::time::timeout(CONFIRM_WITHIN, rx) => answer.ok().and_then(Result::ok),
+                _ = stop.changed() => return,
+            };
+            // No word (the loop busy, Redis unreachable): post.
+            if let Some(still) = still {
+                batch.retain(|p| p.claim.as_ref().is_none_or(|id| still.contains(id)));
+            }
+            if batch.is_empty() {
+                continue;
             }
         }
         let posts: Vec<(Vec<String>, serde_json::Value)> = match robot.kind {
@@ -85,7 +119,7 @@ pub async fn send(
             };
             report(&robot, &answer, folded, tries);
             if !ids.is_empty() {
-                let _ = done.send((ids, tag.clone()));
+                let _ = serve.done.send((ids, tag.clone()));
             }
         }
     }

@@ -66,6 +66,35 @@ impl Serve {
         }
     }
 
+    /// Which of the claims `ids` are still this process's, renewed: asked
+    /// right before a robot is posted to. One another process took over
+    /// (this one was frozen past the lease) is that one's to post. All of
+    /// them when Redis does not answer: posting twice beats not at all.
+    pub(super) async fn confirm(&mut self, ids: Vec<String>) -> Vec<String> {
+        let held = self.ledger.held();
+        let ids: Vec<String> = ids.into_iter().filter(|id| held.contains(id)).collect();
+        if ids.is_empty() {
+            return ids;
+        }
+        let (keys, node) = (self.keys.clone(), self.node.clone());
+        let Some(conn) = self.conn().await else { return ids };
+        match lease::renew(conn, &keys, &node, &ids).await {
+            Ok(mine) => {
+                let (kept, lost): (Vec<_>, Vec<_>) = ids.into_iter().zip(mine).partition(|(_, mine)| *mine);
+                for (id, _) in lost {
+                    tracing::warn!(incident = %id, "not posted here: another serve process took the message over while this one was held up past its claim");
+                    self.ledger.lost(&id);
+                }
+                kept.into_iter().map(|(id, _)| id).collect()
+            }
+            Err(err) => {
+                tracing::debug!(error = %err, "confirming the claims failed; posting");
+                self.conn = None;
+                ids
+            }
+        }
+    }
+
     /// Looks at the claims of others that ran out, and takes over each that
     /// is unfinished: its process died (or lost Redis) before each robot
     /// had the message.
