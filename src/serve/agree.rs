@@ -9,12 +9,12 @@
 //! next holding's), the server it concerns, and how many times this
 //! process has seen that same triple. The first to create the claim
 //! `{job}:posted:<incident>` (a hash kept a day) posts; the others see it
-//! and stay silent while it lasts. The claim is a lease ([`super::lease`]):
+//! and stay silent while it lasts. The claim is a lease (`lease`):
 //! it names the process that posts and until when, and is renewed until
 //! each robot has the message, so one that runs out unfinished (its
 //! process killed while it posted) is taken over by another. The claim is
 //! one script, which also keeps the repeats:
-//! the first incident of a kind opens a window ([`Options::repeat_window`]
+//! the first incident of a kind opens a window (`--repeat-window`
 //! in `run`), the first recovery in it is posted too, and whatever else of
 //! that kind comes within it is counted in `{job}:repeats:<family>`;
 //! whoever first finds the window ended ([`close`]) posts one summary.
@@ -227,7 +227,7 @@ return {{'later', ends - now_ms()}}
     ))
 }
 
-/// Claims `incident` for `node` for [`LEASE`](super::lease::LEASE); the
+/// Claims `incident` for `node` for the lease (`lease::LEASE`); the
 /// claim is kept for a day.
 ///
 /// # Errors
