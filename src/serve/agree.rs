@@ -7,17 +7,21 @@
 //! fence counter when it came (each acquisition takes a new fence, so a
 //! holding's death, a failover to it, its stall are told apart from the
 //! next holding's), the server it concerns, and how many times this
-//! process has seen that same triple. The first to `SET
-//! {job}:posted:<incident> <node> NX PX 1d` posts; the others see the key
-//! and stay silent. The claim is one script, which also keeps the repeats:
-//! the first incident of a kind opens a window ([`Options::repeat_window`]
+//! process has seen that same triple. The first to create the claim
+//! `{job}:posted:<incident>` (a hash kept a day) posts; the others see it
+//! and stay silent while it lasts. The claim is a lease (`lease`):
+//! it names the process that posts and until when, and is renewed until
+//! each robot has the message, so one that runs out unfinished (its
+//! process killed while it posted) is taken over by another. The claim is
+//! one script, which also keeps the repeats:
+//! the first incident of a kind opens a window (`--repeat-window`
 //! in `run`), the first recovery in it is posted too, and whatever else of
 //! that kind comes within it is counted in `{job}:repeats:<family>`;
 //! whoever first finds the window ended ([`close`]) posts one summary.
 //!
 //! `unreachable` cannot be agreed through the Redis that cannot be
 //! reached: it is posted by the serve process with the first name among
-//! those beating in `{job}:serves` at its last look ([`beat`]), and the
+//! those beating in `{job}:serves` at its last look (`peers`), and the
 //! `reachable` that ends it by the one that posted it.
 
 use std::collections::HashMap;
@@ -131,8 +135,9 @@ pub struct Verdict {
 /// Whether this serve process posts the incident.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Post {
-    /// Another serve process claimed it first.
-    Taken,
+    /// Another serve process claimed it first; it holds the claim this long
+    /// yet (`None`: it has posted to every robot).
+    Taken(Option<Duration>),
     /// This one posts it.
     Post,
     /// A repeat within the window: counted for the summary.
@@ -153,6 +158,12 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- How long the claim in `key` holds yet, in ms; -1 once its robots have the
+-- message (or for the plain string an older lockwatch claims with).
+local function claim_left(key, now)
+  if redis.call('TYPE', key).ok ~= 'hash' or redis.call('HEXISTS', key, 'finished') == 1 then return -1 end
+  return math.max(tonumber(redis.call('HGET', key, 'until') or '0') - now, 0)
+end
 local function close(key, now)
   local ends = tonumber(redis.call('HGET', key, 'ends') or '0')
   if ends == 0 or ends > now then return nil, ends end
@@ -165,9 +176,9 @@ end
 fn claim_script() -> Script {
     Script::new(&format!(
         r#"{CLOSE}
--- KEYS: posted, repeats; ARGV: node, posted ttl, window, role, kind, at
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {{'taken', 0}} end
+-- KEYS: posted, repeats; ARGV: node, posted ttl, window, role, kind, at, lease
 local now = now_ms()
+if redis.call('EXISTS', KEYS[1]) == 1 then return {{'taken', claim_left(KEYS[1], now)}} end
 local closed, ends = close(KEYS[2], now)
 local reply
 if ends == 0 then
@@ -188,10 +199,17 @@ else
   redis.call('HSET', KEYS[2], 'last', ARGV[6])
   reply = {{'counted', ends - now}}
 end
+redis.call('HSET', KEYS[1], 'by', ARGV[1], 'until', now + tonumber(ARGV[7]), 'verdict', reply[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if closed then for _, v in ipairs(closed) do table.insert(reply, v) end end
 return reply
 "#
     ))
+}
+
+/// The Lua every claim script begins with: `now_ms`, `close`, `claim_left`.
+pub(super) fn preamble() -> &'static str {
+    CLOSE
 }
 
 fn close_script() -> Script {
@@ -209,7 +227,8 @@ return {{'later', ends - now_ms()}}
     ))
 }
 
-/// Claims `incident` for `node`; a claimed message is kept for a day.
+/// Claims `incident` for `node` for the lease (`lease::LEASE`); the
+/// claim is kept for a day.
 ///
 /// # Errors
 /// Redis's, when it cannot be asked: then nobody can agree, and the
@@ -230,15 +249,21 @@ pub async fn claim(
         .arg(if incident.role == Role::Recovery { "recovery" } else { "problem" })
         .arg(incident.kind.as_str())
         .arg(incident.at_ms)
+        .arg(super::lease::LEASE.as_millis() as u64)
         .invoke_async(conn)
         .await?;
     let (word, ms, rest) = split(&reply);
     let post = match word.as_str() {
-        "taken" => Post::Taken,
+        // -1 (finished) reads as 0 in `split`: ask the reply itself.
+        "taken" => match reply.get(1).map(text).and_then(|t| t.parse::<i64>().ok()) {
+            Some(left) if left >= 0 => Post::Taken(Some(Duration::from_millis(left as u64))),
+            _ => Post::Taken(None),
+        },
         "counted" => Post::Counted,
         _ => Post::Post,
     };
-    Ok(Verdict { post, window_left: (ms > 0).then(|| Duration::from_millis(ms)), closed: repeats(rest) })
+    let window_left = (!matches!(post, Post::Taken(_)) && ms > 0).then(|| Duration::from_millis(ms));
+    Ok(Verdict { post, window_left, closed: repeats(rest) })
 }
 
 /// What a window's end found.
@@ -266,7 +291,7 @@ pub async fn close(conn: &mut Conn, keys: &Keys, family: Family) -> redis::Redis
     })
 }
 
-fn text(v: &redis::Value) -> String {
+pub(super) fn text(v: &redis::Value) -> String {
     match v {
         redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
         redis::Value::SimpleString(s) => s.clone(),
@@ -301,37 +326,6 @@ fn repeats(fields: &[redis::Value]) -> Option<Repeats> {
     }
     out.counts.sort_by_key(|(kind, _)| kind.as_str());
     (!out.counts.is_empty()).then_some(out)
-}
-
-/// A serve process that beat less than this ago watches the job.
-pub const SERVE_ALIVE: Duration = Duration::from_secs(15);
-
-/// Records that `node` watches the job and returns every serve process
-/// that does (its own name among them), first name first. Forgets those
-/// silent for a day.
-///
-/// # Errors
-/// Redis's, when it cannot be asked.
-pub async fn beat(conn: &mut Conn, keys: &Keys, node: &str) -> redis::RedisResult<Vec<String>> {
-    let script = Script::new(
-        r#"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[1], ARGV[1], now)
-local live = {}
-local all = redis.call('HGETALL', KEYS[1])
-for i = 1, #all, 2 do
-  local at = tonumber(all[i + 1]) or 0
-  if at > now - tonumber(ARGV[2]) then table.insert(live, all[i])
-  elseif at < now - 86400000 then redis.call('HDEL', KEYS[1], all[i]) end
-end
-return live
-"#,
-    );
-    let mut live: Vec<String> =
-        script.key(keys.serves()).arg(node).arg(SERVE_ALIVE.as_millis() as u64).invoke_async(conn).await?;
-    live.sort();
-    Ok(live)
 }
 
 #[cfg(test)]

@@ -142,11 +142,21 @@ pub fn post_once(agent: &ureq::Agent, robot: &Robot, body: Value) -> Answer {
     }
 }
 
-/// The HTTP client every robot shares: a whole request may take 10 s;
-/// a robot's error status is an answer to read, not an error.
+/// How long one request may take, all of it: a robot that hangs (takes a
+/// request and never answers) costs a try this long, never more.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The HTTP client every robot shares: a whole request may take
+/// [`REQUEST_TIMEOUT`]; a robot's error status is an answer to read, not an
+/// error.
 pub fn agent() -> ureq::Agent {
+    agent_within(REQUEST_TIMEOUT)
+}
+
+/// [`agent`] with a whole request bounded by `timeout`.
+pub fn agent_within(timeout: Duration) -> ureq::Agent {
     ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(10)))
+        .timeout_global(Some(timeout))
         .http_status_as_error(false)
         .user_agent(concat!("lockwatch/", env!("CARGO_PKG_VERSION")))
         .build()
@@ -237,6 +247,33 @@ mod tests {
         let bad_sign = classify(Kind::DingTalk, 200, r#"{"errcode":310000,"errmsg":"sign not match"}"#);
         assert!(!bad_sign.retry());
         assert!(matches!(&bad_sign, Answer::Refused { sentence, .. } if sentence.contains("check the robot's secret")));
+    }
+
+    /// A robot that takes each request and never answers: every try ends
+    /// at the request's timeout, and the tries end after their number.
+    #[tokio::test]
+    async fn a_robot_that_hangs_costs_each_try_its_timeout_and_no_more_tries() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = accepted.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming().flatten() {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                held.push(stream);
+            }
+        });
+        let text = format!("[[robot]]\nkind = \"webhook\"\nurl = \"http://127.0.0.1:{port}/hook\"\n");
+        let robot = super::super::robots::parse(&text, |_| None).unwrap().remove(0);
+        let retry = Retry { tries: 3, first_wait: Duration::from_millis(50) };
+        let started = std::time::Instant::now();
+        let answer = post(&agent_within(Duration::from_millis(300)), &robot, Value::Null, retry, || {}).await;
+        let took = started.elapsed();
+        assert!(matches!(answer, Answer::Failed { .. }), "{answer:?}");
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 3, "three tries, then given up");
+        // 3 × 300 ms, 50 + 100 ms between.
+        assert!(took >= Duration::from_millis(1_000) && took < Duration::from_millis(2_500), "{took:?}");
     }
 
     fn robot(kind: &str, url: &str) -> Robot {

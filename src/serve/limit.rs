@@ -1,7 +1,10 @@
 //! Each robot's own rate limit, kept on this side: DingTalk and WeCom take
 //! 20 messages a minute, Feishu 5 a second and 100 a minute, and answer
-//! "too fast" past that (and DingTalk mutes a robot for ten minutes).
-//! Pure: time is an argument, in ms of any monotonic clock.
+//! "too fast" past that (and DingTalk mutes a robot for ten minutes). The
+//! robots file may add a window of its own (`limit = "10/1m"`, for a robot
+//! that other programs post to as well): kept besides the robot's, so it
+//! can only make lockwatch post less. Pure: time is an argument, in ms of
+//! any monotonic clock.
 
 use std::collections::VecDeque;
 
@@ -24,6 +27,14 @@ impl Limit {
             Kind::Webhook => vec![],
         };
         Limit::new(windows)
+    }
+
+    /// The documented limits of `kind`, and `extra` (at most `n` sends
+    /// within `ms`) besides, when the robots file gives one.
+    pub fn for_robot(kind: Kind, extra: Option<(u64, usize)>) -> Limit {
+        let mut limit = Limit::of(kind);
+        limit.windows.extend(extra);
+        limit
     }
 
     /// At most `n` sends within each `(ms, n)`.
@@ -91,6 +102,18 @@ mod tests {
         assert_eq!(most_within(&sent, 1_000), 5);
         assert_eq!(most_within(&sent, 60_000), 100);
         assert_eq!(sent.len(), 200);
+    }
+
+    #[test]
+    fn a_window_of_the_files_own_is_kept_besides_the_robots() {
+        let sent = flood(Limit::for_robot(Kind::DingTalk, Some((2_000, 4))), 180_000);
+        assert_eq!(most_within(&sent, 2_000), 4);
+        assert_eq!(most_within(&sent, 60_000), 20, "DingTalk's own limit still holds");
+        assert_eq!(sent.len(), 60);
+        let looser = flood(Limit::for_robot(Kind::DingTalk, Some((1_000, 1_000))), 60_000);
+        assert_eq!(looser.len(), 20, "a looser window changes nothing");
+        let hook = flood(Limit::for_robot(Kind::Webhook, Some((1_000, 2))), 10_000);
+        assert_eq!(hook.len(), 20);
     }
 
     #[test]

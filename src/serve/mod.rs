@@ -11,19 +11,29 @@
 //! - `limit`: each robot's rate limit.
 //! - `deliver`: one post (signed, sent, its answer read) and its retries.
 //! - `agree`: exactly one message per incident, agreed in Redis; repeats counted.
+//! - `lease`: a claim is a lease, renewed while robots are owed the message,
+//!   taken over when it runs out unfinished.
+//! - `ledger`: what this process owes for its claims, and others' it watches.
+//! - `peers`: which serve processes watch the job (who posts `unreachable`).
 //! - `metrics`: the job's metrics (`prometheus-client`), OpenMetrics text.
 //! - `http`: the `/metrics` endpoint.
-//! - `run`: the serve loop and `--check`.
+//! - `sender`: one task per robot (a burst folded, the rate limit kept), and `--check`.
+//! - `run`: the serve loop.
 
 pub mod agree;
 pub mod deliver;
 mod http;
+mod lease;
+mod ledger;
 pub mod limit;
 pub mod message;
 pub mod metrics;
+mod peers;
 pub mod robots;
 mod run;
+mod sender;
 pub mod sign;
 mod words;
 
-pub use run::{Options, ServeError, check, run};
+pub use run::{Options, ServeError, run};
+pub use sender::check;

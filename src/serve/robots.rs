@@ -70,6 +70,10 @@ pub struct Robot {
     /// Minutes east of UTC that times are shown in (UTC+8 for zh-CN
     /// unless the file says otherwise, UTC for en).
     pub utc_offset_min: i32,
+    /// A rate limit of the file's own, kept besides the robot's
+    /// (`limit = "10/1m"`): at most this many posts (`.1`) within this
+    /// many ms (`.0`).
+    pub limit: Option<(u64, usize)>,
 }
 
 impl fmt::Debug for Robot {
@@ -82,6 +86,16 @@ impl Robot {
     /// The URL to post to, secret included: for the HTTP request only.
     pub fn url(&self) -> &url::Url {
         &self.url
+    }
+
+    /// A name for the robot that every serve process with the same robots
+    /// file gives it, and that says nothing of its URL or secret: the first
+    /// 8 bytes of SHA-256 over its kind and URL, in hex. The claims in
+    /// Redis record by it which robots an incident was posted to.
+    pub fn tag(&self) -> String {
+        let text = format!("{}\n{}", self.kind.as_str(), self.url);
+        let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+        digest.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// The signing secret, if the robot has one.
@@ -145,6 +159,7 @@ struct Raw {
     mention: Vec<String>,
     language: Option<String>,
     utc_offset: Option<String>,
+    limit: Option<String>,
 }
 
 /// Reads and checks the robots file at `path`; `env` looks up the
@@ -251,6 +266,13 @@ fn robot(n: usize, raw: Raw, env: &impl Fn(&str) -> Option<String>) -> Result<Ro
         None if language == Language::ZhCn => 8 * 60,
         None => 0,
     };
+    let limit = match raw.limit.as_deref() {
+        Some(text) => Some(
+            parse_limit(text)
+                .ok_or_else(|| format!("{at}: limit \"{text}\" is not like \"10/1m\" (at most 10 posts a minute)"))?,
+        ),
+        None => None,
+    };
     let host = match url.port() {
         Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
         None => url.host_str().unwrap_or_default().to_owned(),
@@ -259,7 +281,15 @@ fn robot(n: usize, raw: Raw, env: &impl Fn(&str) -> Option<String>) -> Result<Ro
         Some(name) => format!("{} robot \"{name}\" ({host})", kind.as_str()),
         None => format!("{} robot {n} ({host})", kind.as_str()),
     };
-    Ok(Robot { kind, label, url, secret, mention: raw.mention, language, utc_offset_min })
+    Ok(Robot { kind, label, url, secret, mention: raw.mention, language, utc_offset_min, limit })
+}
+
+/// `10/1m` → (60 000 ms, 10): at most 10 posts within a minute.
+fn parse_limit(text: &str) -> Option<(u64, usize)> {
+    let (n, within) = text.split_once('/')?;
+    let n: usize = n.trim().parse().ok().filter(|n| *n > 0)?;
+    let ms = crate::duration::parse_duration(within).ok()?.as_millis();
+    (ms > 0).then_some((u64::try_from(ms).ok()?, n))
 }
 
 /// `+08:00`, `-05:30`, `+8`, `Z` → minutes east of UTC.
@@ -330,6 +360,18 @@ url = "http://relay.intranet:8080/lockwatch"
     }
 
     #[test]
+    fn a_robots_tag_is_the_same_for_the_same_robot_and_holds_no_secret() {
+        let text = |url: &str| format!("[[robot]]\nkind = \"wecom\"\nurl = \"{url}\"\n");
+        let url = format!("https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key={TOKEN}");
+        let (a, b) = (parse(&text(&url), env).unwrap().remove(0), parse(&text(&url), env).unwrap().remove(0));
+        assert_eq!(a.tag(), b.tag());
+        assert_eq!(a.tag().len(), 16);
+        assert!(!TOKEN.contains(&a.tag()) && !a.tag().contains("qyapi"));
+        let other = parse(&text(&format!("{url}x")), env).unwrap().remove(0);
+        assert_ne!(a.tag(), other.tag());
+    }
+
+    #[test]
     fn scrub_cuts_tokens_from_query_and_path_and_the_secret() {
         let text = format!(
             "[[robot]]\nkind = \"feishu\"\nurl = \"https://open.feishu.cn/open-apis/bot/v2/hook/{TOKEN}\"\nsecret = \"feishu-secret\"\n"
@@ -371,6 +413,19 @@ url = "http://relay.intranet:8080/lockwatch"
         let err = parse(&format!("[[robot]]\nkind = \"dingtalk\"\nsecret = \"{TOKEN}\n"), env).err().unwrap();
         assert!(err.starts_with("line 3:") && !err.contains(TOKEN), "{err}");
         assert!(parse("", env).err().unwrap().contains("no [[robot]] table"));
+    }
+
+    #[test]
+    fn a_limit_of_the_files_own_reads_as_posts_within_a_time() {
+        let robot = |limit: &str| {
+            parse(&format!("[[robot]]\nkind = \"dingtalk\"\nurl = \"https://x.example/\"\nlimit = \"{limit}\"\n"), env)
+        };
+        assert_eq!(robot("10/1m").unwrap()[0].limit, Some((60_000, 10)));
+        assert_eq!(robot("4/2s").unwrap()[0].limit, Some((2_000, 4)));
+        for bad in ["10", "0/1m", "10/1", "x/1m", "10/0s"] {
+            let err = robot(bad).err().unwrap();
+            assert!(err.contains("robot 1 (dingtalk): limit") && err.contains("10/1m"), "{bad}: {err}");
+        }
     }
 
     #[test]

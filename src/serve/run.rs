@@ -1,12 +1,13 @@
 //! The serve process: a watcher on the job, its statuses into the
 //! metrics, its events agreed on in Redis and handed to one sender task
-//! per robot, which folds a burst into one message, keeps the robot's
-//! rate limit and retries.
+//! per robot (`sender`); the claims this process holds renewed until each
+//! robot is done with them, and others' claims taken over when they run
+//! out unfinished (`ledger`, `lease`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
@@ -18,11 +19,16 @@ use crate::status::{Event, EventKind, Stall};
 use crate::watcher::{self, Watcher};
 
 use super::agree::{self, Closing, Family, Incidents, Post};
-use super::deliver::{self, Answer, Retry};
-use super::limit::Limit;
-use super::message::{Now, Story, payload, render};
+use super::deliver::{self, Retry};
+use super::lease::RENEW_EVERY;
+use super::ledger::Ledger;
+use super::message::{Now, Story};
 use super::metrics::Metrics;
+use super::peers;
 use super::robots::{Kind, Robot};
+use super::sender::{self, Parcel};
+
+mod claims;
 
 /// How `lockwatch serve` runs.
 #[derive(Debug, Clone)]
@@ -47,15 +53,15 @@ pub enum ServeError {
     Listen { addr: SocketAddr, cause: String },
 }
 
-/// How long a sender waits after a message for others to fold into it.
-const GATHER: Duration = Duration::from_millis(100);
-
 /// How long past the failover window a `dying` stall waits for what
 /// follows it before it is posted itself.
 const SETTLE_MARGIN: Duration = Duration::from_secs(2);
 
 /// How often a serve process says in Redis that it watches the job.
 const BEAT_EVERY: Duration = Duration::from_secs(5);
+
+/// How long after another's claim runs out this process looks at it.
+const TAKEOVER_MARGIN: Duration = Duration::from_millis(200);
 
 /// Runs until `stop` completes. Makes this process non-dumpable first, as
 /// a worker does: the robots' urls and secrets are in its memory and,
@@ -79,12 +85,17 @@ pub async fn run(
         tasks.push(tokio::spawn(super::http::serve(listener, metrics.clone(), stop_rx.clone())));
     }
     let agent = deliver::agent();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+    let (confirm_tx, mut confirm_rx) = mpsc::unbounded_channel();
     let mut senders = Vec::new();
     for robot in &options.robots {
         let (tx, rx) = mpsc::unbounded_channel();
-        senders.push((robot.kind, tx));
-        tasks.push(tokio::spawn(send(robot.clone(), rx, agent.clone(), options.retry, stop_rx.clone())));
+        senders.push(Sender { kind: robot.kind, tag: robot.tag(), tx });
+        let links = sender::Loop { done: done_tx.clone(), confirm: confirm_tx.clone() };
+        let send = sender::send(robot.clone(), rx, links, agent.clone(), options.retry, stop_rx.clone());
+        tasks.push(tokio::spawn(send));
     }
+    drop((done_tx, confirm_tx));
     let watcher = Watcher::spawn(target.clone(), keys.clone(), options.watch.clone());
     let mut serve = Serve {
         target,
@@ -99,15 +110,20 @@ pub async fn run(
         told_unreachable: false,
         held: Vec::new(),
         settle: Duration::from_millis(options.watch.engine.failover_window_ms) + SETTLE_MARGIN,
+        ledger: Ledger::default(),
     };
     let mut statuses = watcher.status();
     let mut events = watcher.events();
     let mut beat_at = Instant::now();
+    let mut renew_at = Instant::now() + RENEW_EVERY;
     tokio::pin!(stop);
     loop {
         let far = Instant::now() + BEAT_EVERY * 100;
         let close_at = serve.closes.values().min().copied().unwrap_or(far);
         let held_at = serve.held.iter().map(|h| h.0).min().unwrap_or(far);
+        let watch_at = serve.ledger.next_due().unwrap_or(far);
+        // A process with no robot posts nothing: it takes no part in the agreement.
+        let posts = !serve.senders.is_empty();
         tokio::select! {
             _ = &mut stop => break,
             changed = statuses.changed() => {
@@ -122,17 +138,32 @@ pub async fn run(
                         metrics.failover();
                     }
                     let status = watcher.status().borrow().clone();
-                    serve.event(event, status.as_ref()).await;
+                    if posts {
+                        serve.event(event, status.as_ref()).await;
+                    }
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => tracing::warn!("{n} events came faster than they could be agreed on, and were not posted"),
                 Err(broadcast::error::RecvError::Closed) => break,
             },
-            _ = sleep_until(beat_at) => {
+            _ = sleep_until(beat_at), if posts => {
                 serve.beat().await;
                 beat_at = Instant::now() + BEAT_EVERY;
             }
             _ = sleep_until(close_at) => serve.close_due(watcher.status().borrow().as_ref()).await,
             _ = sleep_until(held_at) => serve.release_held().await,
+            Some((ids, answer)) = confirm_rx.recv() => {
+                let still = serve.confirm(ids).await;
+                let _ = answer.send(still);
+            }
+            Some((ids, tag)) = done_rx.recv() => {
+                serve.ledger.posted(&ids, &tag);
+                serve.record().await;
+            }
+            _ = sleep_until(renew_at) => {
+                serve.renew().await;
+                renew_at = Instant::now() + RENEW_EVERY;
+            }
+            _ = sleep_until(watch_at) => serve.take_over_due().await,
         }
     }
     let _ = stop_tx.send(true);
@@ -149,7 +180,7 @@ struct Serve {
     keys: Keys,
     node: String,
     window: Duration,
-    senders: Vec<(Kind, mpsc::UnboundedSender<Story>)>,
+    senders: Vec<Sender>,
     conn: Option<Conn>,
     /// The serve processes beating at the last look, first name first.
     peers: Vec<String>,
@@ -165,6 +196,16 @@ struct Serve {
     held: Vec<(Instant, Event, Option<crate::status::Status>)>,
     /// How long after a dying lock expires the next event may take.
     settle: Duration,
+    /// The claims this process owes robots, and others' it may take over.
+    ledger: Ledger,
+}
+
+/// The way to one robot's sender task.
+struct Sender {
+    kind: Kind,
+    /// The robot's [`Robot::tag`], as claims record it.
+    tag: String,
+    tx: mpsc::UnboundedSender<Parcel>,
 }
 
 impl Serve {
@@ -183,7 +224,7 @@ impl Serve {
     async fn beat(&mut self) {
         let (keys, node) = (self.keys.clone(), self.node.clone());
         let Some(conn) = self.conn().await else { return };
-        match agree::beat(conn, &keys, &node).await {
+        match peers::beat(conn, &keys, &node).await {
             Ok(peers) => self.peers = peers,
             Err(err) => {
                 tracing::debug!(error = %err, "beat failed");
@@ -192,12 +233,17 @@ impl Serve {
         }
     }
 
-    /// Hands `story` to the robots: `everyone`, or the webhooks alone.
-    fn tell(&self, story: &Story, everyone: bool) {
-        for (kind, tx) in &self.senders {
-            if everyone || *kind == Kind::Webhook {
-                let _ = tx.send(story.clone());
-            }
+    /// Hands `story` to the robots (`everyone`, or the webhooks alone)
+    /// but those in `skip`; with the claim `id` it tells, when this process
+    /// holds one, which it then owes those robots.
+    fn tell(&mut self, claim: Option<&str>, story: &Story, everyone: bool, skip: &HashSet<String>) {
+        let chosen: Vec<&Sender> =
+            self.senders.iter().filter(|s| (everyone || s.kind == Kind::Webhook) && !skip.contains(&s.tag)).collect();
+        if let Some(id) = claim {
+            self.ledger.own(id, chosen.iter().map(|s| s.tag.clone()));
+        }
+        for s in chosen {
+            let _ = s.tx.send(Parcel { claim: claim.map(str::to_owned), story: story.clone() });
         }
     }
 
@@ -234,13 +280,13 @@ impl Serve {
                 // Nobody can agree through a Redis nobody reaches: the first of those beating tells.
                 if self.peers.first() == Some(&self.node) {
                     self.told_unreachable = true;
-                    self.tell(&story, true);
+                    self.tell(None, &story, true, &HashSet::new());
                 }
                 return;
             }
             EventKind::Reachable => {
                 if std::mem::take(&mut self.told_unreachable) {
-                    self.tell(&story, true);
+                    self.tell(None, &story, true, &HashSet::new());
                 }
                 return;
             }
@@ -273,12 +319,15 @@ impl Serve {
             return;
         };
         if let Some(repeats) = verdict.closed {
-            self.tell(&repeats_story(&event.job, repeats, status), true);
+            self.tell(None, &repeats_story(&event.job, repeats, status), true, &HashSet::new());
         }
         match verdict.post {
-            Post::Post => self.tell(&story, true),
-            Post::Counted => self.tell(&story, false),
-            Post::Taken => {}
+            Post::Post | Post::Counted => {
+                self.tell(Some(&incident.id), &story, verdict.post == Post::Post, &HashSet::new());
+                self.record().await;
+            }
+            Post::Taken(Some(left)) => self.ledger.watch(&incident.id, story, Instant::now() + left + TAKEOVER_MARGIN),
+            Post::Taken(None) => {}
         }
         if let Some(left) = verdict.window_left {
             self.closes.insert(incident.family, Instant::now() + left);
@@ -298,7 +347,9 @@ impl Serve {
                 continue;
             };
             match agree::close(conn, &keys, family).await {
-                Ok(Closing::Closed(Some(repeats))) => self.tell(&repeats_story(&keys.job, repeats, status), true),
+                Ok(Closing::Closed(Some(repeats))) => {
+                    self.tell(None, &repeats_story(&keys.job, repeats, status), true, &HashSet::new())
+                }
                 Ok(Closing::Later(left)) => {
                     self.closes.insert(family, Instant::now() + left);
                 }
@@ -321,98 +372,4 @@ fn repeats_story(job: &str, r: agree::Repeats, status: Option<&crate::status::St
         last_ms: r.last_ms,
         now: status.map(Now::of).unwrap_or_default(),
     }
-}
-
-/// One robot's sender: waits a moment after a message for the rest of a
-/// burst, and as long as the robot's rate limit asks; folds what came into
-/// one message (a webhook gets each event as it is); posts it.
-async fn send(
-    robot: Robot,
-    mut stories: mpsc::UnboundedReceiver<Story>,
-    agent: ureq::Agent,
-    retry: Retry,
-    mut stop: watch::Receiver<bool>,
-) {
-    let start = Instant::now();
-    let now_ms = move || start.elapsed().as_millis() as u64;
-    let mut limit = Limit::of(robot.kind);
-    loop {
-        let first = tokio::select! {
-            story = stories.recv() => match story { Some(story) => story, None => return },
-            _ = stop.changed() => return,
-        };
-        let mut batch = vec![first];
-        if robot.kind != Kind::Webhook {
-            let ready = Instant::now() + GATHER.max(Duration::from_millis(limit.wait(now_ms())));
-            loop {
-                tokio::select! {
-                    story = stories.recv() => match story { Some(story) => batch.push(story), None => break },
-                    _ = sleep_until(ready) => break,
-                    _ = stop.changed() => return,
-                }
-            }
-        }
-        let bodies: Vec<(usize, serde_json::Value)> = match robot.kind {
-            Kind::Webhook => batch.iter().filter_map(|story| Some((1, webhook_body(story)?))).collect(),
-            _ => {
-                let messages: Vec<_> = batch.iter().map(|s| render(s, robot.language, robot.utc_offset_min)).collect();
-                vec![(messages.len(), payload(&robot, &messages))]
-            }
-        };
-        for (folded, body) in bodies {
-            let mut tries = 0;
-            let answer = deliver::post(&agent, &robot, body, retry, || {
-                tries += 1;
-                limit.record(now_ms());
-            })
-            .await;
-            report(&robot, &answer, folded, tries);
-        }
-    }
-}
-
-/// The log line for an answer: one sentence.
-fn report(robot: &Robot, answer: &Answer, folded: usize, tries: u32) {
-    match answer {
-        Answer::Sent { .. } => tracing::info!(robot = %robot.label, messages = folded, tries, "posted"),
-        Answer::Refused { sentence, .. } => {
-            tracing::warn!("{} refused the message, which was not sent: {sentence}", robot.label)
-        }
-        Answer::TooFast { said } => {
-            tracing::warn!("{} kept saying too fast after {tries} tries; the message was not sent: {said}", robot.label)
-        }
-        Answer::Failed { sentence } => {
-            tracing::warn!("{} did not take the message after {tries} tries: {sentence}", robot.label)
-        }
-    }
-}
-
-/// A webhook's body: the event as `lockwatch watch --json` prints it; a
-/// test as an event named `test`; repeats are not sent (the webhook had
-/// each as it came).
-fn webhook_body(story: &Story) -> Option<serde_json::Value> {
-    match story {
-        Story::Incident { event, .. } => serde_json::to_value(event).ok(),
-        Story::Test { node, at_ms } => Some(serde_json::json!({
-            "event": "test", "at_ms": at_ms, "reason": format!("lockwatch serve --check on {node}"),
-        })),
-        Story::Repeats { .. } => None,
-    }
-}
-
-/// Posts a test message to each robot, once: each robot's answer.
-pub async fn check(robots: &[Robot], node: &str) -> Vec<Answer> {
-    let agent = deliver::agent();
-    let at_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
-    let story = Story::Test { node: node.to_owned(), at_ms };
-    let once = Retry { tries: 1, first_wait: Duration::ZERO };
-    let mut answers = Vec::new();
-    for robot in robots {
-        let body = match robot.kind {
-            Kind::Webhook => webhook_body(&story).unwrap_or_default(),
-            _ => payload(robot, &[render(&story, robot.language, robot.utc_offset_min)]),
-        };
-        answers.push(deliver::post(&agent, robot, body, once, || {}).await);
-    }
-    answers
 }

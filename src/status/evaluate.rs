@@ -71,7 +71,7 @@ impl Gap {
 }
 
 /// History the verdict needs besides the snapshot.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct Context {
     /// The gap the lock is in, once the tracker has seen it begin or dated it.
     pub gap: Option<Gap>,
@@ -80,6 +80,10 @@ pub(super) struct Context {
     pub was_held: bool,
     /// Redis time a renewal of the current lock was last seen.
     pub renewed_at_ms: Option<u64>,
+    /// The server last seen holding the current lock field (its heartbeat
+    /// named it): the holding is still that server's when no heartbeat
+    /// names it any more.
+    pub held_by: Option<String>,
 }
 
 pub(super) fn evaluate(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
@@ -97,7 +101,7 @@ fn held(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
     let fresh = |b: &Beat| age(b).is_some_and(|a| a <= cfg.heartbeat_grace_ms);
     let holder = Holder {
         field: field.clone(),
-        node: beat.map(|b| b.node.clone()),
+        node: beat.map(|b| b.node.clone()).or_else(|| ctx.held_by.clone()),
         heartbeat_age_ms: beat.and_then(age),
         fence: beat.and_then(|b| b.fence).or(snap.fence),
     };
@@ -179,9 +183,16 @@ fn stale(
     cfg: &Config,
 ) -> Raw {
     let last_beat = beat.and_then(|b| b.beat_ms);
+    if beat.is_none()
+        && let Some(node) = &holder.node
+        && snap.beats.iter().any(|b| &b.node == node && b.alive(snap.time_ms, cfg.heartbeat_grace_ms))
+    {
+        return disowned(snap, holder, who, deadlines);
+    }
     let missing = match holder.heartbeat_age_ms {
         Some(age) => format!("{who}'s heartbeat is {} old", human_duration(age)),
         None if beat.is_some() => format!("{who}'s heartbeat has no beat time"),
+        None if holder.node.is_some() => format!("{who}'s heartbeat no longer names the lock it held"),
         None => format!("no heartbeat names the holder {who}"),
     };
     let renewed = ctx.renewed_at_ms.is_some_and(|r| last_beat.is_none_or(|b| r > b));
@@ -201,6 +212,24 @@ fn stale(
     // Stale since the heartbeat passed its grace.
     let since = last_beat.map(|b| b.saturating_add(cfg.heartbeat_grace_ms));
     Raw { since_ms: since, stall: Some(stall), ..raw(State::Stale, reason, Some(holder), earliest(deadlines)) }
+}
+
+/// The server last seen holding the lock beats on, but its heartbeat no
+/// longer names the holding: its worker gave the lock up (it could not renew
+/// in time and killed its job, or it is letting go), so nothing renews the
+/// lock now, whatever renewal was seen before (one sent before the worker
+/// gave up may reach a Redis that was frozen only after). It goes when the
+/// lock expires.
+fn disowned(snap: &Snapshot, holder: Holder, who: &str, deadlines: Vec<Option<u64>>) -> Raw {
+    let gave_up = format!("{who}'s heartbeat no longer names the lock it held (its worker gave it up)");
+    let reason = match snap.lock.ttl_ms {
+        Some(ttl) => format!("dying: {gave_up}; the lock expires in {}", human_duration(ttl)),
+        None => format!(
+            "dying: {gave_up}, and the lock never expires; if that server is gone, the lock must be deleted by hand"
+        ),
+    };
+    let stall = Some((Stall::Dying, snap.lock.ttl_ms));
+    Raw { stall, ..raw(State::Stale, reason, Some(holder), earliest(deadlines)) }
 }
 
 /// The holder's presence subscription is gone although its heartbeat says it

@@ -1,7 +1,8 @@
 //! What a verdict needs from earlier reads besides the snapshot: the gap a
 //! free, enabled lock is in (to tell a takeover from a first start and to
-//! date a death), and whether the current lock was seen renewed (to tell a
-//! hung holder from a dying one).
+//! date a death), whether the current lock was seen renewed (to tell a
+//! hung holder from a dying one), and which server was seen holding it (to
+//! name it when no heartbeat names it any more).
 
 use crate::snapshot::Snapshot;
 
@@ -18,6 +19,9 @@ pub(super) struct Recall {
     ctx: Context,
     /// Lock field, TTL and Redis time of the last read, to see renewals.
     last_lock: Option<(String, u64, u64)>,
+    /// The last lock field a heartbeat named, and the server whose it was:
+    /// a lock field is one holding's own, so it stays that server's.
+    held_by: Option<(String, String)>,
 }
 
 impl Recall {
@@ -35,7 +39,12 @@ impl Recall {
             _ => self.ctx.renewed_at_ms = None,
         }
         self.last_lock = current.map(|(field, ttl)| (field, ttl, snap.time_ms));
-        self.ctx
+        if let (Some(field), Some(beat)) = (snap.lock.holders.first(), snap.holder_beat()) {
+            self.held_by = Some((field.clone(), beat.node.clone()));
+        }
+        let field = snap.lock.holders.first();
+        self.ctx.held_by = self.held_by.as_ref().filter(|(f, _)| Some(f) == field).map(|(_, node)| node.clone());
+        self.ctx.clone()
     }
 
     /// Keeps the gap a free, enabled lock is in, as the verdict on `snap` saw it.

@@ -288,6 +288,48 @@ fn a_holder_whose_connection_closed_is_dying_at_the_next_confirmation_while_its_
     assert_eq!(s.next_check_ms, Some(w.ttl_ms + 1), "looks again when the lease runs out");
 }
 
+/// Redis frozen past three quarters of the lease: the holder's worker gave
+/// the holding up and killed its job; when Redis answers, a renewal it sent
+/// before giving up extends the lock once more, and its heartbeat names no
+/// lock field. The holder is dying (nothing renews it now), not hung, and
+/// is named by its server, as last seen holding that field; the takeover
+/// on the same server is a restart.
+#[test]
+fn a_holder_whose_worker_gave_it_up_is_dying_and_named_by_its_server_though_a_late_renewal_came() {
+    let mut t = engine();
+    let mut w = World { ttl_ms: 8_000, ..World::running("srv-a", "uuid-a:1") };
+    let _ = read(&mut t, &w);
+    for _ in 0..7 {
+        let _ = fail(&mut t, 1_000);
+    }
+    w.wait(7_000);
+    w.ttl_ms = 8_000;
+    w.disowned = true;
+    let _ = read(&mut t, &w);
+    w.wait(200);
+    let s = read(&mut t, &w);
+    assert_eq!(s.status.state, State::Stale, "{}", s.status.reason);
+    assert_eq!(kinds(&s), vec![EventKind::Reachable, EventKind::Stalled]);
+    let e = &s.events[1];
+    assert_eq!(e.from.as_ref().and_then(|h| h.node.as_deref()), Some("srv-a"), "{e:?}");
+    assert_eq!((e.stall, e.ms), (Some(Stall::Dying), Some(7_800)), "{}", s.status.reason);
+    assert_eq!(
+        s.status.reason,
+        "dying: srv-a's heartbeat no longer names the lock it held (its worker gave it up); the lock expires in 7 s"
+    );
+    assert!(!s.status.reason.contains("lock field"), "{}", s.status.reason);
+    // The lock expires; the same server takes the job again.
+    w.hand_to(None);
+    w.wait(7_800);
+    let _ = read(&mut t, &w);
+    w.disowned = false;
+    w.hand_to(Some(("srv-a", "uuid-a:2")));
+    w.wait(300);
+    let again = read(&mut t, &w);
+    assert_eq!(kinds(&again), vec![EventKind::Restarted]);
+    assert_eq!(again.events[0].from.as_ref().and_then(|h| h.node.as_deref()), Some("srv-a"));
+}
+
 #[test]
 fn a_worker_that_subscribes_again_recovers_and_one_that_holds_no_presence_keeps_its_grace() {
     let mut t = engine();

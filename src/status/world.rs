@@ -23,6 +23,9 @@ pub(super) struct World {
     /// died (its beat stays behind, fresh for a while), `None` for a holder
     /// that holds none.
     pub present: Option<bool>,
+    /// The holder's server beats on but names no lock field: its worker
+    /// gave the holding up (it could not renew in time) while the lock lives on.
+    pub disowned: bool,
     pub enabled: bool,
     /// Redis time the flag was last flipped.
     pub flag_at_ms: u64,
@@ -47,6 +50,7 @@ impl World {
             ttl_ms: 30_000,
             beating: true,
             present: Some(true),
+            disowned: false,
             enabled: true,
             flag_at_ms: 0,
             flags_present: true,
@@ -116,13 +120,17 @@ impl World {
                 ..Default::default()
             };
             if self.beating {
+                let (lock_field, fence, state) = match self.disowned {
+                    true => (String::new(), None, BeatState::Idle),
+                    false => (field.to_owned(), self.fence, BeatState::Running),
+                };
                 snap.beats.push(Beat {
                     node: node.to_owned(),
-                    lock_field: Some(field.to_owned()),
-                    fence: self.fence,
+                    lock_field: Some(lock_field),
+                    fence,
                     beat_ms: Some(self.time_ms.saturating_sub(500)),
                     started_ms: Some(self.time_ms.saturating_sub(60_000)),
-                    state: Some(BeatState::Running),
+                    state: Some(state),
                     present: self.present,
                     ..Default::default()
                 });

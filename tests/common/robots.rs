@@ -3,12 +3,14 @@
 //! signature checked exactly as each service describes it (computed here
 //! apart from lockwatch's own code), the rate limits kept (too fast: the
 //! real code), and the real success and error answers. A webhook takes
-//! anything. Each keeps every request it got, with when.
+//! anything. Each keeps every request it got, with when; one can be told
+//! to hang (read a request and never answer it).
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -72,7 +74,10 @@ pub struct Robot {
     got: Arc<Mutex<Vec<Got>>>,
     /// Answers given instead of the real one, first come first.
     forced: Arc<Mutex<VecDeque<String>>>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
+    /// How many of the next requests it reads and never answers (as a
+    /// robot that hangs), holding the connection until dropped.
+    hang: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
 }
 
 impl Robot {
@@ -80,14 +85,22 @@ impl Robot {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         listener.set_nonblocking(true).unwrap();
-        let robot = Robot { play, port, got: Arc::default(), forced: Arc::default(), stop: Arc::default() };
-        let (got, forced, stop) = (robot.got.clone(), robot.forced.clone(), robot.stop.clone());
+        let robot = Robot {
+            play,
+            port,
+            got: Arc::default(),
+            forced: Arc::default(),
+            hang: Arc::default(),
+            stop: Arc::default(),
+        };
+        let (got, forced, hang, stop) =
+            (robot.got.clone(), robot.forced.clone(), robot.hang.clone(), robot.stop.clone());
         std::thread::spawn(move || {
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((stream, _)) => {
-                        let (got, forced) = (got.clone(), forced.clone());
-                        std::thread::spawn(move || serve(play, stream, &got, &forced));
+                        let (got, forced, hang, stop) = (got.clone(), forced.clone(), hang.clone(), stop.clone());
+                        std::thread::spawn(move || serve(play, stream, &got, &forced, &hang, &stop));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
@@ -112,6 +125,17 @@ impl Robot {
         self.forced.lock().unwrap().push_back(answer.to_owned());
     }
 
+    /// Reads the next `n` requests and never answers them (each is kept,
+    /// with an empty answer), as a robot that hangs.
+    pub fn hang(&self, n: usize) {
+        self.hang.store(n, Ordering::Relaxed);
+    }
+
+    /// The requests it read and never answered.
+    pub fn hung(&self) -> Vec<Got> {
+        self.got().into_iter().filter(|g| g.answer.is_empty()).collect()
+    }
+
     pub fn got(&self) -> Vec<Got> {
         self.got.lock().unwrap().clone()
     }
@@ -124,7 +148,7 @@ impl Robot {
 
 impl Drop for Robot {
     fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -132,7 +156,14 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
 }
 
-fn serve(play: Play, stream: TcpStream, got: &Mutex<Vec<Got>>, forced: &Mutex<VecDeque<String>>) {
+fn serve(
+    play: Play,
+    stream: TcpStream,
+    got: &Mutex<Vec<Got>>,
+    forced: &Mutex<VecDeque<String>>,
+    hang: &AtomicUsize,
+    stop: &AtomicBool,
+) {
     stream.set_nonblocking(false).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut reader = BufReader::new(stream.try_clone().unwrap());
@@ -158,6 +189,13 @@ fn serve(play: Play, stream: TcpStream, got: &Mutex<Vec<Got>>, forced: &Mutex<Ve
         return;
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if hang.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
+        got.lock().unwrap().push(Got { at: Instant::now(), at_ms: now_ms(), target, body, answer: String::new() });
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        return;
+    }
     let mut got = got.lock().unwrap();
     let at = Instant::now();
     let forced = forced.lock().unwrap().pop_front();
