@@ -221,7 +221,13 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
             _ = sleep(wait) => {}
             _ = unlocked.notified() => {}
             _ = wake.notified() => {
-                pace.wait(Duration::ZERO).await;
+                // Paced, but never past an unlock or a stop request: a
+                // hand-over right after a wake-up is not held back.
+                tokio::select! {
+                    _ = pace.wait(Duration::ZERO) => {}
+                    _ = unlocked.notified() => {}
+                    _ = &mut shutdown => break Ok(()),
+                }
             }
             _ = holding_news => {}
             _ = w.holder_gone(standby) => {}
