@@ -298,7 +298,10 @@ async fn an_older_heartbeat_brought_back_does_not_stop_the_worker_that_has_the_n
             running_node(&path, None).await;
         }
         tokio::time::sleep(Duration::from_secs(3)).await;
-        assert!(worker.try_wait().unwrap().is_none(), "the worker stopped over an old heartbeat (acquiring: {acquiring})");
+        assert!(
+            worker.try_wait().unwrap().is_none(),
+            "the worker stopped over an old heartbeat (acquiring: {acquiring})"
+        );
         let now: String = redis::cmd("HGET").arg(key).arg("instance").query(&mut c).unwrap();
         assert_eq!(now, own, "its own beat replaced the old one");
         let lines = journal(&path);

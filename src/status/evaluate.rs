@@ -264,9 +264,8 @@ fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
         return Raw { since_ms: since, ..raw(State::Stopped, "nobody has it enabled".to_owned(), None, None) };
     }
     let who = enabled.join(", ");
-    let mut gap = ctx.gap.unwrap_or_else(|| {
-        if ctx.was_held { Gap::new(now, Awaited::Takeover) } else { remembered_gap(snap) }
-    });
+    let mut gap =
+        ctx.gap.unwrap_or_else(|| if ctx.was_held { Gap::new(now, Awaited::Takeover) } else { remembered_gap(snap) });
     gap.alone = gap.awaited == Awaited::Takeover && !anybody_could_take_over(snap, cfg);
     let until = gap.until_ms(cfg);
     if now < until {

@@ -12,9 +12,9 @@
 //! later than `stop_after` after the last confirmation, whenever the shell
 //! calls at [`Engine::deadline`].
 
+mod action;
 #[cfg(test)]
 mod props;
-mod action;
 pub mod renewer;
 #[cfg(test)]
 mod scenarios;

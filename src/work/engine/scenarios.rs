@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use super::world::{LEASE, NODE, Predecessor, TICK, World};
-use crate::work::handover::Busy;
-use crate::work::lock::Wait;
 use super::*;
 use crate::history::WaitCause;
 use crate::snapshot::{Beat, Lock as LockSeen};
+use crate::work::handover::Busy;
+use crate::work::lock::Wait;
 
 fn at(ms: u64) -> Boot {
     Boot::from_millis(ms)
