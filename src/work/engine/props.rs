@@ -61,7 +61,8 @@ fn apply(w: &mut World, change: &Change) {
         Change::Replica(ok) => w.replica = ok,
         Change::Flags(on) => w.enabled = on,
         Change::JobExits => w.job_exits(),
-        Change::LockGone => w.lock_gone(),
+        // Somebody deletes the lock (`DEL`, a force-unlock, eviction).
+        Change::LockGone => w.lock = None,
         Change::Taken => w.taken(),
     }
 }

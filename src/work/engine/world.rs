@@ -73,10 +73,6 @@ fn at(ms: u64) -> Boot {
     Boot::from_millis(ms)
 }
 
-fn ms(b: Boot) -> u64 {
-    b.as_millis()
-}
-
 impl World {
     pub fn new(enabled: Option<bool>, before: Option<Predecessor>) -> World {
         let rules = Rules { node: NODE.to_owned(), lease: LEASE, every: None, stall_after: None };
@@ -171,11 +167,6 @@ impl World {
         }
     }
 
-    /// Somebody deletes the lock (`DEL`, a force-unlock, eviction).
-    pub fn lock_gone(&mut self) {
-        self.lock = None;
-    }
-
     /// Another worker takes the lock once it is free.
     pub fn taken(&mut self) {
         if self.lock.as_ref().is_none_or(|(_, exp)| self.now >= *exp) {
@@ -208,7 +199,9 @@ impl World {
     /// The watchdog sends a renewal; its answer comes back `latency` later,
     /// or not before its deadline, when it gives up waiting.
     fn renew(&mut self) {
-        let Some(deadline) = self.renewer.as_ref().map(|r| ms(r.deadline())) else { return self.next_attempt = None };
+        let Some(deadline) = self.renewer.as_ref().map(|r| r.deadline().as_millis()) else {
+            return self.next_attempt = None;
+        };
         let sent = self.now;
         let answer = if self.hung {
             Answer::TimedOut
@@ -233,11 +226,11 @@ impl World {
         let verdict = r.answer(at(sent), at(answered), answer);
         match verdict {
             Verdict::Renewed { since, kill_at } => {
-                self.confirmed_at = Some(ms(since));
-                self.killer_at = Some(ms(kill_at));
-                self.next_attempt = Some(ms(r.next_renewal()));
+                self.confirmed_at = Some(since.as_millis());
+                self.killer_at = Some(kill_at.as_millis());
+                self.next_attempt = Some(r.next_renewal().as_millis());
             }
-            Verdict::Retry { at, .. } => self.next_attempt = Some(ms(at)),
+            Verdict::Retry { at, .. } => self.next_attempt = Some(at.as_millis()),
             Verdict::GiveUp(_) => {
                 if self.job {
                     self.job = false;
@@ -283,7 +276,7 @@ impl World {
 
     fn schedule(&mut self) {
         if let Some(d) = self.engine.deadline() {
-            self.next_turn = self.next_turn.min(ms(d).max(self.now + 1));
+            self.next_turn = self.next_turn.min(d.as_millis().max(self.now + 1));
         }
     }
 
@@ -331,12 +324,12 @@ impl World {
                     queue.extend(self.engine.acquired(at(self.now), sent, answer, snap, &field));
                 }
                 Action::Guard { since, .. } => {
-                    self.confirmed_at = Some(ms(since));
+                    self.confirmed_at = Some(since.as_millis());
                     let r = Renewer::new(LEASE, since);
-                    self.next_attempt = Some(ms(r.next_renewal()));
+                    self.next_attempt = Some(r.next_renewal().as_millis());
                     self.pending = None;
                     self.renewer = Some(r);
-                    self.killer_at = Some(ms(since + LEASE.kill_after()));
+                    self.killer_at = Some((since + LEASE.kill_after()).as_millis());
                     self.word = Renewal::Renewed(since);
                 }
                 Action::NoteStarted => {
