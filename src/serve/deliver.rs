@@ -132,14 +132,14 @@ pub fn post_once(agent: &ureq::Agent, robot: &Robot, body: Value) -> Answer {
     };
     let status = response.status().as_u16();
     let text = response.body_mut().with_config().limit(64 * 1024).read_to_string().unwrap_or_default();
-    match classify(robot.kind, status, &text) {
-        Answer::Sent { said } => Answer::Sent { said: robot.scrub(&said) },
-        Answer::TooFast { said } => Answer::TooFast { said: robot.scrub(&said) },
-        Answer::Refused { sentence, said } => {
-            Answer::Refused { sentence: robot.scrub(&sentence), said: robot.scrub(&said) }
-        }
-        Answer::Failed { sentence } => Answer::Failed { sentence: robot.scrub(&sentence) },
-    }
+    read_answer(robot, status, &text)
+}
+
+/// A robot's answer as lockwatch keeps it: its secrets cut from the whole
+/// answer first, and only then the answer cut short (a token that straddled
+/// the cut would no longer be found, and half of it would be shown).
+fn read_answer(robot: &Robot, status: u16, text: &str) -> Answer {
+    classify(robot.kind, status, &robot.scrub(text))
 }
 
 /// How long one request may take, all of it: a robot that hangs (takes a
@@ -279,6 +279,30 @@ mod tests {
     fn robot(kind: &str, url: &str) -> Robot {
         let text = format!("[[robot]]\nkind = \"{kind}\"\nurl = \"{url}\"\nsecret = \"SEC0123456789abcdef\"\n");
         super::super::robots::parse(&text, |_| None).unwrap().remove(0)
+    }
+
+    #[test]
+    fn a_token_the_answer_echoes_is_cut_whole_even_where_the_answer_is_cut_short() {
+        let dingtalk = "https://oapi.dingtalk.com/robot/send?access_token=dtTOKEN123456789";
+        let wecom = "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=wcKEY-abcdef";
+        let hook = "https://hooks.example/hook/whTOKEN77777";
+        let webhook = format!("[[robot]]\nkind = \"webhook\"\nurl = \"{hook}\"\n");
+        let cases = [
+            (robot("dingtalk", dingtalk), dingtalk, "dtTOKEN12345"),
+            (robot("wecom", wecom), wecom, "wcKEY-abc"),
+            (super::super::robots::parse(&webhook, |_| None).unwrap().remove(0), hook, "whTOKEN77"),
+        ];
+        for (r, url, part) in cases {
+            for pad in 0..300 {
+                let body = format!("<html>{} Forbidden by proxy: POST {url}</html>", "x".repeat(pad));
+                let answer = read_answer(&r, 403, &body);
+                let sentence = match &answer {
+                    Answer::Refused { sentence, .. } | Answer::Failed { sentence } => sentence.as_str(),
+                    _ => "",
+                };
+                assert!(!answer.said().contains(part) && !sentence.contains(part), "pad {pad}: {sentence}");
+            }
+        }
     }
 
     #[test]
