@@ -986,3 +986,28 @@ async fn a_serve_process_frozen_past_its_claim_does_not_post_what_another_took_o
     assert!(log_of(&log1).contains("another serve process took"), "{}", log_of(&log1));
     drop(server);
 }
+
+/// Idle connections to `/metrics` by the hundred (the port may face a whole
+/// network) hold a bounded number of the process's file descriptors, and a
+/// scrape still answers.
+#[tokio::test]
+async fn a_flood_of_idle_metrics_connections_stays_bounded() {
+    let server = RedisServer::start();
+    let port = free_port();
+    let mut cmd = lockwatch_command();
+    cmd.args(["--redis", &server.url(), "serve", "--node", "serve-1", "--metrics", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let s = WorkerProcess::spawn(&mut cmd);
+    eventually("the metrics", Duration::from_secs(10), || std::net::TcpStream::connect(("127.0.0.1", port)).ok()).await;
+    let fds = || std::fs::read_dir(format!("/proc/{}/fd", s.pid())).unwrap().count();
+    let before = fds();
+    let idle: Vec<_> = (0..300).filter_map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).ok()).collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let during = fds();
+    let (status, _, body) = http_get(port, "/metrics");
+    println!("{} idle connections: {before} fds before, {during} during", idle.len());
+    assert!(during <= before + 40, "{during} fds with {} idle connections (before: {before})", idle.len());
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(body.ends_with("# EOF\n"));
+}

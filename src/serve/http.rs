@@ -2,26 +2,41 @@
 //! OpenMetrics text and closed. Written here on tokio's `TcpListener`
 //! rather than with an HTTP server crate: one request line to read and one
 //! answer to write do not pay for hyper's build time (CI is bounded).
-//! A request gets 5 s and 8 KB to arrive.
+//! A request gets 5 s and 8 KB to arrive, and at most
+//! [`MAX_CONNECTIONS`] are open at once, the oldest closed for a new one: a
+//! flood of idle connections (the port may face a whole network) costs a
+//! bounded number of file descriptors, never those the robots' posts need,
+//! and a scrape, which asks at once, is still answered.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 
 use super::metrics::{CONTENT_TYPE, Metrics};
+
+/// Connections open at once; a new one closes the oldest. Prometheus
+/// scrapes with one at a time.
+pub const MAX_CONNECTIONS: usize = 32;
 
 /// Answers scrapes on `listener` until `stop` turns true.
 pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, mut stop: watch::Receiver<bool>) {
     let mut connections = JoinSet::new();
+    // The open connections, oldest first.
+    let mut open = VecDeque::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    connections.spawn(answer(stream, metrics.clone()));
+                    open.retain(|c: &AbortHandle| !c.is_finished());
+                    if open.len() >= MAX_CONNECTIONS {
+                        open.pop_front().inspect(AbortHandle::abort);
+                    }
+                    open.push_back(connections.spawn(answer(stream, metrics.clone())));
                 }
                 Err(err) => {
                     tracing::debug!(error = %err, "accepting a scrape failed");
