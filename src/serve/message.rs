@@ -142,10 +142,13 @@ fn close(lines: &mut Vec<String>, lang: Language, now: &Now) {
 /// A supervisor's own words (her note, written with her Redis rights) as
 /// text no robot renders as a link, a mention or markup: the characters
 /// markdown, Feishu's `lark_md` and their tags are made of become their
-/// full-width look-alikes, and a URL's `://` is broken.
+/// full-width look-alikes, a URL's `://` and a bare `www.` are broken,
+/// control and line-breaking characters become spaces, and the characters
+/// that reorder text on screen (bidi overrides and isolates) are dropped.
 fn inert(text: &str) -> String {
     let text: String = text
         .chars()
+        .filter(|c| !matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
         .map(|c| match c {
             '[' => '［',
             ']' => '］',
@@ -157,11 +160,15 @@ fn inert(text: &str) -> String {
             '`' => '＇',
             '#' => '＃',
             '@' => '＠',
-            '\n' | '\r' => ' ',
+            '_' => '＿',
+            '~' => '～',
+            '|' => '｜',
+            '\u{2028}' | '\u{2029}' => ' ',
+            c if c.is_control() => ' ',
             other => other,
         })
         .collect();
-    text.replace("://", "：//")
+    text.replace("://", "：//").replace("www.", "www．").replace("WWW.", "WWW．")
 }
 
 /// The title of `messages` folded into one.
@@ -309,7 +316,8 @@ mod tests {
 
     #[test]
     fn a_supervisors_note_cannot_make_a_robot_post_a_link_a_mention_or_markup() {
-        let note = "[confirm](http://evil.example/p) <at id=all></at> **now** @all\n### fake";
+        let note = "[confirm](http://evil.example/p) <at id=all></at> **now** @all\n### fake _it_ ~~s~~ |a|b| \
+                    www.evil.example\u{2028}x\u{85}\t\u{1b}[31m \u{202e}reversed\u{2066}";
         let story = Story::Incident {
             event: Event { to: None, ..event(EventKind::Died) },
             now: Now { on_it: vec![("alice".into(), note.into())], ..now() },
@@ -317,7 +325,9 @@ mod tests {
         };
         for lang in [Language::En, Language::ZhCn] {
             let text = markdown(&[render(&story, lang, 0)]);
-            for active in ["[", "](", "<at", "://", "**", "@all", "\n###"] {
+            let active = ["[", "](", "<at", "://", "**", "@all", "\n###", "_it_", "~~", "|a|", "www.", "\u{2028}"];
+            let hidden = ["\u{85}", "\t", "\u{1b}", "\u{202e}", "\u{2066}"];
+            for active in active.iter().chain(&hidden) {
                 assert!(!text.contains(active), "{active:?} reaches the robot: {text}");
             }
             assert!(text.contains("confirm") && text.contains("evil.example"), "her words stay readable: {text}");
