@@ -140,6 +140,15 @@ impl Keys {
         format!("{}:repeats:{family}", self.prefix)
     }
 
+    /// The posts to one robot (by its [`tag`]) within its longest rate
+    /// limit window, from every serve process of the job: a sorted set,
+    /// Redis time (ms) as the score (`lockwatch serve`).
+    ///
+    /// [`tag`]: crate::serve::robots::Robot::tag
+    pub fn robot_sent(&self, tag: &str) -> String {
+        format!("{}:robot:{tag}:sent", self.prefix)
+    }
+
     /// Hash of the `lockwatch serve` processes watching the job: node →
     /// Redis time (ms) of its last beat.
     pub fn serves(&self) -> String {

@@ -5,7 +5,7 @@
 //! also when the one that claimed it is killed while it posts, through
 //! Sentinel and on a Cluster; a dying holder is told by what follows it; a
 //! flapping job is one message and a summary; a burst is folded and the
-//! rate limit kept; "too fast" is tried again; a refusal is one sentence;
+//! rate limit kept, also among three serve processes; "too fast" is tried again; a refusal is one sentence;
 //! `--check` prints each answer; `/metrics` is scraped and parsed.
 
 mod common;
@@ -935,6 +935,7 @@ fn keep_running(c: &mut redis::Connection, node: &str, other: &str, fence: i64) 
 /// its robot's rate limit holds the post back: the other takes the claim
 /// over when it runs out and posts; when the first goes on, it asks
 /// whether the claim is still its own before it posts, and posts nothing.
+/// The robot's limit holds across both: the other posts no sooner either.
 #[tokio::test]
 async fn a_serve_process_frozen_past_its_claim_does_not_post_what_another_took_over() {
     let (server, url, mut c) = server_with_flag("alice", true);
@@ -966,15 +967,20 @@ async fn a_serve_process_frozen_past_its_claim_does_not_post_what_another_took_o
         // SAFETY: SIGSTOP to a serve process this test started.
         unsafe { libc::kill(p.pid(), libc::SIGSTOP) };
         drop(thaw_q);
-        let deadline = Instant::now() + Duration::from_secs(12);
+        let deadline = ding.taken()[0].at + Duration::from_secs(17);
         while ding.taken().len() < 2 {
             assert!(Instant::now() < deadline, "serve-2 did not take the claim over: {}", log_of(&log2));
             keep_running(&mut c, "srv-a", "srv-b", 3);
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    // serve-1 goes on; its robot's limit lets it post 12 s after the first.
-    let quiet_until = ding.taken()[0].at + Duration::from_secs(15);
+    let (first, second) = (ding.taken()[0].at, ding.taken()[1].at);
+    assert!(
+        second.duration_since(first) >= Duration::from_secs(12),
+        "the robot's limit, one in 12 s, holds across serve processes"
+    );
+    // serve-1 goes on; its robot's limit would let it post now.
+    let quiet_until = second + Duration::from_secs(3);
     while Instant::now() < quiet_until {
         keep_running(&mut c, "srv-a", "srv-b", 3);
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -1010,4 +1016,66 @@ async fn a_flood_of_idle_metrics_connections_stays_bounded() {
     assert!(during <= before + 40, "{during} fds with {} idle connections (before: {before})", idle.len());
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(body.ends_with("# EOF\n"));
+
+/// Three serve processes on one Redis and one DingTalk robot whose file
+/// keeps it to 3 posts in 10 s: 26 failovers in 9 s, each claimed by one
+/// of them, reach the robot as at most 3 posts in any 10 s however the
+/// claims fall (the limit holds per robot, across serve processes, not per
+/// process), and every failover is still told, folded.
+#[tokio::test]
+async fn three_serve_processes_keep_one_robots_rate_limit_between_them() {
+    let (server, url, mut c) = server_with_flag("alice", true);
+    move_to(&mut c, "srv-a", "srv-b", 1);
+    let ding = Robot::start(Play::DingTalk);
+    let dir = tempfile::tempdir().unwrap();
+    let file =
+        robots_file(dir.path(), &[(&ding, &format!("secret = \"{SECRET}\"\nlanguage = \"en\"\nlimit = \"3/10s\""))]);
+    let logs: Vec<PathBuf> = (1..=3).map(|i| dir.path().join(format!("s{i}.log"))).collect();
+    let _serves: Vec<WorkerProcess> = logs
+        .iter()
+        .enumerate()
+        .map(|(i, log)| serve(&url, &format!("serve-{}", i + 1), &file, log, &["--repeat-window", "0s"]))
+        .collect();
+    serves_ready(&mut c, 3).await;
+    let all_logs = || logs.iter().map(|l| log_of(l)).collect::<Vec<_>>().join("\n");
+    let started = Instant::now();
+    for i in 0..26 {
+        let (to, from) = if i % 2 == 0 { ("srv-b", "srv-a") } else { ("srv-a", "srv-b") };
+        move_to(&mut c, to, from, 2 + i);
+        tokio::time::sleep(Duration::from_millis(350)).await;
+    }
+    let told = |got: &[common::robots::Got]| -> usize {
+        got.iter().map(|g| g.text().matches("### outbound moved from").count()).sum()
+    };
+    // Until the robot has had each and nothing more comes for a window.
+    let deadline = Instant::now() + Duration::from_secs(45);
+    let mut last = (0, Instant::now());
+    loop {
+        let got = ding.got();
+        if got.len() != last.0 {
+            last = (got.len(), Instant::now());
+        }
+        if told(&got) >= 24 && last.1.elapsed() > Duration::from_secs(11) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not every failover was told ({} of 26): {}", told(&got), all_logs());
+        keep_running(&mut c, "srv-a", "srv-b", 27);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let got = ding.got();
+    let most = got
+        .iter()
+        .map(|g| got.iter().filter(|h| h.at >= g.at && h.at.duration_since(g.at) < Duration::from_secs(10)).count())
+        .max()
+        .unwrap_or(0);
+    println!(
+        "{} posts for {} failovers in {:.1} s; at most {most} in 10 s",
+        got.len(),
+        told(&got),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(got.iter().all(|g| g.taken()), "the robot never had to say too fast: {got:#?}");
+    assert!(most <= 3, "{most} posts within 10 s from three serve processes: {}", all_logs());
+    assert!(told(&got) <= 26, "nothing told twice");
+    drop(server);
 }

@@ -4,7 +4,8 @@
 //! robots file may add a window of its own (`limit = "10/1m"`, for a robot
 //! that other programs post to as well): kept besides the robot's, so it
 //! can only make lockwatch post less. Pure: time is an argument, in ms of
-//! any monotonic clock.
+//! any monotonic clock. This count is the process's own; `quota` keeps the
+//! same windows in Redis, for every serve process of the job together.
 
 use std::collections::VecDeque;
 
@@ -40,6 +41,12 @@ impl Limit {
     /// At most `n` sends within each `(ms, n)`.
     pub fn new(windows: Vec<(u64, usize)>) -> Limit {
         Limit { windows, sent: VecDeque::new() }
+    }
+
+    /// Its windows, `(ms, n)`: at most `n` sends within `ms` each; none
+    /// for a webhook without a `limit` of the file's.
+    pub fn windows(&self) -> &[(u64, usize)] {
+        &self.windows
     }
 
     /// How long to wait from `now` before the next send keeps every window.

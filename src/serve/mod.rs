@@ -9,6 +9,7 @@
 //! - `message`: an incident told in a robot's language, and the JSON its API takes.
 //! - `sign`: DingTalk's and Feishu's signatures.
 //! - `limit`: each robot's rate limit.
+//! - `quota`: each robot's rate limit kept in Redis, among every serve process.
 //! - `deliver`: one post (signed, sent, its answer read) and its retries.
 //! - `agree`: exactly one message per incident, agreed in Redis; repeats counted.
 //! - `lease`: a claim is a lease, renewed while robots are owed the message,
@@ -29,6 +30,7 @@ pub mod limit;
 pub mod message;
 pub mod metrics;
 mod peers;
+mod quota;
 pub mod robots;
 mod run;
 mod sender;

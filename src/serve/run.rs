@@ -151,10 +151,7 @@ pub async fn run(
             }
             _ = sleep_until(close_at) => serve.close_due(watcher.status().borrow().as_ref()).await,
             _ = sleep_until(held_at) => serve.release_held().await,
-            Some((ids, answer)) = confirm_rx.recv() => {
-                let still = serve.confirm(ids).await;
-                let _ = answer.send(still);
-            }
+            Some(ask) = confirm_rx.recv() => serve.ready(ask).await,
             Some((ids, tag)) = done_rx.recv() => {
                 serve.ledger.posted(&ids, &tag);
                 serve.record().await;

@@ -1,5 +1,7 @@
 //! One task per robot: it waits a moment after a message for the rest of a
-//! burst, and as long as the robot's rate limit asks; folds what came into
+//! burst, and as long as the robot's rate limit asks (this process's count,
+//! then, right before the post, the count every serve process keeps in
+//! Redis, which the serve loop asks: `quota`); folds what came into
 //! one message (a webhook gets each event as it is); posts it, and tells
 //! the serve loop which claimed incidents the robot is done with. Also
 //! `--check`'s test message.
@@ -29,9 +31,29 @@ pub struct Parcel {
 /// A robot done with claimed incidents: their ids and the robot's tag.
 pub type Done = (Vec<String>, String);
 
-/// Asks the serve loop which of these claims are still this process's
-/// (renewing them): the answer comes on the oneshot.
-pub type Confirm = (Vec<String>, oneshot::Sender<Vec<String>>);
+/// Asked of the serve loop right before a post: which of these claims are
+/// still this process's (renewing them), and, for a robot with a rate
+/// limit, a place for the post among every serve process's.
+#[derive(Debug)]
+pub struct Confirm {
+    pub claims: Vec<String>,
+    /// Whether the post tells more than these claims (then it goes even
+    /// when none of them is still this process's).
+    pub unclaimed: bool,
+    /// The robot's tag and windows, when it has a rate limit to keep.
+    pub limit: Option<(String, Vec<(u64, usize)>)>,
+    pub answer: oneshot::Sender<Confirmed>,
+}
+
+/// The serve loop's word on a [`Confirm`].
+#[derive(Debug)]
+pub struct Confirmed {
+    /// The claims still this process's.
+    pub still: Vec<String>,
+    /// Zero when the post is counted in the robot's limit among every
+    /// serve process (or has none); else how long to wait before asking again.
+    pub wait: Duration,
+}
 
 /// How long a sender waits for the loop's word on its claims before it
 /// posts anyway.
@@ -42,8 +64,9 @@ pub struct Loop {
     /// Where a sender says a robot is done with claimed incidents.
     pub done: mpsc::UnboundedSender<Done>,
     /// Where a sender asks, right before it posts, whether its claims are
-    /// still this process's: one that ran out while this process was
-    /// frozen was taken over, and is not posted twice.
+    /// still this process's (one that ran out while this process was
+    /// frozen was taken over, and is not posted twice) and whether the
+    /// robot's rate limit, kept among every serve process, lets it post now.
     pub confirm: mpsc::UnboundedSender<Confirm>,
 }
 
@@ -68,31 +91,52 @@ pub async fn send(
             _ = stop.changed() => return,
         };
         let mut batch = vec![first];
-        if robot.kind != Kind::Webhook {
-            let ready = Instant::now() + GATHER.max(Duration::from_millis(limit.wait(now_ms())));
-            loop {
-                tokio::select! {
-                    parcel = parcels.recv() => match parcel { Some(parcel) => batch.push(parcel), None => break },
-                    _ = sleep_until(ready) => break,
-                    _ = stop.changed() => return,
+        let limited = robot.kind != Kind::Webhook && !limit.windows().is_empty();
+        let mut shared_wait = Duration::ZERO;
+        let mut open = true;
+        loop {
+            if robot.kind != Kind::Webhook {
+                let local = Duration::from_millis(limit.wait(now_ms()));
+                let ready = Instant::now() + GATHER.max(local).max(shared_wait);
+                loop {
+                    tokio::select! {
+                        parcel = parcels.recv(), if open => match parcel { Some(parcel) => batch.push(parcel), None => open = false },
+                        _ = sleep_until(ready) => break,
+                        _ = stop.changed() => return,
+                    }
                 }
             }
-        }
-        let claims: Vec<String> = batch.iter().filter_map(|p| p.claim.clone()).collect();
-        if !claims.is_empty() {
+            let claims: Vec<String> = batch.iter().filter_map(|p| p.claim.clone()).collect();
+            if claims.is_empty() && !limited {
+                break;
+            }
             let (tx, rx) = oneshot::channel();
-            let _ = serve.confirm.send((claims.clone(), tx));
-            let still = tokio::select! {
+            let ask = Confirm {
+                unclaimed: batch.iter().any(|p| p.claim.is_none()),
+                claims,
+                limit: limited.then(|| (tag.clone(), limit.windows().to_vec())),
+                answer: tx,
+            };
+            let _ = serve.confirm.send(ask);
+            let word = tokio::select! {
                 answer = tokio::time::timeout(CONFIRM_WITHIN, rx) => answer.ok().and_then(Result::ok),
                 _ = stop.changed() => return,
             };
-            // No word (the loop busy, Redis unreachable): post.
-            if let Some(still) = still {
-                batch.retain(|p| p.claim.as_ref().is_none_or(|id| still.contains(id)));
+            // No word (the loop busy, Redis unreachable): post, keeping this process's limit alone.
+            let Some(word) = word else {
+                tracing::debug!(robot = %robot.label, "no word from the serve loop in time; posting with this process's rate limit alone");
+                break;
+            };
+            batch.retain(|p| p.claim.as_ref().is_none_or(|id| word.still.contains(id)));
+            if batch.is_empty() || word.wait.is_zero() {
+                break;
             }
-            if batch.is_empty() {
-                continue;
-            }
+            // Other serve processes posted to this robot: what comes meanwhile folds into this post.
+            tracing::debug!(robot = %robot.label, wait_ms = word.wait.as_millis() as u64, "the robot's rate limit, shared with the other serve processes, asks to wait");
+            shared_wait = word.wait;
+        }
+        if batch.is_empty() {
+            continue;
         }
         let posts: Vec<(Vec<String>, serde_json::Value)> = match robot.kind {
             Kind::Webhook => batch

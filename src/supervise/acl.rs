@@ -174,6 +174,12 @@ const WORKER: &[&str] = &[
     "+cluster|slots",
     "+cluster|myid",
     "+cluster|keyslot",
+    // `lockwatch serve`, which may log in as the workers do: each robot's
+    // rate limit kept among the serve processes (`serve::quota`).
+    "+zadd",
+    "+zcount",
+    "+zrangebyscore",
+    "+zremrangebyscore",
 ];
 
 /// What a worker needs on Redis 7 and later besides: the probe as a

@@ -1,6 +1,8 @@
 //! The serve loop's part in the claims as leases: record which robots are
 //! done with the claims this process holds, renew those still owed, and
-//! take over others' claims that ran out unfinished.
+//! take over others' claims that ran out unfinished; and, right before a
+//! sender posts, confirm its claims and reserve the post in the robot's
+//! rate limit shared among the serve processes (`quota`).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -9,6 +11,8 @@ use tokio::time::Instant;
 
 use super::super::agree::Post;
 use super::super::lease::{self, Takeover};
+use super::super::quota;
+use super::super::sender::{Confirm, Confirmed};
 use super::{Serve, TAKEOVER_MARGIN};
 
 impl Serve {
@@ -64,6 +68,28 @@ impl Serve {
                 self.conn = None;
             }
         }
+    }
+
+    /// Answers a sender right before it posts: the claims still this
+    /// process's and, when the post still goes, its place in the robot's
+    /// rate limit among every serve process. A Redis that does not answer
+    /// asks no wait: the sender's own limit still holds.
+    pub(super) async fn ready(&mut self, ask: Confirm) {
+        let still = if ask.claims.is_empty() { Vec::new() } else { self.confirm(ask.claims).await };
+        let mut wait = Duration::ZERO;
+        if let Some((tag, windows)) = ask.limit.filter(|_| ask.unclaimed || !still.is_empty()) {
+            let (keys, node) = (self.keys.clone(), self.node.clone());
+            if let Some(conn) = self.conn().await {
+                match quota::reserve(conn, &keys, &node, &tag, &windows).await {
+                    Ok(w) => wait = w,
+                    Err(err) => {
+                        tracing::debug!(error = %err, "reserving a post in the robot's shared rate limit failed; posting with this process's limit alone");
+                        self.conn = None;
+                    }
+                }
+            }
+        }
+        let _ = ask.answer.send(Confirmed { still, wait });
     }
 
     /// Which of the claims `ids` are still this process's, renewed: asked
