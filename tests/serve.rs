@@ -1016,6 +1016,7 @@ async fn a_flood_of_idle_metrics_connections_stays_bounded() {
     assert!(during <= before + 40, "{during} fds with {} idle connections (before: {before})", idle.len());
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(body.ends_with("# EOF\n"));
+}
 
 /// Three serve processes on one Redis and one DingTalk robot whose file
 /// keeps it to 3 posts in 10 s: 26 failovers in 9 s, each claimed by one
