@@ -227,7 +227,11 @@ return {{'later', ends - now_ms()}}
     ))
 }
 
-/// Claims `incident` for `node` for the lease (`lease::LEASE`); the
+/// How long a claim holds unless renewed (`lease` renews it): how long
+/// after a serve process died while it posted another takes its claim over.
+pub const LEASE: Duration = Duration::from_secs(5);
+
+/// Claims `incident` for `node` for the lease ([`LEASE`]); the
 /// claim is kept for a day.
 ///
 /// # Errors
@@ -249,7 +253,7 @@ pub async fn claim(
         .arg(if incident.role == Role::Recovery { "recovery" } else { "problem" })
         .arg(incident.kind.as_str())
         .arg(incident.at_ms)
-        .arg(super::lease::LEASE.as_millis() as u64)
+        .arg(LEASE.as_millis() as u64)
         .invoke_async(conn)
         .await?;
     let (word, ms, rest) = split(&reply);

@@ -14,13 +14,10 @@ use std::time::Duration;
 
 use redis::Script;
 
+pub use super::agree::LEASE;
 use super::agree::{Post, preamble, text};
 use crate::connect::Conn;
 use crate::keys::Keys;
-
-/// How long a claim holds unless renewed: how long after a serve process
-/// died while it posted another takes its claim over.
-pub const LEASE: Duration = Duration::from_secs(5);
 
 /// How often the claimant renews the claims it still owes robots.
 pub const RENEW_EVERY: Duration = Duration::from_millis(1500);
