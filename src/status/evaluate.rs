@@ -305,7 +305,8 @@ fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
 /// Redis remembers. The job has been enabled since the earliest flip of a
 /// flag that is on now (each has been on since its flip); the last holder
 /// went when its server last beat while naming a lock field, or when the
-/// stream last recorded a release or a loss. The later of the two starts
+/// stream last recorded a release, a loss or a death (a killed worker's
+/// reaper records it as it lets go of the lock). The later of the two starts
 /// the gap, and says whether a start or a takeover is awaited.
 fn remembered_gap(snap: &Snapshot) -> Gap {
     let enabled_since =
@@ -320,7 +321,7 @@ fn remembered_gap(snap: &Snapshot) -> Gap {
         .recent_events
         .iter()
         .flatten()
-        .filter(|e| [kind::RELEASED, kind::LOST].contains(&e.kind.as_str()))
+        .filter(|e| [kind::RELEASED, kind::LOST, kind::DIED].contains(&e.kind.as_str()))
         .map(|e| e.id.ms)
         .max();
     match last_beat_holding.max(last_let_go) {

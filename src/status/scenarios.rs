@@ -136,6 +136,20 @@ fn a_first_look_just_after_the_holder_let_go_is_pending_then_dies_at_the_window(
 }
 
 #[test]
+fn a_first_look_just_after_a_worker_died_and_its_lock_was_let_go_awaits_a_takeover() {
+    // The flag was switched on long ago; the reaper of the killed worker
+    // recorded `died` and let go of the lock a moment ago.
+    let mut w = World::free(0);
+    w.wait(600_000);
+    w.record("died");
+    w.wait(300);
+    w.standby_beat_ms = Some(w.time_ms);
+    let s = read(&mut engine(), &w);
+    assert_eq!(s.status.state, State::Pending, "{}", s.status.reason);
+    assert!(s.status.reason.contains("take over"), "{}", s.status.reason);
+}
+
+#[test]
 fn with_no_server_alive_to_take_over_the_job_is_down_once_a_restart_could_have_come() {
     // The only worker was killed; its reaper let go of the lock at once. Its
     // heartbeat is fresh, but its process is gone (presence closed).
