@@ -285,32 +285,8 @@ async fn a_burst_is_folded_into_one_message_and_the_rate_limit_is_kept() {
     serves_ready(&mut c, 1).await;
     // 26 failovers, 350 ms apart: more than the robot takes in that time.
     let started = Instant::now();
-    for i in 0..26 {
-        let (to, from) = if i % 2 == 0 { ("srv-b", "srv-a") } else { ("srv-a", "srv-b") };
-        move_to(&mut c, to, from, 2 + i);
-        tokio::time::sleep(Duration::from_millis(350)).await;
-    }
-    let told = |got: &[common::robots::Got]| -> usize {
-        got.iter().map(|g| g.text().matches("### outbound moved from").count()).sum()
-    };
-    // Until the robot has had each (the job runs on srv-a meanwhile, its
-    // heartbeat fresh and its lock renewed) and nothing more comes.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut last = (0, Instant::now());
-    loop {
-        let got = ding.got();
-        if got.len() != last.0 {
-            last = (got.len(), Instant::now());
-        }
-        if told(&got) >= 24 && last.1.elapsed() > Duration::from_millis(2_500) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "not every failover was told: {}", log_of(&log));
-        beat(&mut c, "outbound", "srv-a", "srv-a-uuid:1", 27, "running", 0);
-        beat(&mut c, "outbound", "srv-b", "", 26, "idle", 0);
-        let _: () = redis::cmd("PEXPIRE").arg("{outbound}:lock").arg(30_000).query(&mut c).unwrap();
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    flap_26(&mut c).await;
+    until_told(&ding, &mut c, Duration::from_secs(20), Duration::from_millis(2_500), || log_of(&log)).await;
     let got = ding.got();
     println!("{} posts for {} failovers in {:.1} s", got.len(), told(&got), started.elapsed().as_secs_f64());
     assert!(got.iter().all(|g| g.taken()), "the robot never had to say too fast: {got:#?}");
@@ -925,6 +901,47 @@ async fn on_a_cluster_a_killed_holder_is_one_message() {
 
 /// Keeps the job running on `node` under `fence` as a worker would: its
 /// heartbeat fresh, the other server's idle, the lock renewed.
+/// 26 failovers between srv-a and srv-b, 350 ms apart (fences 2 to 27):
+/// more than a robot takes in that time.
+async fn flap_26(c: &mut redis::Connection) {
+    for i in 0..26 {
+        let (to, from) = if i % 2 == 0 { ("srv-b", "srv-a") } else { ("srv-a", "srv-b") };
+        move_to(c, to, from, 2 + i);
+        tokio::time::sleep(Duration::from_millis(350)).await;
+    }
+}
+
+/// The failovers the robot's posts tell.
+fn told(got: &[common::robots::Got]) -> usize {
+    got.iter().map(|g| g.text().matches("### outbound moved from").count()).sum()
+}
+
+/// Waits until `robot` has told at least 24 of [`flap_26`]'s failovers and
+/// nothing more came for `quiet`, the job running on srv-a meanwhile (its
+/// heartbeat fresh, its lock renewed); fails with `logs` past `within`.
+async fn until_told(
+    robot: &Robot,
+    c: &mut redis::Connection,
+    within: Duration,
+    quiet: Duration,
+    logs: impl Fn() -> String,
+) {
+    let deadline = Instant::now() + within;
+    let mut last = (0, Instant::now());
+    loop {
+        let got = robot.got();
+        if got.len() != last.0 {
+            last = (got.len(), Instant::now());
+        }
+        if told(&got) >= 24 && last.1.elapsed() > quiet {
+            return;
+        }
+        assert!(Instant::now() < deadline, "not every failover was told ({} of 26): {}", told(&got), logs());
+        keep_running(c, "srv-a", "srv-b", 27);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 fn keep_running(c: &mut redis::Connection, node: &str, other: &str, fence: i64) {
     beat(c, "outbound", node, &format!("{node}-uuid:1"), fence, "running", 0);
     beat(c, "outbound", other, "", fence - 1, "idle", 0);
@@ -1040,29 +1057,9 @@ async fn three_serve_processes_keep_one_robots_rate_limit_between_them() {
     serves_ready(&mut c, 3).await;
     let all_logs = || logs.iter().map(|l| log_of(l)).collect::<Vec<_>>().join("\n");
     let started = Instant::now();
-    for i in 0..26 {
-        let (to, from) = if i % 2 == 0 { ("srv-b", "srv-a") } else { ("srv-a", "srv-b") };
-        move_to(&mut c, to, from, 2 + i);
-        tokio::time::sleep(Duration::from_millis(350)).await;
-    }
-    let told = |got: &[common::robots::Got]| -> usize {
-        got.iter().map(|g| g.text().matches("### outbound moved from").count()).sum()
-    };
-    // Until the robot has had each and nothing more comes for a window.
-    let deadline = Instant::now() + Duration::from_secs(45);
-    let mut last = (0, Instant::now());
-    loop {
-        let got = ding.got();
-        if got.len() != last.0 {
-            last = (got.len(), Instant::now());
-        }
-        if told(&got) >= 24 && last.1.elapsed() > Duration::from_secs(11) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "not every failover was told ({} of 26): {}", told(&got), all_logs());
-        keep_running(&mut c, "srv-a", "srv-b", 27);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    flap_26(&mut c).await;
+    // Nothing more for longer than the robot's window.
+    until_told(&ding, &mut c, Duration::from_secs(45), Duration::from_secs(11), all_logs).await;
     let got = ding.got();
     let most = got
         .iter()
