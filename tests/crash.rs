@@ -254,6 +254,36 @@ async fn a_stopped_reaper_does_not_keep_the_job_running_beside_the_next_holder()
     assert!(beat(&mut c) > seq, "srv-a's worker stopped beating");
 }
 
+/// srv-a runs the job (journalling to `j`) and srv-b stands by, beating:
+/// what the `worker-gone` tests start from.
+struct Pair {
+    _server: RedisServer,
+    url: String,
+    c: redis::Connection,
+    _dir: tempfile::TempDir,
+    j: std::path::PathBuf,
+    a: WorkerProcess,
+    b: WorkerProcess,
+    /// srv-a's job.
+    child: u32,
+    /// The lock's fields while srv-a holds it.
+    field: Vec<String>,
+}
+
+async fn a_runs_b_stands_by() -> Pair {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let _dir = tempfile::tempdir().unwrap();
+    let j = _dir.path().join("journal");
+    let a = stubborn_worker(&url, "srv-a", &j);
+    let (node, child) = running_holder(&mut c).await;
+    assert_eq!(node, "srv-a");
+    let b = stubborn_worker(&url, "srv-b", &j);
+    beating(&mut c, "srv-b").await;
+    let field = lock_fields(&mut c);
+    Pair { _server, url, c, _dir, j, a, b, child, field }
+}
+
 /// Under the systemd unit the worker's death takes its reaper and job along
 /// (systemd kills what is left of the unit's control group), so nothing is
 /// left to let go of the lock; the unit's `ExecStopPost=lockwatch
@@ -262,16 +292,7 @@ async fn a_stopped_reaper_does_not_keep_the_job_running_beside_the_next_holder()
 /// after the 30 s lease.
 #[tokio::test]
 async fn worker_gone_after_the_whole_unit_was_killed_hands_the_job_over_within_2_s() {
-    let (_server, url, mut c) = server_with_flag("alice", true);
-    seed_fence(&mut c);
-    let dir = tempfile::tempdir().unwrap();
-    let j = dir.path().join("journal");
-    let mut a = stubborn_worker(&url, "srv-a", &j);
-    let (node, child) = running_holder(&mut c).await;
-    assert_eq!(node, "srv-a");
-    let mut b = stubborn_worker(&url, "srv-b", &j);
-    beating(&mut c, "srv-b").await;
-    let field = lock_fields(&mut c);
+    let Pair { _server, url, mut c, _dir, j, mut a, mut b, child, field } = a_runs_b_stands_by().await;
     let fence: String = redis::cmd("HGET").arg("{outbound}:node:srv-a").arg("fence").query(&mut c).unwrap();
 
     let killed_at = now_ns();
@@ -303,16 +324,7 @@ async fn worker_gone_after_the_whole_unit_was_killed_hands_the_job_over_within_2
 /// server does not start the job beside it.
 #[tokio::test]
 async fn worker_gone_while_the_worker_lives_lets_nothing_go() {
-    let (_server, url, mut c) = server_with_flag("alice", true);
-    seed_fence(&mut c);
-    let dir = tempfile::tempdir().unwrap();
-    let j = dir.path().join("journal");
-    let mut a = stubborn_worker(&url, "srv-a", &j);
-    let (node, child) = running_holder(&mut c).await;
-    assert_eq!(node, "srv-a");
-    let mut b = stubborn_worker(&url, "srv-b", &j);
-    beating(&mut c, "srv-b").await;
-    let field = lock_fields(&mut c);
+    let Pair { _server, url, mut c, _dir, j, mut a, mut b, child, field } = a_runs_b_stands_by().await;
 
     let asked_at = now_ns();
     let (_, said) = worker_gone(&url, "srv-a");
