@@ -21,8 +21,8 @@ use common::server::connect;
 use common::spy::{Spy, window};
 use common::topology::{RedisCluster, query};
 use common::{
-    WorkerProcess, eventually, flag, lockwatch_command, next_push, record_events, record_statuses, redisson_lock,
-    run_capturing, seed_fence, wait,
+    WorkerProcess, enabled_and_replicated, eventually, flag, lockwatch_command, next_push, record_events,
+    record_statuses, redisson_lock, run_capturing, seed_fence, wait,
 };
 use lockwatch::input::{ConnectionSpec, Topology};
 use lockwatch::watcher::{Options, Watcher};
@@ -598,13 +598,7 @@ async fn a_shard_failover_never_tells_the_healthy_holder_dying() {
     let owner = cluster.owner_of(LOCK_KEY);
     let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
     let replica = tokio::task::block_in_place(|| cluster.add_replica(owner));
-    {
-        let mut c = connect(owner).unwrap();
-        flag(&mut c, "outbound", "alice", true);
-        seed_fence(&mut c);
-        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
-        assert_eq!(acked, 1);
-    }
+    enabled_and_replicated(owner);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let _workers = [worker_leased(&seed, "srv-a", &j, "30s"), worker_leased(&seed, "srv-b", &j, "30s")];

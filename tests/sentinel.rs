@@ -17,7 +17,9 @@ use common::journal::{assert_no_overlap, journal, journal_worker_via, now_ns};
 use common::server::connect;
 use common::spy::{Spy, window};
 use common::topology::{SentinelSet, is_primary, query};
-use common::{WorkerProcess, eventually, flag, free_port, record_events, record_statuses, run_capturing, seed_fence};
+use common::{
+    WorkerProcess, enabled_and_replicated, eventually, flag, free_port, record_events, record_statuses, run_capturing,
+};
 use lockwatch::input::{ConnectionSpec, Topology};
 use lockwatch::watcher::{Options, Watcher};
 use lockwatch::{EventKind, Keys, State};
@@ -47,16 +49,6 @@ fn sentinel_spec(set: &SentinelSet) -> ConnectionSpec {
         topology: Topology::from_inputs(Some(&addrs), Some(&set.master_name)),
         ..ConnectionSpec::single(URL, None)
     }
-}
-
-/// alice's flag on and the fence counter at 0 (so the first start need not
-/// wait a lease) on the primary at `port`, confirmed by its replica.
-fn enabled_and_replicated(port: u16) {
-    let mut c = connect(port).unwrap();
-    flag(&mut c, "outbound", "alice", true);
-    seed_fence(&mut c);
-    let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
-    assert_eq!(acked, 1);
 }
 
 #[test]

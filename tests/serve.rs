@@ -770,13 +770,7 @@ async fn through_sentinel_each_killed_holder_is_one_message_also_after_the_prima
     let mut set = tokio::task::block_in_place(SentinelSet::start);
     let sentinels = set.sentinel_addrs().join(",");
     let via = ["--redis", "redis://127.0.0.1:1", "--sentinel", &sentinels, "--sentinel-master", &set.master_name];
-    {
-        let mut c = connect(set.primary_port()).unwrap();
-        flag(&mut c, "outbound", "alice", true);
-        seed_fence(&mut c);
-        let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
-        assert_eq!(acked, 1);
-    }
+    enabled_and_replicated(set.primary_port());
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let worker = |node: &str| {

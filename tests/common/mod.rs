@@ -194,6 +194,16 @@ pub fn seed_fence(c: &mut redis::Connection) {
     let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).arg("NX").query(c).unwrap();
 }
 
+/// alice's flag on and the fence counter at 0 (so the first start need not
+/// wait a lease) on the primary at `port`, confirmed by its replica.
+pub fn enabled_and_replicated(port: u16) {
+    let mut c = server::connect(port).unwrap();
+    flag(&mut c, "outbound", "alice", true);
+    seed_fence(&mut c);
+    let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+    assert_eq!(acked, 1);
+}
+
 /// Sets a supervisor's flag as the CLI would, and registers the user.
 pub fn flag(conn: &mut redis::Connection, job: &str, user: &str, on: bool) {
     let now = redis_ms(conn);
