@@ -110,6 +110,9 @@ fields! {
         FIELD = "field",
         /// Its fence.
         FENCE = "fence",
+        /// Its worker process (the heartbeat's `instance`): only that
+        /// process's own heartbeat proves the holding stopped.
+        INSTANCE = "instance",
         /// `1` once it is known to have stopped its job.
         STOPPED = "stopped",
         /// `1` once it started its job; `0` while it waits (a record
@@ -119,6 +122,7 @@ fields! {
         PREV_NODE = "prev_node",
         PREV_FIELD = "prev_field",
         PREV_FENCE = "prev_fence",
+        PREV_INSTANCE = "prev_instance",
     }
 }
 

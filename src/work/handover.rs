@@ -7,13 +7,21 @@
 //! last beat or renewal has passed, with a margin for the kill to land (a
 //! dead server cannot say it stopped).
 //!
-//! Heartbeats can vanish too (evicted with the lock, or never written by
-//! a server that is gone), and a missing heartbeat proves nothing. So the
-//! holding before the new one, which the lock script names ([`Before`]),
-//! is waited for until something proves it stopped: it said so (released,
-//! or noted it after losing the lock), its server beats idle or holds a
-//! later fence, or its process is gone; with no such proof, until a lease
-//! has passed since the lock was taken.
+//! The holding before the new one, which the lock script names
+//! ([`Before`]), is waited for until a sign from its own side proves it
+//! stopped: it said so (released, noted it after losing the lock, or its
+//! reaper let go once the job's whole tree was gone), or its own worker
+//! process beats idle or holds a later fence; with no such sign, until a
+//! lease has passed since its last sign of life, at the latest since the
+//! lock was taken. Absence proves nothing: a missing heartbeat, presence
+//! subscription or process is as true of a frozen worker whose job runs on
+//! as of a dead one, and another process may beat under the same name.
+//!
+//! A holder that was never a lockwatch worker (a Redisson service) has no
+//! reaper to wait for: when no lockwatch holding began since a refused
+//! attempt saw such a foreign holder (`foreign_since`, Redis ms), every
+//! lockwatch holding that may still run lost the lock before then, and its
+//! reaper kills its job within a lease of that moment.
 //! Pure: a snapshot in, a wait out.
 
 use std::time::Duration;
@@ -44,15 +52,13 @@ fn may_run(lease: Lease) -> u64 {
 /// The server the new holder `node` (holding under `field`) must wait for
 /// the longest, if any, as `snap` shows them. A server counts when its
 /// heartbeat says it runs the job (`running`, `stalled`, `stopping`) under
-/// another lock field, and its process is not known dead: a worker's death
-/// closes its presence subscription and its reaper kills the job at once.
+/// another lock field, until a lease after its last sign of life.
 pub fn busy_elsewhere(snap: &Snapshot, node: &str, field: &str, lease: Lease) -> Option<Busy> {
     let may_run = may_run(lease);
     snap.beats
         .iter()
         .filter(|b| b.node != node && b.state.as_ref().is_some_and(BeatState::job_may_live))
         .filter(|b| b.lock_field.as_deref().is_some_and(|f| !f.is_empty() && f != field))
-        .filter(|b| b.present != Some(false))
         .filter_map(|b| {
             let last_sign = b.beat_ms.max(b.renewed_ms)?;
             let until = last_sign.saturating_add(may_run);
@@ -62,33 +68,52 @@ pub fn busy_elsewhere(snap: &Snapshot, node: &str, field: &str, lease: Lease) ->
         .max_by_key(|b| b.left)
 }
 
-/// The holding `before` the one `node` took at `acquired_ms` (Redis time),
-/// if it may still run the job as `snap` shows its server: how long, at
-/// the latest, from the snapshot. `node` itself is never waited for: this
-/// process runs no job outside a holding, and no other process runs under
-/// its name.
-pub fn before_busy(snap: &Snapshot, before: &Before, node: &str, lease: Lease, acquired_ms: u64) -> Option<Busy> {
+/// What a new holding knows of itself and of the holder before it, beyond
+/// the lock script's answer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Taken<'a> {
+    /// This worker process (its heartbeat's `instance`).
+    pub instance: &'a str,
+    /// When the lock was taken (Redis ms).
+    pub acquired_ms: u64,
+    /// Since when (Redis ms) only a foreign holder can have held the lock
+    /// before this holding, if that is known.
+    pub foreign_since: Option<u64>,
+}
+
+/// The holding `before` this one, if it may still run the job as `snap`
+/// shows its worker: how long, at the latest, from the snapshot. A holding
+/// of this very process is never waited for: it runs no job outside one.
+pub fn before_busy(snap: &Snapshot, before: &Before, taken: Taken<'_>, lease: Lease) -> Option<Busy> {
     let may_run = may_run(lease);
     let (who, last_sign) = match before {
         Before::Stopped => return None,
-        Before::Running { node: other, .. } if other == node => return None,
-        Before::Unknown => (String::new(), None),
-        Before::Running { node: other, fence } => match snap.beats.iter().find(|b| &b.node == other) {
-            None => (other.clone(), None),
-            Some(b) => {
-                let stopped =
-                    b.present == Some(false) || b.state == Some(BeatState::Idle) || b.fence.is_some_and(|f| f > *fence);
-                if stopped {
-                    return None;
+        Before::Running { instance, .. } if !instance.is_empty() && instance == taken.instance => return None,
+        // Nothing names it: no later than since a foreign holder held the lock.
+        Before::Unknown => (String::new(), taken.foreign_since),
+        Before::Running { node: other, fence, instance } => {
+            // Only its own process's heartbeat speaks for it: another may
+            // beat under the same name (restarted, or on a cloned host).
+            let own = snap
+                .beats
+                .iter()
+                .find(|b| &b.node == other && !instance.is_empty() && b.instance.as_deref() == Some(instance.as_str()));
+            match own {
+                None => (other.clone(), None),
+                Some(b) => {
+                    if b.state == Some(BeatState::Idle) || b.fence.is_some_and(|f| f > *fence) {
+                        return None;
+                    }
+                    (other.clone(), b.beat_ms.max(b.renewed_ms))
                 }
-                (other.clone(), b.beat_ms.max(b.renewed_ms))
             }
-        },
+        }
     };
     // Its reaper kills its job at the latest the dead-man time after its
     // last renewal, which came before the lock was taken, and no later than
     // its heartbeat's last sign (each renewal stamps the heartbeat); the
     // wait is a lease from then, the margin included.
+    let acquired_ms = taken.acquired_ms;
     let until = last_sign.map_or(acquired_ms, |s| s.min(acquired_ms)).saturating_add(may_run);
     (until > snap.time_ms).then(|| Busy { node: who, left: Duration::from_millis(until - snap.time_ms) })
 }
@@ -107,12 +132,21 @@ mod tests {
             state: Some(BeatState::parse(state)),
             lock_field: Some(field.to_owned()),
             beat_ms: Some(beat_ms),
+            instance: Some(format!("{node}-1")),
             ..Beat::default()
         }
     }
 
     fn snap(time_ms: u64, beats: Vec<Beat>) -> Snapshot {
         Snapshot { time_ms, beats, ..Snapshot::default() }
+    }
+
+    fn a_running() -> Before {
+        Before::Running { node: "a".to_owned(), fence: 5, instance: "a-1".to_owned() }
+    }
+
+    fn taken(acquired_ms: u64) -> Taken<'static> {
+        Taken { instance: "b-1", acquired_ms, foreign_since: None }
     }
 
     #[test]
@@ -128,13 +162,10 @@ mod tests {
     }
 
     #[test]
-    fn idle_dead_past_or_own_servers_are_not_waited_for() {
-        let mut dead = beat("a", "running", "fa", 9_000);
-        dead.present = Some(false);
+    fn idle_past_or_own_servers_are_not_waited_for() {
         for (what, b) in [
             ("idle", beat("a", "idle", "", 9_000)),
             ("starting: never ran it", beat("a", "starting", "fa", 9_000)),
-            ("its process is gone", dead),
             ("past its deadline", beat("a", "running", "fa", 2_000)),
             ("this very server", beat("b", "running", "fa", 9_000)),
             ("this very holding", beat("c", "running", "fb", 9_000)),
@@ -144,60 +175,95 @@ mod tests {
     }
 
     #[test]
-    fn the_holding_before_is_waited_for_until_something_proves_it_stopped() {
-        let before = Before::Running { node: "a".to_owned(), fence: 5 };
+    fn a_missing_presence_subscription_proves_nothing() {
+        // A frozen worker whose connections dropped looks just like a dead one.
+        let mut cut_off = beat("a", "running", "fa", 9_000);
+        cut_off.present = Some(false);
+        cut_off.fence = Some(5);
+        let s = snap(10_000, vec![cut_off]);
+        assert_eq!(busy_elsewhere(&s, "b", "fb", LEASE).map(|b| b.left.as_millis()), Some(7_000));
+        assert_eq!(before_busy(&s, &a_running(), taken(10_000), LEASE).map(|b| b.left.as_millis()), Some(7_000));
+    }
+
+    #[test]
+    fn the_holding_before_is_waited_for_until_its_own_side_proves_it_stopped() {
         let acquired = 10_000;
         let at = |beats| snap(10_500, beats);
         // No heartbeat (evicted): a lease from the acquisition.
-        let busy = before_busy(&at(vec![]), &before, "b", LEASE, acquired).unwrap();
+        let busy = before_busy(&at(vec![]), &a_running(), taken(acquired), LEASE).unwrap();
         assert_eq!(busy, Busy { node: "a".to_owned(), left: Duration::from_millis(10_000 + 8_000 - 10_500) });
         // Nothing names it: the same.
-        assert_eq!(before_busy(&at(vec![]), &Before::Unknown, "b", LEASE, acquired).unwrap().left, busy.left);
+        assert_eq!(before_busy(&at(vec![]), &Before::Unknown, taken(acquired), LEASE).unwrap().left, busy.left);
         // A heartbeat still running under it: from its last sign, if earlier.
         let mut running = beat("a", "running", "fa", 9_000);
         running.fence = Some(5);
         assert_eq!(
-            before_busy(&at(vec![running.clone()]), &before, "b", LEASE, acquired).unwrap().left.as_millis(),
+            before_busy(&at(vec![running.clone()]), &a_running(), taken(acquired), LEASE).unwrap().left.as_millis(),
             6_500
         );
-        // Proofs that it stopped.
-        let mut dead = running.clone();
-        dead.present = Some(false);
+        // Proofs that it stopped, from its own worker process.
         let mut later = running.clone();
         later.fence = Some(6);
-        for (what, b) in [
-            ("its process is gone", dead),
-            ("beats idle", beat("a", "idle", "", 10_200)),
-            ("holds a later fence", later),
-        ] {
-            assert_eq!(before_busy(&at(vec![b]), &before, "b", LEASE, acquired), None, "{what}");
+        for (what, b) in [("beats idle", beat("a", "idle", "", 10_200)), ("holds a later fence", later.clone())] {
+            assert_eq!(before_busy(&at(vec![b]), &a_running(), taken(acquired), LEASE), None, "{what}");
         }
-        assert_eq!(before_busy(&at(vec![]), &Before::Stopped, "b", LEASE, acquired), None, "it said it stopped");
-        assert_eq!(before_busy(&at(vec![]), &before, "a", LEASE, acquired), None, "this very server");
+        // The same words from another process under its name prove nothing.
+        for b in [beat("a", "idle", "", 10_200), later] {
+            let other = Beat { instance: Some("a-2".to_owned()), ..b };
+            let busy = before_busy(&at(vec![other]), &a_running(), taken(acquired), LEASE);
+            assert_eq!(busy.map(|b| b.left.as_millis()), Some(7_500), "another process under the name");
+        }
+        // An older lockwatch's record names no process: nothing speaks for it.
+        let old = Before::Running { node: "a".to_owned(), fence: 5, instance: String::new() };
+        assert!(before_busy(&at(vec![beat("a", "idle", "", 10_200)]), &old, taken(acquired), LEASE).is_some());
+        assert_eq!(before_busy(&at(vec![]), &Before::Stopped, taken(acquired), LEASE), None, "it said it stopped");
+        let mine = Before::Running { node: "a".to_owned(), fence: 5, instance: "b-1".to_owned() };
+        assert_eq!(before_busy(&at(vec![]), &mine, taken(acquired), LEASE), None, "this very process");
+    }
+
+    #[test]
+    fn after_a_foreign_holder_nothing_unnamed_is_waited_for_past_a_lease_from_when_it_was_seen() {
+        let t = |since| Taken { instance: "b-1", acquired_ms: 10_000, foreign_since: Some(since) };
+        // Seen a lease and more ago: nothing to wait for.
+        assert_eq!(before_busy(&snap(10_001, vec![]), &Before::Unknown, t(2_000), LEASE), None);
+        // Seen just before: a lease from then.
+        let busy = before_busy(&snap(10_001, vec![]), &Before::Unknown, t(9_000), LEASE).unwrap();
+        assert_eq!(busy.left.as_millis(), 6_999);
+        // A lockwatch holding the record names is waited for all the same.
+        let busy = before_busy(&snap(10_001, vec![]), &a_running(), t(2_000), LEASE).unwrap();
+        assert_eq!(busy.left.as_millis(), 7_999);
     }
 
     proptest! {
         /// Whatever the heartbeats, the holding before is never waited for
         /// past a lease after the acquisition, and always while nothing
-        /// proves it stopped and that time has not passed.
+        /// from its own process proves it stopped and that time has not passed.
         #[test]
         fn the_wait_for_the_holding_before_is_bounded_and_kept(
             now in 0u64..40_000,
             acquired in 0u64..40_000,
-            beat_at in proptest::option::of((0u64..40_000, 0usize..5, proptest::option::of(0u64..40_000))),
+            beat_at in proptest::option::of((0u64..40_000, 0usize..5, proptest::option::of(0u64..40_000), any::<bool>(), proptest::option::of(any::<bool>()))),
         ) {
             let states = ["running", "stalled", "stopping", "idle", "starting"];
-            let before = Before::Running { node: "a".to_owned(), fence: 5 };
             let beats: Vec<Beat> = beat_at
-                .map(|(at, st, renewed)| Beat { renewed_ms: renewed, fence: Some(5), ..beat("a", states[st], "fa", at) })
+                .map(|(at, st, renewed, same, present)| Beat {
+                    renewed_ms: renewed,
+                    fence: Some(5),
+                    present,
+                    instance: Some(if same { "a-1" } else { "a-2" }.to_owned()),
+                    ..beat("a", states[st], "fa", at)
+                })
                 .into_iter()
                 .collect();
-            let proven = beats.first().is_some_and(|b| b.state.as_ref().map(BeatState::as_str) == Some("idle"));
-            let busy = before_busy(&snap(now, beats), &before, "b", LEASE, acquired);
+            let proven = beats.first().is_some_and(|b| {
+                b.state.as_ref().map(BeatState::as_str) == Some("idle") && b.instance.as_deref() == Some("a-1")
+            });
+            let busy = before_busy(&snap(now, beats), &a_running(), taken(acquired), LEASE);
             if let Some(busy) = &busy {
                 prop_assert!(now + (busy.left.as_millis() as u64) <= acquired + 8_000);
             }
-            if !proven && beat_at.is_none() && now < acquired + 8_000 {
+            let sign = beat_at.filter(|b| b.3).map(|(at, _, renewed, ..)| at.max(renewed.unwrap_or(0)));
+            if !proven && now < sign.unwrap_or(acquired).min(acquired) + 8_000 {
                 prop_assert!(busy.is_some());
             }
         }
@@ -207,21 +273,27 @@ mod tests {
         #[test]
         fn a_wait_is_bounded_by_the_last_sign_of_life(
             now in 0u64..100_000,
-            beats in proptest::collection::vec((0u64..100_000, 0usize..5, proptest::option::of(0u64..100_000)), 0..6),
+            beats in proptest::collection::vec((0u64..100_000, 0usize..5, proptest::option::of(0u64..100_000), proptest::option::of(any::<bool>())), 0..6),
         ) {
             let states = ["running", "stalled", "stopping", "idle", "starting"];
             let beats: Vec<Beat> = beats
                 .into_iter()
                 .enumerate()
-                .map(|(i, (at, st, renewed))| Beat { renewed_ms: renewed, ..beat(&format!("n{i}"), states[st], "f", at) })
+                .map(|(i, (at, st, renewed, present))| Beat { renewed_ms: renewed, present, ..beat(&format!("n{i}"), states[st], "f", at) })
                 .collect();
             let s = snap(now, beats.clone());
-            if let Some(busy) = busy_elsewhere(&s, "me", "mine", LEASE) {
+            let busy = busy_elsewhere(&s, "me", "mine", LEASE);
+            if let Some(busy) = &busy {
                 let b = beats.iter().find(|b| b.node == busy.node).unwrap();
                 prop_assert!(["running", "stalled", "stopping"].contains(&b.state.as_ref().map(BeatState::as_str).unwrap()));
                 let last = b.beat_ms.max(b.renewed_ms).unwrap();
                 prop_assert_eq!(now + busy.left.as_millis() as u64, last + 8_000);
             }
+            // Whatever their presence, a running heartbeat within its lease is waited for.
+            let live = beats.iter().any(|b| {
+                b.state.as_ref().is_some_and(BeatState::job_may_live) && b.beat_ms.max(b.renewed_ms).unwrap() + 8_000 > now
+            });
+            prop_assert_eq!(busy.is_some(), live);
         }
     }
 }

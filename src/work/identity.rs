@@ -15,8 +15,10 @@ use crate::snapshot::{Beat, Snapshot};
 pub enum Claim<'a> {
     /// Another live process has it: its presence subscription is counted.
     Taken(&'a Beat),
-    /// The heartbeat names a process whose subscription is gone: dead, its
-    /// job killed by its reaper; the claim may replace it at once.
+    /// The heartbeat names a process whose subscription is gone and that
+    /// says it runs no job: the claim may replace it at once. One that says
+    /// it runs the job is not replaced on absence alone (it may be frozen,
+    /// its connections cut): the script keeps its name a lease past its beat.
     Replaces(&'a str),
     /// Nothing in the snapshot stands in the way (the heartbeat script still
     /// refuses a process that beat less than a lease ago).
@@ -28,7 +30,7 @@ pub fn claim<'a>(snap: &'a Snapshot, node: &str, instance: &str) -> Claim<'a> {
     let other = snap.beats.iter().find(|b| b.node == node && b.instance.as_deref().is_some_and(|i| i != instance));
     match other {
         Some(b) if b.present == Some(true) => Claim::Taken(b),
-        Some(Beat { present: Some(false), instance: Some(dead), .. }) => Claim::Replaces(dead),
+        Some(b @ Beat { present: Some(false), instance: Some(dead), .. }) if !b.claims_job() => Claim::Replaces(dead),
         _ => Claim::Open,
     }
 }
@@ -71,6 +73,9 @@ mod tests {
         assert_eq!(claim(&alive, "wh-b", "me"), Claim::Open, "another name");
         assert_eq!(claim(&snap(vec![beat("me", Some(true))]), "wh-a", "me"), Claim::Open, "its own");
         assert_eq!(claim(&snap(vec![beat("other", Some(false))]), "wh-a", "me"), Claim::Replaces("other"));
+        // Its subscription gone while it says it runs the job: frozen, maybe.
+        let running = Beat { state: Some(crate::schema::BeatState::Running), ..beat("other", Some(false)) };
+        assert_eq!(claim(&snap(vec![running]), "wh-a", "me"), Claim::Open, "absence alone");
         assert_eq!(claim(&snap(vec![beat("other", None)]), "wh-a", "me"), Claim::Open, "the script decides");
         assert_eq!(claim(&snap(vec![]), "wh-a", "me"), Claim::Open);
     }

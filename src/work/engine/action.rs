@@ -15,8 +15,10 @@ pub enum Action {
     /// arm the reaper's dead-man kill.
     Guard { fence: i64, since: Boot },
     /// Say and record that the lock was taken, why the job waits if it does,
-    /// and the last beat of the holder before on another server.
-    Acquired { fence: i64, wait: Option<Wait>, prev_beat_ms: Option<u64> },
+    /// the last beat of the holder before on another server, and whether
+    /// the holder before was foreign (a Redisson service: nothing of
+    /// lockwatch's to wait for).
+    Acquired { fence: i64, wait: Option<Wait>, prev_beat_ms: Option<u64>, after_foreign: bool },
     /// Taken, but no replica confirmed it: not a holding; say so.
     Unconfirmed { fence: i64 },
     /// Another server may still run the job (said once per server waited for).

@@ -27,9 +27,9 @@ use crate::clock::{Boot, millis};
 use crate::history::Cause;
 use crate::schema::BeatState;
 use crate::snapshot::Snapshot;
-use crate::work::handover::{before_busy, busy_elsewhere};
+use crate::work::handover::{Taken, before_busy, busy_elsewhere};
 use crate::work::lease::Lease;
-use crate::work::lock::{Acquire, Before};
+use crate::work::lock::{Acquire, Before, HeldSeen, is_lockwatch_field};
 
 pub use action::Action;
 pub use renewer::Renewal;
@@ -39,6 +39,8 @@ pub use renewer::Renewal;
 pub struct Rules {
     /// This server's name (it may change to the fallback once, before any holding).
     pub node: String,
+    /// This worker process's own id (its heartbeat's `instance`).
+    pub instance: String,
     /// The lock's lease, with its fractions (renew, stop, kill).
     pub lease: Lease,
     /// Run the job every this long instead of restarting it when it exits.
@@ -77,10 +79,12 @@ pub struct Holding {
     /// Another server that may still run the job, looked at again each
     /// turn until the job first starts.
     waits_for: Option<(String, Until)>,
-    /// The holding before, as the acquisition found it, and when the lock
-    /// was taken (Redis ms).
+    /// The holding before, as the acquisition found it, when the lock
+    /// was taken (Redis ms), and since when only a foreign holder can have
+    /// held it before this holding (Redis ms), if known.
     before: Before,
     acquired_ms: u64,
+    foreign_since: Option<u64>,
     /// Whether Redis was told this holding starts its job (from then on a
     /// new holder waits for this one), and whether it has started.
     noted: bool,
@@ -118,15 +122,38 @@ pub struct Engine {
     /// An acquisition no replica confirmed yet (fence, the holding before,
     /// when): a later attempt that gets the confirmation finds the lock
     /// ours already, and this is what it took over.
-    unconfirmed: Option<(i64, Before, u64)>,
+    unconfirmed: Option<(i64, Before, u64, Option<i64>)>,
     /// When the lock another holds expires, as the last attempt was told.
     retry_at: Option<Boot>,
+    /// While another holds the lock: since when the refused attempts have
+    /// seen only foreign holders, none recorded or beating as lockwatch's,
+    /// and the fence counter then (no lockwatch holding began while it stays).
+    foreign: Option<Foreign>,
+}
+
+/// Foreign holders seen by refused attempts, with no lockwatch holding between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Foreign {
+    since_ms: u64,
+    counter: Option<i64>,
+}
+
+/// Whether every holder of the lock, as a refused attempt and the look
+/// before it saw them, is foreign: no lockwatch field mark, no handover
+/// record and no heartbeat names it.
+fn foreign_holders(snap: &Snapshot, seen: &HeldSeen) -> bool {
+    let holders = &snap.lock.holders;
+    !seen.recorded
+        && !holders.is_empty()
+        && holders
+            .iter()
+            .all(|f| !is_lockwatch_field(f) && !snap.beats.iter().any(|b| b.lock_field.as_deref() == Some(f.as_str())))
 }
 
 impl Engine {
     /// An engine holding nothing yet.
     pub fn new(rules: Rules) -> Engine {
-        Engine { rules, holding: None, unconfirmed: None, retry_at: None }
+        Engine { rules, holding: None, unconfirmed: None, retry_at: None, foreign: None }
     }
 
     /// The holding, if the lock is ours.
@@ -191,9 +218,23 @@ impl Engine {
     #[must_use]
     pub fn acquired(&mut self, now: Boot, since: Boot, answer: Acquire, snap: &Snapshot, field: &str) -> Vec<Action> {
         match answer {
-            Acquire::Acquired { fence, wait, mut before, mut at_ms } => {
-                if let Some((_, b, at)) = self.unconfirmed.take().filter(|u| u.0 == fence) {
-                    (before, at_ms) = (b, at);
+            Acquire::Acquired { fence, mut wait, mut before, mut at_ms, mut counter } => {
+                if let Some((_, b, at, c)) = self.unconfirmed.take().filter(|u| u.0 == fence) {
+                    (before, at_ms, counter) = (b, at, c);
+                }
+                // Only a foreign holder since then, if no lockwatch holding
+                // began since (the counter is as the refusals saw it).
+                let foreign_since = self.foreign.take().filter(|f| f.counter == counter).map(|f| f.since_ms);
+                let after_foreign = foreign_since.is_some() && matches!(before, Before::Unknown | Before::Stopped);
+                if let (Some(since), Some(w)) = (foreign_since, wait) {
+                    // A counter missing while only a foreign holder held the
+                    // lock: a lockwatch holding in data Redis lost had lost
+                    // the lock before then.
+                    if w.why == crate::history::WaitCause::CounterMissing {
+                        let left = since.saturating_add(millis(self.rules.lease.whole())).saturating_sub(at_ms);
+                        wait = (left > 0)
+                            .then(|| crate::work::lock::Wait { left: w.left.min(Duration::from_millis(left)), ..w });
+                    }
                 }
                 // Counted from `now`, when the answer came: the latest the
                 // acquisition can have happened, so the wait is never short.
@@ -207,24 +248,30 @@ impl Engine {
                     waits_for: None,
                     before,
                     acquired_ms: at_ms,
+                    foreign_since,
                     noted: false,
                     started: false,
                     restarts: 0,
                     renew_failing: false,
                 });
                 let prev_beat_ms = previous_beat(snap, &self.rules.node, fence);
-                let mut acts = vec![Action::Guard { fence, since }, Action::Acquired { fence, wait, prev_beat_ms }];
+                let mut acts =
+                    vec![Action::Guard { fence, since }, Action::Acquired { fence, wait, prev_beat_ms, after_foreign }];
                 acts.extend(self.wait_for_others(now, snap, field));
                 acts
             }
-            Acquire::Unconfirmed { fence, before, at_ms } => {
+            Acquire::Unconfirmed { fence, before, at_ms, counter } => {
                 if self.unconfirmed.as_ref().is_none_or(|u| u.0 != fence) {
-                    self.unconfirmed = Some((fence, before, at_ms));
+                    self.unconfirmed = Some((fence, before, at_ms, counter));
                 }
                 vec![Action::Unconfirmed { fence }]
             }
-            Acquire::Held { ttl } => {
+            Acquire::Held { ttl, seen } => {
                 self.retry_at = ttl.map(|t| now + t + Duration::from_millis(2));
+                self.foreign = foreign_holders(snap, &seen).then(|| match self.foreign {
+                    Some(f) if f.counter == seen.counter => f,
+                    _ => Foreign { since_ms: seen.at_ms, counter: seen.counter },
+                });
                 Vec::new()
             }
         }
@@ -345,7 +392,9 @@ impl Engine {
     fn wait_for_others(&mut self, now: Boot, snap: &Snapshot, field: &str) -> Option<Action> {
         let (node, lease) = (&self.rules.node, self.rules.lease);
         let h = self.holding.as_mut().filter(|h| !h.started)?;
-        let busy = [busy_elsewhere(snap, node, field, lease), before_busy(snap, &h.before, node, lease, h.acquired_ms)]
+        let taken =
+            Taken { instance: &self.rules.instance, acquired_ms: h.acquired_ms, foreign_since: h.foreign_since };
+        let busy = [busy_elsewhere(snap, node, field, lease), before_busy(snap, &h.before, taken, lease)]
             .into_iter()
             .flatten()
             .max_by_key(|b| b.left);

@@ -15,7 +15,11 @@ fn at(ms: u64) -> Boot {
 }
 
 fn engine() -> Engine {
-    Engine::new(Rules { node: NODE.to_owned(), lease: LEASE, every: None, stall_after: Some(Duration::from_secs(5)) })
+    Engine::new(rules(None, Some(Duration::from_secs(5))))
+}
+
+fn rules(every: Option<Duration>, stall_after: Option<Duration>) -> Rules {
+    Rules { node: NODE.to_owned(), instance: format!("{NODE}-1"), lease: LEASE, every, stall_after }
 }
 
 fn held_by(field: &str, time_ms: u64) -> Snapshot {
@@ -27,7 +31,7 @@ fn held_by(field: &str, time_ms: u64) -> Snapshot {
 }
 
 fn acquired(fence: i64, before: Before) -> Acquire {
-    Acquire::Acquired { fence, wait: None, before, at_ms: 1_000 }
+    Acquire::Acquired { fence, wait: None, before, at_ms: 1_000, counter: Some(fence - 1) }
 }
 
 /// An engine holding fence 7 since `at(1_000)`, its job started.
@@ -52,7 +56,7 @@ fn a_free_lock_is_taken_and_the_first_start_noted_before_it_happens() {
         acts,
         vec![
             Action::Guard { fence: 7, since: at(1_000) },
-            Action::Acquired { fence: 7, wait: None, prev_beat_ms: None }
+            Action::Acquired { fence: 7, wait: None, prev_beat_ms: None, after_foreign: false }
         ]
     );
     assert_eq!(e.beat(at(1_010), None).state, BeatState::Starting);
@@ -141,8 +145,7 @@ fn an_exit_restarts_after_a_growing_pause_or_at_the_next_period() {
     let _ = e.exited(at(3_100), "exit status 1".into());
     assert_eq!(e.deadline(), Some(at(5_100)), "then 2 s");
 
-    let mut every =
-        Engine::new(Rules { node: NODE.into(), lease: LEASE, every: Some(Duration::from_secs(60)), stall_after: None });
+    let mut every = Engine::new(rules(Some(Duration::from_secs(60)), None));
     let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
     let _ = every.look(at(1_000), &snap, "f", Some(true));
     let _ = every.acquired(at(1_000), at(1_000), acquired(7, Before::Stopped), &snap, "f");
@@ -163,12 +166,12 @@ fn a_silent_job_is_stalled() {
 fn an_unconfirmed_acquisition_is_no_holding_and_a_confirmed_one_keeps_what_it_took_over() {
     let mut e = engine();
     let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
-    let before = Before::Running { node: "srv-b".into(), fence: 6 };
-    let first = Acquire::Unconfirmed { fence: 7, before: before.clone(), at_ms: 1_000 };
+    let before = Before::Running { node: "srv-b".into(), fence: 6, instance: "srv-b-1".into() };
+    let first = Acquire::Unconfirmed { fence: 7, before: before.clone(), at_ms: 1_000, counter: Some(6) };
     assert_eq!(e.acquired(at(1_000), at(1_000), first, &snap, "f"), vec![Action::Unconfirmed { fence: 7 }]);
     assert!(e.holding().is_none());
     // The second attempt finds the lock ours already: nothing before it, it says.
-    let again = Acquire::Acquired { fence: 7, wait: None, before: Before::Stopped, at_ms: 1_500 };
+    let again = Acquire::Acquired { fence: 7, wait: None, before: Before::Stopped, at_ms: 1_500, counter: None };
     let acts = e.acquired(at(1_500), at(1_500), again, &snap, "f");
     assert!(
         acts.contains(&Action::Waits(Busy { node: "srv-b".into(), left: LEASE.whole() })),
@@ -185,13 +188,14 @@ fn a_new_holder_waits_for_the_server_before_until_it_beats_idle() {
         lock_field: Some("b:1".into()),
         fence: Some(6),
         beat_ms: Some(ms),
+        instance: Some("srv-b-1".into()),
         ..Beat::default()
     };
     let mut snap = Snapshot { time_ms: 10_000, ..Snapshot::default() };
     snap.beats.push(running_b(9_500, BeatState::Running));
     let _ = e.look(at(10_000), &snap, "f", Some(true));
-    let before = Before::Running { node: "srv-b".into(), fence: 6 };
-    let answer = Acquire::Acquired { fence: 7, wait: None, before, at_ms: 10_000 };
+    let before = Before::Running { node: "srv-b".into(), fence: 6, instance: "srv-b-1".into() };
+    let answer = Acquire::Acquired { fence: 7, wait: None, before, at_ms: 10_000, counter: Some(6) };
     let acts = e.acquired(at(10_000), at(10_000), answer, &snap, "f");
     let left = Duration::from_millis(9_500 + 30_000 - 10_000);
     assert_eq!(acts.last(), Some(&Action::Waits(Busy { node: "srv-b".into(), left })));
@@ -214,7 +218,7 @@ fn a_wait_for_redis_is_shown_and_kept() {
     let snap = Snapshot { time_ms: 5_000, ..Snapshot::default() };
     let _ = e.look(at(5_000), &snap, "f", Some(true));
     let wait = Some(Wait { left: Duration::from_secs(30), why: WaitCause::CounterMissing });
-    let answer = Acquire::Acquired { fence: 1, wait, before: Before::Stopped, at_ms: 5_000 };
+    let answer = Acquire::Acquired { fence: 1, wait, before: Before::Stopped, at_ms: 5_000, counter: None };
     let _ = e.acquired(at(5_000), at(5_000), answer, &snap, "f");
     assert_eq!(e.beat(at(6_000), None).wait, Some((String::new(), 35_000)));
     assert_eq!(e.tend(at(34_000), Renewal::Renewed(at(25_000))), None);
@@ -248,7 +252,7 @@ fn a_wait_is_counted_from_the_answer_and_the_lease_from_the_call() {
     let mut e = engine();
     let snap = Snapshot { time_ms: 5_000, ..Snapshot::default() };
     let wait = Some(Wait { left: Duration::from_secs(10), why: WaitCause::CounterMissing });
-    let answer = Acquire::Acquired { fence: 1, wait, before: Before::Stopped, at_ms: 5_000 };
+    let answer = Acquire::Acquired { fence: 1, wait, before: Before::Stopped, at_ms: 5_000, counter: None };
     // Sent at 5 s, answered 1.5 s later: the wait ends 10 s after the answer,
     // the lease is vouched for three quarters after the call.
     let _ = e.acquired(at(6_500), at(5_000), answer, &snap, "f");
@@ -257,4 +261,99 @@ fn a_wait_is_counted_from_the_answer_and_the_lease_from_the_call() {
     assert_eq!(e.lease_word(at(27_499), Renewal::Failing), vec![Action::RenewFailing { fence: 1 }]);
     let stop = e.lease_word(at(27_500), Renewal::Failing);
     assert_eq!(stop, vec![Action::Kill { fence: 1, cause: Cause::Expired, say_idle: false }]);
+}
+
+/// The engine after a refused attempt at `at_ms` saw the lock held by
+/// `field` (its heartbeat, if any, in `beats`), the fence counter `counter`.
+fn refused(field: &str, at_ms: u64, counter: Option<i64>, recorded: bool, beats: Vec<Beat>) -> Engine {
+    let mut e = engine();
+    let mut snap = held_by(field, at_ms);
+    snap.beats = beats;
+    let _ = e.look(at(at_ms), &snap, "f", Some(true));
+    let seen = HeldSeen { at_ms, counter, recorded };
+    let _ = e.acquired(at(at_ms), at(at_ms), Acquire::Held { ttl: Some(Duration::from_secs(30)), seen }, &snap, "f");
+    e
+}
+
+/// Takes the free lock at `at_ms`, the lock script answering `before`, the
+/// counter found and the wait; returns the actions and whether the job may
+/// start at once.
+fn take(e: &mut Engine, at_ms: u64, before: Before, counter: Option<i64>, wait: Option<Wait>) -> (Vec<Action>, bool) {
+    let snap = Snapshot { time_ms: at_ms, ..Snapshot::default() };
+    let answer = Acquire::Acquired { fence: 9, wait, before, at_ms, counter };
+    let acts = e.acquired(at(at_ms), at(at_ms), answer, &snap, "f");
+    let starts = e.tend(at(at_ms), Renewal::Renewed(at(at_ms))) == Some(Action::NoteStarted);
+    (acts, starts)
+}
+
+const REDISSON: &str = "b1a5c2a6-8a8e-4a6f-9f3e-0c2b7e1d2f11:57";
+
+#[test]
+fn after_a_redisson_holder_lets_go_the_job_starts_at_once() {
+    // Seen holding from 1 s, the counter at 5; released at 40 s.
+    let mut e = refused(REDISSON, 1_000, Some(5), false, vec![]);
+    let (acts, starts) = take(&mut e, 40_000, Before::Unknown, Some(5), None);
+    assert!(starts, "{acts:?}");
+    assert!(acts.iter().any(|a| matches!(a, Action::Acquired { after_foreign: true, .. })), "{acts:?}");
+    // The same after the last lockwatch holding stopped.
+    let mut e = refused(REDISSON, 1_000, Some(5), false, vec![]);
+    assert!(take(&mut e, 40_000, Before::Stopped, Some(5), None).1);
+    // A fresh Redis that never had a lockwatch holding: no counter at all.
+    let mut e = refused(REDISSON, 1_000, None, false, vec![]);
+    let missing = Some(Wait { left: LEASE.whole(), why: WaitCause::CounterMissing });
+    let (acts, starts) = take(&mut e, 40_000, Before::Unknown, None, missing);
+    assert!(starts, "{acts:?}");
+}
+
+#[test]
+fn a_foreign_holder_seen_just_before_leaves_a_lease_from_then() {
+    // Seen at 39 s only: a lockwatch holding lost just before may run until 69 s.
+    let mut e = refused(REDISSON, 39_000, Some(5), false, vec![]);
+    let (acts, starts) = take(&mut e, 40_000, Before::Unknown, Some(5), None);
+    assert!(!starts);
+    assert!(
+        acts.contains(&Action::Waits(Busy { node: String::new(), left: Duration::from_millis(29_000) })),
+        "{acts:?}"
+    );
+    let mut e = refused(REDISSON, 39_000, None, false, vec![]);
+    let missing = Some(Wait { left: LEASE.whole(), why: WaitCause::CounterMissing });
+    let _ = take(&mut e, 40_000, Before::Unknown, None, missing);
+    assert_eq!(e.holding().map(Holding::start_at), Some(at(40_000 + 29_000)));
+}
+
+#[test]
+fn a_lockwatch_holder_or_one_begun_since_is_no_foreign_holder() {
+    let missing = Some(Wait { left: LEASE.whole(), why: WaitCause::CounterMissing });
+    let lockwatch_field = crate::work::lock::Lock::new(
+        crate::keys::Keys::new("j"),
+        "n",
+        LEASE,
+        &crate::address::Endpoint::new("h", false),
+    )
+    .field()
+    .to_owned();
+    let named = Beat { node: "srv-b".into(), lock_field: Some(REDISSON.into()), ..Beat::default() };
+    for (what, mut e, counter) in [
+        (
+            "a lockwatch holding began since (the counter moved)",
+            refused(REDISSON, 1_000, Some(5), false, vec![]),
+            Some(6),
+        ),
+        ("the counter appeared since", refused(REDISSON, 1_000, None, false, vec![]), Some(6)),
+        ("the handover record names the holder", refused(REDISSON, 1_000, Some(5), true, vec![]), Some(5)),
+        ("a heartbeat names the holder", refused(REDISSON, 1_000, Some(5), false, vec![named.clone()]), Some(5)),
+        ("a lockwatch field", refused(&lockwatch_field, 1_000, Some(5), false, vec![]), Some(5)),
+    ] {
+        let (acts, starts) = take(&mut e, 40_000, Before::Unknown, counter, None);
+        assert!(!starts, "{what}: {acts:?}");
+        assert!(!acts.iter().any(|a| matches!(a, Action::Acquired { after_foreign: true, .. })), "{what}");
+    }
+    // The counter missing, and a lockwatch holder seen: the whole wait.
+    let mut e = refused(&lockwatch_field, 1_000, None, false, vec![]);
+    let _ = take(&mut e, 40_000, Before::Unknown, None, missing);
+    assert_eq!(e.holding().map(Holding::start_at), Some(at(40_000 + 30_000)));
+    // A lockwatch holding the record names is waited for after a foreign one too.
+    let mut e = refused(REDISSON, 1_000, Some(5), false, vec![]);
+    let before = Before::Running { node: "srv-b".into(), fence: 5, instance: "srv-b-1".into() };
+    assert!(!take(&mut e, 40_000, before, Some(5), None).1);
 }

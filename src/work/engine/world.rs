@@ -75,7 +75,13 @@ fn at(ms: u64) -> Boot {
 
 impl World {
     pub fn new(enabled: Option<bool>, before: Option<Predecessor>) -> World {
-        let rules = Rules { node: NODE.to_owned(), lease: LEASE, every: None, stall_after: None };
+        let rules = Rules {
+            node: NODE.to_owned(),
+            instance: format!("{NODE}-1"),
+            lease: LEASE,
+            every: None,
+            stall_after: None,
+        };
         World {
             now: 100_000,
             engine: Engine::new(rules),
@@ -296,6 +302,7 @@ impl World {
                 state: Some(if done { BeatState::Idle } else { BeatState::Running }),
                 lock_field: Some(format!("{OTHER}:1")),
                 fence: Some(1),
+                instance: Some(format!("{OTHER}-1")),
                 beat_ms: Some(if done {
                     self.now
                 } else if b.says_idle {
@@ -377,20 +384,23 @@ impl World {
         let free = self.lock.as_ref().is_none_or(|(_, exp)| self.now >= *exp);
         if !free && !self.ours() {
             let exp = self.lock.as_ref().map_or(self.now, |(_, e)| *e);
-            return Acquire::Held { ttl: Some(Duration::from_millis(exp - self.now)) };
+            let seen = HeldSeen { at_ms: self.now, counter: Some(self.fence), recorded: true };
+            return Acquire::Held { ttl: Some(Duration::from_millis(exp - self.now)), seen };
         }
         if free {
             self.fence += 1;
         }
         self.lock = Some((self.field(), self.now + millis(LEASE.whole())));
         let before = match &self.before {
-            Some(b) if self.first_holding && b.recorded => Before::Running { node: OTHER.to_owned(), fence: 1 },
+            Some(b) if self.first_holding && b.recorded => {
+                Before::Running { node: OTHER.to_owned(), fence: 1, instance: format!("{OTHER}-1") }
+            }
             Some(_) if self.first_holding => Before::Unknown,
             _ => Before::Stopped,
         };
         if !self.replica {
-            return Acquire::Unconfirmed { fence: self.fence, before, at_ms: self.now };
+            return Acquire::Unconfirmed { fence: self.fence, before, at_ms: self.now, counter: Some(self.fence - 1) };
         }
-        Acquire::Acquired { fence: self.fence, wait: None, before, at_ms: self.now }
+        Acquire::Acquired { fence: self.fence, wait: None, before, at_ms: self.now, counter: Some(self.fence - 1) }
     }
 }

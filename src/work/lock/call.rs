@@ -10,7 +10,7 @@ use redis::Value;
 use redis::aio::ConnectionLike;
 
 use super::replication::{online_replicas, replication_id};
-use super::{Before, Lock, Wait};
+use super::{Before, HeldSeen, Lock, Wait};
 use crate::error::{Action, Error, describe};
 use crate::history::WaitCause;
 use crate::schema;
@@ -24,9 +24,12 @@ pub(super) struct Reply {
     pub(super) fence: Option<i64>,
     /// Of an acquisition: the wait before the job may start.
     pub(super) wait: Option<Wait>,
-    /// Of an acquisition: the holding before, and when it was taken (Redis ms).
+    /// Of an acquisition: the holding before, when it was taken (Redis ms)
+    /// and the fence counter it found; of a refusal, what it saw.
     pub(super) before: Before,
     pub(super) at_ms: u64,
+    pub(super) counter: Option<i64>,
+    pub(super) seen: HeldSeen,
     pub(super) confirmed: bool,
 }
 
@@ -56,8 +59,18 @@ impl Lock {
         if !confirm {
             let (ok, value): (i64, i64) =
                 invocation.invoke_async(conn).await.map_err(|e| describe(e, what(), &self.host))?;
-            let (before, at_ms) = (Before::Stopped, 0);
-            return Ok(Reply { ok: ok == 1, value, fence: None, wait: None, before, at_ms, confirmed: true });
+            let (before, at_ms, counter, seen) = (Before::Stopped, 0, None, HeldSeen::default());
+            return Ok(Reply {
+                ok: ok == 1,
+                value,
+                fence: None,
+                wait: None,
+                before,
+                at_ms,
+                counter,
+                seen,
+                confirmed: true,
+            });
         }
         // A replica first seen by this call's INFO was not waited for: once
         // more, waiting for it.
@@ -89,7 +102,9 @@ impl Lock {
                     what: format!("{op} answered {script:?}"),
                 });
             };
-            let fence = if ok == 1 { Some(value) } else { script.get(2).copied() };
+            let fence = if ok == 1 { Some(value) } else { script.get(2).copied().filter(|f| *f >= 0) };
+            let text = |i: usize| answer.get(i).and_then(|v| redis::from_redis_value_ref(v).ok()).unwrap_or_default();
+            let counter_at = |i: usize| script.get(i).copied().filter(|c| *c >= 0);
             let why = match script.get(3) {
                 Some(1) => WaitCause::CounterMissing,
                 Some(2) => WaitCause::RedisRestarted,
@@ -104,14 +119,18 @@ impl Lock {
             let confirmed = if replicas == 0 { !needs_replica } else { waited && acked >= 1 };
             let before = match (ok, script.get(5)) {
                 (1, Some(1)) => Before::Unknown,
-                (1, Some(2)) => Before::Running {
-                    node: answer.get(6).and_then(|v| redis::from_redis_value_ref(v).ok()).unwrap_or_default(),
-                    fence: script.get(7).copied().unwrap_or(0),
-                },
+                (1, Some(2)) => {
+                    Before::Running { node: text(6), fence: script.get(7).copied().unwrap_or(0), instance: text(10) }
+                }
                 _ => Before::Stopped,
             };
-            let at_ms = script.get(8).and_then(|&ms| u64::try_from(ms).ok()).unwrap_or(0);
-            return Ok(Reply { ok: ok == 1, value, fence, wait, before, at_ms, confirmed });
+            let ms_at = |i: usize| script.get(i).and_then(|&ms| u64::try_from(ms).ok()).unwrap_or(0);
+            let (at_ms, counter, seen) = if ok == 1 {
+                (ms_at(8), counter_at(9), HeldSeen::default())
+            } else {
+                (0, None, HeldSeen { at_ms: ms_at(4), counter: counter_at(2), recorded: script.get(3) == Some(&1) })
+            };
+            return Ok(Reply { ok: ok == 1, value, fence, wait, before, at_ms, counter, seen, confirmed });
         }
     }
 

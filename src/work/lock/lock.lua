@@ -10,12 +10,13 @@
 -- ARGV[4] unlock channel, ARGV[5] node name, ARGV[6] the highest fence the caller has seen
 -- ARGV[7] '1' on a Redis Cluster: the unlock message goes out sharded too (SPUBLISH), where Redisson 3.22+
 -- listens; plain PUBLISH reaches Redisson before 3.22 (or with sharded mode off) on every node
--- ARGV[8] the worker process's id, written into the heartbeat an acquisition writes ('' none)
+-- ARGV[8] the worker process's id, written into the heartbeat an acquisition writes and the handover record ('' none)
 -- acquire answers {1, fence, ms to wait before starting the job, why (0 none, 1 the counter was
 -- missing, 2 Redis restarted less than a lease ago, 3 an earlier wait still runs), 1 if the lock
 -- was already ours, the holding before (0 none or stopped, 1 unknown, 2 not known to have stopped),
--- its node, its fence, Redis time in ms}
--- or {0, PTTL, fence} when someone else holds the lock
+-- its node, its fence, Redis time in ms, the fence counter it found (-1 missing), its worker process}
+-- or {0, PTTL, fence counter (-1 missing), 1 if the handover record names a field of the lock
+-- (a lockwatch holding), Redis time in ms} when someone else holds the lock
 local lock, fence_key, node_key, nodes_key, start_key, run_key, handover_key =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local op, field, lease, channel, node = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -89,24 +90,25 @@ end
 -- with that one as its `prev` while it has not started its job.
 local function hand_over(counter, fence)
   local h = redis.call('HMGET', handover_key, HANDOVER.NODE, HANDOVER.FENCE, HANDOVER.STOPPED, HANDOVER.STARTED,
-    HANDOVER.PREV_NODE, HANDOVER.PREV_FIELD, HANDOVER.PREV_FENCE)
-  local state, wait_node, wait_field, wait_fence = 0, '', '', ''
+    HANDOVER.PREV_NODE, HANDOVER.PREV_FIELD, HANDOVER.PREV_FENCE, HANDOVER.FIELD, HANDOVER.INSTANCE,
+    HANDOVER.PREV_INSTANCE)
+  local state, wait_node, wait_field, wait_fence, wait_instance = 0, '', '', '', ''
   if h[2] then
     -- A record without `started` (an older lockwatch) counts as started.
     if h[4] ~= '0' then
       if h[3] ~= '1' then
-        state, wait_node, wait_field, wait_fence = 2, h[1], redis.call('HGET', handover_key, HANDOVER.FIELD), h[2]
+        state, wait_node, wait_field, wait_fence, wait_instance = 2, h[1], h[8], h[2], h[9]
       end
     elseif h[7] and h[7] ~= '' then
-      state, wait_node, wait_field, wait_fence = 2, h[5], h[6], h[7]
+      state, wait_node, wait_field, wait_fence, wait_instance = 2, h[5], h[6], h[7], h[10]
     end
   elseif counter ~= 0 then
     state = 1
   end
   redis.call('HSET', handover_key, HANDOVER.NODE, node, HANDOVER.FIELD, field, HANDOVER.FENCE, string.format('%d', fence),
-    HANDOVER.STOPPED, '0', HANDOVER.STARTED, '0', HANDOVER.PREV_NODE, wait_node, HANDOVER.PREV_FIELD, wait_field or '',
-    HANDOVER.PREV_FENCE, wait_fence)
-  return state, wait_node or '', tonumber(wait_fence) or 0
+    HANDOVER.INSTANCE, ARGV[8] or '', HANDOVER.STOPPED, '0', HANDOVER.STARTED, '0', HANDOVER.PREV_NODE, wait_node,
+    HANDOVER.PREV_FIELD, wait_field or '', HANDOVER.PREV_FENCE, wait_fence, HANDOVER.PREV_INSTANCE, wait_instance or '')
+  return state, wait_node or '', tonumber(wait_fence) or 0, wait_instance or ''
 end
 
 -- Notes that the holding under our field starts its job: from now on it is
@@ -114,7 +116,7 @@ end
 local function note_started()
   if redis.call('HGET', handover_key, HANDOVER.FIELD) == field then
     redis.call('HSET', handover_key, HANDOVER.STARTED, '1', HANDOVER.PREV_NODE, '', HANDOVER.PREV_FIELD, '',
-      HANDOVER.PREV_FENCE, '')
+      HANDOVER.PREV_FENCE, '', HANDOVER.PREV_INSTANCE, '')
   end
 end
 
@@ -123,15 +125,29 @@ local function note_stopped()
   if redis.call('HGET', handover_key, HANDOVER.FIELD) == field then
     redis.call('HSET', handover_key, HANDOVER.STOPPED, '1')
   elseif redis.call('HGET', handover_key, HANDOVER.PREV_FIELD) == field then
-    redis.call('HSET', handover_key, HANDOVER.PREV_NODE, '', HANDOVER.PREV_FIELD, '', HANDOVER.PREV_FENCE, '')
+    redis.call('HSET', handover_key, HANDOVER.PREV_NODE, '', HANDOVER.PREV_FIELD, '', HANDOVER.PREV_FENCE, '',
+      HANDOVER.PREV_INSTANCE, '')
   end
+end
+
+-- Whether the handover record names a field of the lock: the holder is (or
+-- was, within the record's memory) a lockwatch holding, not a foreign one.
+local function recorded_holder()
+  local h = redis.call('HMGET', handover_key, HANDOVER.FIELD, HANDOVER.PREV_FIELD)
+  for _, f in ipairs(h) do
+    if f and f ~= '' and redis.call('HEXISTS', lock, f) == 1 then
+      return 1
+    end
+  end
+  return 0
 end
 
 if op == 'acquire' then
   local free = redis.call('EXISTS', lock) == 0
   if not free and redis.call('HEXISTS', lock, field) == 0 then
-    -- Held by someone else: say how long it may still be held, and its fence.
-    return {0, redis.call('PTTL', lock), tonumber(redis.call('GET', fence_key)) or 0}
+    -- Held by someone else: say how long it may still be held, the fence
+    -- counter, whether the handover record names the holder, and when.
+    return {0, redis.call('PTTL', lock), tonumber(redis.call('GET', fence_key)) or -1, recorded_holder(), redis_ms()}
   end
   if free then
     redis.call('HINCRBY', lock, field, 1)
@@ -140,14 +156,16 @@ if op == 'acquire' then
   local now = redis_ms()
   local fence = (not free) and tonumber(redis.call('GET', fence_key))
   local wait, why = 0, 0
-  local before, before_node, before_fence = 0, '', 0
+  local before, before_node, before_fence, before_instance = 0, '', 0, ''
+  local counter = -1
   if not fence then
     local run, up = server_run()
     local issued_by = redis.call('GET', run_key)
-    local counter
-    fence, counter = next_fence(now, run)
-    wait, why = start_wait(counter, issued_by, now, run, up)
-    before, before_node, before_fence = hand_over(counter, fence)
+    local found
+    fence, found = next_fence(now, run)
+    counter = found or -1
+    wait, why = start_wait(found, issued_by, now, run, up)
+    before, before_node, before_fence, before_instance = hand_over(found, fence)
   end
   -- The heartbeat names the new holding in the same step, so no reader sees
   -- a lock that no heartbeat claims; `starting` while the job waits.
@@ -158,7 +176,7 @@ if op == 'acquire' then
     redis.call('HSET', node_key, BEAT.INSTANCE, ARGV[8])
   end
   redis.call('SADD', nodes_key, node)
-  return {1, fence, wait, why, free and 0 or 1, before, before_node, before_fence, now}
+  return {1, fence, wait, why, free and 0 or 1, before, before_node, before_fence, now, counter, before_instance}
 elseif op == 'renew' then
   if redis.call('HEXISTS', lock, field) == 1 then
     redis.call('PEXPIRE', lock, lease)

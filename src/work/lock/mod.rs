@@ -58,7 +58,7 @@ use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
 use crate::work::lease::Lease;
 
-pub use outcome::{Acquire, Before, Renew, Wait};
+pub use outcome::{Acquire, Before, HeldSeen, Renew, Wait};
 
 /// One holder identity on one lock.
 #[derive(Debug, Clone)]
@@ -147,11 +147,22 @@ impl Lock {
             self.seen.fetch_max(fence, Ordering::SeqCst);
         }
         Ok(match (reply.ok, reply.confirmed) {
-            (true, true) => {
-                Acquire::Acquired { fence: reply.value, wait: reply.wait, before: reply.before, at_ms: reply.at_ms }
+            (true, true) => Acquire::Acquired {
+                fence: reply.value,
+                wait: reply.wait,
+                before: reply.before,
+                at_ms: reply.at_ms,
+                counter: reply.counter,
+            },
+            (true, false) => Acquire::Unconfirmed {
+                fence: reply.value,
+                before: reply.before,
+                at_ms: reply.at_ms,
+                counter: reply.counter,
+            },
+            (false, _) => {
+                Acquire::Held { ttl: u64::try_from(reply.value).ok().map(Duration::from_millis), seen: reply.seen }
             }
-            (true, false) => Acquire::Unconfirmed { fence: reply.value, before: reply.before, at_ms: reply.at_ms },
-            (false, _) => Acquire::Held { ttl: u64::try_from(reply.value).ok().map(Duration::from_millis) },
         })
     }
 
@@ -234,14 +245,35 @@ pub async fn seed_fence<C: ConnectionLike>(conn: &mut C, keys: &Keys, host: &End
     Ok(())
 }
 
-/// A new holding's field: `<client-uuid>:<thread-id>`, as Redisson names its holders.
+/// A new holding's field: `<client-uuid>:<thread-id>`, as Redisson names
+/// its holders. The id is a random UUID of version 8 (Redisson's are version
+/// 4), so a lock field tells that a lockwatch worker holds it even when its
+/// heartbeat and the handover record are gone.
 fn fresh_field() -> String {
-    format!("{}:1", uuid::Uuid::new_v4())
+    let mut bytes = *uuid::Uuid::new_v4().as_bytes();
+    bytes[6] = (bytes[6] & 0x0f) | 0x80;
+    format!("{}:1", uuid::Uuid::from_bytes(bytes))
+}
+
+/// Whether a lock field is a lockwatch holding's ([`fresh_field`]'s mark).
+pub fn is_lockwatch_field(field: &str) -> bool {
+    let id = field.split(':').next().unwrap_or_default();
+    id.len() == 36 && id.as_bytes().get(14) == Some(&b'8') && uuid::Uuid::parse_str(id).is_ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_holding_field_is_marked_as_lockwatch_s_and_redisson_s_are_not() {
+        let field = fresh_field();
+        assert!(is_lockwatch_field(&field), "{field}");
+        assert_ne!(field, fresh_field());
+        for other in ["b1a5c2a6-8a8e-4a6f-9f3e-0c2b7e1d2f11:57", "uuid-a:1", "", ":", "8"] {
+            assert!(!is_lockwatch_field(other), "{other}");
+        }
+    }
 
     #[test]
     fn confirmations_wait_a_tenth_of_the_lease_at_most_two_seconds() {

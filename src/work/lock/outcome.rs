@@ -11,16 +11,31 @@ use crate::history::WaitCause;
 pub enum Acquire {
     /// The lock is ours, with this fencing token; `wait` says how long the
     /// job must not start yet, `before` what is known of the holding before,
-    /// `at_ms` when it was taken (Redis time).
-    Acquired { fence: i64, wait: Option<Wait>, before: Before, at_ms: u64 },
+    /// `at_ms` when it was taken (Redis time), `counter` the fence counter
+    /// it found (`None`: missing; the one this holding took over when the
+    /// lock was ours already).
+    Acquired { fence: i64, wait: Option<Wait>, before: Before, at_ms: u64, counter: Option<i64> },
     /// Taken on the primary, but no replica confirmed it in time (or none
     /// is online on a primary where this worker saw one): not a holding.
     /// It expires unless a later attempt gets the confirmation, which then
     /// finds it ours already: `before` and `at_ms` are this attempt's.
-    Unconfirmed { fence: i64, before: Before, at_ms: u64 },
+    Unconfirmed { fence: i64, before: Before, at_ms: u64, counter: Option<i64> },
     /// Somebody else holds it; it expires in this long unless renewed
-    /// (`None`: no expiry set).
-    Held { ttl: Option<Duration> },
+    /// (`None`: no expiry set); `seen` what the attempt saw of it.
+    Held { ttl: Option<Duration>, seen: HeldSeen },
+}
+
+/// What a refused acquisition saw, at one Redis time: the facts that tell
+/// a foreign holder (a Redisson service) from a lockwatch holding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HeldSeen {
+    /// Redis time (ms) of the attempt.
+    pub at_ms: u64,
+    /// The fence counter (`None`: missing). Every lockwatch holding takes
+    /// a new fence, so an unchanged counter says none began since.
+    pub counter: Option<i64>,
+    /// Whether the handover record names the holder: a lockwatch holding.
+    pub recorded: bool,
 }
 
 /// Why and how long a new holder waits before it starts the job: an earlier
@@ -58,8 +73,9 @@ pub enum Before {
     /// Nothing says (the record is gone: evicted, or never written by an
     /// older lockwatch): it may still run its job.
     Unknown,
-    /// This holding, not known to have stopped its job.
-    Running { node: String, fence: i64 },
+    /// This holding, not known to have stopped its job: its node, fence
+    /// and worker process (empty when an older lockwatch recorded it).
+    Running { node: String, fence: i64, instance: String },
 }
 
 /// Outcome of one renewal.

@@ -136,6 +136,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let mut presence = None;
     let engine = Engine::new(Rules {
         node: opts.node.clone(),
+        instance: instance.clone(),
         lease: opts.lease,
         every: opts.every,
         stall_after: opts.stall_after,

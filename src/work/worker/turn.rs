@@ -145,7 +145,9 @@ impl Worker {
                     }
                 }
                 Action::Guard { since, .. } => *live = Some(self.guard(since)),
-                Action::Acquired { fence, wait, prev_beat_ms } => self.note_acquired(fence, wait, prev_beat_ms).await,
+                Action::Acquired { fence, wait, prev_beat_ms, after_foreign } => {
+                    self.note_acquired(fence, wait, prev_beat_ms, after_foreign).await;
+                }
                 Action::Unconfirmed { fence } => tracing::warn!(
                     node = %self.opts.node,
                     fence,
@@ -233,8 +235,21 @@ impl Worker {
         Live { job: None, renewals: rx, killer, watchdog }
     }
 
-    pub(super) async fn note_acquired(&mut self, fence: i64, wait: Option<Wait>, prev_beat_ms: Option<u64>) {
+    pub(super) async fn note_acquired(
+        &mut self,
+        fence: i64,
+        wait: Option<Wait>,
+        prev_beat_ms: Option<u64>,
+        after_foreign: bool,
+    ) {
         let field = Some(self.lock.field().to_owned());
+        if after_foreign {
+            tracing::info!(
+                node = %self.opts.node,
+                fence,
+                "the holder before was no lockwatch worker (a Redisson service or another client) and let the lock go: nothing of lockwatch's is left to wait for"
+            );
+        }
         let Some(wait) = wait else {
             tracing::info!(node = %self.opts.node, fence, "acquired the lock");
             self.record(Record::Acquired { fence: Some(fence), field, wait: None, prev_beat_ms }).await;
@@ -308,11 +323,11 @@ fn waiting_sentence(busy: &Busy) -> String {
     let left = busy.left.as_secs_f64();
     if busy.node.is_empty() {
         format!(
-            "holds the lock, but nothing says whether the holder before stopped its job (Redis lost that record: evicted, or written by an older lockwatch); waiting {left:.1} s, until it could not run any more"
+            "holds the lock, but nothing says whether the lockwatch holding before it stopped its job (Redis lost the handover record, or an older lockwatch wrote none); waiting {left:.1} s, until it could not run any more"
         )
     } else {
         format!(
-            "holds the lock, but {} may still run the job (its heartbeat says so, or is gone); waiting up to {left:.1} s for it to stop",
+            "holds the lock, but {} may still run the job (nothing from its own worker says it stopped); waiting up to {left:.1} s for it to stop",
             busy.node
         )
     }
