@@ -98,6 +98,9 @@ fields! {
         RENEWED_MS = "renewed_ms",
         /// This worker process's own id: a name is claimed by one process.
         INSTANCE = "instance",
+        /// Where the worker process runs: the boot, its PID namespace and
+        /// its systemd unit's invocation (`worker-gone` acts only for its own).
+        INVOCATION = "invocation",
     }
 }
 
@@ -241,7 +244,7 @@ mod tests {
         assert!(lua.contains("LOCK_FIELD = 'lock_field'"), "{lua}");
         assert!(lua.contains("local FLAG_FIELDS = {'on', 'time', 'host', 'reason', }"), "{lua}");
         assert!(lua.contains("local STATE = {STARTING = 'starting', RUNNING = 'running', "), "{lua}");
-        assert_eq!(beat::ALL.len(), 18);
+        assert_eq!(beat::ALL.len(), 19);
     }
 
     /// Every `BEAT.X`, `FLAG.X`, `ACK.X`, `HANDOVER.X` and `STATE.X` a script

@@ -192,6 +192,10 @@ pub struct Beat {
     /// process started under the same name is told apart by it.
     #[serde(skip)]
     pub instance: Option<String>,
+    /// Where that process runs: boot, PID namespace and unit invocation
+    /// ([`crate::work::unit::invocation`]).
+    #[serde(skip)]
+    pub invocation: Option<String>,
     /// Whether the worker's presence subscription is there: `Some(false)`
     /// when the heartbeat says the worker holds one but Redis counts none
     /// (its process died, or its connection broke); `None` when it holds

@@ -190,6 +190,7 @@ pub(super) fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<S
         waits_for: text(beat::WAITS_FOR).filter(|n| !n.is_empty()),
         renewed_ms: unsigned(beat::RENEWED_MS),
         instance: text(beat::INSTANCE).filter(|i| !i.is_empty()),
+        invocation: text(beat::INVOCATION).filter(|i| !i.is_empty()),
         // Known once the subscriber count is read; `Some(_)` here only marks
         // that the worker says it holds the subscription.
         present: matches!(text(beat::PRESENCE).as_deref(), Some(PRESENCE_PLAIN | PRESENCE_SHARDED)).then_some(true),

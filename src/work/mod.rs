@@ -12,4 +12,5 @@ pub mod orphan;
 pub mod presence;
 pub mod reaper;
 pub mod trim;
+pub mod unit;
 pub mod worker;

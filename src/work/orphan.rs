@@ -121,14 +121,26 @@ impl Orphan {
     }
 }
 
+/// What `worker-gone` did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Gone {
+    /// Let go of the lock the dead worker of `node` held under `fence`.
+    Released { node: String, fence: i64 },
+    /// No heartbeat of the unit's worker says it holds the lock.
+    Nothing,
+    /// Let nothing go, for the reason said (one sentence, lower case).
+    Kept(String),
+}
+
 /// After a worker's systemd unit stopped, every process of it gone (systemd
 /// runs `ExecStopPost=` only then, and a job cannot leave its unit's control
 /// group): lets go of the lock the worker's heartbeat names, when the
 /// worker died holding it, so the next holder need not wait out the lease.
-/// `nodes` are the names the worker may have run under on this host. A
-/// worker whose process still runs here, or whose presence subscription
-/// Redis counts, lives, whoever runs this: its lock stays its own.
-/// Returns the node and fence it let go of, if any.
+/// Acts only as that unit's `ExecStopPost=` (systemd's word, and its
+/// control group holding nothing but this process), and only for a
+/// heartbeat written from that very unit run ([`crate::work::unit`]): run by
+/// hand, in a container, or on a cloned host under the same name, it lets
+/// nothing go. `nodes` are the names the worker may have run under.
 ///
 /// # Errors
 /// [`crate::Error`] when Redis cannot be read or refuses.
@@ -137,26 +149,32 @@ pub async fn after_unit_stopped(
     keys: &Keys,
     nodes: &[String],
     lease: Lease,
-) -> Result<Option<(String, i64)>, crate::Error> {
+) -> Result<Gone, crate::Error> {
+    if let Some(why) = crate::work::unit::stop_post_refusal() {
+        return Ok(Gone::Kept(why));
+    }
     let host = conn.endpoint().clone();
     let snap = crate::probe::probe(conn, keys, &host).await?;
-    let this_host = crate::supervise::flags::this_host();
-    let b = match holding(&snap, nodes, &this_host, runs_here) {
-        Holding::None => return Ok(None),
-        Holding::Live(b) => {
-            tracing::warn!(
-                node = %b.node,
-                pid = b.pid,
-                "the worker of node {} still runs: its lock stays its own",
+    let b = match holding(&snap, nodes, crate::work::unit::invocation(), runs_here) {
+        Holding::None => return Ok(Gone::Nothing),
+        Holding::Elsewhere(b) => {
+            return Ok(Gone::Kept(format!(
+                "the heartbeat of node {} that holds the lock was written by another run of it (another host, container or unit start), not by this unit's: that worker may live",
                 b.node
-            );
-            return Ok(None);
+            )));
+        }
+        Holding::Live(b) => {
+            return Ok(Gone::Kept(format!("the worker of node {} still runs: its lock stays its own", b.node)));
         }
         Holding::Gone(b) => b,
     };
     let (node, field, fence) = (b.node.clone(), b.lock_field.clone().unwrap_or_default(), b.fence.unwrap_or(0));
     let died = Record::Died { fence: b.fence, last_beat_ms: b.beat_ms };
-    Ok(let_go_of(conn, keys, &node, &field, lease, &died).await?.then_some((node, fence)))
+    Ok(if let_go_of(conn, keys, &node, &field, lease, &died).await? {
+        Gone::Released { node, fence }
+    } else {
+        Gone::Nothing
+    })
 }
 
 /// What a snapshot says of a holding by one of a unit's workers.
@@ -164,26 +182,31 @@ pub async fn after_unit_stopped(
 enum Holding<'a> {
     /// No heartbeat of theirs says it holds the lock.
     None,
-    /// This one does, and its worker lives: its process runs (`runs` says
-    /// so of its pid), or Redis counts its presence subscription. A worker
-    /// just started may not have said yet that its subscription is up.
+    /// This one does, written by another run than this unit's (another
+    /// host, container or start of the unit, or a worker not under systemd).
+    Elsewhere(&'a Beat),
+    /// This one does, from this unit's run, and its worker lives: its
+    /// process runs (`runs` says so of its pid), or Redis counts its
+    /// presence subscription.
     Live(&'a Beat),
-    /// This one does, and nothing says its worker lives.
+    /// This one does, from this unit's run, whose processes are all gone.
     Gone(&'a Beat),
 }
 
-/// The heartbeat, among `nodes` on `host`, that says its worker holds the
-/// lock under a field, and whether that worker lives; `runs` tells whether
-/// a process of this host runs.
-fn holding<'a>(snap: &'a Snapshot, nodes: &[String], host: &str, runs: impl Fn(u64) -> bool) -> Holding<'a> {
+/// The heartbeat, among `nodes`, that says its worker holds the lock under
+/// a field, and whether it was written from the unit run `here` and that
+/// worker lives; `runs` tells whether a process of this PID namespace runs.
+fn holding<'a>(snap: &'a Snapshot, nodes: &[String], here: &str, runs: impl Fn(u64) -> bool) -> Holding<'a> {
     let held = snap.beats.iter().find(|b| {
         nodes.contains(&b.node)
-            && b.host.as_deref() == Some(host)
             && b.state.as_ref().is_some_and(BeatState::holds_lock)
             && b.lock_field.as_deref().is_some_and(|f| !f.is_empty())
     });
     match held {
         None => Holding::None,
+        Some(b) if !b.invocation.as_deref().is_some_and(|i| crate::work::unit::same_run(i, here)) => {
+            Holding::Elsewhere(b)
+        }
         Some(b) if b.present == Some(true) || b.pid.is_some_and(&runs) => Holding::Live(b),
         Some(b) => Holding::Gone(b),
     }
@@ -234,37 +257,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_holding_whose_worker_neither_runs_nor_is_counted_present_is_let_go() {
-        let beat = |node: &str, host: &str, state: BeatState, field: &str, present: Option<bool>| Beat {
+    fn only_a_holding_from_this_unit_run_whose_worker_neither_runs_nor_is_counted_is_let_go() {
+        let here = "boot=b1 pidns=pid:[1] unit=u1";
+        let beat = |node: &str, state: BeatState, field: &str, present: Option<bool>, run: &str| Beat {
             node: node.into(),
-            host: Some(host.into()),
+            host: Some("wh-a".into()),
             pid: Some(40),
             state: Some(state),
             lock_field: Some(field.into()),
             present,
+            invocation: Some(run.into()),
             ..Beat::default()
         };
         let nodes = ["wh-a".to_owned(), "wh-a@10.0.0.1".to_owned()];
         let snap = |beats: Vec<Beat>| Snapshot { beats, ..Snapshot::default() };
         let dead = |_pid| false;
-        let gone = snap(vec![beat("wh-a", "wh-a", BeatState::Running, "u:1", Some(false))]);
-        assert_eq!(holding(&gone, &nodes, "wh-a", dead), Holding::Gone(&gone.beats[0]));
-        let unknown = snap(vec![beat("wh-a@10.0.0.1", "wh-a", BeatState::Starting, "u:1", None)]);
-        assert_eq!(holding(&unknown, &nodes, "wh-a", dead), Holding::Gone(&unknown.beats[0]));
-        let counted = snap(vec![beat("wh-a", "wh-a", BeatState::Running, "u:1", Some(true))]);
-        assert_eq!(holding(&counted, &nodes, "wh-a", dead), Holding::Live(&counted.beats[0]));
+        let gone = snap(vec![beat("wh-a", BeatState::Running, "u:1", Some(false), here)]);
+        assert_eq!(holding(&gone, &nodes, here, dead), Holding::Gone(&gone.beats[0]));
+        let unknown = snap(vec![beat("wh-a@10.0.0.1", BeatState::Starting, "u:1", None, here)]);
+        assert_eq!(holding(&unknown, &nodes, here, dead), Holding::Gone(&unknown.beats[0]));
+        let counted = snap(vec![beat("wh-a", BeatState::Running, "u:1", Some(true), here)]);
+        assert_eq!(holding(&counted, &nodes, here, dead), Holding::Live(&counted.beats[0]));
         // Just started: its subscription is up, its heartbeat does not say so yet.
-        assert_eq!(holding(&unknown, &nodes, "wh-a", |pid| pid == 40), Holding::Live(&unknown.beats[0]));
-        assert_eq!(holding(&unknown, &nodes, "wh-a", |pid| pid == 41), Holding::Gone(&unknown.beats[0]));
+        assert_eq!(holding(&unknown, &nodes, here, |pid| pid == 40), Holding::Live(&unknown.beats[0]));
+        assert_eq!(holding(&unknown, &nodes, here, |pid| pid == 41), Holding::Gone(&unknown.beats[0]));
+        // Written by another run: another start of the unit, a container, a
+        // cloned host, or a worker not under systemd; dead as it looks here.
+        for run in ["boot=b1 pidns=pid:[1] unit=u2", "boot=b1 pidns=pid:[2] unit=u1", "boot=b2 pidns=pid:[1] unit=u1"] {
+            let other = snap(vec![beat("wh-a", BeatState::Running, "u:1", Some(false), run)]);
+            assert_eq!(holding(&other, &nodes, here, dead), Holding::Elsewhere(&other.beats[0]), "{run}");
+        }
+        let unnamed = snap(vec![Beat { invocation: None, ..beat("wh-a", BeatState::Running, "u:1", Some(false), here) }]);
+        assert_eq!(holding(&unnamed, &nodes, here, dead), Holding::Elsewhere(&unnamed.beats[0]));
+        let by_hand = "boot=b1 pidns=pid:[1] unit=-";
+        let loose = snap(vec![beat("wh-a", BeatState::Running, "u:1", Some(false), by_hand)]);
+        assert_eq!(holding(&loose, &nodes, by_hand, dead), Holding::Elsewhere(&loose.beats[0]), "no unit");
         let none = snap(vec![
-            beat("wh-a", "wh-a", BeatState::Idle, "", Some(false)),
-            beat("wh-b", "wh-a", BeatState::Running, "u:2", Some(false)),
-            beat("wh-a", "wh-c", BeatState::Running, "u:3", Some(false)),
-            beat("wh-a", "wh-a", BeatState::Running, "", Some(false)),
+            beat("wh-a", BeatState::Idle, "", Some(false), here),
+            beat("wh-b", BeatState::Running, "u:2", Some(false), here),
+            beat("wh-a", BeatState::Running, "", Some(false), here),
         ]);
         for b in &none.beats {
             let one = snap(vec![b.clone()]);
-            assert_eq!(holding(&one, &nodes, "wh-a", dead), Holding::None, "{b:?}");
+            assert_eq!(holding(&one, &nodes, here, dead), Holding::None, "{b:?}");
         }
     }
 

@@ -16,6 +16,7 @@ pub mod robots;
 pub mod server;
 pub mod spy;
 pub mod topology;
+pub mod unit;
 pub mod wait;
 
 // What nearly every test file uses, at hand with `use common::*`.

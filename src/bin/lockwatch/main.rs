@@ -147,11 +147,14 @@ async fn run(cli: Cli) -> Result<u8> {
             };
             let mut conn = target.manager().await?;
             let keys = g.keys();
+            use lockwatch::work::orphan::Gone;
             let released = lockwatch::work::orphan::after_unit_stopped(&mut conn, &keys, &nodes, Lease::new(*lease));
-            if let Some((node, fence)) = released.await? {
-                eprintln!(
+            match released.await? {
+                Gone::Released { node, fence } => eprintln!(
                     "lockwatch: the worker of node {node} died holding the lock (fence {fence}); nothing of its unit runs any more: released it"
-                );
+                ),
+                Gone::Kept(why) => eprintln!("lockwatch: worker-gone released nothing: {why}"),
+                Gone::Nothing => {}
             }
             Ok(0)
         }

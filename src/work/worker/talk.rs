@@ -99,10 +99,11 @@ impl Worker {
             None => ("", String::new()),
         };
         let (waits_for, wait_until) = wait.map(|(node, ms)| (node.to_owned(), ms.to_string())).unwrap_or_default();
-        let pairs: [(&str, String); 13] = [
+        let pairs: [(&str, String); 14] = [
             (beat::NODE, self.opts.node.clone()),
             (beat::HOST, self.host.clone()),
             (beat::PID, std::process::id().to_string()),
+            (beat::INVOCATION, crate::work::unit::invocation().to_owned()),
             (beat::LOCK_FIELD, field),
             (beat::FENCE, fence),
             (beat::SEQ, self.seq.to_string()),
