@@ -20,8 +20,12 @@ const LEASE: &str = "3s";
 /// The job's pid while `node` holds the lock and its heartbeat names it.
 fn job_of(c: &mut redis::Connection, node: &str) -> Option<u32> {
     let field: String = redis::cmd("HKEYS").arg("{outbound}:lock").query::<Vec<String>>(c).ok()?.pop()?;
-    let (lock_field, child): (Option<String>, Option<u32>) =
-        redis::cmd("HMGET").arg(format!("{{outbound}}:node:{node}")).arg("lock_field").arg("child_pid").query(c).ok()?;
+    let (lock_field, child): (Option<String>, Option<u32>) = redis::cmd("HMGET")
+        .arg(format!("{{outbound}}:node:{node}"))
+        .arg("lock_field")
+        .arg("child_pid")
+        .query(c)
+        .ok()?;
     (lock_field.as_deref() == Some(field.as_str())).then_some(child?).filter(|pid| runs(*pid))
 }
 
@@ -34,11 +38,8 @@ fn presence(c: &mut redis::Connection, node: &str) -> u64 {
 
 /// Redisson's `forceUnlock`: the lock deleted, the unlock message sent.
 fn force_unlock(c: &mut redis::Connection) {
-    let _: () = redis::pipe()
-        .del("{outbound}:lock")
-        .publish("redisson_lock__channel:{outbound}:lock", 0)
-        .query(c)
-        .unwrap();
+    let _: () =
+        redis::pipe().del("{outbound}:lock").publish("redisson_lock__channel:{outbound}:lock", 0).query(c).unwrap();
 }
 
 async fn beating(c: &mut redis::Connection, node: &str) {
@@ -67,8 +68,7 @@ async fn a_frozen_worker_whose_connections_drop_keeps_the_next_holder_waiting() 
     unsafe { libc::kill(a.pid(), libc::SIGSTOP) };
     tokio::time::sleep(Duration::from_millis(200)).await;
     proxy.set(Mode::Drop);
-    eventually("srv-a's presence gone", Duration::from_secs(5), || (presence(&mut c, "srv-a") == 0).then_some(()))
-        .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let cut_at = now_ns();
     let t0 = Instant::now();
     force_unlock(&mut c);
@@ -111,22 +111,27 @@ async fn worker_gone_anywhere_but_its_own_units_stop_lets_nothing_go() {
 
     let mut gone = lockwatch_command();
     gone.args(["--redis", &url, "--job", "outbound", "worker-gone", "--node", "srv-a", "--lease", "30s"]);
-    let mut tries = vec![("by hand", run_capturing(&mut gone).1)];
-    if let Some(unit) = Unit::make() {
-        tries.push(("as another unit run's ExecStopPost=", run_capturing(&mut unit.wrap(&gone, true)).1));
+    let mut tries = vec![("by hand", gone)];
+    let unit = Unit::make();
+    if let Some(unit) = &unit {
         let mut unshared = std::process::Command::new("unshare");
-        unshared.args(["-pf", "--mount-proc"]).arg(gone.get_program()).args(gone.get_args());
-        let said = run_capturing(&mut unit.wrap(&unshared, true)).1;
-        tries.push(("in another PID namespace, as a unit's ExecStopPost=", said));
+        unshared.args(["-pf", "--mount-proc"]).arg(tries[0].1.get_program()).args(tries[0].1.get_args());
+        tries.push(("in another PID namespace, as a unit's ExecStopPost=", unit.wrap(&unshared, true)));
+        tries.push(("as another unit run's ExecStopPost=", unit.wrap(&tries[0].1, true)));
     }
-    for (how, said) in &tries {
+    let mut said_all = Vec::new();
+    for (how, mut cmd) in tries {
+        let said = run_capturing(&mut cmd).1;
         println!("worker-gone {how}: {}", said.trim());
-        assert!(said.contains("released nothing"), "{how}: {said}");
         assert_eq!(
             redis::cmd("HKEYS").arg("{outbound}:lock").query::<Vec<String>>(&mut c).unwrap(),
             field,
             "{how}: srv-a's lock was let go; it said: {said}"
         );
+        said_all.push((how, said));
+    }
+    for (how, said) in &said_all {
+        assert!(said.contains("released nothing"), "{how}: {said}");
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(runs(a_job), "srv-a's job was stopped");

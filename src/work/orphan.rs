@@ -287,7 +287,8 @@ mod tests {
             let other = snap(vec![beat("wh-a", BeatState::Running, "u:1", Some(false), run)]);
             assert_eq!(holding(&other, &nodes, here, dead), Holding::Elsewhere(&other.beats[0]), "{run}");
         }
-        let unnamed = snap(vec![Beat { invocation: None, ..beat("wh-a", BeatState::Running, "u:1", Some(false), here) }]);
+        let unnamed =
+            snap(vec![Beat { invocation: None, ..beat("wh-a", BeatState::Running, "u:1", Some(false), here) }]);
         assert_eq!(holding(&unnamed, &nodes, here, dead), Holding::Elsewhere(&unnamed.beats[0]));
         let by_hand = "boot=b1 pidns=pid:[1] unit=-";
         let loose = snap(vec![beat("wh-a", BeatState::Running, "u:1", Some(false), by_hand)]);
