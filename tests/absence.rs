@@ -163,7 +163,7 @@ async fn worker_gone_as_its_own_units_stop_hands_the_job_over_within_2_s() {
 
     let killed_at = now_ns();
     let t0 = Instant::now();
-    unit.kill_all();
+    assert_eq!(unit.kill_all(), Vec::<i32>::new(), "the unit's processes would not die");
     assert!(!runs(a_job), "srv-a's job outlived its unit");
     let mut gone = lockwatch_command();
     gone.args(["--redis", &url, "--job", "outbound", "worker-gone", "--node", "srv-a", "--lease", "30s"]);

@@ -44,6 +44,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::journal::{self, Run, Tick};
 use common::procs;
 use common::proxy::{Mode, Proxy};
+use common::unit::Unit;
 use common::{RedisServer, Resume};
 
 /// Whether a fence must also grow across a Redis restart that lost the data:
@@ -503,6 +504,11 @@ struct Cycle {
 /// workers behind them; all of it is killed on drop, however the test ends.
 struct SoakRig {
     workers: Vec<Option<Child>>,
+    /// Each worker's run of a unit of its own, as under systemd (where the
+    /// soak may make one: as root); runs ended are kept until the soak ends,
+    /// so a reaper letting go after its worker's death is not cut short.
+    units: Vec<Option<Unit>>,
+    ended_units: Vec<Unit>,
     proxies: Vec<Proxy>,
     redis: RedisServer,
     dir: Option<tempfile::TempDir>,
@@ -532,6 +538,8 @@ impl SoakRig {
         let path = dir.path().to_owned();
         SoakRig {
             workers: NODES.iter().map(|_| None).collect(),
+            units: NODES.iter().map(|_| None).collect(),
+            ended_units: Vec::new(),
             proxies,
             redis,
             dir: Some(dir),
@@ -564,8 +572,16 @@ impl SoakRig {
     fn spawn_worker(&mut self, i: usize) {
         let log =
             OpenOptions::new().create(true).append(true).open(self.path.join(format!("{}.log", NODES[i]))).unwrap();
-        let child = self.worker_command(i).stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap();
+        let unit = Unit::make();
+        let mut cmd = match &unit {
+            Some(unit) => unit.wrap(&self.worker_command(i), false),
+            None => self.worker_command(i),
+        };
+        let child = cmd.stdin(Stdio::null()).stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap();
         self.workers[i] = Some(child);
+        if let Some(ended) = std::mem::replace(&mut self.units[i], unit) {
+            self.ended_units.push(ended);
+        }
     }
 
     fn kill_worker(&mut self, i: usize) {
@@ -799,6 +815,12 @@ impl SoakRig {
             }
             None => 0,
         };
+        if let Some(unit) = &self.units[i] {
+            let left = unit.kill_all();
+            if !left.is_empty() {
+                self.orphans.push(format!("process(es) {left:?} of {}'s unit would not die", NODES[i]));
+            }
+        }
         let pids = jobs_of(&self.journal(i));
         if !pids.is_empty() {
             self.orphans.push(format!("job(s) {pids:?} of {} alive after its unit was killed", NODES[i]));
@@ -817,12 +839,16 @@ impl SoakRig {
     fn worker_gone(&self, i: usize) -> String {
         let log = self.path.join(format!("{}.log", NODES[i]));
         let Ok(file) = OpenOptions::new().create(true).append(true).open(&log) else { return "not run".to_owned() };
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
-        cmd.args(["--redis", &self.proxies[i].url(), "worker-gone", "--node", NODES[i], "--lease", LEASE])
+        let mut gone = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+        gone.args(["--redis", &self.proxies[i].url(), "worker-gone", "--node", NODES[i], "--lease", LEASE])
             .env("LOCKWATCH_LOG", "info")
-            .env("LC_ALL", "C")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null());
+            .env("LC_ALL", "C");
+        // As the ExecStopPost= of the run of the unit that was killed.
+        let mut cmd = match &self.units[i] {
+            Some(unit) => unit.wrap(&gone, true),
+            None => gone,
+        };
+        cmd.stdin(Stdio::null()).stdout(Stdio::null());
         let t = Instant::now();
         let len_before = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
         let Ok(mut run) = cmd.stderr(file).spawn() else { return "not started".to_owned() };
