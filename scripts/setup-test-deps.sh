@@ -25,6 +25,8 @@ if $tests; then
 fi
 # The dashboard's page logic is tested with node's own test runner.
 $tests && { command -v node >/dev/null || packages+=(nodejs); }
+# npm installs node-redisson (below); Debian's nodejs package comes without it.
+$tests && { command -v npm >/dev/null || packages+=(npm); }
 install_missing "${packages[@]}"
 # redis-server's package starts a system instance on 6379; lockwatch never uses it.
 command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs first" >&2; exit 1; }
@@ -39,6 +41,13 @@ for loc in en_US zh_CN; do
   fi
 done
 if [ -n "${generate:-}" ]; then as_root locale-gen >/dev/null; fi
+# node-redisson 1.0.4, a real Redisson implementation, holds the lock in
+# tests/redisson.rs; the lockfile pins it and the Redis client it loads.
+redisson_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/redisson" && pwd)"
+if ! [ -d "$redisson_dir/node_modules/node-redisson" ]; then
+  echo "installing node-redisson for tests/redisson.rs (npm ci)"
+  (cd "$redisson_dir" && npm ci --no-audit --no-fund --ignore-scripts)
+fi
 # tauri-driver drives the dashboard's real webview in the end-to-end test.
 cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
 if ! [ -x "$cargo_bin/tauri-driver" ] && ! command -v tauri-driver >/dev/null; then
