@@ -17,16 +17,9 @@ use common::*;
 
 const LEASE: &str = "3s";
 
-/// The job's pid while `node` holds the lock and its heartbeat names it.
+/// The job's pid while `node` holds the lock, its heartbeat names it and it runs.
 fn job_of(c: &mut redis::Connection, node: &str) -> Option<u32> {
-    let field: String = redis::cmd("HKEYS").arg("{outbound}:lock").query::<Vec<String>>(c).ok()?.pop()?;
-    let (lock_field, child): (Option<String>, Option<u32>) = redis::cmd("HMGET")
-        .arg(format!("{{outbound}}:node:{node}"))
-        .arg("lock_field")
-        .arg("child_pid")
-        .query(c)
-        .ok()?;
-    (lock_field.as_deref() == Some(field.as_str())).then_some(child?).filter(|pid| runs(*pid))
+    holder_job(c).filter(|(holder, pid)| holder == node && runs(*pid)).map(|(_, pid)| pid)
 }
 
 /// How many of `node`'s presence subscriptions Redis counts.
@@ -36,14 +29,36 @@ fn presence(c: &mut redis::Connection, node: &str) -> u64 {
     counts.first().map_or(0, |(_, n)| *n)
 }
 
-/// Redisson's `forceUnlock`: the lock deleted, the unlock message sent.
-fn force_unlock(c: &mut redis::Connection) {
-    let _: () =
-        redis::pipe().del("{outbound}:lock").publish("redisson_lock__channel:{outbound}:lock", 0).query(c).unwrap();
-}
-
 async fn beating(c: &mut redis::Connection, node: &str) {
     eventually(&format!("{node}'s presence"), Duration::from_secs(10), || (presence(c, node) > 0).then_some(())).await;
+}
+
+/// srv-a runs the job with `lease`, reaching Redis through a proxy the test
+/// can cut, and srv-b stands by, its presence counted; both journal to `j`.
+struct Cuttable {
+    _server: RedisServer,
+    url: String,
+    c: redis::Connection,
+    proxy: Proxy,
+    _dir: tempfile::TempDir,
+    j: std::path::PathBuf,
+    a: WorkerProcess,
+    _b: WorkerProcess,
+    /// srv-a's job.
+    a_job: u32,
+}
+
+async fn a_cuttable_runs_b_stands_by(lease: &str) -> Cuttable {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let proxy = Proxy::start(_server.port);
+    let _dir = tempfile::tempdir().unwrap();
+    let j = _dir.path().join("journal");
+    let a = journal_worker(&proxy.url(), "srv-a", lease, &j);
+    let a_job = eventually("srv-a's job", Duration::from_secs(10), || job_of(&mut c, "srv-a")).await;
+    let _b = journal_worker(&url, "srv-b", lease, &j);
+    beating(&mut c, "srv-b").await;
+    Cuttable { _server, url, c, proxy, _dir, j, a, _b, a_job }
 }
 
 /// The recipe: srv-a's worker frozen (its reaper and job run on),
@@ -53,15 +68,8 @@ async fn beating(c: &mut redis::Connection, node: &str) {
 /// when a missing presence subscription counted as proof).
 #[tokio::test]
 async fn a_frozen_worker_whose_connections_drop_keeps_the_next_holder_waiting() {
-    let (server, url, mut c) = server_with_flag("alice", true);
-    seed_fence(&mut c);
-    let proxy = Proxy::start(server.port);
-    let dir = tempfile::tempdir().unwrap();
-    let j = dir.path().join("journal");
-    let a = journal_worker(&proxy.url(), "srv-a", LEASE, &j);
-    let a_job = eventually("srv-a's job", Duration::from_secs(10), || job_of(&mut c, "srv-a")).await;
-    let _b = journal_worker(&url, "srv-b", LEASE, &j);
-    beating(&mut c, "srv-b").await;
+    // Every part bound: one left to `..` would be dropped (Redis, srv-b) here.
+    let Cuttable { _server, url: _, mut c, proxy, _dir, j, a, _b, a_job } = a_cuttable_runs_b_stands_by(LEASE).await;
 
     let _resume = Resume(a.pid());
     // SAFETY: SIGSTOP to the worker this test started (its reaper and job run on).
@@ -71,7 +79,7 @@ async fn a_frozen_worker_whose_connections_drop_keeps_the_next_holder_waiting() 
     tokio::time::sleep(Duration::from_millis(100)).await;
     let cut_at = now_ns();
     let t0 = Instant::now();
-    force_unlock(&mut c);
+    force_unlock(&mut c).unwrap();
     eventually("srv-b's job", Duration::from_secs(10), || {
         journal(&j).iter().any(|l| l.1 == "srv-b" && l.2 > cut_at).then_some(())
     })
@@ -90,16 +98,8 @@ async fn a_frozen_worker_whose_connections_drop_keeps_the_next_holder_waiting() 
 /// an uncounted subscription counted as proof).
 #[tokio::test]
 async fn worker_gone_anywhere_but_its_own_units_stop_lets_nothing_go() {
-    let (server, url, mut c) = server_with_flag("alice", true);
-    seed_fence(&mut c);
-    let proxy = Proxy::start(server.port);
-    let dir = tempfile::tempdir().unwrap();
-    let j = dir.path().join("journal");
     // Lease 30 s: the reaper's deadline is far, only worker-gone could let go.
-    let a = journal_worker(&proxy.url(), "srv-a", "30s", &j);
-    let a_job = eventually("srv-a's job", Duration::from_secs(10), || job_of(&mut c, "srv-a")).await;
-    let _b = journal_worker(&url, "srv-b", "30s", &j);
-    beating(&mut c, "srv-b").await;
+    let Cuttable { _server, url, mut c, proxy, _dir, j, a, _b, a_job } = a_cuttable_runs_b_stands_by("30s").await;
     let field: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(&mut c).unwrap();
     let _resume = Resume(a.pid());
     // SAFETY: SIGSTOP to the worker this test started.

@@ -18,22 +18,8 @@ use common::*;
 /// The job ignores SIGTERM: after its worker's death only SIGKILL counts.
 const STUBBORN_LOOP: &str = r#"trap '' TERM; while :; do echo "$LOCKWATCH_FENCE $LOCKWATCH_NODE $(date +%s%N)" >> "$JOURNAL"; sleep 0.05; done"#;
 
-fn holder(c: &mut redis::Connection) -> Option<(String, u32)> {
-    let field: Option<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query::<Vec<String>>(c).ok()?.pop();
-    let nodes: Vec<String> = redis::cmd("SMEMBERS").arg("{outbound}:nodes").query(c).ok()?;
-    nodes.into_iter().find_map(|node| {
-        let (lock_field, child): (Option<String>, Option<u32>) = redis::cmd("HMGET")
-            .arg(format!("{{outbound}}:node:{node}"))
-            .arg("lock_field")
-            .arg("child_pid")
-            .query(c)
-            .ok()?;
-        (lock_field.is_some() && lock_field == field).then_some(child.map(|pid| (node, pid))).flatten()
-    })
-}
-
 async fn running_holder(c: &mut redis::Connection) -> (String, u32) {
-    eventually("a holder whose job runs", Duration::from_secs(10), || holder(c).filter(|(_, pid)| runs(*pid))).await
+    eventually("a holder whose job runs", Duration::from_secs(10), || holder_job(c).filter(|(_, pid)| runs(*pid))).await
 }
 
 /// The hash fields of the lock: the holding's, while one holds it.

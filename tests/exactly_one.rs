@@ -111,13 +111,7 @@ async fn an_older_snapshot_with_a_live_workers_old_lock_starts_no_second_run() {
     let two = Two::start(&server, "6s").await;
     let (mut c, path, first) = (server.conn(), &two.j, &two.holder);
     let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
-    let _: () = redis::pipe()
-        .del("{outbound}:lock")
-        .ignore()
-        .publish("redisson_lock__channel:{outbound}:lock", 0)
-        .ignore()
-        .query(&mut c)
-        .unwrap();
+    force_unlock(&mut c).unwrap();
     let second = running_node(path, Some(first)).await;
     let runner = if second == "srv-a" { &two.a } else { &two.b };
     {

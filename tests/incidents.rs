@@ -69,13 +69,7 @@ async fn a_forced_unlock_stops_the_holder_before_the_next_one_starts() {
     let mut c = server.conn();
     // Redisson's forceUnlock: DEL, then the unlock message.
     let unlocked_at = now_ns();
-    let _: () = redis::pipe()
-        .del(LOCK)
-        .ignore()
-        .publish("redisson_lock__channel:{outbound}:lock", 0)
-        .ignore()
-        .query(&mut c)
-        .unwrap();
+    force_unlock(&mut c).unwrap();
     two.runs_again(unlocked_at, Duration::from_secs(20)).await;
     two.verdict("forced unlock (DEL + unlock message), lease 15 s").await;
 }

@@ -704,14 +704,11 @@ impl SoakRig {
                 format!(" → {}", NODES[i])
             }
             Fault::Unlock => {
-                let done = self.redis.client().get_connection_with_timeout(Duration::from_secs(1)).and_then(|mut c| {
-                    redis::pipe()
-                        .del("{outbound}:lock")
-                        .ignore()
-                        .publish("redisson_lock__channel:{outbound}:lock", 0)
-                        .ignore()
-                        .query::<()>(&mut c)
-                });
+                let done = self
+                    .redis
+                    .client()
+                    .get_connection_with_timeout(Duration::from_secs(1))
+                    .and_then(|mut c| common::force_unlock(&mut c));
                 done.err().map(|e| format!(" (not done: {e})")).unwrap_or_default()
             }
             Fault::Evict { policy } => {

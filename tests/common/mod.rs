@@ -195,6 +195,28 @@ pub fn seed_fence(c: &mut redis::Connection) {
     let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(0).arg("NX").query(c).unwrap();
 }
 
+/// Redisson's `forceUnlock` of the job `outbound`'s lock: the lock deleted
+/// and the unlock message sent, in one pipeline.
+pub fn force_unlock(c: &mut redis::Connection) -> redis::RedisResult<()> {
+    redis::pipe().del("{outbound}:lock").ignore().publish("redisson_lock__channel:{outbound}:lock", 0).ignore().query(c)
+}
+
+/// The node whose heartbeat names the lock's holder field, and its job's
+/// pid as the heartbeat says, while one holds the lock.
+pub fn holder_job(c: &mut redis::Connection) -> Option<(String, u32)> {
+    let field: Option<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query::<Vec<String>>(c).ok()?.pop();
+    let nodes: Vec<String> = redis::cmd("SMEMBERS").arg("{outbound}:nodes").query(c).ok()?;
+    nodes.into_iter().find_map(|node| {
+        let (lock_field, child): (Option<String>, Option<u32>) = redis::cmd("HMGET")
+            .arg(format!("{{outbound}}:node:{node}"))
+            .arg("lock_field")
+            .arg("child_pid")
+            .query(c)
+            .ok()?;
+        (lock_field.is_some() && lock_field == field).then_some(child.map(|pid| (node, pid))).flatten()
+    })
+}
+
 /// alice's flag on and the fence counter at 0 (so the first start need not
 /// wait a lease) on the primary at `port`, confirmed by its replica.
 pub fn enabled_and_replicated(port: u16) {

@@ -24,12 +24,12 @@ mod world;
 use std::time::Duration;
 
 use crate::clock::{Boot, millis};
-use crate::history::Cause;
+use crate::history::{Cause, WaitCause};
 use crate::schema::BeatState;
 use crate::snapshot::Snapshot;
 use crate::work::handover::{Taken, before_busy, busy_elsewhere};
 use crate::work::lease::Lease;
-use crate::work::lock::{Acquire, Before, HeldSeen, is_lockwatch_field};
+use crate::work::lock::{Acquire, Before, HeldSeen, Wait, is_lockwatch_field};
 
 pub use action::Action;
 pub use renewer::Renewal;
@@ -230,10 +230,9 @@ impl Engine {
                     // A counter missing while only a foreign holder held the
                     // lock: a lockwatch holding in data Redis lost had lost
                     // the lock before then.
-                    if w.why == crate::history::WaitCause::CounterMissing {
+                    if w.why == WaitCause::CounterMissing {
                         let left = since.saturating_add(millis(self.rules.lease.whole())).saturating_sub(at_ms);
-                        wait = (left > 0)
-                            .then(|| crate::work::lock::Wait { left: w.left.min(Duration::from_millis(left)), ..w });
+                        wait = (left > 0).then(|| Wait { left: w.left.min(Duration::from_millis(left)), ..w });
                     }
                 }
                 // Counted from `now`, when the answer came: the latest the

@@ -21,8 +21,9 @@ impl Worker {
     /// a lease and a second ago while its presence cannot be counted (a
     /// predecessor just killed, whose subscription Redis has not dropped
     /// yet, may look so: that refusal is retried until a lease and a second
-    /// have passed). One known dead (its subscription gone) is replaced at
-    /// once. Takes the fallback name, if there is one, when the name is taken.
+    /// have passed). One whose subscription is gone and whose heartbeat says
+    /// it runs no job is replaced at once; one that says it runs the job
+    /// keeps the name a lease past its beat (it may be frozen, cut off). Takes the fallback name, if there is one, when the name is taken.
     ///
     /// Returns with the name not claimed yet when it is to be asked again.
     ///
