@@ -240,6 +240,11 @@ const HARMFUL: &[(&[&str], &str)] = &[
     (&["HSET", "{outbound}:ack:bob", "note", "not me"], "NOPERM"),
     (&["HDEL", "{outbound}:ack:bob", "note"], "NOPERM"),
     (&["PEXPIREAT", "{outbound}:ack:bob", "1"], "NOPERM"),
+    // Her own flag takes her flip and nothing else: it cannot vanish by her hand.
+    (&["HDEL", "{outbound}:enabled:alice", "on"], "NOPERM"),
+    (&["PEXPIREAT", "{outbound}:enabled:alice", "1"], "NOPERM"),
+    (&["PEXPIRE", "{outbound}:enabled:alice", "1"], "NOPERM"),
+    (&["DEL", "{outbound}:enabled:alice"], "NOPERM"),
     (&["PEXPIREAT", "{outbound}:lock", "1"], "NOPERM"),
     (&["HDEL", "{outbound}:lock", "uuid-a:1"], "NOPERM"),
     (&["PUBLISH", "redisson_lock__channel:{outbound}:lock", "0"], "NOPERM"),

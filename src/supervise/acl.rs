@@ -68,12 +68,16 @@ const READ: &[&str] = &[
 /// Redisson 3.22+ and lockwatch use there).
 const READ_7: &[&str] = &["+fcall_ro", "+pubsub|shardnumsub", "+ssubscribe", "+sunsubscribe"];
 
-/// Her own writes, which only ACL selectors (Redis 7) keep to her own keys:
-/// the flag flip (`flags::set_flag`), and "I'm on it" (`ack::set_ack`,
-/// `ack::clear_ack`): the hash and its end, withdrawn field by field. No
-/// `MULTI`: a transaction's queued replies, never read, would stay in
-/// Redis's memory as long as she kept the connection.
-const WRITE: &[&str] = &["+hset", "+pexpireat", "+hdel"];
+/// Her own writes, each tied to its key by an ACL selector (Redis 7): a key
+/// pattern alone grants every command of the user on every key it matches.
+/// Her flag takes the flip (`flags::set_flag`) and nothing else, so she
+/// cannot make it vanish (an `HDEL` of its fields, an end in the past);
+/// "I'm on it" (`ack::set_ack`, `ack::clear_ack`) takes the hash, its end,
+/// and its withdrawal field by field. No `MULTI`: a transaction's queued
+/// replies, never read, would stay in Redis's memory as long as she kept
+/// the connection.
+const FLAG_WRITE: &[&str] = &["+hset"];
+const ACK_WRITE: &[&str] = &["+hset", "+pexpireat", "+hdel"];
 
 /// The server setting that bounds what no ACL rule can: the replies Redis
 /// keeps for one ordinary client that sends and never reads (her `HGETALL`
@@ -242,7 +246,7 @@ pub fn rules(keys: &Keys, user: &str, server: Server, database: i64) -> Vec<Stri
     }
     let modern = server == Server::Modern;
     if modern {
-        setuser.extend(READ_7.iter().chain(WRITE).map(|c| (*c).to_owned()));
+        setuser.extend(READ_7.iter().map(|c| (*c).to_owned()));
     } else {
         // The probe as a script: it may call only what she is granted, all reads.
         setuser.extend(["+eval".to_owned(), "+evalsha".to_owned()]);
@@ -251,14 +255,22 @@ pub fn rules(keys: &Keys, user: &str, server: Server, database: i64) -> Vec<Stri
     // is granted no write command there.
     setuser.extend(job_keys(keys, if modern { "%R~" } else { "~" }));
     if modern {
-        setuser.push(format!("%RW~{}", glob_escape(&keys.enabled(user))));
-        setuser.push(format!("%RW~{}", glob_escape(&keys.ack(user))));
+        setuser.push(selector(FLAG_WRITE, &keys.enabled(user)));
+        setuser.push(selector(ACK_WRITE, &keys.ack(user)));
     }
     setuser.push(format!("&{}", glob_escape(&keys.unlock_channel())));
     setuser.push(format!("&{}", glob_escape(&keys.wake_channel())));
     setuser.push(format!("&{}", glob_escape(&keys.beat_channel())));
     setuser.extend(keyspace_channels(keys));
     vec![setuser.join(" "), format!("SADD {} {user}", keys.users())]
+}
+
+/// An ACL selector granting `commands` on the one key `key` and nothing
+/// else, quoted as one word as `redis-cli` reads a line:
+/// `"(~key +hset)"`.
+fn selector(commands: &[&str], key: &str) -> String {
+    let quoted = glob_escape(key).replace('\\', "\\\\").replace('"', "\\\"");
+    format!("\"(~{quoted} {})\"", commands.join(" "))
 }
 
 #[cfg(test)]
@@ -288,8 +300,11 @@ mod tests {
         let lines = rules(&Keys::new("outbound"), "alice", Server::Modern, 0);
         assert!(lines[0].starts_with("ACL SETUSER alice on resetkeys resetchannels -@all "));
         assert!(lines[0].contains(" %R~{outbound}:* "));
-        assert!(lines[0].contains(" %RW~{outbound}:enabled:alice "));
-        assert!(lines[0].contains(" %RW~{outbound}:ack:alice "));
+        // Each write tied to its key: a key pattern alone would grant every
+        // write of hers on both (an `HDEL` or `PEXPIREAT` of her flag).
+        assert!(lines[0].contains(r#" "(~{outbound}:enabled:alice +hset)" "#), "{}", lines[0]);
+        assert!(lines[0].contains(r#" "(~{outbound}:ack:alice +hset +pexpireat +hdel)" "#), "{}", lines[0]);
+        assert!(!lines[0].contains("%RW~") && !lines[0].contains(" +hdel "), "{}", lines[0]);
         assert!(!lines[0].contains("~*"), "no key pattern may match everything");
         assert_eq!(lines[1], "SADD {outbound}:users alice");
     }
@@ -297,7 +312,7 @@ mod tests {
     #[test]
     fn rules_grant_no_other_database_transaction_or_message() {
         let line = &rules(&Keys::new("outbound"), "alice", Server::Modern, 0)[0];
-        for unbounded in ["+select", "+multi", "+exec", "+publish", "+spublish", "("] {
+        for unbounded in ["+select", "+multi", "+exec", "+publish", "+spublish"] {
             assert!(!line.contains(unbounded), "{unbounded} in {line}");
         }
         let line = &rules(&Keys::new("outbound"), "alice", Server::Modern, 3)[0];
