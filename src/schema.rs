@@ -101,6 +101,10 @@ fields! {
         /// Where the worker process runs: the boot, its PID namespace and
         /// its systemd unit's invocation (`worker-gone` acts only for its own).
         INVOCATION = "invocation",
+        /// The users whose flag Redis lost while it was on (evicted or
+        /// deleted, never switched off), comma-separated: the worker keeps
+        /// the job as it was until one of them is written again.
+        FLAGS_LOST = "flags_lost",
     }
 }
 
@@ -244,7 +248,7 @@ mod tests {
         assert!(lua.contains("LOCK_FIELD = 'lock_field'"), "{lua}");
         assert!(lua.contains("local FLAG_FIELDS = {'on', 'time', 'host', 'reason', }"), "{lua}");
         assert!(lua.contains("local STATE = {STARTING = 'starting', RUNNING = 'running', "), "{lua}");
-        assert_eq!(beat::ALL.len(), 19);
+        assert_eq!(beat::ALL.len(), 20);
     }
 
     /// Every `BEAT.X`, `FLAG.X`, `ACK.X`, `HANDOVER.X` and `STATE.X` a script

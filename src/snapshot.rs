@@ -211,6 +211,9 @@ pub struct Beat {
     /// `present` is then `None`.
     #[serde(skip)]
     pub presence_elsewhere: bool,
+    /// The users whose flag the worker saw vanish while it was on.
+    #[serde(skip)]
+    pub flags_lost: Vec<String>,
 }
 
 impl Beat {

@@ -8,6 +8,8 @@ mod common;
 
 use std::time::Duration;
 
+use serde_json::json;
+
 use common::journal::{Two, assert_no_overlap, journal, journal_worker, now_ns, overlap_ms};
 use common::*;
 
@@ -153,6 +155,23 @@ async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stoppe
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(journal(&j).iter().any(|l| l.0 == fence && l.2 > deleted_at + 2_500_000_000), "the job stopped");
     assert_eq!(fence_of(&mut c), fence, "the holder let go");
+    // Named wherever it is seen: never "running, nobody enabled, no problem".
+    let status = || {
+        let out = lockwatch(&server.url(), &["status", "--json"]);
+        (out.status.code(), serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap())
+    };
+    let (code, json) = status();
+    assert_eq!((code, &json["state"], &json["flags_lost"]), (Some(1), &json!("running"), &json!(["alice"])), "{json}");
+    let text = lockwatch(&server.url(), &["status"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("warning  Redis lost the flag of alice"), "{text:?}");
+    // Her flip writes it again: nothing is lost any more.
+    flag(&mut c, "outbound", "alice", true);
+    let (code, json) = eventually("the lost flag no longer named", Duration::from_secs(5), || {
+        let (code, json) = status();
+        (json["flags_lost"] == json!([])).then_some((code, json))
+    })
+    .await;
+    assert_eq!((code, &json["state"]), (Some(0), &json!("running")), "{json}");
 
     // The registry of users gone too: a look says Redis lost it.
     let _: () = redis::cmd("DEL").arg("{outbound}:users").query(&mut c).unwrap();

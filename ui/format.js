@@ -114,6 +114,16 @@ export function noStandbyText(entry) {
   return t("page-no-standby", { server: (entry.silent_standbys ?? []).join(", ") });
 }
 
+/**
+ * "Redis lost the switch of alice…" while a worker says so (`flags_lost`):
+ * the job stays as it was with nobody shown keeping it on; null otherwise.
+ */
+export function flagsLostText(entry) {
+  const users = entry?.status?.flags_lost ?? [];
+  if (!users.length) return null;
+  return t("page-flags-lost", { users: users.join(t("list-separator")) });
+}
+
 /** "wh-east-1" or the lock field when no heartbeat names it. */
 export function holderName(holder) {
   if (!holder) return "–";

@@ -5,7 +5,7 @@
 // arrives as the app sends it (`LiveJob`): the status, her own flag and
 // whether she is the last one on, decided by the library.
 
-import { clock, duration, holderName, leaseText, noStandbyText, reasonText, serversText, stamp, stateInfo } from "./format.js";
+import { clock, duration, flagsLostText, holderName, leaseText, noStandbyText, reasonText, serversText, stamp, stateInfo } from "./format.js";
 import { language, t } from "./i18n.js";
 import { offForm } from "./off.js";
 
@@ -86,7 +86,7 @@ function fill(card, entry, user) {
   badge.querySelector(".word").textContent = info.word;
   card.querySelector(".reason").textContent = reasonText(s);
   const standby = card.querySelector(".standby");
-  standby.textContent = noStandbyText(entry) ?? "";
+  standby.textContent = [flagsLostText(entry), noStandbyText(entry)].filter(Boolean).join(" ");
   standby.hidden = !standby.textContent;
   card.querySelector(".servers").textContent = serversText(s);
   const now = s?.checked_at_ms;

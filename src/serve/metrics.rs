@@ -8,7 +8,8 @@
 //! started), `lockwatch_lock_ttl_seconds{job}`,
 //! `lockwatch_last_heartbeat_timestamp_seconds{job}` (the holder's, else
 //! the newest of any server's), `lockwatch_fence{job}`,
-//! `lockwatch_enabled_users{job}`; and `lockwatch_redis_up`,
+//! `lockwatch_enabled_users{job}`, `lockwatch_flags_lost{job}` (switches
+//! Redis lost while they were on: the job stays as it was); and `lockwatch_redis_up`,
 //! `lockwatch_build_info{version}`. While Redis cannot be read, the
 //! state is `unknown`, `lockwatch_redis_up` 0, and the facts of the last
 //! read stay.
@@ -43,6 +44,7 @@ pub struct Metrics {
     heartbeat: Family<Labels, Float>,
     fence: Family<Labels, Gauge>,
     enabled: Family<Labels, Gauge>,
+    flags_lost: Family<Labels, Gauge>,
     redis_up: Gauge,
 }
 
@@ -60,6 +62,7 @@ impl Metrics {
             heartbeat: Family::default(),
             fence: Family::default(),
             enabled: Family::default(),
+            flags_lost: Family::default(),
             redis_up: Gauge::default(),
             registry: Registry::default(),
         };
@@ -75,6 +78,11 @@ impl Metrics {
         );
         registry.register("lockwatch_fence", "The job's fence counter", m.fence.clone());
         registry.register("lockwatch_enabled_users", "How many supervisors have the job enabled", m.enabled.clone());
+        registry.register(
+            "lockwatch_flags_lost",
+            "How many supervisors' flags Redis lost while they were on (the job stays as it was until one is written again)",
+            m.flags_lost.clone(),
+        );
         registry.register("lockwatch_redis_up", "Whether the last look at Redis answered", m.redis_up.clone());
         registry.register(
             "lockwatch_build",
@@ -134,6 +142,7 @@ impl Metrics {
             }
         }
         self.enabled.get_or_create(&job).set(s.enabled_users.len() as i64);
+        self.flags_lost.get_or_create(&job).set(s.flags_lost.len() as i64);
     }
 
     /// Counts a failover.
@@ -214,6 +223,7 @@ mod tests {
             "lockwatch_last_heartbeat_timestamp_seconds{job=\"outbound\"} 1699999999.6",
             "lockwatch_fence{job=\"outbound\"} 12",
             "lockwatch_enabled_users{job=\"outbound\"} 1",
+            "lockwatch_flags_lost{job=\"outbound\"} 0",
             "lockwatch_redis_up 1",
             "# TYPE lockwatch_build info",
             concat!("lockwatch_build_info{version=\"", env!("CARGO_PKG_VERSION"), "\"} 1"),
@@ -221,6 +231,8 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "{line} missing from:\n{text}");
         }
         assert!(text.ends_with("# EOF\n"), "{text}");
+        m.update(&Status { flags_lost: vec!["alice".into()], ..status });
+        assert!(m.text().lines().any(|l| l == "lockwatch_flags_lost{job=\"outbound\"} 1"), "{}", m.text());
     }
 
     #[test]

@@ -240,6 +240,11 @@ pub struct Status {
     /// when one that was seen in the last day has gone silent (`None` with
     /// a standby, or for a job only one server ever ran).
     pub no_standby: Option<String>,
+    /// The users whose flag Redis lost while it was on (evicted, deleted;
+    /// never switched off), as a worker's fresh heartbeat says and the read
+    /// confirms: the workers keep the job as it was until one is written
+    /// again, so a job may run with nobody shown keeping it on.
+    pub flags_lost: Vec<String>,
     /// Whether Redis may evict the job's keys, in one sentence; asked by
     /// `lockwatch status` alone (`None` from the engine).
     pub eviction: Option<String>,
@@ -250,12 +255,20 @@ pub struct Status {
     pub failure: Option<crate::error::RedisFailure>,
 }
 
+/// What a lost flag means, in one sentence naming whose.
+pub fn flags_lost_sentence(users: &[String]) -> String {
+    format!(
+        "Redis lost the flag of {} while it was on (evicted or deleted; nobody switched it off): the workers keep the job as it was until it is switched on or off again",
+        users.join(", ")
+    )
+}
+
 impl Status {
     /// Exit code of `lockwatch status`, Nagios style: the state's, and a
     /// warning (1) for a job that runs with no standby left.
     pub fn exit_code(&self) -> u8 {
         match self.state {
-            State::Running if self.no_standby.is_some() => 1,
+            State::Running if self.no_standby.is_some() || !self.flags_lost.is_empty() => 1,
             state => state.exit_code(),
         }
     }

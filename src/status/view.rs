@@ -54,6 +54,7 @@ impl Job {
             pending_until_ms: None,
             problems: Vec::new(),
             no_standby: None,
+            flags_lost: Vec::new(),
             eviction: None,
             failure: None,
         }
@@ -106,6 +107,7 @@ impl Job {
             pending_until_ms,
             problems: snap.problems.clone(),
             no_standby: no_standby(snap, raw, cfg),
+            flags_lost: flags_lost(snap, cfg),
             eviction: None,
             failure: None,
         }
@@ -125,6 +127,19 @@ pub(super) fn standbys<'a>(snap: &'a Snapshot, raw: &Raw, cfg: &Config) -> Optio
     // a standby's death may wait for the grace, unlike the holder's.
     let alive = |b: &Beat| b.beat_ms.is_some_and(|t| snap.time_ms.saturating_sub(t) <= cfg.heartbeat_grace_ms);
     Some(snap.beats.iter().filter(|b| b.node != holder).map(|b| (b, alive(b))).collect())
+}
+
+/// The users whose flag a worker's fresh heartbeat says Redis lost while it
+/// was on, and whose flag is still gone in this read (a flip since wrote it
+/// again).
+fn flags_lost(snap: &Snapshot, cfg: &Config) -> Vec<String> {
+    let fresh = |b: &&Beat| b.beat_ms.is_some_and(|t| snap.time_ms.saturating_sub(t) <= cfg.heartbeat_grace_ms);
+    let gone = |user: &String| snap.flags.iter().any(|f| &f.user == user && f.is_missing());
+    let mut users: Vec<String> =
+        snap.beats.iter().filter(fresh).flat_map(|b| b.flags_lost.iter()).filter(|u| gone(u)).cloned().collect();
+    users.sort();
+    users.dedup();
+    users
 }
 
 /// Why nobody could take the job over, when servers were seen that could.

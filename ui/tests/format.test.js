@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { duration, holderName, leaseText, noStandbyText, reasonText, serversText, stateInfo } from "../format.js";
+import { duration, flagsLostText, holderName, leaseText, noStandbyText, reasonText, serversText, stateInfo } from "../format.js";
 import { setTexts } from "../i18n.js";
 
 // The app's own catalog, as the page gets it (written from it by a Rust test).
@@ -60,6 +60,11 @@ test("the servers line names each server, a silent one with how long, and a lost
   assert.equal(noStandbyText(entry), "⚠ No standby: srv-b is silent; nothing takes the job over if it stops here.");
   assert.equal(noStandbyText({ ...entry, status: { ...status, no_standby: null } }), null);
   assert.equal(noStandbyText({ job: "outbound", status: null, silent_standbys: [] }), null, "connecting");
+  assert.equal(flagsLostText(entry), null);
+  assert.equal(
+    flagsLostText({ ...entry, status: { ...status, flags_lost: ["alice", "bob"] } }),
+    "⚠ Redis lost the switch of alice, bob while it was on (nobody switched it off). The job stays as it was until that switch is turned on or off again.",
+  );
   assert.equal(serversText({ nodes: [] }), "–");
   setTexts(texts("zh-CN"));
   try {

@@ -52,6 +52,7 @@ pub fn status(state: State, node: Option<&str>, enabled: &[&str]) -> Status {
         pending_until_ms: None,
         problems: vec![],
         no_standby: None,
+        flags_lost: vec![],
         eviction: None,
         failure: None,
     }

@@ -69,6 +69,9 @@ pub fn status(s: &Status) -> String {
     if let Some(since) = s.since_ms {
         let _ = writeln!(out, "  since    {}", utc(since));
     }
+    if !s.flags_lost.is_empty() {
+        let _ = writeln!(out, "  warning  {}", lockwatch::status::flags_lost_sentence(&s.flags_lost));
+    }
     for w in s.no_standby.iter().chain(&s.eviction) {
         let _ = writeln!(out, "  warning  {w}");
     }

@@ -84,6 +84,8 @@ impl Worker {
         let lost: Vec<String> = snap.flags_lost(&self.were_on).into_iter().map(str::to_owned).collect();
         self.were_on = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.clone()).collect();
         self.were_on.extend(lost.iter().cloned());
+        // Said in the heartbeat, for every desk to name.
+        self.flags_lost.clone_from(&lost);
         // One flag on is enough to run: a lost flag of someone else cannot stop it.
         let enabled = snap.enabled();
         if lost.is_empty() || enabled == Enabled::Yes {

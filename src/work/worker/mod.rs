@@ -153,6 +153,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         last_beat_ms: 0,
         enabled: None,
         were_on: Vec::new(),
+        flags_lost: Vec::new(),
         flags_seen: None,
         acks_seen: Vec::new(),
         beat_state: None,
@@ -270,6 +271,8 @@ struct Worker {
     /// The users whose flags were on at the last look (and those whose flag
     /// Redis lost since), to tell a lost flag from one switched off.
     were_on: Vec<String>,
+    /// The users of `were_on` whose flag Redis lost, as the last look found.
+    flags_lost: Vec<String>,
     /// Each flag as last read (`None` before the first read), to record flips.
     flags_seen: Option<Vec<Flag>>,
     /// The acknowledgements as last read, to announce a change of them.

@@ -99,7 +99,7 @@ impl Worker {
             None => ("", String::new()),
         };
         let (waits_for, wait_until) = wait.map(|(node, ms)| (node.to_owned(), ms.to_string())).unwrap_or_default();
-        let pairs: [(&str, String); 14] = [
+        let pairs: [(&str, String); 15] = [
             (beat::NODE, self.opts.node.clone()),
             (beat::HOST, self.host.clone()),
             (beat::PID, std::process::id().to_string()),
@@ -114,6 +114,7 @@ impl Worker {
             (beat::PRESENCE_ON, presence_on),
             (beat::WAITS_FOR, waits_for),
             (beat::WAIT_UNTIL_MS, wait_until),
+            (beat::FLAGS_LOST, self.flags_lost.join(",")),
         ];
         let keys = (self.keys.node(&self.opts.node), self.keys.nodes());
         let node = self.opts.node.clone();

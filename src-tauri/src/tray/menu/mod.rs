@@ -170,7 +170,10 @@ fn job_menu(j: &JobState, user: &str, words: &Words) -> JobMenu {
     let own_ack = s.own_ack(user);
     let enabled_for_me = s.own_flag(user);
     let others: Vec<&str> = s.enabled_users.iter().map(String::as_str).filter(|u| *u != user).collect();
+    // A lost switch says why the job runs with nobody shown keeping it on.
+    let lost: Vec<&str> = s.flags_lost.iter().map(String::as_str).collect();
     let others_line = match (s.checked_at_ms.is_some(), others.is_empty()) {
+        _ if !lost.is_empty() => tr.ta("menu-flags-lost", &[("users", tr.list(&lost).into())]),
         (false, _) => tr.t("menu-others-unreadable"),
         (true, true) => tr.t("menu-others-none"),
         (true, false) => tr.ta("menu-others", &[("users", tr.list(&others).into())]),

@@ -46,6 +46,18 @@ fn a_lost_standby_stays_in_the_menu_in_both_languages() {
 }
 
 #[test]
+fn a_lost_switch_says_whose_where_the_others_line_would_say_nobody() {
+    let mut v = known(State::Running, Some("srv-a"), &[]);
+    let line = |v: &JobState, w: &Words| tray_view(std::slice::from_ref(v), "bob", None, 0, w).jobs[0].others_line.clone();
+    assert_eq!(line(&v, &en()), "Nobody else has it enabled");
+    if let Some(s) = v.status.as_mut() {
+        s.flags_lost = vec!["alice".into()];
+    }
+    assert_eq!(line(&v, &en()), "⚠ Redis lost the switch of alice: the job stays as it was until switched again");
+    assert_eq!(line(&v, &zh()), "⚠ Redis 丢失了 alice 的开关：任务保持原样，直到再次切换");
+}
+
+#[test]
 fn the_icon_is_the_worst_state_and_unknown_before_any_read() {
     let jobs = [known(State::Running, Some("a"), &[]), known(State::Stale, Some("b"), &[])];
     assert_eq!(tray_view(&jobs, "alice", None, 0, &en()).icon, State::Stale);
