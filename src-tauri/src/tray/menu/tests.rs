@@ -48,7 +48,8 @@ fn a_lost_standby_stays_in_the_menu_in_both_languages() {
 #[test]
 fn a_lost_switch_says_whose_where_the_others_line_would_say_nobody() {
     let mut v = known(State::Running, Some("srv-a"), &[]);
-    let line = |v: &JobState, w: &Words| tray_view(std::slice::from_ref(v), "bob", None, 0, w).jobs[0].others_line.clone();
+    let line =
+        |v: &JobState, w: &Words| tray_view(std::slice::from_ref(v), "bob", None, 0, w).jobs[0].others_line.clone();
     assert_eq!(line(&v, &en()), "Nobody else has it enabled");
     if let Some(s) = v.status.as_mut() {
         s.flags_lost = vec!["alice".into()];
