@@ -475,6 +475,81 @@ async fn a_supervisor_who_fills_her_own_flag_is_cut_back_and_the_job_runs_on() {
     assert_eq!(fences.len(), 1, "the job never stopped: one run, one fence: {fences:?}");
 }
 
+/// The job's reads by every client so far (the probe, as a function or a script).
+fn reads(admin: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(admin).unwrap();
+    info.lines()
+        .filter(|l| ["cmdstat_fcall_ro:", "cmdstat_fcall:", "cmdstat_evalsha:"].iter().any(|p| l.starts_with(p)))
+        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// CPU time (user + system) a process used so far, in clock ticks.
+fn cpu_ticks(pid: i32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// Her writes cost her, not the others: her own flag rewritten at Redis's
+/// speed (the same `on`, a new `time` each) adds no flip to the history,
+/// and the workers read the job about as often as idle (hearing flips falls
+/// back to the look every second while she floods).
+#[tokio::test]
+async fn a_supervisor_who_floods_her_own_flag_fills_no_history_and_costs_the_workers_little() {
+    use common::journal::{assert_no_overlap, journal, journal_worker};
+
+    let server = RedisServer::start();
+    provision(&server, "alice", "alice-pw");
+    let mut admin = server.conn();
+    flag(&mut admin, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal");
+    let a = journal_worker(&server.url(), "wh-a", "3s", &path);
+    let b = journal_worker(&server.url(), "wh-b", "3s", &path);
+    eventually("the job runs", Duration::from_secs(10), || (!journal(&path).is_empty()).then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let window = Duration::from_secs(5);
+    let cpu = || cpu_ticks(a.pid()) + cpu_ticks(b.pid());
+    let flips =
+        |admin: &mut redis::Connection| stream_events(admin).iter().filter(|e| e.kind == "flags-changed").count();
+
+    let (reads_0, cpu_0) = (reads(&mut admin), cpu());
+    tokio::time::sleep(window).await;
+    let (reads_idle, cpu_idle) = (reads(&mut admin) - reads_0, cpu() - cpu_0);
+
+    let flips_before = flips(&mut admin);
+    let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
+    let flood = std::thread::spawn(move || {
+        let mut alice = redis::Client::open(url).unwrap().get_connection().unwrap();
+        let started = std::time::Instant::now();
+        let mut written = 0u64;
+        while started.elapsed() < window {
+            let mut pipe = redis::pipe();
+            for _ in 0..500 {
+                written += 1;
+                pipe.cmd("HSET").arg("{outbound}:enabled:alice").arg("on").arg(1).arg("time").arg(written).ignore();
+            }
+            let () = pipe.query(&mut alice).unwrap();
+        }
+        written
+    });
+    let (reads_1, cpu_1) = (reads(&mut admin), cpu());
+    let written = flood.join().unwrap();
+    let (reads_flood, cpu_flood) = (reads(&mut admin) - reads_1, cpu() - cpu_1);
+    let added = flips(&mut admin) - flips_before;
+    println!(
+        "{written} writes of her flag in {window:?}: the workers read the job {reads_flood} times ({reads_idle} idle) and used {cpu_flood} ticks of CPU ({cpu_idle} idle); {added} flips recorded"
+    );
+    assert_eq!(added, 0, "her flag stayed on: no flip");
+    assert!(reads_flood <= 3 * reads_idle, "{reads_flood} reads under her flood, {reads_idle} idle");
+    let lines = journal(&path);
+    assert_no_overlap(&lines);
+    let fences: std::collections::BTreeSet<i64> = lines.iter().map(|l| l.0).collect();
+    assert_eq!(fences.len(), 1, "the job never stopped: {fences:?}");
+}
+
 /// Replies she never reads are bounded by the server setting `lockwatch acl`
 /// prints: her 10 MB flag read twenty times in one write, unread, would
 /// hold 200 MB in Redis for as long as she kept the socket.

@@ -5,9 +5,12 @@
 //! beyond her own. The worker then looks at once, and announces what it
 //! found to every watcher. Where tracking is refused (an ACL without
 //! `CLIENT TRACKING`) or unavailable (a Cluster), its look every second
-//! finds the flip.
+//! finds the flip. So does it while someone writes these keys faster than
+//! any person flips ([`FLOOD`]): the worker then stops hearing them for a
+//! while ([`Calm`]), and her flood costs her connection, not the workers.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
@@ -19,6 +22,33 @@ use crate::keys::Keys;
 /// (`CLIENT TRACKINGINFO`): a connection that died silently would hear nothing.
 const CHECK_EVERY: Duration = Duration::from_secs(5);
 
+/// More writes than this in one second are no person's flips: a script's
+/// or a flood, heard no longer for a while.
+pub const FLOOD: u32 = 50;
+
+/// How long the worker stops hearing flips after a flood: from 30 s,
+/// doubled at each flood that follows the last within that pause and
+/// another, up to 10 minutes.
+#[derive(Debug, Default)]
+struct Calm {
+    pause: Duration,
+}
+
+impl Calm {
+    const FIRST: Duration = Duration::from_secs(30);
+    const LONGEST: Duration = Duration::from_secs(600);
+
+    /// The pause after a flood ended hearing `heard_for` after it began.
+    fn after_flood(&mut self, heard_for: Duration) -> Duration {
+        // Heard calmly for longer than two pauses: the flood before is over.
+        if heard_for > self.pause * 2 {
+            self.pause = Duration::ZERO;
+        }
+        self.pause = (self.pause * 2).clamp(Self::FIRST, Self::LONGEST);
+        self.pause
+    }
+}
+
 /// Wakes `wake` at every write to a flag or an acknowledgement of the job,
 /// until `stop` turns true.
 pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
@@ -27,13 +57,20 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch
     }
     let prefixes = [keys.enabled_prefix(), keys.ack_prefix()];
     let mut backoff = Backoff::default();
+    let mut calm = Calm::default();
     let mut said = false;
     while !*stop.borrow() {
         let closed = Arc::new(Notify::new());
+        let writes = Arc::new(AtomicU32::new(0));
         let heard = {
-            let (wake, closed) = (wake.clone(), closed.clone());
+            let (wake, closed, writes) = (wake.clone(), closed.clone(), writes.clone());
             move |push: redis::PushInfo| match push.kind {
-                redis::PushKind::Invalidate => wake.notify_one(),
+                redis::PushKind::Invalidate => {
+                    // Past a flood, the loop below hangs up: no more wake-ups.
+                    if writes.fetch_add(1, Ordering::Relaxed) < FLOOD {
+                        wake.notify_one();
+                    }
+                }
                 redis::PushKind::Disconnection => closed.notify_one(),
                 _ => {}
             }
@@ -55,21 +92,62 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch
         said = false;
         // Writes made while no connection tracked them are found by this look.
         wake.notify_one();
-        loop {
+        let heard_since = tokio::time::Instant::now();
+        let mut second = tokio::time::interval(Duration::from_secs(1));
+        let mut checked = tokio::time::Instant::now();
+        let flooded = loop {
             tokio::select! {
-                _ = closed.notified() => break,
-                _ = tokio::time::sleep(CHECK_EVERY) => {
+                _ = closed.notified() => break false,
+                _ = second.tick() => {
+                    if writes.swap(0, Ordering::Relaxed) > FLOOD {
+                        break true;
+                    }
+                    if checked.elapsed() < CHECK_EVERY {
+                        continue;
+                    }
+                    checked = tokio::time::Instant::now();
                     // Any answer, even a refusal, says the connection lives.
                     let info = redis::cmd("CLIENT").arg("TRACKINGINFO").to_owned();
                     match tokio::time::timeout(CHECK_EVERY, info.query_async::<redis::Value>(&mut conn)).await {
                         Ok(Ok(_)) => {}
                         Ok(Err(err)) if err.code().is_some() => {}
-                        _ => break,
+                        _ => break false,
                     }
                 }
                 _ = stop.changed() => return,
             }
+        };
+        drop(conn);
+        if flooded {
+            let pause = calm.after_flood(heard_since.elapsed());
+            tracing::warn!(
+                "the job's flags or \"on it\" are written more than {FLOOD} times a second (a script or a flood, no person's flips): not heard as they come for {} s, the look every second finds flips meanwhile",
+                pause.as_secs()
+            );
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => continue,
+                _ = stop.changed() => return,
+            }
         }
         backoff.wait(&mut stop).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floods_one_after_another_are_heard_ever_less_and_a_calm_spell_forgives() {
+        let mut calm = Calm::default();
+        let secs = |d: Duration| d.as_secs();
+        assert_eq!(secs(calm.after_flood(Duration::from_secs(1))), 30);
+        assert_eq!(secs(calm.after_flood(Duration::from_secs(1))), 60);
+        assert_eq!(secs(calm.after_flood(Duration::from_secs(100))), 120, "100 s is within two pauses of 60 s");
+        for _ in 0..10 {
+            calm.after_flood(Duration::from_secs(1));
+        }
+        assert_eq!(secs(calm.after_flood(Duration::from_secs(1))), 600, "never longer than 10 minutes");
+        assert_eq!(secs(calm.after_flood(Duration::from_secs(1_201))), 30, "heard calmly past two pauses");
     }
 }

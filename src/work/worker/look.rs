@@ -37,17 +37,19 @@ impl Worker {
             host: host.clone(),
             after: REDIS_PATIENCE,
         })??;
-        // A flip is a flag written with its time: a registered user with no
-        // flag yet flipped nothing. The first look records the flags as
-        // found (flips made before any worker ran, as the demo's); the
-        // history counts a flip once, whoever recorded it how often.
+        // A flip is a flag written with its time that turned it on or off: a
+        // registered user with no flag yet flipped nothing, and the same
+        // `on` written again (her own flood) changes nothing to record or
+        // announce. The first look records the flags as found (flips made
+        // before any worker ran, as the demo's); the history counts a flip
+        // once, whoever recorded it how often.
         let first = self.flags_seen.is_none();
         let seen = self.flags_seen.as_deref().unwrap_or_default();
         let changed: Vec<Flag> = snap
             .flags
             .iter()
             .filter(|f| f.on.is_some() && f.at_ms.is_some())
-            .filter(|f| !seen.iter().any(|s| s.user == f.user && s.on == f.on && s.at_ms == f.at_ms))
+            .filter(|f| !seen.iter().any(|s| s.user == f.user && s.on == f.on))
             .cloned()
             .collect();
         self.flags_seen = Some(snap.flags.clone());
