@@ -136,6 +136,10 @@ async fn unlock_hands_over(url: &str, c: &mut redis::Connection, j: &Path) -> u6
     let redisson = Redisson::start(url, j, "4000");
     redisson.said("locked", Duration::from_secs(10)).await;
     let held = lock_fields(c);
+    // Shown as a Redisson lock, whatever its port names its holder.
+    let status = lockwatch(url, &["status", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(json["lock"]["kind"], "redisson", "{json}");
     let mut worker = journal_worker(url, "srv-a", LEASE, j);
     beating(c, "srv-a", &worker).await;
     assert_eq!(lock_fields(c), held, "Redisson let go before the worker was up: nothing to hand over");

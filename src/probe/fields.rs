@@ -54,11 +54,14 @@ pub(super) fn decode_lock(key: &str, v: &Value, problems: &mut Vec<String>) -> L
     lock
 }
 
-/// Redisson writes `<client uuid>:<thread id>`.
+/// Redisson writes `<client uuid>:<thread id>`; its ports without threads
+/// (node-redisson) `<client uuid>:<lock uuid>`.
 fn looks_like_redisson_field(field: &str) -> bool {
-    field
-        .rsplit_once(':')
-        .is_some_and(|(id, thread)| !id.is_empty() && !thread.is_empty() && thread.bytes().all(|b| b.is_ascii_digit()))
+    field.rsplit_once(':').is_some_and(|(id, thread)| {
+        !id.is_empty()
+            && !thread.is_empty()
+            && (thread.bytes().all(|b| b.is_ascii_digit()) || uuid::Uuid::parse_str(thread).is_ok())
+    })
 }
 
 pub(super) fn decode_fence(key: &str, v: &Value, problems: &mut Vec<String>) -> Option<i64> {

@@ -52,6 +52,18 @@ fn redisson_hash_is_decoded_with_holder_and_ttl() {
 }
 
 #[test]
+fn a_redisson_port_without_threads_is_redisson_too() {
+    // node-redisson names its holder `<client uuid>:<lock uuid>`.
+    let field = b"0b6f7c1e-3b55-4b8e-9d8e-1f0a4a9c2e11:5f0c1d2e-7a8b-4c9d-8e0f-1a2b3c4d5e6f";
+    let lock = arr(vec![s(b"hash"), Value::Int(29_500), Value::Int(1), arr(vec![s(field), s(b"1")])]);
+    let snap = decode(&Keys::new("outbound"), &reply(lock, arr(vec![s(b"none")])), None).unwrap();
+    assert_eq!(snap.lock.kind, LockKind::Redisson);
+    let lock = arr(vec![s(b"hash"), Value::Int(29_500), Value::Int(1), arr(vec![s(b"uuid-a:not-a-thread"), s(b"1")])]);
+    let snap = decode(&Keys::new("outbound"), &reply(lock, arr(vec![s(b"none")])), None).unwrap();
+    assert_eq!(snap.lock.kind, LockKind::Hash);
+}
+
+#[test]
 fn alternation_hash_shows_next_run() {
     let lock =
         arr(vec![s(b"hash"), Value::Int(-1), Value::Int(1), arr(vec![s(b"invoice-export"), s(b"1700000100000")])]);
