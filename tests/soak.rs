@@ -17,7 +17,13 @@
 //! child, which must die with it), and a worker's whole unit killed as
 //! systemd kills it (worker, reaper and job SIGKILLed together), then
 //! `lockwatch worker-gone` run as the unit's `ExecStopPost=` and the worker
-//! started again 500 ms later (`RestartSec=500ms`). Then the journals are
+//! started again 500 ms later (`RestartSec=500ms`); a frozen worker whose
+//! connections are cut and whose lock is force-unlocked (its job runs on
+//! until its reaper's deadline); `worker-gone` run by hand, and from another
+//! PID namespace where the soak may make one, while the worker lives (it
+//! must release nothing); a supervisor rewriting her flag at Redis's speed;
+//! and the handover record alone evicted, the lock force-unlocked after it.
+//! Then the journals are
 //! read back: runs of different servers never overlap in time, fences only
 //! grow, no job outlives its worker or reaper, and no server runs two jobs
 //! at once.
@@ -385,10 +391,23 @@ enum Fault {
     /// `lockwatch worker-gone`, as its `ExecStopPost=`; then the worker
     /// started again [`RESTART_SEC`] later, as `Restart=always` does.
     UnitKill { aim: Aim },
+    /// The worker of `aim` stopped (SIGSTOP), its connections cut 200 ms
+    /// later (a proxy's reset, an admin's `CLIENT KILL`), the lock
+    /// force-unlocked 100 ms after that; SIGCONT after `hold`. Its job runs
+    /// on meanwhile: the next holder must wait for it.
+    FreezeCut { aim: Aim, hold: Duration },
+    /// `lockwatch worker-gone` for the live worker of `aim`, run by hand (no
+    /// unit), from another PID namespace where the soak may make one: it
+    /// must release nothing.
+    StrayGone { aim: Aim },
+    /// A supervisor rewrites her own flag (on, a new time) at Redis's speed for `hold`.
+    Flood { hold: Duration },
+    /// The handover record alone evicted, the lock force-unlocked 100 ms later.
+    HandoverLost,
 }
 
 /// How many kinds of fault there are: each strikes once in the first round.
-const KINDS: usize = 15;
+const KINDS: usize = 19;
 
 impl Fault {
     /// The fault of cycle `n` (from 0): the first cycles strike each kind
@@ -403,22 +422,28 @@ impl Fault {
         };
         // Kinds 0..4 are the proxy modes, 4 a pause, 5 a restart, 6 a kill,
         // 7 a restore, 8 a frozen worker, 9 a forced unlock, 10 and 11 an
-        // eviction, 12 a twin, 13 a reaper killed, 14 a unit killed.
+        // eviction, 12 a twin, 13 a reaper killed, 14 a unit killed, 15 a
+        // frozen worker cut off, 16 a stray worker-gone, 17 her flood, 18
+        // the handover record lost.
         let kind = match first_round.get(n) {
             Some(&kind) => kind,
             None => match rng.below(100) {
-                0..27 => rng.below(4),
-                27..35 => 4,
-                35..41 => 5,
-                41..49 => 6,
-                49..56 => 14,
-                56..62 => 7,
-                62..72 => 8,
-                72..79 => 9,
-                79..85 => 10,
-                85..89 => 11,
-                89..94 => 12,
-                _ => 13,
+                0..22 => rng.below(4),
+                22..28 => 4,
+                28..33 => 5,
+                33..40 => 6,
+                40..46 => 14,
+                46..51 => 7,
+                51..58 => 8,
+                58..64 => 9,
+                64..69 => 10,
+                69..72 => 11,
+                72..76 => 12,
+                76..80 => 13,
+                80..87 => 15,
+                87..91 => 16,
+                91..95 => 17,
+                _ => 18,
             },
         };
         match kind {
@@ -442,7 +467,11 @@ impl Fault {
             11 => Fault::Evict { policy: "allkeys-lru" },
             12 => Fault::Twin { aim: aim(rng, false) },
             13 => Fault::ReaperKill { aim: aim(rng, false) },
-            _ => Fault::UnitKill { aim: aim(rng, false) },
+            14 => Fault::UnitKill { aim: aim(rng, false) },
+            15 => Fault::FreezeCut { aim: aim(rng, false), hold: rng.ms(LEASE_MS, LEASE_MS * 3) },
+            16 => Fault::StrayGone { aim: aim(rng, false) },
+            17 => Fault::Flood { hold: rng.ms(500, 4_000) },
+            _ => Fault::HandoverLost,
         }
     }
 
@@ -464,6 +493,10 @@ impl Fault {
             Fault::Twin { .. } => "a second worker under one name",
             Fault::ReaperKill { .. } => "reaper kill -9",
             Fault::UnitKill { .. } => "unit killed, worker-gone, restart",
+            Fault::FreezeCut { .. } => "worker SIGSTOP, cut off, lock force-unlocked",
+            Fault::StrayGone { .. } => "worker-gone by hand while the worker lives",
+            Fault::Flood { .. } => "her flag rewritten at Redis's speed",
+            Fault::HandoverLost => "handover record evicted, lock force-unlocked",
         }
     }
 }
@@ -490,6 +523,13 @@ impl fmt::Display for Fault {
                 f,
                 "the unit of the worker of {aim} killed (worker, reaper, job), worker-gone, restarted after {RESTART_SEC:?}"
             ),
+            Fault::FreezeCut { aim, hold } => write!(
+                f,
+                "worker of {aim} stopped (SIGSTOP) for {hold:?}, its connections reset and the lock force-unlocked meanwhile"
+            ),
+            Fault::StrayGone { aim } => write!(f, "worker-gone run by hand for the live worker of {aim}"),
+            Fault::Flood { hold } => write!(f, "alice rewrites her flag at Redis's speed for {hold:?}"),
+            Fault::HandoverLost => f.write_str("the handover record evicted, the lock force-unlocked 100 ms later"),
         }
     }
 }
@@ -498,6 +538,15 @@ struct Cycle {
     fault: Fault,
     at: u64,
     healed: u64,
+}
+
+/// How `worker-gone` is run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GoneRun {
+    /// As the `ExecStopPost=` of the worker's unit run that was killed.
+    StopPost,
+    /// By hand, while the worker lives.
+    Stray,
 }
 
 /// Everything the soak runs: one Redis, a fault proxy per worker, and the
@@ -703,14 +752,7 @@ impl SoakRig {
                 drop(resume);
                 format!(" → {}", NODES[i])
             }
-            Fault::Unlock => {
-                let done = self
-                    .redis
-                    .client()
-                    .get_connection_with_timeout(Duration::from_secs(1))
-                    .and_then(|mut c| common::force_unlock(&mut c));
-                done.err().map(|e| format!(" (not done: {e})")).unwrap_or_default()
-            }
+            Fault::Unlock => self.force_unlock(),
             Fault::Evict { policy } => {
                 let held = self.holder().and_then(|i| self.workers[i].as_ref().map(|w| (i, w.id())));
                 // SAFETY: kill(2) on the pid of our own child, not yet reaped.
@@ -741,7 +783,76 @@ impl SoakRig {
                 let i = self.aimed(*aim)[0];
                 self.kill_unit(i)
             }
+            Fault::FreezeCut { aim, hold } => {
+                let i = self.aimed(*aim)[0];
+                let Some(pid) = self.workers[i].as_ref().map(Child::id) else { return String::new() };
+                // SAFETY: kill(2) on the pid of our own child, not yet reaped.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+                let resume = Resume(pid as i32);
+                std::thread::sleep(Duration::from_millis(200));
+                self.proxies[i].set(Mode::Reset);
+                std::thread::sleep(Duration::from_millis(100));
+                self.proxies[i].set(Mode::Pass);
+                let done = self.force_unlock();
+                std::thread::sleep(hold.saturating_sub(Duration::from_millis(300)));
+                drop(resume);
+                format!(" → {}{done}", NODES[i])
+            }
+            Fault::StrayGone { aim } => {
+                let i = self.aimed(*aim)[0];
+                let said = self.worker_gone(i, GoneRun::Stray);
+                if said.starts_with("released") {
+                    self.orphans.push(format!("worker-gone by hand {said} of {}, whose worker lived", NODES[i]));
+                }
+                format!(" → {}: worker-gone {said}", NODES[i])
+            }
+            Fault::Flood { hold } => self.flood(*hold),
+            Fault::HandoverLost => {
+                let lost = self
+                    .redis
+                    .client()
+                    .get_connection_with_timeout(Duration::from_secs(1))
+                    .and_then(|mut c| redis::cmd("DEL").arg("{outbound}:handover").query::<i64>(&mut c));
+                std::thread::sleep(Duration::from_millis(100));
+                let done = self.force_unlock();
+                match lost {
+                    Ok(n) => format!(" ({n} record deleted){done}"),
+                    Err(e) => format!(" (not done: {e}){done}"),
+                }
+            }
         }
+    }
+
+    /// Redisson's `forceUnlock`; says in the log when it could not be done.
+    fn force_unlock(&self) -> String {
+        let done = self
+            .redis
+            .client()
+            .get_connection_with_timeout(Duration::from_secs(1))
+            .and_then(|mut c| common::force_unlock(&mut c));
+        done.err().map(|e| format!(" (not done: {e})")).unwrap_or_default()
+    }
+
+    /// Alice rewrites her own flag (on, a new time) as fast as Redis takes
+    /// it, for `hold`; says how many writes.
+    fn flood(&self, hold: Duration) -> String {
+        let Ok(mut c) = self.redis.client().get_connection_with_timeout(Duration::from_secs(1)) else {
+            return " (not done: no connection)".to_owned();
+        };
+        let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+        let t = Instant::now();
+        let mut written = 0u64;
+        while t.elapsed() < hold {
+            let mut pipe = redis::pipe();
+            for _ in 0..500 {
+                written += 1;
+                pipe.cmd("HSET").arg("{outbound}:enabled:alice").arg("on").arg(1).arg("time").arg(written).ignore();
+            }
+            if pipe.query::<()>(&mut c).is_err() {
+                break;
+            }
+        }
+        format!(" → {written} writes")
     }
 
     /// Starts a worker under the name of worker `i`, as a cloned host would:
@@ -823,7 +934,7 @@ impl SoakRig {
             self.orphans.push(format!("job(s) {pids:?} of {} alive after its unit was killed", NODES[i]));
             kill_jobs(&self.journal(i));
         }
-        let gone = self.worker_gone(i);
+        let gone = self.worker_gone(i, GoneRun::StopPost);
         std::thread::sleep(RESTART_SEC);
         self.spawn_worker(i);
         format!(" → {}: {killed} processes killed; worker-gone {gone}", NODES[i])
@@ -833,17 +944,23 @@ impl SoakRig {
     /// options, node and lease, as its unit's `ExecStopPost=` does; its
     /// output goes to the worker's log, as to the unit's journal. Says what
     /// it did, and how long it took.
-    fn worker_gone(&self, i: usize) -> String {
+    fn worker_gone(&self, i: usize, run: GoneRun) -> String {
         let log = self.path.join(format!("{}.log", NODES[i]));
         let Ok(file) = OpenOptions::new().create(true).append(true).open(&log) else { return "not run".to_owned() };
-        let mut gone = Command::new(env!("CARGO_BIN_EXE_lockwatch"));
+        // As root, a stray run is made in a PID namespace of its own, where
+        // no process of the worker's is seen.
+        let stray_ns = run == GoneRun::Stray && common::unit::is_root();
+        let mut gone = Command::new(if stray_ns { "unshare" } else { env!("CARGO_BIN_EXE_lockwatch") });
+        if stray_ns {
+            gone.args(["-pf", "--mount-proc", env!("CARGO_BIN_EXE_lockwatch")]);
+        }
         gone.args(["--redis", &self.proxies[i].url(), "worker-gone", "--node", NODES[i], "--lease", LEASE])
             .env("LOCKWATCH_LOG", "info")
             .env("LC_ALL", "C");
-        // As the ExecStopPost= of the run of the unit that was killed.
-        let mut cmd = match &self.units[i] {
-            Some(unit) => unit.wrap(&gone, true),
-            None => gone,
+        let mut cmd = match (&self.units[i], run) {
+            // As the ExecStopPost= of the run of the unit that was killed.
+            (Some(unit), GoneRun::StopPost) => unit.wrap(&gone, true),
+            _ => gone,
         };
         cmd.stdin(Stdio::null()).stdout(Stdio::null());
         let t = Instant::now();

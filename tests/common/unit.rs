@@ -90,3 +90,9 @@ impl Drop for Unit {
         let _ = std::fs::remove_dir(&self.dir);
     }
 }
+
+/// Whether this test runs as root (and may make namespaces and units).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid(2) cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
