@@ -65,12 +65,8 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch
         let heard = {
             let (wake, closed, writes) = (wake.clone(), closed.clone(), writes.clone());
             move |push: redis::PushInfo| match push.kind {
-                redis::PushKind::Invalidate => {
-                    // Past a flood, the loop below hangs up: no more wake-ups.
-                    if writes.fetch_add(1, Ordering::Relaxed) < FLOOD {
-                        wake.notify_one();
-                    }
-                }
+                // Past a flood, the loop below hangs up: no more wake-ups.
+                redis::PushKind::Invalidate if writes.fetch_add(1, Ordering::Relaxed) < FLOOD => wake.notify_one(),
                 redis::PushKind::Disconnection => closed.notify_one(),
                 _ => {}
             }
