@@ -475,6 +475,31 @@ async fn a_supervisor_who_fills_her_own_flag_is_cut_back_and_the_job_runs_on() {
     assert_eq!(fences.len(), 1, "the job never stopped: one run, one fence: {fences:?}");
 }
 
+/// A URL that names a user but gives no password logs in as that user,
+/// never as Redis's `default` (open on a fresh Redis, with every right): a
+/// user with a password is refused ("sign in"), one without is herself.
+#[test]
+fn a_user_named_without_a_password_is_never_logged_in_as_default() {
+    let (server, _, mut admin) = server_with_flag("alice", true);
+    provision(&server, "alice", "alice-pw");
+    let url = format!("redis://alice@127.0.0.1:{}", server.port);
+    let out = lockwatch(&url, &["enable", "--user", "bob"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "bob's flag switched by alice logged in as default: {said}");
+    assert!(said.contains("password"), "{said}");
+    let bobs: Option<String> = redis::cmd("HGET").arg("{outbound}:enabled:bob").arg("on").query(&mut admin).unwrap();
+    assert_eq!(bobs, None);
+    let status = lockwatch(&url, &["status", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!((status.status.code(), &json["state"]), (Some(3), &serde_json::json!("unknown")), "{json}");
+    // A user the admin made without a password is herself.
+    let _: () = redis::cmd("ACL").arg("SETUSER").arg("alice").arg("resetpass").arg("nopass").query(&mut admin).unwrap();
+    let out = lockwatch(&url, &["enable"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let hers: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
+    assert_eq!(hers, "1");
+}
+
 /// The job's reads by every client so far (the probe, as a function or a script).
 fn reads(admin: &mut redis::Connection) -> u64 {
     let info: String = redis::cmd("INFO").arg("commandstats").query(admin).unwrap();

@@ -461,7 +461,13 @@ fn url_info(url: &str) -> Result<redis::ConnectionInfo, Error> {
     let info = url.into_connection_info().map_err(|e| crate::error::bad_url(url, &e.to_string()))?;
     // CLIENT SETINFO is optional; servers before 7.2 do not know it, and
     // a supervisor's ACL user (`lockwatch acl`) is not granted it.
-    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    let mut settings = info.redis_settings().clone().set_skip_set_lib_name();
+    // A user named without a password logs in as that user (one made with
+    // `nopass` takes any), never as `default`, which the crate would
+    // otherwise stay: with its rights, under her name.
+    if settings.username().is_some() && settings.password().is_none() {
+        settings = settings.set_password("");
+    }
     Ok(info.set_redis_settings(settings))
 }
 

@@ -189,6 +189,9 @@ async fn run(cli: Cli) -> Result<u8> {
             eprintln!(
                 "lockwatch: pipe these lines into redis-cli as an admin, then set {user}'s password with: ACL SETUSER {user} ><password>; the last line, once per server, closes any ordinary connection that leaves more than 64 MB of replies unread (no ACL rule can bound that); leave it out if another application on this Redis reads more at once"
             );
+            eprintln!(
+                "lockwatch: these rules bound {user} only once Redis's default user is closed (ACL SETUSER default off, after making an admin user): while it is open, anyone who reaches Redis has every right"
+            );
             Ok(0)
         }
     }
