@@ -10,10 +10,13 @@
 # file). The root is made once
 # by `debootstrap --variant=minbase bookworm` and cached in
 # ${LOCKWATCH_DEBIAN_ROOT:-/var/cache/lockwatch/bookworm-root}; each run
-# works on a copy. Needs root (chroot, mounts).
+# works on a copy. Needs root (chroot, mounts). Runs in a PID namespace of
+# its own: what the packages' scripts stop or start cannot reach the host's
+# processes, and whatever it started ends with it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || exec sudo -E bash "$0" "$@"
+[ -n "${LOCKWATCH_OWN_PIDS:-}" ] || exec env LOCKWATCH_OWN_PIDS=1 unshare --pid --fork --mount-proc bash "$0" "$@"
 cached=${LOCKWATCH_DEBIAN_ROOT:-/var/cache/lockwatch/bookworm-root}
 debs=(dist/lockwatch_*.deb dist/lockwatch-desktop_*.deb)
 for d in "${debs[@]}"; do [ -f "$d" ] || { echo "$d is missing: run bash scripts/package.sh first" >&2; exit 1; }; done
@@ -130,6 +133,23 @@ for _ in $(seq 1 50); do
 done
 [ -n "$job" ] || { echo "the worker ran no job:"; cat "$work/worker.log"; exit 1; }
 worker=$(pgrep -f "^lockwatch --redis redis://127.0.0.1:$port worker" | head -1)
+# Look-alikes outside the root, named as the packages' scripts look for them
+# (another install, a developer's build): the purge must leave them running.
+mkdir "$work/elsewhere"
+dpkg-deb --fsys-tarfile "${debs[0]}" | tar -x -O ./usr/bin/lockwatch >"$work/elsewhere/lockwatch"
+chmod +x "$work/elsewhere/lockwatch"
+cp "$(command -v sleep)" "$work/elsewhere/lockwatch-tray"
+PATH="$work/elsewhere:$PATH" lockwatch --redis "redis://127.0.0.1:$port" --job elsewhere worker --node elsewhere -- sleep 1000 \
+  >"$work/elsewhere.log" 2>&1 &
+pids+=($!)
+lookalike_worker=$!
+"$work/elsewhere/lockwatch-tray" 1000 &
+pids+=($!)
+lookalike_tray=$!
+sleep 1
+for pid in "$lookalike_worker" "$lookalike_tray"; do
+  [ -e "/proc/$pid" ] || { echo "the look-alike $pid did not start:"; cat "$work/elsewhere.log"; exit 1; }
+done
 cp "$root/usr/share/applications/lockwatch.desktop" "$root/etc/xdg/autostart/lockwatch.desktop"
 in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq lockwatch-desktop lockwatch >/dev/null
 left=$(in_root sh -c 'ls /usr/bin/lockwatch* /usr/lib/systemd/system/lockwatch* /etc/xdg/autostart/lockwatch* 2>/dev/null' || true)
@@ -144,4 +164,8 @@ done
 [ "$(redis-cli -p "$port" EXISTS "{outbound}:lock")" = 0 ] || { echo "the worker's lock is still held after the purge" >&2; exit 1; }
 grep -q "SIGTERM received" "$work/worker.log" || { cat "$work/worker.log"; exit 1; }
 [ -f "$root/etc/lockwatch/settings.json" ] || { echo "purge deleted the admin's /etc/lockwatch/settings.json" >&2; exit 1; }
+for pid in "$lookalike_worker" "$lookalike_tray"; do
+  [ -e "/proc/$pid" ] || { echo "the purge stopped $pid, a look-alike outside the root:"; cat "$work/elsewhere.log"; exit 1; }
+done
+echo "the look-alike worker and tray outside the root ran on"
 echo "all tried: the packages install, run and go in a clean Debian 12: the tray, the worker and its job stopped (lock released), /etc/xdg/autostart/lockwatch.desktop removed, the admin's settings.json kept"
