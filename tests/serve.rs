@@ -366,11 +366,12 @@ fn check_posts_a_test_message_to_each_robot_and_prints_each_answer() {
 }
 
 /// Every series `serve` writes, by name, as the issue lists them.
-const METRICS: [&str; 10] = [
+const METRICS: [&str; 11] = [
     "lockwatch_build_info",
     "lockwatch_enabled_users",
     "lockwatch_failovers_total",
     "lockwatch_fence",
+    "lockwatch_flags_lost",
     "lockwatch_holder_info",
     "lockwatch_job_state",
     "lockwatch_last_heartbeat_timestamp_seconds",

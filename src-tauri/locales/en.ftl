@@ -69,6 +69,7 @@ note-died-on = { $job } died on { $server }
 note-data-lost = Redis lost the data of { $job }
 note-conflict = { $job }: two servers run it
 note-failover = { $job } moved from { $from } to { $to }
+note-failover-alone = { $job } moved from { $from } to { $to }; no other server is left to take it over
 note-failover-unnamed = { $job } moved to another server
 note-restarted-on = { $job } restarted on { $server }
 note-restarted = { $job } restarted

@@ -73,6 +73,7 @@ note-died-on = { $job } 在 { $server } 上意外停止
 note-data-lost = Redis 丢失了 { $job } 的数据
 note-conflict = { $job }：两台服务器同时在运行
 note-failover = { $job } 已从 { $from } 切换到 { $to }
+note-failover-alone = { $job } 已从 { $from } 切换到 { $to }，已没有其他服务器可以接管
 note-failover-unnamed = { $job } 已切换到另一台服务器
 note-restarted-on = { $job } 已在 { $server } 上重新启动
 note-restarted = { $job } 已重新启动

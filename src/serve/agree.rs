@@ -347,6 +347,7 @@ mod tests {
             reason: String::new(),
             stall: None,
             ms: None,
+            no_standby: false,
         }
     }
 

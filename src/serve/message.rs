@@ -92,6 +92,7 @@ pub fn render(story: &Story, lang: Language, offset_min: i32) -> Message {
                     lines.push(say(lang, Say::EnabledBy { users: &list(lang, &now.enabled) }));
                 }
                 EventKind::Unreachable => lines.push(say(lang, Say::SeenFrom { node: seen_by })),
+                EventKind::Failover if e.no_standby => lines.push(say(lang, Say::NoStandbyLeft)),
                 _ => {}
             }
             lines.push(say(lang, Say::Time { at: &time(e.at_ms) }));
@@ -270,6 +271,7 @@ mod tests {
             reason: String::new(),
             stall: (kind == EventKind::Stalled).then_some(Stall::Hung),
             ms: (kind == EventKind::Stalled).then_some(12_000),
+            no_standby: false,
         }
     }
 

@@ -29,6 +29,8 @@ pub enum Say<'a> {
     EnabledBy {
         users: &'a str,
     },
+    /// After a failover: no server is left to take the job over.
+    NoStandbyLeft,
     /// The serve process that saw Redis go, and from where.
     SeenFrom {
         node: &'a str,
@@ -116,6 +118,7 @@ fn en(what: Say<'_>) -> String {
         ),
         Say::EnabledBy { users } => format!("Enabled by {users}, yet no server runs it."),
         Say::SeenFrom { node } => format!("Seen from {node}; it is not known whether the job still runs."),
+        Say::NoStandbyLeft => "No other server is left to take it over if it stops there.".to_owned(),
         Say::Time { at } => format!("Time: {at}"),
         Say::Now { state, server: Some(server) } => format!("Now: {} on {server}", state_en(state)),
         Say::Now { state, server: None } => format!("Now: {}", state_en(state)),
@@ -167,6 +170,7 @@ fn zh(what: Say<'_>) -> String {
         }
         Say::EnabledBy { users } => format!("{users} 已启用此任务，但没有服务器在运行。"),
         Say::SeenFrom { node } => format!("由 {node} 发现；无法确定任务是否仍在运行。"),
+        Say::NoStandbyLeft => "已没有其他服务器可以接管：若它在那里停止，将无人接手。".to_owned(),
         Say::Time { at } => format!("时间：{at}"),
         Say::Now { state, server: Some(server) } => format!("当前：{}，服务器 {server}", state_zh(state)),
         Say::Now { state, server: None } => format!("当前：{}", state_zh(state)),

@@ -40,6 +40,9 @@ pub struct Engine {
     /// Whether the job ran without a standby at the last read that could
     /// tell; `None` before one.
     standby_lost: Option<bool>,
+    /// The servers the job moved away from in a failover, and when, until
+    /// they beat again: their silence was told with the move.
+    moved_from: Vec<(String, u64)>,
 }
 
 /// The engine's answer to one observation.
@@ -73,6 +76,7 @@ impl Engine {
             unreachable: false,
             clock_ms: 0,
             standby_lost: None,
+            moved_from: Vec::new(),
         }
     }
 
@@ -117,6 +121,9 @@ impl Engine {
         }
         events.extend(self.edges.advance(&self.job, &raw, since, shown.is_none(), now));
         let status = self.job.status(snap, &raw, since, &self.cfg);
+        for e in events.iter_mut().filter(|e| e.event == EventKind::Failover) {
+            self.moved(snap, &raw, e);
+        }
         let quiet = !events.is_empty();
         events.extend(self.standby_edge(snap, &raw, &status, quiet));
         self.shown = Some(status.clone());
@@ -124,14 +131,39 @@ impl Engine {
         Step { status, events, next_check_ms: raw.deadline_ms, steady }
     }
 
+    /// A failover says whether any server is left to take the job over
+    /// from its new holder, the one it moved from not counted; that one's
+    /// silence is then not told again on its own.
+    fn moved(&mut self, snap: &Snapshot, raw: &Raw, e: &mut Event) {
+        let from = e.from.as_ref().and_then(|h| h.node.clone());
+        let others = super::view::standbys(snap, raw, &self.cfg).unwrap_or_default();
+        e.no_standby = !others.iter().any(|(b, alive)| *alive && Some(&b.node) != from.as_ref());
+        if e.no_standby {
+            e.reason.push_str("; no other server is left to take it over");
+        }
+        if let Some(from) = from {
+            self.moved_from.retain(|(n, _)| *n != from);
+            self.moved_from.push((from, e.at_ms));
+        }
+    }
+
     /// The news of a standby lost or back, while a server holds the job.
     /// Said on a change while the job keeps its holder; not on a first
-    /// look, nor beside another event (a failover says the move itself).
+    /// look, nor beside another event (a failover says the move itself),
+    /// nor for the silence of servers the job moved away from.
     fn standby_edge(&mut self, snap: &Snapshot, raw: &Raw, status: &Status, quiet: bool) -> Option<Event> {
         let others = super::view::standbys(snap, raw, &self.cfg)?;
+        // A server the job moved from that beat since is a standby like any.
+        self.moved_from
+            .retain(|(n, at)| !others.iter().any(|(b, _)| &b.node == n && b.beat_ms.is_some_and(|t| t > *at)));
         let lost = status.no_standby.is_some();
         let before = self.standby_lost.replace(lost);
         if quiet || before.is_none_or(|b| b == lost) {
+            return None;
+        }
+        if lost
+            && others.iter().filter(|(_, alive)| !alive).all(|(b, _)| self.moved_from.iter().any(|(n, _)| *n == b.node))
+        {
             return None;
         }
         let holder = raw.holder.as_ref().map(super::Holder::as_ref);

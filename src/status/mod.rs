@@ -359,6 +359,11 @@ pub struct Event {
     /// until the lock expires (none: it never does).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ms: Option<u64>,
+    /// For a `failover`: no server is left to take the job over from the
+    /// new holder (the one it moved from is not counted). Said here, once,
+    /// and not again as a `standby_lost` when that server falls silent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub no_standby: bool,
 }
 
 /// Why a held job is stale.

@@ -627,9 +627,31 @@ fn a_job_one_server_runs_has_no_standby_to_lose_and_a_failover_says_the_move_not
     // and the failover says so; no second notification of a lost standby.
     w.standby_beat_ms = Some(w.time_ms);
     let _ = read(&mut t, &w);
+    let died_at = w.time_ms;
     w.hand_to(Some((STANDBY, "uuid-s:1")));
     w.standby_beat_ms = None;
     w.wait(300);
-    let moved = read(&mut t, &w);
+    // srv-a's heartbeat stays as it last beat: it died.
+    let with_dead_a = |w: &World| {
+        let mut snap = w.snapshot();
+        snap.beats.push(Beat {
+            node: "srv-a".into(),
+            beat_ms: Some(died_at),
+            state: Some(BeatState::Idle),
+            ..Beat::default()
+        });
+        Observation::Read(snap)
+    };
+    let moved = feed(&mut t, with_dead_a(&w));
     assert_eq!(kinds(&moved), vec![EventKind::Failover]);
+    let e = &moved.events[0];
+    assert!(e.no_standby && e.reason.ends_with("no other server is left to take it over"), "{e:?}");
+    // The server it moved from stays silent: told with the move, not again.
+    for _ in 0..5 {
+        w.wait(10_000);
+        let later = feed(&mut t, with_dead_a(&w));
+        assert!(later.events.is_empty(), "{:?}", later.events);
+    }
+    let later = feed(&mut t, with_dead_a(&w));
+    assert!(later.status.no_standby.is_some(), "still shown, and warned by status's exit code");
 }

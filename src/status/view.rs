@@ -26,6 +26,7 @@ impl Job {
             reason: reason.to_owned(),
             stall: None,
             ms: None,
+            no_standby: false,
         }
     }
 

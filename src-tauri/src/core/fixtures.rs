@@ -65,7 +65,17 @@ pub fn known(state: State, node: Option<&str>, enabled: &[&str]) -> JobState {
 
 /// An event of `kind` about `job` at Redis time 0, naming nobody.
 pub fn event(kind: EventKind, job: &str) -> Event {
-    Event { event: kind, job: job.into(), at_ms: 0, from: None, to: None, reason: "why".into(), stall: None, ms: None }
+    Event {
+        event: kind,
+        job: job.into(),
+        at_ms: 0,
+        from: None,
+        to: None,
+        reason: "why".into(),
+        stall: None,
+        ms: None,
+        no_standby: false,
+    }
 }
 
 /// `user`'s "I'm on it" from `at_ms`, for an hour.

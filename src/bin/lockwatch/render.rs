@@ -96,6 +96,9 @@ fn clock(ms: u64) -> String {
 /// One line for an event.
 pub fn event(e: &Event) -> String {
     let what = match (e.event, &e.from, &e.to) {
+        (EventKind::Failover, Some(from), Some(to)) if e.no_standby => {
+            format!("{from} → {to}, no other server left to take it over")
+        }
         (EventKind::Failover, Some(from), Some(to)) => format!("{from} → {to}"),
         _ => e.reason.clone(),
     };
@@ -159,8 +162,14 @@ mod tests {
             reason: String::new(),
             stall: None,
             ms: None,
+            no_standby: false,
         };
         assert_eq!(event(&e), "1970-01-01 00:00:00 UTC failover outbound: srv-a → srv-b");
+        let alone = Event { no_standby: true, ..e };
+        assert_eq!(
+            event(&alone),
+            "1970-01-01 00:00:00 UTC failover outbound: srv-a → srv-b, no other server left to take it over"
+        );
     }
 
     /// What an engine shows after these reads (`None`: a failed read).

@@ -20,6 +20,7 @@ pub fn note(event: &Event, at: &str, tr: &Tr, enabled_by: &[String]) -> Note {
         EventKind::Died => "note-died",
         EventKind::DataLost => "note-data-lost",
         EventKind::Conflict => "note-conflict",
+        EventKind::Failover if from.is_some() && to.is_some() && event.no_standby => "note-failover-alone",
         EventKind::Failover if from.is_some() && to.is_some() => "note-failover",
         EventKind::Failover => "note-failover-unnamed",
         EventKind::Restarted if to.is_some() => "note-restarted-on",
@@ -140,6 +141,16 @@ mod tests {
         let n = note(&e, "10:02:03", &en(), &[]);
         assert_eq!(n.summary, "outbound moved from wh-east-1 to wh-west-1");
         assert!(!n.critical);
+        // One message for a move that used up the last standby.
+        e.no_standby = true;
+        assert_eq!(
+            note(&e, "10:02:03", &en(), &[]).summary,
+            "outbound moved from wh-east-1 to wh-west-1; no other server is left to take it over"
+        );
+        assert_eq!(
+            note(&e, "10:02:03", &zh(), &[]).summary,
+            "outbound 已从 wh-east-1 切换到 wh-west-1，已没有其他服务器可以接管"
+        );
     }
 
     #[test]
