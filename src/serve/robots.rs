@@ -208,7 +208,9 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Vec<Rob
     // toml's own rendering quotes the offending line, which may hold a
     // secret: only its message and the line number are said.
     let file: File = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        // Lines before the error's first character, plus its own.
+        let line =
+            e.span().map(|s| text.as_bytes()[..s.start.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1);
         let message = e.message().trim_end_matches('\n').to_owned();
         match line {
             Some(line) => format!("line {line}: {message}"),
@@ -412,6 +414,11 @@ url = "http://relay.intranet:8080/lockwatch"
         // A syntax error on the secret's line names the line, not its text.
         let err = parse(&format!("[[robot]]\nkind = \"dingtalk\"\nsecret = \"{TOKEN}\n"), env).err().unwrap();
         assert!(err.starts_with("line 3:") && !err.contains(TOKEN), "{err}");
+        // An error at a line's first character names that line.
+        for text in ["[[robot]]\nfoo\n", "# robots\nfoo", "[[robot]]\n[x\n", "a = 1\nb = \n", "a = 1\n= 2\n"] {
+            let err = parse(text, env).err().unwrap();
+            assert!(err.starts_with("line 2:"), "{text:?}: {err}");
+        }
         assert!(parse("", env).err().unwrap().contains("no [[robot]] table"));
     }
 
