@@ -180,6 +180,9 @@ impl Shell {
         // The holder whose presence subscription the last look counted: when
         // its beat goes quiet, the check between looks counts it again.
         let mut holder: Option<String> = None;
+        // Why Redis could not be read, as last said: a new cause while it
+        // still cannot (refused, then a password refused) is said too.
+        let mut cause: Option<crate::error::RedisFailure> = None;
         let publish = |step: Step| {
             status.send_if_modified(|shown| {
                 let changed = shown.as_ref() != Some(&step.status);
@@ -249,6 +252,7 @@ impl Shell {
                     let mut vouch = None;
                     let step = match answer {
                         Ok(snapshot) => {
+                            cause = None;
                             heard.something();
                             let found = present_holder(&snapshot);
                             if let Some(node) = found.as_deref().filter(|_| found != holder) {
@@ -264,6 +268,12 @@ impl Shell {
                             let mut step = engine.handle_failure(err.to_string(), elapsed_ms);
                             if step.status.checked_at_ms.is_none() {
                                 step.status.failure = err.redis_failure();
+                            }
+                            if step.status.state == crate::status::State::Unknown && step.status.failure != cause {
+                                if cause.is_some() {
+                                    tracing::info!(job = %keys.job, reason = %err, "Redis still cannot be read, now for another reason");
+                                }
+                                cause = step.status.failure;
                             }
                             step
                         }

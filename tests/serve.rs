@@ -1005,6 +1005,57 @@ async fn a_serve_process_frozen_past_its_claim_does_not_post_what_another_took_o
     drop(server);
 }
 
+/// Redis restarted without the ACL user serve logs in as: serve's log says
+/// the password is refused, not only that the connection was, once Redis
+/// answers again.
+#[tokio::test]
+async fn serve_logs_a_new_cause_while_redis_still_cannot_be_read() {
+    let mut server = RedisServer::start();
+    let mut admin = server.conn();
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("mon")
+        .arg("on")
+        .arg(">mon-pw")
+        .arg("~*")
+        .arg("&*")
+        .arg("+@all")
+        .query(&mut admin)
+        .unwrap();
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let mut cmd = lockwatch_command();
+    let url = format!("redis://mon:mon-pw@127.0.0.1:{}", server.port);
+    cmd.args([
+        "--redis",
+        &url,
+        "--interval",
+        "200ms",
+        "serve",
+        "--node",
+        "serve-1",
+        "--metrics",
+        &format!("127.0.0.1:{port}"),
+    ])
+    .env("LOCKWATCH_LOG", "info")
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log).unwrap());
+    let _s = WorkerProcess::spawn(&mut cmd);
+    eventually("the metrics", Duration::from_secs(10), || std::net::TcpStream::connect(("127.0.0.1", port)).ok()).await;
+    server.kill();
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    eventually("unreachable logged", Duration::from_secs(20), || said().contains("Connection refused").then_some(()))
+        .await;
+    server.restart();
+    let text = eventually("the refused password logged", Duration::from_secs(30), || {
+        let text = said();
+        text.contains("Password authentication failed").then_some(text)
+    })
+    .await;
+    println!("{text}");
+}
+
 /// Idle connections to `/metrics` by the hundred (the port may face a whole
 /// network) hold a bounded number of the process's file descriptors, and a
 /// scrape still answers.
