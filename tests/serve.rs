@@ -605,7 +605,7 @@ fn the_shipped_alert_rules_pass_promtool_check_and_their_tests() {
     };
     let shipped = Path::new("packaging/prometheus");
     let (ok, said) = promtool(&["check", "rules", "lockwatch.rules.yml"], shipped);
-    assert!(ok && said.contains("SUCCESS: 4 rules found"), "{said}");
+    assert!(ok && said.contains("SUCCESS: 6 rules found"), "{said}");
     let (ok, said) = promtool(&["test", "rules", "lockwatch.rules.test.yml"], shipped);
     assert!(ok, "{said}");
     // The tests can fail: the same tests against a rule that waits longer.
@@ -615,6 +615,12 @@ fn the_shipped_alert_rules_pass_promtool_check_and_their_tests() {
     std::fs::copy(shipped.join("lockwatch.rules.test.yml"), dir.path().join("lockwatch.rules.test.yml")).unwrap();
     let (ok, said) = promtool(&["test", "rules", "lockwatch.rules.test.yml"], dir.path());
     assert!(!ok && said.contains("LockwatchJobDown"), "{said}");
+    // And the watchers' watch: absent() of the series alone misses serve processes that are down.
+    let blind = rules.replace(r#"absent(up{job="lockwatch"} == 1)"#, r#"absent(up{job="lockwatch"})"#);
+    assert_ne!(blind, rules);
+    std::fs::write(dir.path().join("lockwatch.rules.yml"), blind).unwrap();
+    let (ok, said) = promtool(&["test", "rules", "lockwatch.rules.test.yml"], dir.path());
+    assert!(!ok && said.contains("LockwatchNotWatched"), "{said}");
 }
 
 #[test]
