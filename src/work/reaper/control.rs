@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::deadline::Deadline;
 use super::tree::kill_tree;
@@ -40,6 +41,16 @@ fn parse_asks(pending: &mut Vec<u8>) -> Vec<Ask> {
     asks
 }
 
+/// Set when the control pipe ended without a `K` first: the worker's
+/// files were closed by its death (a live worker says `K` before it lets
+/// its end go).
+static ENDED_WITHOUT_A_WORD: AtomicBool = AtomicBool::new(false);
+
+/// Whether the control pipe ended without a `K` first: the worker is dying.
+pub(super) fn ended_without_a_word() -> bool {
+    ENDED_WITHOUT_A_WORD.load(Ordering::SeqCst)
+}
+
 /// Serves the control pipe until the job must die: on `K`, on the
 /// pipe's end (the worker is gone: nothing may outlive it), or when the
 /// dead-man deadline passes without a later one.
@@ -61,6 +72,7 @@ pub(super) fn serve_control(mut control: File) {
             Err(_) => 0,
         };
         if n == 0 {
+            ENDED_WITHOUT_A_WORD.store(true, Ordering::SeqCst);
             kill_tree(libc::SIGKILL);
             return;
         }

@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::sync::atomic::Ordering;
 
 use super::VAR;
-use super::control::serve_control;
+use super::control::{ended_without_a_word, serve_control};
 use super::tree::{JOB, JOB_REAPED, kill_tree};
 use crate::work::orphan::{self, Orphan};
 
@@ -110,7 +110,7 @@ pub(super) fn serve(spec: &OsStr) -> ! {
     // The whole tree is reaped. A worker gone (its reaper reparented)
     // holds the lock no more: let go of it now, not at the lease's end.
     if let Some((orphan, mut log)) = orphan
-        && parent() != worker
+        && worker_gone(worker)
     {
         orphan.let_go(&mut log);
     }
@@ -143,6 +143,35 @@ fn parse_spec(spec: &OsStr) -> Option<Spec> {
         _ => return None,
     };
     (control > 2 && report > 2 && worker == parent()).then_some(Spec { control, report, worker, orphan })
+}
+
+/// How long a reaper whose control pipe ended without a word waits to be
+/// handed to its new parent: the kernel does that a moment after it closed
+/// the dying worker's files, longer on a busy host.
+const REPARENT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether the worker is gone: this reaper has another parent now. A worker
+/// killed dies thread by thread; its control pipe ends when its last thread's
+/// files are closed, and only a moment later is this reaper handed on (until
+/// then its parent is one of the worker's dying threads), so the job's tree
+/// may be reaped in between: after a pipe that ended without a word, the
+/// new parent is waited for a little. A worker that lives (stopped, stuck)
+/// stays the parent, and its lock its own.
+fn worker_gone(worker: i32) -> bool {
+    if parent() != worker {
+        return true;
+    }
+    if !ended_without_a_word() {
+        return false;
+    }
+    let deadline = std::time::Instant::now() + REPARENT_PATIENCE;
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        if parent() != worker {
+            return true;
+        }
+    }
+    false
 }
 
 fn parent() -> i32 {
