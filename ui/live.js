@@ -33,12 +33,17 @@ export function renderLive(root, app) {
         <dl class="facts">
           <div><dt>${t("page-server")}</dt><dd class="server"></dd></div>
           <div><dt>${t("page-heartbeat")}</dt><dd class="beat"></dd></div>
-          <div><dt>${t("page-lease")}</dt><dd class="ttl"></dd></div>
-          <div><dt>${t("page-fence")}</dt><dd class="fence"></dd></div>
           <div><dt>${t("page-since")}</dt><dd class="since"></dd></div>
           <div><dt>${t("page-checked")}</dt><dd class="checked"></dd></div>
           <div><dt>${t("page-servers")}</dt><dd class="servers"></dd></div>
         </dl>
+        <details class="advanced"><summary>${t("page-advanced")}</summary>
+          <dl class="facts">
+            <div class="wide"><dt>${t("page-details")}</dt><dd class="detail"></dd></div>
+            <div><dt>${t("page-lease")}</dt><dd class="ttl"></dd></div>
+            <div><dt>${t("page-fence")}</dt><dd class="fence"></dd></div>
+          </dl>
+        </details>
         <h3 class="on-it-head">${t("page-on-it")}</h3>
         <ul class="on-it"></ul>
         <h3>${t("page-who")}</h3>
@@ -85,6 +90,8 @@ function fill(card, entry, user) {
   badge.querySelector(".glyph span").textContent = info.glyph;
   badge.querySelector(".word").textContent = info.word;
   card.querySelector(".reason").textContent = reasonText(s);
+  // The engineers' own sentence, under Advanced.
+  card.querySelector(".detail").textContent = s?.reason ?? "–";
   const standby = card.querySelector(".standby");
   standby.textContent = [flagsLostText(entry), noStandbyText(entry)].filter(Boolean).join(" ");
   standby.hidden = !standby.textContent;

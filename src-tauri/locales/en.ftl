@@ -86,11 +86,20 @@ note-standby-lost = { $job } has no standby left
 note-standby-back = { $job } has a standby again
 # What the title does not say yet; else the library's own sentence.
 note-body = { $kind ->
+        [died] { $at }: { $users } switched the job on, but no server runs it.
+        [data_lost] { $at }: Redis lost the job's data: who switched it on, which server runs it and its history may all be gone. It is back to normal once a server runs the job again or someone switches it on again.
+        [conflict] { $at }: two servers both say they run the job.
         [failover] { $at }: { $to } runs it now.
         [restarted] { $at }: the same server took the job again.
-        [stalled_hung] { $at }: { $server }'s heartbeat is { $duration } old, yet the lock is still renewed: the job may hang.
-        [stalled_dying] { $at }: { $server } no longer keeps the lock (its process died or lost its link); the lock expires in { $duration }, then another server takes over.
-        [stalled_dying_never] { $at }: { $server } no longer keeps the lock, which never expires: if that server is gone, delete the lock by hand.
+        [stalled] { $at }: a server still has the job, but it may be stuck or cut off.
+        [stalled_hung] { $at }: { $server } has not checked in for { $duration }, yet it still has the job: the job may be stuck.
+        [stalled_dying] { $at }: { $server } stopped answering (its program ended or lost its link); another server takes over in { $duration }.
+        [stalled_dying_never] { $at }: { $server } stopped answering, and its hold on the job never runs out: if that server is gone, an engineer must free the job by hand.
+        [recovered] { $at }: a server runs the job again.
+        [started] { $at }: a server started the job.
+        [stopped] { $at }: everyone switched it off; the job stopped.
+        [unreachable] { $at }: the job's real state is unknown; that does not mean it stopped.
+        [reachable] { $at }: Redis can be reached again.
         [standby_lost] { $at }: { $to } is silent; if { $from } stops, no server takes the job over.
         [standby_back] { $at }: { $to } is back and can take the job over.
        *[other] { $at }: { $reason }
@@ -167,20 +176,21 @@ page-hint-conflict = two servers claim it
 page-hint-unknown = Redis cannot be read
 
 # The library's sentence is English already and says the most.
-page-reason-running = { $reason }
-page-reason-stale = { $reason }
-page-reason-stale-unnamed = { $reason }
-page-reason-down = { $reason }
-page-reason-pending = { $reason }
-page-reason-pending-open = { $reason }
-page-reason-stopped = { $reason }
-page-reason-conflict = { $reason }
-page-reason-unreadable = { $reason }
+page-reason-running = Running on { $server }.
+page-reason-stale = { $server } has the job, but has not checked in for { $age }: it may be stuck or shutting down.
+page-reason-stale-unnamed = A server has the job, but none checked in lately to say which: it may be stuck or shutting down.
+page-reason-down = Switched on, but no server runs it.
+page-reason-pending = No server runs it yet; one should start it by { $until }.
+page-reason-pending-open = No server runs it yet; one should start it shortly.
+page-reason-stopped = Stopped: nobody has it switched on.
+page-reason-conflict = Two servers both say they run the job.
+page-reason-unreadable = Redis cannot be read, so the state is unknown (that does not mean it stopped).
 
 page-server = Server
 page-heartbeat = Heartbeat
 page-lease = Lock lease left
 page-fence = Fence token
+page-details = What lockwatch sees
 page-since = Since
 page-checked = Checked
 page-ago = { $duration } ago

@@ -95,9 +95,9 @@ note-body = { $kind ->
         [failover] { $at }：现在由 { $to } 运行。
         [restarted] { $at }：同一台服务器重新接管了任务。
         [stalled] { $at }：锁仍被占用，但运行它的服务器可能卡住了，或已失去联系。
-        [stalled_hung] { $at }：{ $server } 的心跳已 { $duration } 未更新，但锁仍在续期：任务可能卡住了。
-        [stalled_dying] { $at }：{ $server } 已不再持有锁（程序已退出或与 Redis 断开）；锁将在 { $duration }后到期，随后由另一台服务器接管。
-        [stalled_dying_never] { $at }：{ $server } 已不再持有锁，而此锁永不过期：如果该服务器已不在运行，需要手动删除这把锁。
+        [stalled_hung] { $at }：{ $server } 已 { $duration } 没有报到，但仍占着任务：任务可能卡住了。
+        [stalled_dying] { $at }：{ $server } 已失去联系（程序已退出或与 Redis 断开）；{ $duration }后由另一台服务器接管。
+        [stalled_dying_never] { $at }：{ $server } 已失去联系，而它对任务的占用永不过期：如果该服务器已不在运行，需要工程师手动释放任务。
         [recovered] { $at }：已有服务器重新运行此任务。
         [started] { $at }：已有服务器开始运行此任务。
         [stopped] { $at }：所有人都已停用，任务已停止。
@@ -186,6 +186,7 @@ page-server = 服务器
 page-heartbeat = 心跳
 page-lease = 锁的剩余时间
 page-fence = 运行序号
+page-details = lockwatch 看到的情况
 page-since = 开始于
 page-checked = 检查时间
 page-ago = { $duration }前

@@ -37,9 +37,14 @@ test("the page speaks Chinese from the app's messages", () => {
   }
 });
 
-test("in English the page shows the library's own sentence", () => {
+test("in English the page says it as plainly as in Chinese: no lock, lease or field", () => {
   setTexts(texts("en"));
-  assert.equal(reasonText(running), running.reason);
+  assert.equal(reasonText(running), "Running on wh-east-1.");
+  const stale = { ...running, state: "stale", holder: { ...running.holder, heartbeat_age_ms: 42_000 } };
+  assert.equal(reasonText(stale), "wh-east-1 has the job, but has not checked in for 42 s: it may be stuck or shutting down.");
+  for (const state of ["running", "stale", "down", "pending", "stopped", "conflict"]) {
+    assert.doesNotMatch(reasonText({ ...running, state }), /lock|lease|field|fence/i, state);
+  }
   assert.equal(reasonText(undefined), "Connecting…");
   assert.equal(stateInfo("pending").word, "Pending");
   assert.equal(duration(7_380_000), "2 h 3 min");

@@ -132,6 +132,37 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_has_its_own_plain_sentence_in_both_languages_not_the_engineers() {
+        let node = |n: &str| Some(HolderRef { field: "f:1".into(), node: Some(n.into()) });
+        for kind in [
+            EventKind::Died,
+            EventKind::DataLost,
+            EventKind::Conflict,
+            EventKind::Failover,
+            EventKind::Restarted,
+            EventKind::Stalled,
+            EventKind::Recovered,
+            EventKind::Started,
+            EventKind::Stopped,
+            EventKind::Unreachable,
+            EventKind::Reachable,
+            EventKind::StandbyLost,
+            EventKind::StandbyBack,
+        ] {
+            let e = Event {
+                from: node("wh-a"),
+                to: node("wh-b"),
+                reason: "the lock field u:1 lease".into(),
+                ..event(kind, "outbound")
+            };
+            for words in [en(), zh()] {
+                let body = note(&e, "10:02", &words, &["alice".into()]).body;
+                assert!(!body.contains("lease") && !body.contains("field"), "{kind:?}: {body}");
+            }
+        }
+    }
+
+    #[test]
     fn died_and_conflict_are_critical_failover_names_both_servers() {
         assert!(note(&event(EventKind::Died, "outbound"), "10:02", &en(), &[]).critical);
         assert!(note(&event(EventKind::Conflict, "outbound"), "10:02", &en(), &[]).critical);
