@@ -492,7 +492,11 @@ fn a_user_named_without_a_password_is_never_logged_in_as_default() {
     let status = lockwatch(&url, &["status", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!((status.status.code(), &json["state"]), (Some(3), &serde_json::json!("unknown")), "{json}");
-    // A user the admin made without a password is herself.
+    // A user the admin made without a password is herself (who may write
+    // her flag only where ACL selectors exist: Redis 7 and Valkey).
+    if redis_major(&mut admin) < 7 {
+        return;
+    }
     let _: () = redis::cmd("ACL").arg("SETUSER").arg("alice").arg("resetpass").arg("nopass").query(&mut admin).unwrap();
     let out = lockwatch(&url, &["enable"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -526,8 +530,12 @@ async fn a_supervisor_who_floods_her_own_flag_fills_no_history_and_costs_the_wor
     use common::journal::{assert_no_overlap, journal, journal_worker};
 
     let server = RedisServer::start();
-    provision(&server, "alice", "alice-pw");
     let mut admin = server.conn();
+    if redis_major(&mut admin) < 7 {
+        println!("Redis 6 grants her no write (no ACL selectors): nothing of hers to flood");
+        return;
+    }
+    provision(&server, "alice", "alice-pw");
     flag(&mut admin, "outbound", "alice", true);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal");
