@@ -14,7 +14,8 @@ use lockwatch::Keys;
 use lockwatch::connect::{Conn, Target};
 use lockwatch::supervise::flags;
 
-/// The demo workers' lease: short, so a killed worker's job moves soon.
+/// The demo workers' lease: short, so a job whose worker and reaper are
+/// both killed moves soon (a worker killed alone hands over at once).
 const LEASE_SECS: u64 = 10;
 
 /// The sample job: ships an order every two seconds, saying which server and fence.
@@ -86,7 +87,12 @@ pub(super) async fn run(g: &Global) -> Result<u8> {
                 let next = if others.is_empty() {
                     "No worker is left, so the job cannot run: Ctrl-C and start the demo again.".to_owned()
                 } else {
-                    format!("If it ran the job, {} takes over once its lease runs out (at most {LEASE_SECS} s).", others.join(" or "))
+                    // A worker killed alone leaves its reaper, which ends the job and
+                    // releases the lock at once; with both gone the lease runs out first.
+                    format!(
+                        "If it ran the job, {} takes over at once: its reaper ends the job and releases the lock (were the reaper killed too: within the {LEASE_SECS} s lease).",
+                        others.join(" or ")
+                    )
                 };
                 eprintln!("lockwatch demo: worker {} (pid {}) {}. {next}", gone.node, gone.pid, how(status));
             }
