@@ -115,3 +115,41 @@ fn machine_entry() -> bool {
     let dirs = dirs.as_deref().unwrap_or("/etc/xdg");
     dirs.split(':').any(|dir| std::path::Path::new(dir).join("autostart").join(format!("{NAME}.desktop")).is_file())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ARG;
+
+    fn repo_file(path: &str) -> String {
+        let at = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
+        std::fs::read_to_string(&at).unwrap_or_else(|e| panic!("{}: {e}", at.display()))
+    }
+
+    /// docs/rollout.md has the admin copy the menu entry into
+    /// /etc/xdg/autostart with `sed`: its substitution, applied to the
+    /// packaged entry, must give a command with the argument, which the
+    /// menu entry itself does not pass (there a second start opens the
+    /// dashboard), and the package's postrm must still know the copy.
+    #[test]
+    fn the_rollouts_copy_of_the_menu_entry_starts_the_app_with_the_autostart_argument() {
+        let rollout = repo_file("docs/rollout.md");
+        let sed =
+            rollout.lines().find(|l| l.contains("sed 's|^Exec=")).expect("docs/rollout.md copies the entry with sed");
+        let script = &sed[sed.find("s|^").unwrap() + 3..];
+        let (line, rest) = script.split_once("$|&").expect("s|^LINE$|&SUFFIX|");
+        let suffix = &rest[..rest.find('|').unwrap()];
+        let menu_entry = repo_file("packaging/desktop/lockwatch.desktop");
+        assert!(menu_entry.lines().any(|l| l == line), "the menu entry has no line {line:?} for the sed to change");
+        assert!(
+            !menu_entry.contains(ARG),
+            "the menu entry passes {ARG}: a second start from the menu would do nothing"
+        );
+        let copied = format!("{line}{suffix}");
+        assert_eq!(copied, format!("Exec=/usr/bin/lockwatch-tray {ARG}"));
+        let postrm = repo_file("packaging/desktop/postrm");
+        assert!(
+            postrm.contains("grep -q '^Exec=/usr/bin/lockwatch-tray'"),
+            "postrm no longer knows the copy: {postrm}"
+        );
+    }
+}
