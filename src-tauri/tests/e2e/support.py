@@ -4,6 +4,7 @@ on is desktop.py's, which the tray benchmark shares.
 """
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -97,7 +98,8 @@ class Run:
     def grant(self, user, password):
         """The Redis user `user` with the rules `lockwatch acl` prints for it, and a password."""
         for line in self.lockwatch("acl", "--user", user, check=True).stdout.splitlines():
-            self.redis(*line.split())
+            # The selectors come quoted: "(~{outbound}:enabled:alice +hset)".
+            self.redis(*shlex.split(line))
         self.redis("ACL", "SETUSER", user, f">{password}")
 
     def worker(self, node, *args):
