@@ -125,14 +125,15 @@ pub fn redraw(app: &AppHandle, desk: &Desk) {
 /// What decides the menu's items: per job its name, whether it has an
 /// error line, a confirmation line and a no-standby line, how many "on it"
 /// lines, and whether "I'm on it" is offered; the fixed labels; the mute
-/// submenu's title.
-type Shape = (Vec<(String, (bool, bool, bool), usize, bool)>, Labels, String);
+/// submenu's title, and whether it offers "Unmute".
+type Shape = (Vec<(String, (bool, bool, bool), usize, bool)>, Labels, String, bool);
 
 /// The menu as built, to update it in place.
 struct TrayMenu {
     shape: Shape,
     jobs: Vec<JobItems>,
-    unmute: Item,
+    /// Only while notifications are muted.
+    unmute: Option<Item>,
     autostart: CheckMenuItem<Wry>,
     icon: State,
 }
@@ -180,6 +181,7 @@ fn render(
             .collect(),
         view.labels.clone(),
         view.mute_label.clone(),
+        view.unmute_label.is_some(),
     );
     let rebuild = current.as_ref().is_none_or(|m| m.shape != shape);
     if rebuild {
@@ -233,13 +235,19 @@ fn render(
             jobs.push(JobItems { status, flip, others, standby, on_it, ack, confirm, error });
         }
         let labels = &view.labels;
-        let unmute = item(app, MenuId::Mute(Mute::Off), &view.unmute_label, true)?;
+        let unmute = match &view.unmute_label {
+            Some(text) => Some(item(app, MenuId::Mute(Mute::Off), text, true)?),
+            None => None,
+        };
         let mute_for = [
             item(app, MenuId::Mute(Mute::OneHour), &labels.mute[0], true)?,
             item(app, MenuId::Mute(Mute::FourHours), &labels.mute[1], true)?,
             item(app, MenuId::Mute(Mute::UntilTomorrow), &labels.mute[2], true)?,
         ];
-        let mute_items: [&dyn IsMenuItem<Wry>; 4] = [&mute_for[0], &mute_for[1], &mute_for[2], &unmute];
+        let mut mute_items: Vec<&dyn IsMenuItem<Wry>> = vec![&mute_for[0], &mute_for[1], &mute_for[2]];
+        if let Some(unmute) = &unmute {
+            mute_items.push(unmute);
+        }
         let mute = Submenu::with_id_and_items(app, MenuId::MuteMenu.to_string(), &view.mute_label, true, &mute_items)?;
         let autostart_item = CheckMenuItem::with_id(
             app,
@@ -289,7 +297,9 @@ fn render(
         }
     }
     tray.set_tooltip(Some(view.tooltip()))?;
-    m.unmute.set_text(&view.unmute_label)?;
+    if let (Some(item), Some(text)) = (&m.unmute, &view.unmute_label) {
+        item.set_text(text)?;
+    }
     m.autostart.set_checked(autostart || machine_starts_it)?;
     if m.icon != view.icon {
         tray.set_icon(Some(icon(view.icon)?))?;

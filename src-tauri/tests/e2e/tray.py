@@ -36,7 +36,8 @@ LOCALE = os.environ.get("LOCALE", "en_US.UTF-8")
 WORDS = {
     "en": {
         "running_on": "outbound: running on ",
-        "failover": "outbound moved from {a} to {b}",
+        # Two servers, one killed: the failover says none is left to take over.
+        "failover": "outbound moved from {a} to {b}; no other server is left to take it over",
         "failover_body": ": {b} runs it now.",
         "actions": ["Open dashboard", "Snooze 1 h", "I'm on it"],
         "died_on": "outbound died on {server}",
@@ -49,6 +50,7 @@ WORDS = {
         "unmute": "Unmute",
         "muted": "Notifications muted until ",
         "unmute_left": "Unmute (",
+        "own_on_it": "You are on it since ",
         "unreachable": "Redis unreachable: job states unknown",
         "autostart": "Start at login",
         "autostart_machine": "Start at login (set for this computer)",
@@ -56,7 +58,7 @@ WORDS = {
     },
     "zh": {
         "running_on": "outbound：运行中 · ",
-        "failover": "outbound 已从 {a} 切换到 {b}",
+        "failover": "outbound 已从 {a} 切换到 {b}，已没有其他服务器可以接管",
         "failover_body": "：现在由 {b} 运行。",
         "actions": ["打开监控面板", "静音 1 小时", "我来处理"],
         "died_on": "outbound 在 {server} 上意外停止",
@@ -69,6 +71,7 @@ WORDS = {
         "unmute": "恢复通知",
         "muted": "通知已静音至 ",
         "unmute_left": "恢复通知（还剩 ",
+        "own_on_it": "您自 ",
         "unreachable": "无法连接 Redis：任务状态未知",
         "autostart": "登录时自动启动",
         "autostart_machine": "登录时自动启动（本机统一设置）",
@@ -127,7 +130,8 @@ def main():
         until("the status line naming the server", lambda: (tray.entry(W["running_on"]) or (0, ""))[1].find(holder["node"]) > 0, 10)
         line = tray.entry(W["running_on"])
         assert line[3], f"the status line is drawn greyed out: {line}"
-        run.ok(f"icon running, menu says {line[1]!r}, not greyed out")
+        assert tray.entry(W["unmute"]) is None, "Unmute offered while nothing is muted"
+        run.ok(f"icon running, menu says {line[1]!r}, not greyed out; no Unmute")
 
         # c. kill -9 of the holding worker: one failover notification naming both
         other = "srv-b" if holder["node"] == "srv-a" else "srv-a"
@@ -145,7 +149,9 @@ def main():
         assert labels[1:] == W["actions"], labels
         notes.press(want, W["actions"][2])
         until("alice's ack in Redis", lambda: run.redis("EXISTS", "{outbound}:ack:alice") == "1", 10)
-        run.ok(f"the failover note offers {labels[1:]}; {W['actions'][2]!r} wrote alice's ack")
+        own = until("her own ack in her menu", lambda: tray.entry(W["own_on_it"]), 10)
+        assert "alice" not in own[1], f"her own ack names her: {own}"
+        run.ok(f"the failover note offers {labels[1:]}; {W['actions'][2]!r} wrote alice's ack; her menu says {own[1]!r}")
 
         # c2. the last server killed: a critical note naming it, with a sound; snooze and open act
         workers[other].kill()
@@ -157,6 +163,7 @@ def main():
         until("the mute title after the snooze", lambda: tray.entry(W["muted"]) is not None, 10)
         tray.click(W["unmute_left"])
         until("the plain mute title again", lambda: tray.entry(W["muted"]) is None and tray.entry(W["mute"]) is not None, 10)
+        assert tray.entry(W["unmute"]) is None, "Unmute still offered once unmuted"
         assert not dashboard_shown(), "the dashboard was open before the click"
         # A daemon closes a note once one of its buttons is pressed: the click goes to a note still open.
         notes.click(notes.summaries()[0])

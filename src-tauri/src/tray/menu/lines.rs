@@ -7,11 +7,18 @@ use lockwatch::{State, Status};
 use super::Words;
 use crate::core::i18n::Tr;
 
-/// `alice is on it since 10:02: looking at wh-a`, in the desktop's time of day.
-pub fn on_it_line(a: &Ack, words: &Words) -> String {
+/// `alice is on it since 10:02: looking at wh-a`, in the desktop's time of
+/// day; `You are on it since 10:02` when the ack is `user`'s own.
+pub fn on_it_line(a: &Ack, user: &str, words: &Words) -> String {
     let since = (words.time_of_day)(a.at_ms);
     let args = [("user", a.user.as_str().into()), ("since", since.into()), ("note", a.note.as_str().into())];
-    words.tr.ta(if a.note.is_empty() { "menu-on-it-plain" } else { "menu-on-it" }, &args)
+    let id = match (a.user == user, a.note.is_empty()) {
+        (true, true) => "menu-on-it-own-plain",
+        (true, false) => "menu-on-it-own",
+        (false, true) => "menu-on-it-plain",
+        (false, false) => "menu-on-it",
+    };
+    words.tr.ta(id, &args)
 }
 
 /// A state as a word inside a sentence.
@@ -83,9 +90,12 @@ pub(super) fn mute_label(mute_until_ms: Option<u64>, now_ms: u64, words: &Words)
     }
 }
 
-pub(super) fn unmute_label(mute_until_ms: Option<u64>, now_ms: u64, tr: &Tr) -> String {
+/// "Unmute (50 min left)" while muted; nothing to offer otherwise.
+pub(super) fn unmute_label(mute_until_ms: Option<u64>, now_ms: u64, tr: &Tr) -> Option<String> {
     match mute_until_ms {
-        Some(until) if until > now_ms => tr.ta("menu-unmute-left", &[("left", tr.duration(until - now_ms).into())]),
-        _ => tr.t("menu-unmute"),
+        Some(until) if until > now_ms => {
+            Some(tr.ta("menu-unmute-left", &[("left", tr.duration(until - now_ms).into())]))
+        }
+        _ => None,
     }
 }

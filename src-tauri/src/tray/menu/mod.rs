@@ -26,8 +26,9 @@ pub struct TrayView {
     /// are muted. It changes only when the mute does (the menu is rebuilt
     /// then: a submenu's title does not follow a change in place).
     pub mute_label: String,
-    /// The submenu's "Unmute", with the time left while muted (updated in place).
-    pub unmute_label: String,
+    /// The submenu's "Unmute", with the time left (updated in place); only
+    /// while muted, as there is nothing to unmute otherwise.
+    pub unmute_label: Option<String>,
     /// The fixed items' labels, in the language shown.
     pub labels: Labels,
 }
@@ -95,7 +96,8 @@ pub struct JobMenu {
     pub error_line: Option<String>,
     /// The user's own flip, confirmed: `✓ You switched it off at 10:02`.
     pub confirm_line: Option<String>,
-    /// Who is on it: `alice is on it since 10:02: looking at wh-a`, one per ack in force.
+    /// Who is on it: `alice is on it since 10:02: looking at wh-a`, one per
+    /// ack in force; the user's own says `You are on it since 10:02`.
     pub on_it_lines: Vec<String>,
     /// Whose each line is, in the same order.
     pub on_it_users: Vec<String>,
@@ -187,7 +189,7 @@ fn job_menu(j: &JobState, user: &str, words: &Words) -> JobMenu {
         others_line,
         error_line,
         confirm_line,
-        on_it_lines: s.acks.iter().map(|a| on_it_line(a, words)).collect(),
+        on_it_lines: s.acks.iter().map(|a| on_it_line(a, user, words)).collect(),
         on_it_users: s.acks.iter().map(|a| a.user.clone()).collect(),
         own_ack,
         ack_label: tr.t(if own_ack == Some(true) { "menu-unack" } else { "menu-ack" }),

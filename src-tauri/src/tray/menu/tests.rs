@@ -141,9 +141,18 @@ fn pending_says_how_soon_a_server_should_take_it() {
 #[test]
 fn mute_label_shows_until_when_and_the_time_left() {
     assert_eq!(mute_label(Some(3_600_000), 0, &en()), "Notifications muted until 01:00");
-    assert_eq!(unmute_label(Some(3_600_000), 0, &en().tr), "Unmute (1 h 0 min left)");
+    assert_eq!(unmute_label(Some(3_600_000), 0, &en().tr).as_deref(), Some("Unmute (1 h 0 min left)"));
     assert_eq!(mute_label(Some(10), 20, &en()), "Mute notifications");
-    assert_eq!(unmute_label(Some(10), 20, &en().tr), "Unmute");
+}
+
+#[test]
+fn unmute_is_offered_only_while_muted() {
+    let jobs = [known(State::Running, Some("a"), &[])];
+    for words in [en(), zh()] {
+        assert_eq!(tray_view(&jobs, "alice", None, 0, &words).unmute_label, None, "never muted");
+        assert_eq!(tray_view(&jobs, "alice", Some(10), 20, &words).unmute_label, None, "the mute ran out");
+        assert!(tray_view(&jobs, "alice", Some(30), 20, &words).unmute_label.is_some());
+    }
 }
 
 #[test]
@@ -204,14 +213,17 @@ fn a_refused_flip_is_one_short_line_with_the_details_left_to_the_dashboard() {
 fn the_mute_title_shows_the_time_left_in_both_languages() {
     let jobs = [known(State::Running, Some("a"), &[])];
     let v = tray_view(&jobs, "alice", Some(3_000_000), 0, &zh());
-    assert_eq!((v.mute_label.as_str(), v.unmute_label.as_str()), ("通知已静音至 00:50", "恢复通知（还剩 50 分 0 秒）"));
+    assert_eq!(
+        (v.mute_label.as_str(), v.unmute_label.as_deref()),
+        ("通知已静音至 00:50", Some("恢复通知（还剩 50 分 0 秒）"))
+    );
     let v = tray_view(&jobs, "alice", Some(3_000_000), 2_999_000, &en());
     assert_eq!(
-        (v.mute_label.as_str(), v.unmute_label.as_str()),
-        ("Notifications muted until 00:50", "Unmute (1 s left)")
+        (v.mute_label.as_str(), v.unmute_label.as_deref()),
+        ("Notifications muted until 00:50", Some("Unmute (1 s left)"))
     );
     let v = tray_view(&jobs, "alice", Some(3_000_000), 3_000_000, &zh());
-    assert_eq!((v.mute_label.as_str(), v.unmute_label.as_str()), ("通知静音", "恢复通知"));
+    assert_eq!((v.mute_label.as_str(), v.unmute_label.as_deref()), ("通知静音", None));
 }
 
 #[test]
@@ -225,9 +237,14 @@ fn the_menu_says_who_is_on_it_and_offers_the_own_ack_in_both_languages() {
     assert_eq!((m.own_ack, m.ack_label.as_str()), (Some(false), "I'm on it"));
     let m = &tray_view(std::slice::from_ref(&v), "alice", None, 0, &en()).jobs[0];
     assert_eq!((m.own_ack, m.ack_label.as_str()), (Some(true), "I'm no longer on it"));
-    let m = &tray_view(std::slice::from_ref(&v), "alice", None, 0, &zh()).jobs[0];
+    assert_eq!(m.on_it_lines, ["You are on it since 10:02: looking at wh-a", "bob is on it since 10:03"]);
+    let m = &tray_view(std::slice::from_ref(&v), "carol", None, 0, &zh()).jobs[0];
     assert_eq!(m.on_it_lines[0], "alice 自 10:02 起正在处理：looking at wh-a");
+    let m = &tray_view(std::slice::from_ref(&v), "alice", None, 0, &zh()).jobs[0];
+    assert_eq!(m.on_it_lines, ["您自 10:02 起正在处理：looking at wh-a", "bob 自 10:03 起正在处理"]);
     assert_eq!(m.ack_label, "我不再处理");
+    let m = &tray_view(std::slice::from_ref(&v), "bob", None, 0, &en()).jobs[0];
+    assert_eq!(m.on_it_lines[1], "You are on it since 10:03", "her own, without a note");
     let mut unreadable = v.clone();
     if let Some(s) = unreadable.status.as_mut() {
         s.checked_at_ms = None;
