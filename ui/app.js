@@ -7,7 +7,7 @@
 import { setTexts, t, translate } from "./i18n.js";
 import { renderLive } from "./live.js";
 import { renderHistory } from "./history.js";
-import { renderSettings } from "./settings.js";
+import { renderSettings, showHints } from "./settings.js";
 import { renderOff } from "./off.js";
 
 const tauri = window.__TAURI__;
@@ -66,8 +66,13 @@ async function reload() {
   window.lockwatchFailed = t("page-failed");
   app.state = state;
   app.statuses = new Map(app.state.jobs.map((j) => [j.job, j]));
-  document.getElementById("connection").textContent = app.state.redis ? t("page-connection", { redis: app.state.redis, user: app.state.user }) : app.state.settings_error ?? "";
+  showConnection();
   render();
+}
+
+/** The head line: the Redis and user in effect, else why the settings cannot take effect. */
+function showConnection() {
+  document.getElementById("connection").textContent = app.state.redis ? t("page-connection", { redis: app.state.redis, user: app.state.user }) : app.state.settings_error ?? "";
 }
 
 window.addEventListener("hashchange", show);
@@ -77,6 +82,15 @@ tauri.event.listen("status", (e) => {
   Object.assign(entry, e.payload);
   app.statuses.set(e.payload.job, entry);
   if (currentTab() === "live" && app.off == null) render("live");
+});
+// What took effect of the settings changed (they took effect after the page
+// loaded, or anew): the head line and the form's hints follow, the form
+// itself is left as she is filling it in.
+tauri.event.listen("in_effect", (e) => {
+  if (!app.state) return;
+  Object.assign(app.state, e.payload);
+  showConnection();
+  showHints(document.getElementById("view-settings"), app);
 });
 tauri.event.listen("event", () => {
   if (currentTab() === "history" && app.off == null) render("history");

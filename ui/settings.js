@@ -1,8 +1,10 @@
 // The settings view: the form the app filled in (durations as "10s"), its
 // fields judged by the app as they change and on saving; the password goes
-// to the OS keyring; "Test connection" says in one sentence what worked or
-// failed; "Send a test notification" has the tray send one. Its words are
-// the app's (i18n.js).
+// to the OS keyring, or to memory where the app found none; "Test
+// connection" says in one sentence what worked or failed; "Send a test
+// notification" has the tray send one. Its words are the app's (i18n.js),
+// "Saved" too: said once the saved settings' words are loaded, as saving
+// may change the language.
 
 import { t } from "./i18n.js";
 import { INPUTS, formOf, placeVerdict } from "./validate.js";
@@ -38,6 +40,26 @@ export function languageChoices() {
   ];
 }
 
+/** The password field's placeholder: where a password typed there goes, as the app found out (`password_goes`). */
+export function passwordHint(goes) {
+  return t({ keyring: "page-password-hint", memory: "page-password-hint-memory" }[goes] ?? "page-password-hint-kept");
+}
+
+/** "Saved", in the words in effect, from what `save_settings` answered. */
+export function savedText(saved) {
+  return saved.password_in_memory ? t("page-saved-note", { note: t("page-password-in-memory") }) : t("page-saved");
+}
+
+/** The hints of what took effect, in the form drawn under `root` (if any): where a password goes, whose name an empty field means. */
+export function showHints(root, app) {
+  const form = root.querySelector("form.settings");
+  if (!form) return;
+  form.elements.password.placeholder = passwordHint(app.state.password_goes);
+  // Empty, the field means the user in effect (the URL's, else her login), unless the environment names one.
+  const user = !app.state.overridden?.user && app.state.user;
+  form.elements.user.placeholder = user ? t("page-user-default", { user }) : "";
+}
+
 export function renderSettings(root, app, reload) {
   const s = app.state.settings;
   const filled = app.state.form;
@@ -48,17 +70,17 @@ export function renderSettings(root, app, reload) {
       <form class="settings" novalidate>
         <label for="language">${t("page-language")}</label><select id="language" name="language">${languageChoices().map(([value, label]) => `<option value="${value}">${label}</option>`).join("")}</select>
         <label for="redis_url">${t("page-redis-url")}</label><input type="url" id="redis_url" name="redis_url" autocomplete="off" spellcheck="false">
-        <label for="password">${t("page-password")}</label><input type="password" id="password" name="password" autocomplete="off" placeholder="${t("page-password-hint")}">
-        <label for="user">${t("page-user")}</label><input type="text" id="user" name="user" placeholder="${t("page-user-hint")}">
+        <label for="password">${t("page-password")}</label><input type="password" id="password" name="password" autocomplete="off">
+        <label for="user">${t("page-user")}</label><input type="text" id="user" name="user" data-help="user-help"><p class="field-help muted" id="user-help">${t("page-user-hint")}</p>
         <label for="jobs">${t("page-jobs")}</label><input type="text" id="jobs" name="jobs" placeholder="outbound, inbound">
-        <fieldset><legend>${t("page-notify")}</legend>${EVENTS.map(([e, id]) => `<label><input type="checkbox" name="notify" value="${e}"> ${t(id)}</label>`).join(" ")}</fieldset>
-        <label class="check"><input type="checkbox" id="sound" name="sound"> ${t("page-sound")}</label>
+        <fieldset><legend>${t("page-notify")}</legend>${EVENTS.map(([e, id]) => `<label><input type="checkbox" name="notify" value="${e}"><span>${t(id)}</span></label>`).join("")}</fieldset>
+        <label class="check"><input type="checkbox" id="sound" name="sound"><span>${t("page-sound")}</span></label>
         <div class="buttons"><button type="button" class="notify-test">${t("page-notify-test")}</button><span class="notify-result" aria-live="polite"></span></div>
         <details class="advanced"><summary>${t("page-advanced")}</summary><div>
         <label for="tls_ca">${t("page-tls-ca")}</label><input type="text" id="tls_ca" name="tls_ca" placeholder="${t("page-tls-ca-hint")}">
         <label for="sentinels">${t("page-sentinels")}</label><input type="text" id="sentinels" name="sentinels" spellcheck="false" placeholder="${t("page-sentinels-hint")}">
         <label for="sentinel_master">${t("page-sentinel-master")}</label><input type="text" id="sentinel_master" name="sentinel_master" spellcheck="false" placeholder="${t("page-sentinel-master-hint")}">
-        <label for="cluster">${t("page-cluster")}</label><input type="checkbox" id="cluster" name="cluster">
+        <label class="check"><input type="checkbox" id="cluster" name="cluster"><span>${t("page-cluster")}</span></label>
         <label for="poll">${t("page-poll")}</label><input type="text" id="poll" name="poll">
         <label for="heartbeat_grace">${t("page-heartbeat-grace")}</label><input type="text" id="heartbeat_grace" name="heartbeat_grace">
         <label for="failover_window">${t("page-failover-window")}</label><input type="text" id="failover_window" name="failover_window">
@@ -73,12 +95,14 @@ export function renderSettings(root, app, reload) {
   form.elements.language.value = filled.language ?? "auto";
   form.elements.cluster.checked = Boolean(filled.cluster);
   form.elements.sound.checked = filled.sound ?? true;
+  showHints(root, app);
+  for (const input of form.querySelectorAll("[data-help]")) input.setAttribute("aria-describedby", input.dataset.help);
   for (const [field, env] of [["redis_url", "LOCKWATCH_REDIS_URL"], ["sentinels", "LOCKWATCH_SENTINEL"], ["sentinel_master", "LOCKWATCH_SENTINEL_MASTER"], ["cluster", "LOCKWATCH_CLUSTER"], ["user", "LOCKWATCH_USER"], ["jobs", "LOCKWATCH_JOB"]]) {
     if (over[field === "jobs" ? "job" : field]) note(form, field, t("page-overridden", { variable: env }));
   }
   const result = root.querySelector(".result");
-  result.textContent = app.settingsNote ?? "";
-  app.settingsNote = null;
+  result.textContent = app.saved ? savedText(app.saved) : "";
+  app.saved = null;
   const current = () => ({ ...formOf(Object.fromEntries(INPUTS.map((n) => [n, form.elements[n].value])), [...form.querySelectorAll('input[name="notify"]:checked')].map((b) => b.value), form.elements.language.value, form.elements.sound.checked), cluster: form.elements.cluster.checked });
   const show = (errors, only) => {
     clearErrors(form);
@@ -115,9 +139,9 @@ export function renderSettings(root, app, reload) {
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     try {
-      const warning = await app.invoke("save_settings", { form: current() });
-      // The view is drawn anew from the saved state: carry the message over.
-      app.settingsNote = warning ? t("page-saved-note", { note: warning }) : t("page-saved");
+      // The view is drawn anew from the saved state, maybe in another
+      // language: the answer is carried over and said in the new words.
+      app.saved = await app.invoke("save_settings", { form: current() });
       await reload();
     } catch (err) {
       if (!err?.fields) {
@@ -135,14 +159,16 @@ export function renderSettings(root, app, reload) {
 function note(form, field, msg, invalid = false) {
   const input = form.elements[field];
   if (!input) return;
+  // A checkbox's note goes below the label that holds it and its words.
+  const anchor = input.closest("label.check") ?? input;
   const p = document.createElement("p");
   p.className = invalid ? "field-error" : "field-error muted";
   p.id = invalid ? `${field}-error` : `${field}-note`;
   p.textContent = msg;
-  input.after(p);
+  anchor.after(p);
   if (invalid) {
     input.setAttribute("aria-invalid", "true");
-    input.setAttribute("aria-describedby", p.id);
+    input.setAttribute("aria-describedby", [p.id, input.dataset.help].filter(Boolean).join(" "));
   }
 }
 
@@ -150,6 +176,7 @@ function clearErrors(form) {
   for (const p of form.querySelectorAll(".field-error:not(.muted)")) p.remove();
   for (const i of form.querySelectorAll("[aria-invalid]")) {
     i.removeAttribute("aria-invalid");
-    i.removeAttribute("aria-describedby");
+    if (i.dataset.help) i.setAttribute("aria-describedby", i.dataset.help);
+    else i.removeAttribute("aria-describedby");
   }
 }

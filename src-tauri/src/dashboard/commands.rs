@@ -79,24 +79,32 @@ pub async fn validate_settings(desk: State<'_, Desk>, form: SettingsForm) -> Res
     Ok(form.accept(&base).err().unwrap_or_default())
 }
 
-/// Validates, stores (the password to the keyring) and applies the settings
-/// form; answers with a note to show beside "Saved", if any.
+/// What became of a saved form, for the page to say in the language the
+/// saved settings speak: it asks for their words after saving, so no
+/// sentence is made here in the language they replace.
+#[derive(Debug, Serialize)]
+pub struct Saved {
+    /// The password went to memory: this desktop has no keyring.
+    pub password_in_memory: bool,
+}
+
+/// Validates, stores (the password to the keyring) and applies the settings form.
 #[tauri::command]
-pub async fn save_settings(desk: State<'_, Desk>, form: SettingsForm) -> Result<Option<String>, AppError> {
+pub async fn save_settings(desk: State<'_, Desk>, form: SettingsForm) -> Result<Saved, AppError> {
     // The tray's process may have changed what the form does not show (the
     // mute, start at login) since this window opened: the form applies onto
     // the settings as saved, not onto this process's copy.
     let base = desk.settings_file().load();
     let accepted = form.accept(&base).map_err(AppError::Form)?;
     let overrides = desk.state().lock().overrides.clone();
-    let mut note = None;
+    let mut password_in_memory = false;
     if let Some(password) = &accepted.password
         && let Ok(target) = ConnectionSpec::single(accepted.settings.login_url(&overrides), None).target()
     {
         let account = account(target.user(), target.host());
         if let Err(err) = KEYRING.set(&account, password) {
             tracing::warn!("{err}");
-            note = Some(desk.state().lock().tr().t("page-password-in-memory"));
+            password_in_memory = true;
             // No keyring: the tray, which connects, keeps it in its memory
             // too; told before the settings, which it then reads and applies.
             desk.tell_tray(&Message::Password { account, password: password.clone() });
@@ -106,7 +114,7 @@ pub async fn save_settings(desk: State<'_, Desk>, form: SettingsForm) -> Result<
         *s = accepted.settings;
         Effect::Restart
     });
-    Ok(note)
+    Ok(Saved { password_in_memory })
 }
 
 /// The page's messages in the language in effect, and that language's tag.

@@ -15,6 +15,8 @@ pub mod page;
 pub mod test_connection;
 pub mod window;
 
+use std::sync::Mutex;
+
 use lockwatch::Event;
 use tauri::{AppHandle, Emitter, Manager};
 
@@ -26,23 +28,36 @@ use crate::core::state::{AppState, JobState};
 use crate::core::{logging, runtime, watchers};
 use crate::link::{self, Message, View};
 use crate::store;
-use page::LiveJob;
+use page::{InEffect, LiveJob};
 use window::Views;
 
-/// The page, as the core sees it: it is handed each status and event.
-struct Page(AppHandle);
+/// The page, as the core sees it: it is handed each status and event, and
+/// what took effect of the settings when that changes.
+struct Page {
+    app: AppHandle,
+    /// What took effect, as last handed to the page.
+    in_effect: Mutex<Option<InEffect>>,
+}
 
 impl Page {
     fn emit(&self, name: &str, payload: impl serde::Serialize + Clone) {
-        if let Err(err) = self.0.emit(name, payload) {
+        if let Err(err) = self.app.emit(name, payload) {
             tracing::warn!(error = %err, name, "cannot hand this to the page");
         }
     }
 }
 
 impl Surface for Page {
-    /// The page draws what it is handed.
-    fn redraw(&self, _: &Desk) {}
+    /// The page draws what it is handed; of the app state it shows beyond
+    /// the jobs, what took effect of the settings is handed when it changed.
+    fn redraw(&self, desk: &Desk) {
+        let now = InEffect::of(&desk.state().lock());
+        let mut shown = self.in_effect.lock().unwrap_or_else(|p| p.into_inner());
+        if shown.as_ref() != Some(&now) {
+            self.emit("in_effect", now.clone());
+            *shown = Some(now);
+        }
+    }
 
     fn status(&self, _: &Desk, job: &JobState, user: &str) {
         self.emit("status", LiveJob::of(job, user));
@@ -53,8 +68,8 @@ impl Surface for Page {
     }
 
     fn open(&self, desk: &Desk, view: View) {
-        let (app, desk) = (self.0.clone(), desk.clone());
-        let _ = self.0.run_on_main_thread(move || window::show(&app, &desk, view));
+        let (app, desk) = (self.app.clone(), desk.clone());
+        let _ = self.app.run_on_main_thread(move || window::show(&app, &desk, view));
     }
 
     /// A refused write's note has no button; a click on it does nothing here.
@@ -94,7 +109,8 @@ pub fn run(view: View) {
             let (settings, _) = store::load(app.handle());
             let desktop_lang = Lang::of_desktop(|name| std::env::var(name).ok());
             let state = AppState::new(settings, Overrides::from_env(), desktop_lang);
-            let desk = Desk::new(state, store::File(app.handle().clone()), Page(app.handle().clone()));
+            let page = Page { app: app.handle().clone(), in_effect: Mutex::default() };
+            let desk = Desk::new(state, store::File(app.handle().clone()), page);
             app.manage(desk.clone());
             app.manage(Views::default());
             serve(app.handle(), &desk, view);

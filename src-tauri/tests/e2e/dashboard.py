@@ -13,6 +13,7 @@ Env: LOCKWATCH_BIN, LOCKWATCH_TRAY_BIN, TAURI_DRIVER, SCREENSHOT_DIR (optional).
 import base64
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -149,6 +150,45 @@ class Session:
         until("the single-instance name to be free", release_app_name, 10)
 
 
+# What is wrong with how the settings form is laid out, as the webview drew
+# it: a box apart from its words (at a line's end, its words on the next),
+# words broken over two lines, a placeholder cut off.
+LAYOUT_PROBLEMS = """
+const problems = [];
+const form = document.querySelector('form.settings');
+for (const label of form.querySelectorAll('fieldset label, label.check')) {
+  const box = label.querySelector('input').getBoundingClientRect();
+  const range = document.createRange();
+  range.selectNodeContents(label.querySelector('span'));
+  const lines = [...range.getClientRects()];
+  const words = label.textContent.trim();
+  if (lines.length !== 1 && label.closest('fieldset')) problems.push(`words over ${lines.length} lines: ${words}`);
+  const first = lines[0];
+  const middle = (r) => (r.top + r.bottom) / 2;
+  if (Math.abs(middle(box) - middle(first)) > first.height / 2 || box.right > first.left) problems.push(`box apart from its words: ${words}`);
+}
+const ctx = document.createElement('canvas').getContext('2d');
+for (const input of form.querySelectorAll('input[placeholder]')) {
+  if (!input.placeholder || input.offsetParent === null) continue;
+  const style = getComputedStyle(input);
+  ctx.font = style.font;
+  const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  if (ctx.measureText(input.placeholder).width > room) problems.push(`placeholder cut: ${input.placeholder}`);
+}
+return { width: window.innerWidth, problems };
+"""
+
+
+def layout_checked(s, lang):
+    """The settings form's layout problems with Advanced open, as the webview lays it out; none expected."""
+    s.js("document.querySelector('form.settings details.advanced').open = true")
+    seen = s.js(LAYOUT_PROBLEMS)
+    s.screenshot(f"settings-{lang}.png")
+    s.js("document.querySelector('form.settings details.advanced').open = false")
+    assert not seen["problems"], f"the settings form at {seen['width']} px in {lang}: {seen['problems']}"
+    return seen["width"]
+
+
 def main():
     run = support.Run("dashboard")
     url, port, sessions = run.url, run.port, []
@@ -229,12 +269,14 @@ def main():
 
         # 4. bad input is refused field by field, nothing saved
         s.view("settings")
+        width = layout_checked(s, "en")
+        run.ok(f"the settings form at {width} px in English: each box beside its words, no placeholder cut off")
         s.type("#poll", "fast")
         s.click("form.settings button[type=submit]")
         until("poll marked invalid", lambda: s.js("return document.getElementById('poll').getAttribute('aria-invalid')") == "true", 5)
         assert s.text("#poll-error"), "no sentence for the poll field"
         assert not os.path.exists(f"{run.tmp}/home/.local/share/app.lockwatch.tray/settings.json"), "invalid settings were saved"
-        assert s.js("return document.querySelector('details.advanced').open") is True, "the refused field is folded away"
+        assert s.js("return document.querySelector('form.settings details.advanced').open") is True, "the refused field is folded away"
         assert s.js("return getComputedStyle(document.querySelector('header')).position") == "sticky"
         run.ok(f"invalid poll refused: {s.text('#poll-error')} (opened under Advanced; the tabs stay in view)")
 
@@ -288,6 +330,16 @@ def main():
         s.view("live")
         until("Running from the saved settings", lambda: s.text(f"{card} .badge .word") == "Running", 15)
         run.ok("settings survive a restart and take effect; the tray's mute made meanwhile is kept")
+
+        # 5b. saved in Chinese, it says so in Chinese, and the form holds together in Chinese too
+        s.view("settings")
+        s.js("const l = document.getElementById('language'); l.value = 'zh-CN'; l.dispatchEvent(new Event('change', {bubbles: true}))")
+        s.click("form.settings button[type=submit]")
+        said = until("Saved, in Chinese", lambda: (lambda r: r if r and r.startswith("已保存") else None)(s.text("form.settings .result")), 10)
+        assert said == "已保存，正在按新设置监控。", said
+        assert s.text("#nav-settings") == "设置"
+        width = layout_checked(s, "zh")
+        run.ok(f"saved in Chinese: {said!r}; the form at {width} px in Chinese: each box beside its words, no placeholder cut off")
         s.close()
 
         # 6. no keyring: a Redis that wants a password, one URL for the team; she signs in from Settings
@@ -300,7 +352,7 @@ def main():
         until("the second redis", lambda: cli("PING") == "PONG", 10)
         bin_ = os.environ["LOCKWATCH_BIN"]
         for line in subprocess.run([bin_, "acl", "--user", "carol"], capture_output=True, text=True, check=True).stdout.splitlines():
-            cli(*line.split())
+            cli(*shlex.split(line))
         cli("ACL", "SETUSER", "carol", ">carol-pw")
         subprocess.run([bin_, "--redis", admin, "enable", "--user", "carol"], check=True, capture_output=True)
         run.spawn([bin_, "--redis", admin, "worker", "--node", "srv-c", "--lease", "3s", "--", "sleep", "1000"])
@@ -325,6 +377,11 @@ def main():
         until("the sign-in notification", lambda: "lockwatch: sign in to Redis" in desktop.notes.summaries()[before:], 10)
         assert desktop.notes.summaries()[before:].count("lockwatch: sign in to Redis") == 1, desktop.notes.summaries()
         s.view("settings")
+        # No password yet, and no keyring here: the head line shows no stars, the field says where one would go.
+        head_line = until("the head line", lambda: (lambda h: h if h and h.startswith("redis://") else None)(s.text("#connection")), 10)
+        assert head_line.startswith(f"redis://127.0.0.1:{port2} · as ") and "***" not in head_line, head_line
+        hint = until("the password field's hint", lambda: (lambda p: p if p and "leave empty" not in p else None)(s.js("return document.getElementById('password').placeholder")), 10)
+        assert hint == "no keyring here: kept in memory until lockwatch quits", hint
         s.type("#user", "carol")
         s.type("#password", "carol-pw")
         s.click("form.settings button[type=submit]")
@@ -333,7 +390,7 @@ def main():
         running = until("the tray running as carol", lambda: (lambda h: h if h and h.startswith("outbound: running on srv-c") else None)(head()), 20)
         with open(s.log, errors="replace") as f:
             assert "carol-pw" not in f.read(), "the password is in the log"
-        run.ok(f"no keyring: the tray said {said!r} and notified once; after Save in Settings it reads {running!r}")
+        run.ok(f"no keyring: the head line read {head_line!r}, the password field {hint!r}; the tray said {said!r} and notified once; after Save in Settings it reads {running!r}")
         return run.finish()
     except Exception as e:  # noqa: BLE001 - report and fail
         run.failed(e)
