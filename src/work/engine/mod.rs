@@ -14,6 +14,8 @@
 
 mod action;
 #[cfg(test)]
+mod pair;
+#[cfg(test)]
 mod props;
 pub mod renewer;
 #[cfg(test)]
