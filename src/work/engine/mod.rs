@@ -138,7 +138,16 @@ pub struct Engine {
 struct Foreign {
     since_ms: u64,
     counter: Option<i64>,
+    /// The last refusal that saw them (Redis ms).
+    last_ms: u64,
 }
+
+/// How recent the last sighting of a foreign holder must be for an
+/// acquisition to trust that only it held the lock since: a standby tries
+/// every look (a second), so a longer gap means this worker was frozen or
+/// cut off, and Redis may have lost a lockwatch holding meanwhile with the
+/// counter as it was (a missing counter stays missing).
+const FOREIGN_FRESH_MS: u64 = 3_000;
 
 /// Whether every holder of the lock, as a refused attempt and the look
 /// before it saw them, is foreign: no lockwatch field mark, no handover
@@ -226,7 +235,11 @@ impl Engine {
                 }
                 // Only a foreign holder since then, if no lockwatch holding
                 // began since (the counter is as the refusals saw it).
-                let foreign_since = self.foreign.take().filter(|f| f.counter == counter).map(|f| f.since_ms);
+                let foreign_since = self
+                    .foreign
+                    .take()
+                    .filter(|f| f.counter == counter && at_ms.saturating_sub(f.last_ms) <= FOREIGN_FRESH_MS)
+                    .map(|f| f.since_ms);
                 let after_foreign = foreign_since.is_some() && matches!(before, Before::Unknown | Before::Stopped);
                 if let (Some(since), Some(w)) = (foreign_since, wait) {
                     // A counter missing while only a foreign holder held the
@@ -270,8 +283,8 @@ impl Engine {
             Acquire::Held { ttl, seen } => {
                 self.retry_at = ttl.map(|t| now + t + Duration::from_millis(2));
                 self.foreign = foreign_holders(snap, &seen).then(|| match self.foreign {
-                    Some(f) if f.counter == seen.counter => f,
-                    _ => Foreign { since_ms: seen.at_ms, counter: seen.counter },
+                    Some(f) if f.counter == seen.counter => Foreign { last_ms: seen.at_ms, ..f },
+                    _ => Foreign { since_ms: seen.at_ms, counter: seen.counter, last_ms: seen.at_ms },
                 });
                 Vec::new()
             }

@@ -267,12 +267,17 @@ fn a_wait_is_counted_from_the_answer_and_the_lease_from_the_call() {
 /// `field` (its heartbeat, if any, in `beats`), the fence counter `counter`.
 fn refused(field: &str, at_ms: u64, counter: Option<i64>, recorded: bool, beats: Vec<Beat>) -> Engine {
     let mut e = engine();
+    refuse(&mut e, field, at_ms, counter, recorded, beats);
+    e
+}
+
+/// `e` looks at `at_ms` and is refused the lock `field` holds.
+fn refuse(e: &mut Engine, field: &str, at_ms: u64, counter: Option<i64>, recorded: bool, beats: Vec<Beat>) {
     let mut snap = held_by(field, at_ms);
     snap.beats = beats;
     let _ = e.look(at(at_ms), &snap, "f", Some(true));
     let seen = HeldSeen { at_ms, counter, recorded };
     let _ = e.acquired(at(at_ms), at(at_ms), Acquire::Held { ttl: Some(Duration::from_secs(30)), seen }, &snap, "f");
-    e
 }
 
 /// Takes the free lock at `at_ms`, the lock script answering `before`, the
@@ -290,19 +295,36 @@ const REDISSON: &str = "b1a5c2a6-8a8e-4a6f-9f3e-0c2b7e1d2f11:57";
 
 #[test]
 fn after_a_redisson_holder_lets_go_the_job_starts_at_once() {
-    // Seen holding from 1 s, the counter at 5; released at 40 s.
-    let mut e = refused(REDISSON, 1_000, Some(5), false, vec![]);
+    // Seen holding from 1 s (and at every look since), the counter at 5; released at 40 s.
+    let seen_since_1s = |counter: Option<i64>| {
+        let mut e = refused(REDISSON, 1_000, counter, false, vec![]);
+        refuse(&mut e, REDISSON, 39_500, counter, false, vec![]);
+        e
+    };
+    let mut e = seen_since_1s(Some(5));
     let (acts, starts) = take(&mut e, 40_000, Before::Unknown, Some(5), None);
     assert!(starts, "{acts:?}");
     assert!(acts.iter().any(|a| matches!(a, Action::Acquired { after_foreign: true, .. })), "{acts:?}");
     // The same after the last lockwatch holding stopped.
-    let mut e = refused(REDISSON, 1_000, Some(5), false, vec![]);
+    let mut e = seen_since_1s(Some(5));
     assert!(take(&mut e, 40_000, Before::Stopped, Some(5), None).1);
     // A fresh Redis that never had a lockwatch holding: no counter at all.
-    let mut e = refused(REDISSON, 1_000, None, false, vec![]);
+    let mut e = seen_since_1s(None);
     let missing = Some(Wait { left: LEASE.whole(), why: WaitCause::CounterMissing });
     let (acts, starts) = take(&mut e, 40_000, Before::Unknown, None, missing);
     assert!(starts, "{acts:?}");
+}
+
+#[test]
+fn a_foreign_holder_last_seen_long_ago_proves_nothing_about_since() {
+    // Seen at 1 s, then this worker was frozen or cut off until 40 s: Redis
+    // may have lost a lockwatch holding meanwhile, counter and all.
+    let mut e = refused(REDISSON, 1_000, None, false, vec![]);
+    let missing = Some(Wait { left: LEASE.whole(), why: WaitCause::CounterMissing });
+    let (acts, starts) = take(&mut e, 40_000, Before::Unknown, None, missing);
+    assert!(!starts, "{acts:?}");
+    assert!(acts.iter().any(|a| matches!(a, Action::Acquired { after_foreign: false, .. })), "{acts:?}");
+    assert_eq!(e.holding().map(Holding::start_at), Some(at(40_000 + 30_000)));
 }
 
 #[test]

@@ -87,7 +87,9 @@ end
 -- but not known to have stopped. A holding that never started its job
 -- (it was still waiting) runs nothing: the one it waited for, kept as its
 -- `prev`, is the one to wait for. Records the new holding in its place,
--- with that one as its `prev` while it has not started its job.
+-- with that one as its `prev` while it has not started its job (`prev_fence`
+-- `unknown` for one nothing named).
+local UNKNOWN = 'unknown'
 local function hand_over(counter, fence)
   local h = redis.call('HMGET', handover_key, HANDOVER.NODE, HANDOVER.FENCE, HANDOVER.STOPPED, HANDOVER.STARTED,
     HANDOVER.PREV_NODE, HANDOVER.PREV_FIELD, HANDOVER.PREV_FENCE, HANDOVER.FIELD, HANDOVER.INSTANCE,
@@ -99,11 +101,18 @@ local function hand_over(counter, fence)
       if h[3] ~= '1' then
         state, wait_node, wait_field, wait_fence, wait_instance = 2, h[1], h[8], h[2], h[9]
       end
+    elseif h[7] == UNKNOWN then
+      state = 1
     elseif h[7] and h[7] ~= '' then
       state, wait_node, wait_field, wait_fence, wait_instance = 2, h[5], h[6], h[7], h[10]
     end
   elseif counter ~= 0 then
     state = 1
+  end
+  -- An unknown holding before is passed on as such: should this holding
+  -- lose the lock before it starts, the next must still wait for it.
+  if state == 1 then
+    wait_fence = UNKNOWN
   end
   redis.call('HSET', handover_key, HANDOVER.NODE, node, HANDOVER.FIELD, field, HANDOVER.FENCE, string.format('%d', fence),
     HANDOVER.INSTANCE, ARGV[8] or '', HANDOVER.STOPPED, '0', HANDOVER.STARTED, '0', HANDOVER.PREV_NODE, wait_node,

@@ -213,7 +213,11 @@ impl Lock {
     /// # Errors
     /// [`Error::Redis`] when Redis cannot be reached or refuses.
     pub async fn started<C: ConnectionLike>(&self, conn: &mut C) -> Result<bool, Error> {
-        Ok(self.call(conn, "started", false).await?.ok)
+        // Confirmed by a replica where one is needed, as an acquisition is:
+        // a note a failover loses would let the next holder start beside
+        // this job (it would read "never started", nothing before it).
+        let reply = self.call(conn, "started", true).await?;
+        Ok(reply.ok && reply.confirmed)
     }
 
     /// Notes that the holding under this field, if it was the last one,

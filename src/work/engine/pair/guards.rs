@@ -147,6 +147,12 @@ pub(super) enum Fix {
     ForeignNeedsCounter,
 }
 
+/// The fixes the product made (`lock.lua` and `Lock::started`), which the
+/// model's restatement of them follows whatever is asked. The foreign
+/// holder's is the product's own in the engine (a sighting must be recent),
+/// which the model drives as it is.
+const ADOPTED: [Fix; 2] = [Fix::CarryUnknown, Fix::ConfirmStarted];
+
 /// Which fixes are modelled: none, unless asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) struct Fixes {
@@ -159,8 +165,8 @@ impl Fixes {
         Fixes { on: fixes.iter().fold(0, |on, f| on | 1 << (*f as u32)) }
     }
 
-    /// Whether `fix` is modelled.
+    /// Whether `fix` is modelled: asked for, or the product's own now.
     pub(super) fn has(self, fix: Fix) -> bool {
-        self.on & 1 << (fix as u32) != 0
+        ADOPTED.contains(&fix) || self.on & 1 << (fix as u32) != 0
     }
 }
