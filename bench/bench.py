@@ -39,6 +39,12 @@ MEASURES = {
                       "by design: a holder of data Redis lost may still run the job, so the first waits a lease"),
     "takeover_s": ("hand-over", "kill -9 of the holder's worker → other server's job runs", "s", 1, "≤ 1 s",
                    "its reaper lets go of the lock once the job's tree is reaped; lease 30 s"),
+    "crash_takeover_s": ("hand-over", "the same N× in a row, killed one restarted as standby", "s", 1, "≤ 1 s, all n",
+                         "kill -9 at a phase of the holder's renewal cycle (--takeover-phase); from the job's own output"),
+    "redisson_unlock_ms": ("hand-over", "Redisson (node-redisson) unlock → worker's job runs", "ms", 1000, "≤ 1 s",
+                           "tests/redisson/hold.mjs; from its last tick, just before it calls unlock; worker lease 30 s"),
+    "redisson_kill_job_s": ("hand-over", "Redisson holder SIGKILLed → worker's job runs", "s", None, "≈ lock's expiry",
+                            "nothing of Redisson's says it stopped: its lock expires (lockWatchdogTimeout)"),
     "restart_s": ("hand-over", "kill -9 of the worker, started again at once → its job runs", "s", 1, "≤ 1 s",
                   "the same server, no other; includes the new process's start; lease 30 s"),
     "handover_ms": ("hand-over", "SIGTERM of the holder → other server's job runs", "ms", None, "—", ""),
@@ -92,7 +98,7 @@ MEASURES = {
 
 # Judged on their largest value, not their median: memory that a dashboard
 # leaves behind grows cycle by cycle, so the last cycles are the worst.
-BY_MAX = {"tray_after_dashboard_rss_mb", "tray_after_dashboard_private_dirty_mb"}
+BY_MAX = {"tray_after_dashboard_rss_mb", "tray_after_dashboard_private_dirty_mb", "crash_takeover_s"}
 
 # Where the time of a hand-over goes, from the worker's event stream (Redis
 # time of each entry): shown as a note under the measure.
@@ -238,10 +244,20 @@ def main():
     parser.add_argument("--quick", action="store_true", help="3 runs and short windows (~5 min) instead of 5 runs (~10 min)")
     parser.add_argument("--only", default="faults,cost,tray", help="comma-separated sections: faults, cost, tray")
     parser.add_argument("--out", help="JSON file (default bench/results/<date>[-quick].json)")
+    parser.add_argument("--takeovers", type=int, default=int(os.environ.get("BENCH_TAKEOVERS", "0")) or None,
+                        help="kill -9 hand-overs in a row (env BENCH_TAKEOVERS; default 5, --quick 3)")
+    parser.add_argument("--takeover-phase", default=os.environ.get("BENCH_TAKEOVER_PHASE", "random"),
+                        choices=("random", "after-renewal", "before-renewal", "mid-look", "busy", "mixed"),
+                        help="when in the holder's renewal cycle each is killed (env BENCH_TAKEOVER_PHASE)")
     args = parser.parse_args()
     sections = set(args.only.split(","))
     runs, window, tray_s, cycles = (3, 10, 20, 2) if args.quick else (5, 30, 60, 5)
+    takeovers = args.takeovers or (3 if args.quick else 5)
     command = "bash bench/run.sh" + (" --quick" if args.quick else "") + ("" if args.only == "faults,cost,tray" else f" --only {args.only}")
+    if args.takeovers:
+        command += f" --takeovers {args.takeovers}"
+    if args.takeover_phase != "random":
+        command += f" --takeover-phase {args.takeover_phase}"
     needed = [LOCKWATCH] + [DRIVER] * ("cost" in sections) + [TRAY, EMPTY_TRAY] * ("tray" in sections)
     for path in needed:
         if not os.path.exists(path):
@@ -253,15 +269,23 @@ def main():
     info["load_samples"] = [info["load_1min_start"]]
     log(f"machine: {info['cores']} cores, load {info['load_1min_start']}; {'quick' if args.quick else 'full'} run: {runs} runs per measure")
     scratch = tempfile.mkdtemp(prefix="lockwatch-bench-")
-    figures, failures, extra, notes = {}, [], {}, {}
+    # The faults' runs, each worker's log (and its reaper's lines) in them, are kept.
+    stamp = datetime.datetime.now().strftime("%Y-%m-%dT%H-%M-%S") + ("-quick" if args.quick else "")
+    run_dir = os.path.join(ROOT, "bench", "results", "runs", stamp)
+    figures, failures, extra, notes, skipped = {}, [], {}, {}, {}
     started = time.monotonic()
     redis_server = Redis(os.path.join(scratch, "redis"))
     try:
         if "faults" in sections:
             log("faults: kill -9, SIGTERM, last flag off, hung job (lockwatch and peers side by side)")
-            f, fail = faults.run(redis_server, scratch, runs, log)
+            os.makedirs(run_dir)
+            log(f"faults: the workers' logs go to {os.path.relpath(run_dir, ROOT)}")
+            f, fail, skipped = faults.run(redis_server, run_dir, runs, log, takeovers, args.takeover_phase)
             figures.update(f)
             failures += fail
+            for key in ("crash_let_go_ms", "crash_slow", "crash_phase", "redisson_kill_expiry_s",
+                        "redisson_kill_after_expiry_ms", "redisson_kill_pttl_ms"):
+                extra[key] = figures.pop(key, [])
             extra["first_event_after_kill"] = dict(collections.Counter(figures.pop("first_event", [])))
             extra["disable_cli_ms"] = figures.pop("disable_cli_ms", [])
             for _, steps in BREAKDOWN.values():
@@ -325,10 +349,25 @@ def main():
     measures = []
     for mid, (group, label, unit, goal, goal_text, note) in MEASURES.items():
         values = [v for v in figures.get(mid, []) if v is not None]
+        if not values and mid in skipped:
+            measures.append({"id": mid, "group": group, "label": label, "unit": unit, "values": [], "median": None,
+                             "min": None, "max": None, "runs": 0, "goal": goal, "goal_text": goal_text, "met": None,
+                             "note": f"not measured: {skipped[mid]}"})
+            continue
         if not values:
             continue
         s = summary(values)
         note = "; ".join(filter(None, [note, notes.get(mid, "")]))
+        if mid == "crash_takeover_s":
+            over = sum(v > 1 for v in values)
+            lets = extra.get("crash_let_go_ms")
+            note = (f"{len(values)} kills ({(extra.get('crash_phase') or ['random'])[0]} phase), {over} over 1 s"
+                    + (f"; reapers let go {fmt(min(lets))}–{fmt(max(lets))} ms after the kill" if lets else "")
+                    + "; " + note)
+        if mid == "redisson_kill_job_s" and extra.get("redisson_kill_expiry_s"):
+            note += (f"; lockWatchdogTimeout {faults.redisson_peer.WATCHDOG_MS / 1000:g} s: the lock expired after "
+                     f"{fmt(statistics.median(extra['redisson_kill_expiry_s']))} s, the job ran "
+                     f"{fmt(statistics.median(extra['redisson_kill_after_expiry_ms']))} ms later (medians)")
         if mid == "detect_s" and extra.get("first_event_after_kill"):
             note = "first event: " + ", ".join(f"{k} ×{n}" for k, n in extra["first_event_after_kill"].items())
         if mid in BREAKDOWN:
@@ -347,8 +386,12 @@ def main():
     print(table(measures, info, command))
     if extra.get("tray", {}).get("idle", {}).get("tray"):
         print("\n" + tray_memory.side_by_side(extra["tray"]))
+    if extra.get("crash_slow"):
+        print("\ntakeovers over 1 s (the logs are kept):\n" + "\n".join(extra["crash_slow"]))
     if failures:
         print("\nfailed runs (left out of the figures):\n" + "\n".join(f"  {f}" for f in failures))
+    if "faults" in sections:
+        print(f"workers' logs: {os.path.relpath(run_dir, ROOT)}")
     out = args.out or os.path.join(ROOT, "bench", "results", f"{datetime.date.today()}{'-quick' if args.quick else ''}.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:

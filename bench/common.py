@@ -33,6 +33,11 @@ PYTHON = "/usr/bin/python3"
 # beside bench/.
 DESKTOP = os.path.join(ROOT, "src-tauri", "tests", "e2e")
 
+# What a worker logs (LOCKWATCH_LOG): what it decides on a hand-over (taking,
+# waiting, letting go, claiming its name) and its reaper's word; the files
+# stay in the run's directory.
+WORKER_LOG = os.environ.get("BENCH_WORKER_LOG", "warn,lockwatch=debug")
+
 # The job: one journal line when it starts (the moment it "runs"), then
 # idle in `sleep` below the shell.
 JOURNAL = 'echo "$(date +%s.%N) $LOCKWATCH_NODE $LOCKWATCH_FENCE" >> "$BENCH_JOURNAL"'
@@ -207,12 +212,19 @@ class Cluster:
             raise RuntimeError(f"lockwatch {' '.join(args)} failed: {out.stderr.strip()}")
         return out
 
-    def worker(self, node, *opts, job=JOURNAL_JOB, lease="30s"):
-        env = dict(os.environ, BENCH_JOURNAL=self.journal)
-        p = self.procs.spawn(f"worker-{node}", [LOCKWATCH, "--redis", self.redis.url, "--job", self.job, "worker",
+    def worker(self, node, *opts, job=JOURNAL_JOB, lease="30s", log_name=None):
+        """Starts `node`'s worker; its stderr (and its reaper's) goes to
+        `<log_name or worker-NODE>.log` in the run's directory, at a level
+        that shows its hand-over decisions."""
+        env = dict(os.environ, BENCH_JOURNAL=self.journal, LOCKWATCH_LOG=WORKER_LOG)
+        p = self.procs.spawn(log_name or f"worker-{node}", [LOCKWATCH, "--redis", self.redis.url, "--job", self.job, "worker",
                                                 "--node", node, "--lease", lease, *opts, "--", "sh", "-c", job], env=env)
         self.workers[node] = p
         return p
+
+    def journal_lines(self):
+        """Every job start so far: [(time, node)]."""
+        return journal(self.journal)
 
     def started(self, node, after=0.0):
         """When `node`'s job wrote its journal line after `after`, or None."""

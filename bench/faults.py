@@ -15,6 +15,14 @@ same run, on one private Redis (each peer on a key of its own).
 - frozen: Redis stopped (SIGSTOP) under two beating workers, until `unreachable`.
 - first: a new Redis (no fence counter yet): enable → the job runs, which
   waits one lease by design (a holder of lost data may still run it).
+- redisson-unlock, redisson-kill: a real Redisson (node-redisson) holder
+  unlocks, or is SIGKILLed, while a worker waits (bench/redisson_peer.py).
+- takeovers: `kill -9` of the holder's worker N times in a row at a phase of
+  its renewal cycle, the killed one started again as the standby
+  (bench/takeover.py).
+
+Each run's directory (under bench/results/runs/) keeps every worker's log,
+its reaper's lines in it; a takeover slower than 1 s is reported with them.
 """
 import contextlib
 import os
@@ -23,10 +31,14 @@ import re
 import signal
 import time
 
+import redisson_peer
+import takeover
 from common import JOURNAL_JOB, PROGRAM_JOB, Cluster, Peer, Procs, until
 
 STALL_AFTER_S = 2.0
 HOLDERS = ("rp_holder", "rs_holder", "solo_holder")
+# Where the scenarios say what they found beyond their figures (a slow takeover).
+LOG = print
 
 
 @contextlib.contextmanager
@@ -99,6 +111,9 @@ def kill_run(redis_server, dir):
         failover_at, _ = watch.wait_for("the failover event", is_event("failover"), 60, after=t0)
         b_started = until("srv-b's job to start", lambda: c.started("srv-b"), 60)
         acquired = int(c.r.hget("{outbound}:node:srv-b", "started_ms")) / 1000
+        if b_started - t0 > takeover.SLOW_S:
+            logs = [(os.path.join(dir, "worker-srv-a.log"), 20), (os.path.join(dir, "worker-srv-b.log"), 0)]
+            takeover.report_slow(c, f"kill: srv-b's job (first event {first['event']})", logs, t0, b_started, LOG)
         return {
             "detect_s": first_at - t0,
             "first_event": first["event"],
@@ -238,15 +253,38 @@ def first_run(redis_server, dir):
         return {"first_start_s": until("srv-a's job to start", lambda: c.started("srv-a"), 60) - t0}
 
 
+def redisson(measure):
+    def scenario(redis_server, dir):
+        with rig(redis_server, dir) as (procs, c):
+            return measure(redis_server, dir, procs, c)
+    return scenario
+
+
 SCENARIOS = {"kill": kill_run, "alone": alone_run, "restart": restart_run, "frozen": frozen_run, "first": first_run, "term": term_run,
-             "term-program": term_program_run, "flag": flag_run, "stall": stall_run}
+             "term-program": term_program_run, "flag": flag_run, "stall": stall_run,
+             "redisson-unlock": redisson(redisson_peer.unlock_run), "redisson-kill": redisson(redisson_peer.kill_run)}
 
 
-def run(redis_server, scratch, runs, log):
-    """Each scenario `runs` times on a flushed Redis; returns {figure: [values]}
-    and the failures seen."""
-    figures, failures = {}, []
+def takeovers_run(redis_server, dir, n, phase, log, out):
+    """`n` crash hand-overs in a row on one pair of workers, into `out`."""
+    with rig(redis_server, dir) as (procs, c):
+        takeover.rounds(c, n, phase, log, out=out)
+
+
+def run(redis_server, scratch, runs, log, takeovers=5, phase="random"):
+    """Each scenario `runs` times on a flushed Redis, then `takeovers` crash
+    hand-overs in a row at `phase`; returns {figure: [values]}, the
+    failures seen, and {figure: why it has no values}."""
+    global LOG
+    LOG = log
+    figures, failures, skipped = {}, [], {}
+    why_not = redisson_peer.available()
+    if why_not:
+        skipped = {"redisson_unlock_ms": why_not, "redisson_kill_job_s": why_not}
+        log(f"  redisson: skipped: {why_not}")
     for name, scenario in SCENARIOS.items():
+        if name.startswith("redisson") and why_not:
+            continue
         # The flag's figure spreads over the worker's 1 s look; its runs are cheap.
         n = runs * 2 if name == "flag" else runs
         for i in range(n):
@@ -264,4 +302,20 @@ def run(redis_server, scratch, runs, log):
                 figures.setdefault(key, []).append(value)
             shown = ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in result.items())
             log(f"  {name} {i + 1}/{n} ({time.monotonic() - started:.0f} s): {shown}")
-    return figures, failures
+    if takeovers:
+        redis_server.r.flushall()
+        dir = os.path.join(scratch, "takeovers")
+        os.makedirs(dir)
+        log(f"  takeovers: kill -9 of the holder's worker {takeovers}× in a row ({phase} phase), "
+            f"the killed one started again as the standby; logs in {dir}")
+        rounds = []
+        try:
+            takeovers_run(redis_server, dir, takeovers, phase, log, rounds)
+        except (TimeoutError, RuntimeError, KeyError, ValueError) as e:
+            failures.append(f"takeovers, after {len(rounds)} of {takeovers}: {e}")
+            log(f"  takeovers: failed after {len(rounds)}: {e}")
+        figures["crash_takeover_s"] = [r["takeover_s"] for r in rounds]
+        figures["crash_let_go_ms"] = [r["let_go_ms"] for r in rounds if "let_go_ms" in r]
+        figures["crash_slow"] = [r["slow"] for r in rounds if "slow" in r]
+        figures["crash_phase"] = [phase]
+    return figures, failures, skipped

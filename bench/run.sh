@@ -4,6 +4,10 @@
 # app the tray's memory is compared with (bench/empty-tray), then runs bench/bench.py,
 # which prints the table and writes bench/results/<date>.json. Takes ~10 min
 # (--quick: ~5 min) plus the build. Never part of the tests: it prints figures.
+# The faults keep every worker's log (its reaper's lines in it) under
+# bench/results/runs/<time>/; --takeovers N (env BENCH_TAKEOVERS) kills the
+# holder's worker N times in a row (default 5, --quick 3; 50 takes ~5 min more),
+# --takeover-phase random|after-renewal|before-renewal|mid-look|busy|mixed when.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
