@@ -38,7 +38,7 @@ menu-others-not-yet = Who has it enabled: not known yet
 menu-others-unreadable = Who has it enabled: not known (Redis unreadable)
 menu-others-none = Nobody else has it enabled
 menu-others = Also enabled by: { $users }
-menu-flags-lost = ⚠ Redis lost the switch of { $users }: the job stays as it was until switched again
+menu-flags-lost = ⚠ Redis lost { $users }'s switch (it was on): the job stays as it is until it is switched on or off again
 menu-on-it = { $user } is on it since { $since }: { $note }
 menu-on-it-plain = { $user } is on it since { $since }
 menu-on-it-own = You are on it since { $since }: { $note }
@@ -90,12 +90,13 @@ note-body = { $kind ->
         [died] { $at }: { $users } switched the job on, but no server runs it.
         [data_lost] { $at }: Redis lost the job's data: who switched it on, which server runs it and its history may all be gone. It is back to normal once a server runs the job again or someone switches it on again.
         [conflict] { $at }: two servers both say they run the job.
+        [failover_unnamed] { $at }: another server runs it now.
         [failover] { $at }: { $to } runs it now.
         [restarted] { $at }: the same server took the job again.
         [stalled] { $at }: a server still has the job, but it may be stuck or cut off.
         [stalled_hung] { $at }: { $server } has not checked in for { $duration }, yet it still has the job: the job may be stuck.
         [stalled_dying] { $at }: { $server } stopped answering (its program ended or lost its link); another server takes over in { $duration }.
-        [stalled_dying_never] { $at }: { $server } stopped answering, and its hold on the job never runs out: if that server is gone, an engineer must free the job by hand.
+        [stalled_dying_never] { $at }: { $server } stopped answering, and its hold on the job will not end by itself: if that server is gone, an engineer must free the job by hand.
         [recovered] { $at }: a server runs the job again.
         [started] { $at }: a server started the job.
         [stopped] { $at }: everyone switched it off; the job stopped.
@@ -108,7 +109,7 @@ note-body = { $kind ->
 note-action-open = Open dashboard
 note-action-snooze = Snooze 1 h
 note-action-on-it = I'm on it
-note-flip-refused = Your flag for { $job } was not changed
+note-flip-refused = Your switch for { $job } was not changed
 note-ack-refused = Your "on it" for { $job } was not saved
 note-settings-reset = lockwatch settings reset
 note-site-settings = lockwatch: this computer's defaults were not all used
@@ -168,8 +169,8 @@ page-state-pending = Pending
 page-state-stopped = Stopped
 page-state-conflict = Conflict
 page-state-unknown = Unknown
-page-hint-running = held, heartbeat fresh
-page-hint-stale = held, heartbeat old: hung or dying
+page-hint-running = a server runs it and answers on time
+page-hint-stale = a server has it but stopped answering: it may be stuck or shutting down
 page-hint-down = enabled, but no server runs it
 page-hint-pending = nobody runs it yet; a server should take it soon
 page-hint-stopped = nobody has it enabled
@@ -179,7 +180,7 @@ page-hint-unknown = Redis cannot be read
 # The library's sentence is English already and says the most.
 page-reason-running = Running on { $server }.
 page-reason-stale = { $server } has the job, but has not checked in for { $age }: it may be stuck or shutting down.
-page-reason-stale-unnamed = A server has the job, but none checked in lately to say which: it may be stuck or shutting down.
+page-reason-stale-unnamed = A server has the job, but none has answered lately, so it is not known which one: it may be stuck or shutting down.
 page-reason-down = Switched on, but no server runs it.
 page-reason-pending = No server runs it yet; one should start it by { $until }.
 page-reason-pending-open = No server runs it yet; one should start it shortly.
@@ -295,7 +296,7 @@ page-event-reachable = Redis reachable again
 page-servers = Servers
 page-node-silent = { $server } (silent { $duration })
 page-no-standby = ⚠ No standby: { $server } is silent; nothing takes the job over if it stops here.
-page-flags-lost = ⚠ Redis lost the switch of { $users } while it was on (nobody switched it off). The job stays as it was until that switch is turned on or off again.
+page-flags-lost = ⚠ Redis lost { $users }'s switch while it was on (nobody switched it off). The job stays as it is until it is switched on or off again.
 page-event-standby_lost = lost its standby
 page-event-standby_back = has a standby again
 page-sound = Play a sound with critical notifications (died, two servers, data lost)

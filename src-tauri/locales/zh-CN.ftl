@@ -42,7 +42,7 @@ menu-others-not-yet = 启用人：暂时未知
 menu-others-unreadable = 启用人：未知（无法读取 Redis）
 menu-others-none = 没有其他人启用
 menu-others = 其他启用人：{ $users }
-menu-flags-lost = ⚠ Redis 丢失了 { $users } 的开关：任务保持原样，直到再次切换
+menu-flags-lost = ⚠ Redis 丢失了 { $users } 的启用设置（原为启用）：在重新启用或停用之前，任务保持现状
 menu-on-it = { $user } 自 { $since } 起正在处理：{ $note }
 menu-on-it-plain = { $user } 自 { $since } 起正在处理
 menu-on-it-own = 您自 { $since } 起正在处理：{ $note }
@@ -91,14 +91,15 @@ note-standby-lost = { $job } 已没有备用服务器
 note-standby-back = { $job } 重新有了备用服务器
 note-body = { $kind ->
         [died] { $at }：{ $users } 已启用此任务，但没有服务器在运行。
-        [data_lost] { $at }：Redis 丢失了此任务的数据，各人的启用设置、锁和历史记录可能都已丢失；服务器重新运行此任务，或有主管重新设置启用后，即恢复正常。
+        [data_lost] { $at }：Redis 丢失了此任务的数据，各人的启用设置、由哪台服务器运行以及历史记录可能都已丢失；等服务器重新运行此任务，或有人重新启用后，即恢复正常。
         [conflict] { $at }：两台服务器同时声称在运行此任务。
+        [failover_unnamed] { $at }：现在由另一台服务器运行。
         [failover] { $at }：现在由 { $to } 运行。
         [restarted] { $at }：同一台服务器重新接管了任务。
-        [stalled] { $at }：锁仍被占用，但运行它的服务器可能卡住了，或已失去联系。
+        [stalled] { $at }：仍有服务器占着此任务，但它可能卡住了，或已失去联系。
         [stalled_hung] { $at }：{ $server } 已 { $duration } 没有报到，但仍占着任务：任务可能卡住了。
         [stalled_dying] { $at }：{ $server } 已失去联系（程序已退出或与 Redis 断开）；{ $duration }后由另一台服务器接管。
-        [stalled_dying_never] { $at }：{ $server } 已失去联系，而它对任务的占用永不过期：如果该服务器已不在运行，需要工程师手动释放任务。
+        [stalled_dying_never] { $at }：{ $server } 已失去联系，而它对任务的占用不会自动解除：如果该服务器已不在运行，需要工程师手动释放任务。
         [recovered] { $at }：已有服务器重新运行此任务。
         [started] { $at }：已有服务器开始运行此任务。
         [stopped] { $at }：所有人都已停用，任务已停止。
@@ -165,8 +166,8 @@ page-state-pending = 等待启动
 page-state-stopped = 已停止
 page-state-conflict = 冲突
 page-state-unknown = 未知
-page-hint-running = 已持有锁，心跳正常
-page-hint-stale = 已持有锁，但心跳未按时更新：可能卡住或正在退出
+page-hint-running = 有服务器在运行，响应正常
+page-hint-stale = 有服务器占着此任务，但已不再响应：可能卡住或正在退出
 page-hint-down = 已启用，但没有服务器在运行
 page-hint-pending = 暂无服务器运行，稍后应有服务器启动它
 page-hint-stopped = 没有人启用
@@ -174,8 +175,8 @@ page-hint-conflict = 两台服务器同时声称在运行
 page-hint-unknown = 无法读取 Redis
 
 page-reason-running = 正在 { $server } 上运行。
-page-reason-stale = { $server } 持有锁，但心跳已停 { $age }：可能卡住或正在退出。
-page-reason-stale-unnamed = 锁被占用，但没有最新心跳能说明是哪台服务器：可能卡住或正在退出。
+page-reason-stale = { $server } 占着此任务，但已有 { $age }没有响应：可能卡住或正在退出。
+page-reason-stale-unnamed = 有服务器占着此任务，但最近都没有响应，无法确定是哪一台：可能卡住或正在退出。
 page-reason-down = 已启用，但没有服务器在运行。
 page-reason-pending = 暂无服务器运行，应在 { $until } 前由服务器启动。
 page-reason-pending-open = 暂无服务器运行，稍后应有服务器启动它。
@@ -291,7 +292,7 @@ page-event-reachable = Redis 恢复连接
 page-servers = 全部服务器
 page-node-silent = { $server }（已无响应 { $duration }）
 page-no-standby = ⚠ 没有备用服务器：{ $server } 已无响应；若当前服务器停止，将无服务器接管。
-page-flags-lost = ⚠ Redis 丢失了 { $users } 的开关（开启时丢失，并非有人关闭）。在该开关再次打开或关闭之前，任务保持原样。
+page-flags-lost = ⚠ Redis 丢失了 { $users } 的启用设置（丢失时为启用，并非有人停用）。在重新启用或停用之前，任务保持现状。
 page-event-standby_lost = 失去备用服务器
 page-event-standby_back = 重新有了备用服务器
 page-sound = 严重通知（意外停止、两台服务器同时运行、数据丢失）时播放提示音

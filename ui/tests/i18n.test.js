@@ -27,7 +27,7 @@ test("the page speaks Chinese from the app's messages", () => {
     assert.equal(leaseText(running), "25 秒");
     assert.equal(reasonText(running), "正在 wh-east-1 上运行。", "its own sentence from the fields, not the English one");
     const stale = { ...running, state: "stale", holder: { ...running.holder, heartbeat_age_ms: 42_000 } };
-    assert.equal(reasonText(stale), "wh-east-1 持有锁，但心跳已停 42 秒：可能卡住或正在退出。");
+    assert.equal(reasonText(stale), "wh-east-1 占着此任务，但已有 42 秒没有响应：可能卡住或正在退出。");
     assert.equal(reasonText({ state: "unknown", checked_at_ms: null, reason: "Redis at db:6379 cannot be reached" }), "无法读取 Redis，状态未知（并不代表已停止）。");
     const lost = { state: "unknown", checked_at_ms: 5, reason: "Redis lost the job's data (the fence counter is gone)" };
     assert.equal(reasonText(lost), lost.reason, "only the library knows: its sentence as is");

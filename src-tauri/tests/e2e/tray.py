@@ -43,7 +43,7 @@ WORDS = {
         "died_on": "outbound died on {server}",
         "refused_body": "Redis user alice may change only alice's keys, not bob's: set Your name to alice in Settings, or sign in to Redis as bob.",
         "flip": "Enabled for me",
-        "refused": "Your flag for outbound was not changed",
+        "refused": "Your switch for outbound was not changed",
         "refused_line": "⚠ Your change was not saved: details in the dashboard",
         "mute_1h": "For 1 hour",
         "mute": "Mute notifications",

@@ -41,7 +41,7 @@ pub fn note(event: &Event, at: &str, tr: &Tr, enabled_by: &[String]) -> Note {
     // A failover whose servers are not named is said the general way; a
     // stall by its cause, with its server and time.
     let kind = match (event.event, &to) {
-        (EventKind::Failover, None) => "other".to_owned(),
+        (EventKind::Failover, None) => "failover_unnamed".to_owned(),
         (EventKind::Stalled, _) if from.is_some() => match (event.stall, event.ms) {
             (Some(Stall::Dying), Some(_)) => "stalled_dying".to_owned(),
             (Some(Stall::Dying), None) => "stalled_dying_never".to_owned(),
@@ -244,6 +244,9 @@ mod tests {
         let mut unnamed = event(EventKind::Failover, "outbound");
         unnamed.to = Some(HolderRef { field: "b:1".into(), node: None });
         let n = note(&unnamed, "10:02:03", &zh(), &[]);
-        assert_eq!((n.summary.as_str(), n.body.as_str()), ("outbound 已切换到另一台服务器", "10:02:03：why"));
+        assert_eq!(
+            (n.summary.as_str(), n.body.as_str()),
+            ("outbound 已切换到另一台服务器", "10:02:03：现在由另一台服务器运行。")
+        );
     }
 }

@@ -54,8 +54,11 @@ fn a_lost_switch_says_whose_where_the_others_line_would_say_nobody() {
     if let Some(s) = v.status.as_mut() {
         s.flags_lost = vec!["alice".into()];
     }
-    assert_eq!(line(&v, &en()), "⚠ Redis lost the switch of alice: the job stays as it was until switched again");
-    assert_eq!(line(&v, &zh()), "⚠ Redis 丢失了 alice 的开关：任务保持原样，直到再次切换");
+    assert_eq!(
+        line(&v, &en()),
+        "⚠ Redis lost alice's switch (it was on): the job stays as it is until it is switched on or off again"
+    );
+    assert_eq!(line(&v, &zh()), "⚠ Redis 丢失了 alice 的启用设置（原为启用）：在重新启用或停用之前，任务保持现状");
 }
 
 #[test]
