@@ -840,19 +840,7 @@ impl SoakRig {
             return " (not done: no connection)".to_owned();
         };
         let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
-        let t = Instant::now();
-        let mut written = 0u64;
-        while t.elapsed() < hold {
-            let mut pipe = redis::pipe();
-            for _ in 0..500 {
-                written += 1;
-                pipe.cmd("HSET").arg("{outbound}:enabled:alice").arg("on").arg(1).arg("time").arg(written).ignore();
-            }
-            if pipe.query::<()>(&mut c).is_err() {
-                break;
-            }
-        }
-        format!(" → {written} writes")
+        format!(" → {} writes", common::flood_flag(&mut c, hold))
     }
 
     /// Starts a worker under the name of worker `i`, as a cloned host would:

@@ -243,6 +243,24 @@ pub fn flag(conn: &mut redis::Connection, job: &str, user: &str, on: bool) {
     let _: () = redis::cmd("SADD").arg(format!("{{{job}}}:users")).arg(user).query(conn).unwrap();
 }
 
+/// Rewrites alice's flag of `outbound` (on, a new time each) as fast as
+/// Redis takes it, for `hold` or until a write fails; returns how many.
+pub fn flood_flag(conn: &mut redis::Connection, hold: std::time::Duration) -> u64 {
+    let started = std::time::Instant::now();
+    let mut written = 0u64;
+    while started.elapsed() < hold {
+        let mut pipe = redis::pipe();
+        for _ in 0..500 {
+            written += 1;
+            pipe.cmd("HSET").arg("{outbound}:enabled:alice").arg("on").arg(1).arg("time").arg(written).ignore();
+        }
+        if pipe.query::<()>(conn).is_err() {
+            break;
+        }
+    }
+    written
+}
+
 /// One entry of the event stream of the job `outbound`.
 pub struct StreamEvent {
     /// Its `type` field (empty if it has none).
