@@ -81,7 +81,7 @@ impl Job {
                 host: b.host.clone(),
                 heartbeat_age_ms: b.beat_ms.map(|t| now.saturating_sub(t)),
                 fence: b.fence,
-                fresh: b.beat_ms.is_some_and(|t| now.saturating_sub(t) <= cfg.heartbeat_grace_ms),
+                fresh: beat_fresh(b, now, cfg),
             })
             .collect();
         let pending_until_ms =
@@ -126,18 +126,27 @@ pub(super) fn standbys<'a>(snap: &'a Snapshot, raw: &Raw, cfg: &Config) -> Optio
     // By its heartbeat alone: a presence missing on a primary that Sentinel
     // just promoted is no sign of a dead standby (it subscribes again), and
     // a standby's death may wait for the grace, unlike the holder's.
-    let alive = |b: &Beat| b.beat_ms.is_some_and(|t| snap.time_ms.saturating_sub(t) <= cfg.heartbeat_grace_ms);
-    Some(snap.beats.iter().filter(|b| b.node != holder).map(|b| (b, alive(b))).collect())
+    Some(snap.beats.iter().filter(|b| b.node != holder).map(|b| (b, beat_fresh(b, snap.time_ms, cfg))).collect())
+}
+
+/// Whether `b` beat within the grace before `now_ms` (by its heartbeat alone).
+fn beat_fresh(b: &Beat, now_ms: u64, cfg: &Config) -> bool {
+    b.beat_ms.is_some_and(|t| now_ms.saturating_sub(t) <= cfg.heartbeat_grace_ms)
 }
 
 /// The users whose flag a worker's fresh heartbeat says Redis lost while it
 /// was on, and whose flag is still gone in this read (a flip since wrote it
 /// again).
 fn flags_lost(snap: &Snapshot, cfg: &Config) -> Vec<String> {
-    let fresh = |b: &&Beat| b.beat_ms.is_some_and(|t| snap.time_ms.saturating_sub(t) <= cfg.heartbeat_grace_ms);
     let gone = |user: &String| snap.flags.iter().any(|f| &f.user == user && f.is_missing());
-    let mut users: Vec<String> =
-        snap.beats.iter().filter(fresh).flat_map(|b| b.flags_lost.iter()).filter(|u| gone(u)).cloned().collect();
+    let mut users: Vec<String> = snap
+        .beats
+        .iter()
+        .filter(|b| beat_fresh(b, snap.time_ms, cfg))
+        .flat_map(|b| b.flags_lost.iter())
+        .filter(|u| gone(u))
+        .cloned()
+        .collect();
     users.sort();
     users.dedup();
     users
