@@ -11,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::journal::{assert_no_overlap, journal, journal_worker, now_ns};
+use common::journal::{assert_no_overlap, journal, journal_pair, journal_worker, now_ns};
 use common::procs::runs;
 use common::*;
 
@@ -366,8 +366,7 @@ async fn kill_9_of_a_worker_starved_of_cpu_still_hands_the_job_over_within_a_sec
     seed_fence(&mut c);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
-    let mut workers =
-        vec![("srv-a", journal_worker(&url, "srv-a", "30s", &j)), ("srv-b", journal_worker(&url, "srv-b", "30s", &j))];
+    let mut workers = journal_pair(&url, "30s", &j);
     let _hog = Hog::on_cpu_0();
     let mut takeovers = Vec::new();
     for _round in 0..16 {

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::journal::{assert_no_overlap, journal, journal_worker, now_ns};
+use common::journal::{assert_no_overlap, journal, journal_pair, journal_worker, now_ns};
 use common::procs::runs;
 use common::*;
 use lockwatch::connect::Target;
@@ -45,8 +45,7 @@ async fn kill_9_of_the_holder_takes_its_job_along_and_the_other_takes_over() {
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
     let lease_ms = 2_000;
-    let mut workers =
-        vec![("srv-a", journal_worker(&url, "srv-a", "2s", &j)), ("srv-b", journal_worker(&url, "srv-b", "2s", &j))];
+    let mut workers = journal_pair(&url, "2s", &j);
     let mut takeovers = Vec::new();
     for _round in 0..3 {
         let holder = wait_holder(&mut c, None).await;
@@ -1039,8 +1038,7 @@ async fn a_killed_holder_is_reported_within_seconds_and_healthy_running_raises_n
     seed_fence(&mut c);
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("journal");
-    let mut workers =
-        vec![("srv-a", journal_worker(&url, "srv-a", "30s", &j)), ("srv-b", journal_worker(&url, "srv-b", "30s", &j))];
+    let mut workers = journal_pair(&url, "30s", &j);
     let holder = wait_holder(&mut c, None).await;
     eventually("the job", Duration::from_secs(10), || journal(&j).iter().any(|l| l.1 == holder).then_some(())).await;
     // A grace longer than the bound below: only the holder's vanished

@@ -151,6 +151,11 @@ pub fn journal_worker_via(cmd: &mut Command, node: &str, lease: &str, journal: &
     WorkerProcess::spawn(worker_args(cmd, node, lease, &[], JOURNAL_LOOP).env("JOURNAL", journal))
 }
 
+/// srv-a and srv-b journaling to `journal`, each named beside its process.
+pub fn journal_pair(url: &str, lease: &str, journal: &Path) -> Vec<(&'static str, WorkerProcess)> {
+    ["srv-a", "srv-b"].into_iter().map(|node| (node, journal_worker(url, node, lease, journal))).collect()
+}
+
 /// How long runs overlapped in all ([`overlaps`]), in ms.
 pub fn overlap_ms(lines: &[(i64, String, u128)]) -> u64 {
     overlaps(&journal_runs(lines)).iter().map(|(_, _, ns)| ns).sum::<u64>() / 1_000_000
