@@ -89,28 +89,8 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
         let mut conn = connect(port).unwrap();
         // The registration is a key: on the slot's owner only; the server
         // setting on every node, as the ACL user.
-        for line in rules.lines().filter(|l| !l.starts_with("SADD ") || port == owner) {
-            let words: Vec<&str> = line.split(' ').collect();
-            let mut cmd = redis::cmd(words[0]);
-            // A selector in parentheses, or a "quoted value", is one argument.
-            let mut args: Vec<String> = Vec::new();
-            let mut open = false;
-            for w in &words[1..] {
-                if open {
-                    let last = args.last_mut().unwrap();
-                    last.push(' ');
-                    last.push_str(w);
-                } else {
-                    args.push((*w).to_owned());
-                }
-                open = (open || w.starts_with('(') || w.starts_with('"'))
-                    && !w.ends_with(')')
-                    && !(w.ends_with('"') && (w.len() > 1 || open));
-            }
-            let args: Vec<String> = args.into_iter().map(|a| a.trim_matches('"').to_owned()).collect();
-            cmd.arg(&args);
-            let _: redis::Value = cmd.query(&mut conn).unwrap_or_else(|e| panic!("{line}: {e}"));
-        }
+        let lines: Vec<&str> = rules.lines().filter(|l| !l.starts_with("SADD ") || port == owner).collect();
+        common::run_lines(&mut conn, &lines.join("\n"));
         let _: () = redis::cmd("ACL").arg("SETUSER").arg("alice").arg(">pw").query(&mut conn).unwrap();
         let _: () = redis::cmd("ACL").arg("LOG").arg("RESET").query(&mut conn).unwrap();
     }
