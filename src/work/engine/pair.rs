@@ -30,14 +30,16 @@
 //!
 //! - `guards`: the guards, one flag each.
 //! - `redis`: the job's keys and the lock script.
-//! - `heartbeat`: the heartbeats, the heartbeat script, the probe.
+//! - `hash`: a node's heartbeat hash.
+//! - `heartbeat`: the heartbeat script, the probe.
 //! - `server`: the Redis server around them: freeze, replica, failover, restart.
 //! - `process`: one worker process: engine, watchdog, killer, job.
 //! - `cluster`: the clock, the calls to Redis, the loop of what is due.
 //! - `watchdog`: a holding's watchdog and its job's reaper.
 //! - `turn`: one turn of a worker's supervision loop.
 //! - `view`: what the engine is shown, with a guard out or a fix in.
-//! - `faults`: the faults, the Redisson service, `worker-gone`.
+//! - `faults`: the faults, the Redisson service's state.
+//! - `inject`: the faults played, the Redisson service's turns, `worker-gone`.
 //! - `check`: the promises checked at every moment.
 //! - `props`: the property tests, and a search for each guard taken out.
 //! - `findings`: what the model found with every guard on, and the
@@ -48,7 +50,9 @@ mod cluster;
 mod faults;
 mod findings;
 mod guards;
+mod hash;
 mod heartbeat;
+mod inject;
 mod process;
 mod props;
 mod redis;

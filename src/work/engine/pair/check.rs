@@ -4,12 +4,12 @@
 //! Redis's data: its job then runs until its next look, which the fault
 //! model allows; Redisson waits for nothing); and every job starts with a
 //! fence above those of the jobs started before it (equal only within one
-//! holding). The first broken promise is kept, with the log to explain it.
+//! holding). The world shows it the jobs that run; it answers with the first
+//! promise broken, which it keeps.
 
 use std::collections::BTreeSet;
 
-use super::cluster::{START, World, short};
-use super::faults::FOREIGN_FIELD;
+use super::process::short;
 
 #[derive(Debug, Default)]
 pub(super) struct Checker {
@@ -23,51 +23,53 @@ pub(super) struct Checker {
     pub starts: u32,
 }
 
-impl World {
-    /// The promises, now.
-    pub fn check_now(&mut self) {
-        if self.check.broken.is_some() {
-            return;
+/// A lockwatch job that runs: its process, node, fence and lock field.
+pub(super) struct Running {
+    pub process: usize,
+    pub node: String,
+    pub fence: i64,
+    pub field: String,
+}
+
+impl Checker {
+    /// The promises, now: `jobs` run, and `foreign` says whether the
+    /// Redisson service holds a valid lock. What broke, the first time.
+    pub fn now(&mut self, jobs: &[Running], foreign: bool) -> Option<String> {
+        if self.broken.is_some() {
+            return None;
         }
-        let jobs: Vec<(usize, i64, String)> =
-            self.procs.iter().filter_map(|p| p.job().map(|j| (p.index, j.fence, j.field.clone()))).collect();
         if jobs.len() > 1 {
             let list: Vec<String> = jobs
                 .iter()
-                .map(|(p, fence, f)| format!("p{p} ({}) fence {fence} {}", self.procs[*p].node, short(f)))
+                .map(|j| format!("p{} ({}) fence {} {}", j.process, j.node, j.fence, short(&j.field)))
                 .collect();
-            return self.broke(format!("two lockwatch jobs run at once: {}", list.join(" and ")));
+            return Some(format!("two lockwatch jobs run at once: {}", list.join(" and ")));
         }
-        let foreign = self.redis.data.valid_holder(self.now, FOREIGN_FIELD);
-        if let Some((p, fence, _)) = jobs.iter().find(|(_, _, f)| foreign && !self.check.lost_early.contains(f)) {
-            let what = format!("p{p}'s job (fence {fence}) runs while the Redisson service holds the lock");
-            self.broke(what);
-        }
+        let beside = jobs.iter().find(|j| foreign && !self.lost_early.contains(&j.field));
+        beside
+            .map(|j| format!("p{}'s job (fence {}) runs while the Redisson service holds the lock", j.process, j.fence))
     }
 
-    /// Process `p` just started its job with `fence`.
-    pub fn check_start(&mut self, p: usize, fence: i64) {
-        self.check.starts += 1;
-        self.check_now();
-        if self.check.broken.is_some() {
-            return;
+    /// Process `p` just started its job with `fence` under lock `field`,
+    /// among `jobs` (its own included).
+    pub fn start(&mut self, p: usize, fence: i64, field: &str, jobs: &[Running], foreign: bool) -> Option<String> {
+        self.starts += 1;
+        if let Some(what) = self.now(jobs, foreign) {
+            return Some(what);
         }
-        let field = self.procs[p].field.clone();
-        if let Some((top, q, f)) = &self.check.top
-            && (fence < *top || (fence == *top && (*q, f) != (p, &field)))
+        if self.broken.is_some() {
+            return None;
+        }
+        if let Some((top, q, f)) = &self.top
+            && (fence < *top || (fence == *top && (*q, f.as_str()) != (p, field)))
         {
-            let what =
-                format!("p{p} started its job with fence {fence}, after p{q}'s job had started with fence {top}");
-            return self.broke(what);
+            return Some(format!(
+                "p{p} started its job with fence {fence}, after p{q}'s job had started with fence {top}"
+            ));
         }
-        if self.check.top.as_ref().is_none_or(|(top, ..)| fence > *top) {
-            self.check.top = Some((fence, p, field));
+        if self.top.as_ref().is_none_or(|(top, ..)| fence > *top) {
+            self.top = Some((fence, p, field.to_owned()));
         }
-    }
-
-    fn broke(&mut self, what: String) {
-        self.say(format!("BROKEN: {what}"));
-        let t = self.now - START;
-        self.check.broken = Some(format!("at {}.{:03} s: {what}", t / 1_000, t % 1_000));
+        None
     }
 }

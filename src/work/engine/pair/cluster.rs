@@ -11,11 +11,11 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::LEASE;
-use super::check::Checker;
-use super::faults::{Fault, Foreign};
+use super::check::{Checker, Running};
+use super::faults::{FOREIGN_FIELD, Fault, Foreign};
 use super::guards::{Fix, Fixes, Guard, Guards};
 use super::heartbeat::BeatCall;
-use super::process::{NAMES, Proc};
+use super::process::{NAMES, Proc, short};
 use super::redis::{Acquired, Caller, Data, Handover};
 use super::server::Server;
 use crate::clock::{Boot, millis};
@@ -162,6 +162,42 @@ impl World {
     pub fn say(&mut self, what: impl AsRef<str>) {
         let t = self.now - START;
         self.log.push(format!("{:>3}.{:03} s  {}", t / 1_000, t % 1_000, what.as_ref()));
+    }
+
+    /// The promises, now.
+    pub fn check_now(&mut self) {
+        let (jobs, foreign) = self.running();
+        if let Some(what) = self.check.now(&jobs, foreign) {
+            self.broke(what);
+        }
+    }
+
+    /// Process `p` just started its job with `fence`.
+    pub fn check_start(&mut self, p: usize, fence: i64) {
+        let (jobs, foreign) = self.running();
+        let field = self.procs[p].field.clone();
+        if let Some(what) = self.check.start(p, fence, &field, &jobs, foreign) {
+            self.broke(what);
+        }
+    }
+
+    /// The lockwatch jobs that run, and whether the Redisson service holds a valid lock.
+    fn running(&self) -> (Vec<Running>, bool) {
+        let jobs = self
+            .procs
+            .iter()
+            .filter_map(|p| {
+                let j = p.job()?;
+                Some(Running { process: p.index, node: p.node.clone(), fence: j.fence, field: j.field.clone() })
+            })
+            .collect();
+        (jobs, self.redis.data.valid_holder(self.now, FOREIGN_FIELD))
+    }
+
+    fn broke(&mut self, what: String) {
+        self.say(format!("BROKEN: {what}"));
+        let t = self.now - START;
+        self.check.broken = Some(format!("at {}.{:03} s: {what}", t / 1_000, t % 1_000));
     }
 
     /// Whether process `p`'s connections are cut off now.
@@ -454,15 +490,5 @@ impl World {
     pub fn holders(&mut self) -> Option<(Vec<String>, u64)> {
         let now = self.now;
         self.redis.data.lock_at(now).map(|l| (l.fields.clone(), l.expires_at))
-    }
-}
-
-/// A field, shortened for the log.
-pub(super) fn short(field: &str) -> String {
-    if crate::work::lock::is_lockwatch_field(field) {
-        let hex = |s: &str| u64::from_str_radix(s, 16).unwrap_or_default();
-        format!("p{}#{}", hex(&field[..8]), hex(&field[24..36]))
-    } else {
-        format!("foreign {}", &field[..8.min(field.len())])
     }
 }

@@ -1,75 +1,12 @@
-//! The heartbeats in the modelled Redis: a node's hash, the heartbeat
+//! The heartbeats in the modelled Redis: the heartbeat
 //! script that writes it (`worker.lua`, with the name kept a lease past a
 //! process's last beat), and the probe's read of the job as a [`Snapshot`]
 //! (`probe.lua`'s presence count included).
 
 use super::guards::{Guard, Guards};
-use super::redis::{Data, some};
-use crate::schema::BeatState;
+use super::hash::{BeatHash, some};
+use super::redis::Data;
 use crate::snapshot::{Beat, Lock as LockSeen, LockKind, Snapshot};
-
-/// A node's heartbeat hash, as far as the decisions read it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct BeatHash {
-    pub host: Option<String>,
-    pub pid: Option<String>,
-    pub invocation: Option<String>,
-    pub instance: Option<String>,
-    pub lock_field: Option<String>,
-    pub fence: Option<String>,
-    pub state: Option<String>,
-    pub beat_ms: Option<String>,
-    pub renewed_ms: Option<String>,
-    pub presence: Option<String>,
-    pub presence_on: Option<String>,
-}
-
-impl BeatHash {
-    /// HSET of the fields `other` has.
-    pub fn set(&mut self, other: &BeatHash) {
-        let pairs = [
-            (&mut self.host, &other.host),
-            (&mut self.pid, &other.pid),
-            (&mut self.invocation, &other.invocation),
-            (&mut self.instance, &other.instance),
-            (&mut self.lock_field, &other.lock_field),
-            (&mut self.fence, &other.fence),
-            (&mut self.state, &other.state),
-            (&mut self.beat_ms, &other.beat_ms),
-            (&mut self.renewed_ms, &other.renewed_ms),
-            (&mut self.presence, &other.presence),
-            (&mut self.presence_on, &other.presence_on),
-        ];
-        for (mine, theirs) in pairs {
-            if theirs.is_some() {
-                mine.clone_from(theirs);
-            }
-        }
-    }
-
-    /// As the probe decodes it (`probe::fields::decode_beat`), before the
-    /// presence count: `present` is `Some(true)` when it claims a subscription.
-    fn decode(&self, node: &str) -> Beat {
-        let num = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<i64>().ok());
-        let unsigned = |v: &Option<String>| num(v).and_then(|n| u64::try_from(n).ok());
-        let text = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
-        Beat {
-            node: node.to_owned(),
-            host: self.host.clone(),
-            pid: unsigned(&self.pid),
-            lock_field: self.lock_field.clone(),
-            fence: num(&self.fence),
-            beat_ms: unsigned(&self.beat_ms),
-            state: self.state.as_deref().map(BeatState::parse),
-            renewed_ms: unsigned(&self.renewed_ms),
-            instance: text(&self.instance),
-            invocation: text(&self.invocation),
-            present: (self.presence.as_deref() == Some("1")).then_some(true),
-            presence_on: text(&self.presence_on),
-            ..Beat::default()
-        }
-    }
-}
 
 /// A heartbeat script call (`worker.lua`).
 #[derive(Debug, Clone)]

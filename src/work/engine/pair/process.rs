@@ -124,6 +124,16 @@ pub(super) fn field_of(process: usize, holding: u32) -> String {
     format!("{process:08x}-0000-8000-8000-{holding:012x}:1")
 }
 
+/// A field, shortened for the log.
+pub(super) fn short(field: &str) -> String {
+    if crate::work::lock::is_lockwatch_field(field) {
+        let hex = |s: &str| u64::from_str_radix(s, 16).unwrap_or_default();
+        format!("p{}#{}", hex(&field[..8]), hex(&field[24..36]))
+    } else {
+        format!("foreign {}", &field[..8.min(field.len())])
+    }
+}
+
 impl Proc {
     /// Process number `index` in `slot`, started at `now`.
     pub fn new(index: usize, slot: usize, now: u64) -> Proc {

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::LEASE;
 use super::guards::{Fix, Fixes, Guard, Guards};
-use super::heartbeat::BeatHash;
+use super::hash::{BeatHash, some};
 use crate::clock::millis;
 
 /// The lock hash: its fields (each held once) and when it expires.
@@ -81,11 +81,6 @@ pub(super) struct Data {
 
 /// [`Fix::CarryUnknown`]'s `prev_fence` for a holding before that nothing names.
 const UNKNOWN: &str = "unknown";
-
-/// A hash field's text.
-pub(super) fn some(s: impl Into<String>) -> Option<String> {
-    Some(s.into())
-}
 
 impl Data {
     /// The lock as a read at `now` finds it (a key past its expiry is gone).

@@ -8,10 +8,11 @@
 
 use std::collections::VecDeque;
 
-use super::cluster::{Abort, Op, Reply, World, at, short};
+use super::cluster::{Abort, Op, Reply, World, at};
 use super::guards::Guard;
-use super::heartbeat::{BeatCall, BeatHash};
-use super::process::{Job, Live, field_of};
+use super::hash::BeatHash;
+use super::heartbeat::BeatCall;
+use super::process::{Job, Live, field_of, short};
 use super::redis::Caller;
 use super::view::View;
 use super::{LEASE, TICK};
