@@ -225,3 +225,32 @@ fn a_supervisor_with_only_the_acl_rules_reads_the_history_and_flips_with_a_reaso
     );
     assert_eq!(items[0]["reason"], "stock count");
 }
+
+/// A day of her flood leaves a week of runs: flipping her flag on and off
+/// twenty times a second (fewer than the tracking's flood mark, each a real
+/// flip) records at most her burst of flips per worker, while her flag still
+/// counts at once: the job runs whenever she left it on.
+#[tokio::test]
+async fn flips_faster_than_a_person_makes_them_are_recorded_within_her_budget() {
+    let server = RedisServer::start();
+    let mut admin = server.conn();
+    flag(&mut admin, "outbound", "bob", true);
+    let _a = worker(&server.url(), "srv-a");
+    let _b = worker(&server.url(), "srv-b");
+    eventually("the job runs", Duration::from_secs(10), || running_on(&mut admin)).await;
+    let flips = |c: &mut redis::Connection| stream_events(c).iter().filter(|e| e.kind == "flags-changed").count();
+    let before = flips(&mut admin);
+    let mut made = 0;
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(6) {
+        flag(&mut admin, "outbound", "alice", made % 2 == 0);
+        made += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let added = flips(&mut admin) - before;
+    println!("{made} flips of alice's flag in 6 s: {added} recorded by the two workers");
+    assert!(made >= 60, "only {made} flips made");
+    assert!(added >= 2, "her first flips are recorded: {added}");
+    assert!(added <= 2 * 10, "{added} of her {made} flips recorded: past her budget");
+}

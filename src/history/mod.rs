@@ -5,10 +5,12 @@
 //! - [`entry`]: typed stream entries with structured causes; encoding and
 //!   decoding (pure).
 //! - [`read`]: the reads (stream by pages and bounds, flags, heartbeats).
+//! - [`budget`]: how many of one person's flips are recorded (pure).
 //! - [`build`](mod@build): entries, flags and heartbeats → runs, failovers, restarts,
 //!   deaths, stops and flag flips (pure).
 //! - [`outage`]: how long nobody ran the job around each incident (pure).
 
+pub mod budget;
 pub mod build;
 pub mod entry;
 pub mod outage;

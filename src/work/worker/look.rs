@@ -9,6 +9,7 @@ use tokio::time::{Instant, sleep};
 
 use super::{REDIS_PATIENCE, Worker};
 use crate::error::{Action, Error};
+use crate::history::budget::{self, Take};
 use crate::history::{self, FlagFlip, Record};
 use crate::probe;
 use crate::snapshot::{Enabled, Flag, Snapshot};
@@ -53,14 +54,18 @@ impl Worker {
             .cloned()
             .collect();
         self.flags_seen = Some(snap.flags.clone());
-        if !changed.is_empty() {
-            self.record_flips(&changed).await;
+        let recorded = self.within_budget(&changed, snap.time_ms);
+        if !recorded.is_empty() {
+            self.record_flips(&recorded).await;
         }
         // Supervisors may not publish: the workers tell every watcher of
-        // their flips and acknowledgements.
-        let acks_changed = self.acks_seen != snap.acks;
+        // their flips and of who is on it (with what note). An "on it"
+        // rewritten with new times only is found at the desks' next look,
+        // so her rewrites at a script's pace wake nobody.
+        let on_it: Vec<(String, String)> = snap.acks.iter().map(|a| (a.user.clone(), a.note.clone())).collect();
+        let acks_changed = self.acks_seen != on_it;
         if acks_changed {
-            self.acks_seen.clone_from(&snap.acks);
+            self.acks_seen = on_it;
         }
         if !first && (!changed.is_empty() || acks_changed) {
             self.announce().await;
@@ -194,6 +199,26 @@ impl Worker {
             Ok(Err(err)) => tracing::warn!(node = %self.opts.node, error = %err, "cannot trim {key}"),
             Err(_) => tracing::warn!(node = %self.opts.node, "cannot trim {key}: Redis did not answer in time"),
         }
+    }
+
+    /// The flips of `changed` each person's budget lets the history take
+    /// (`history::budget`); says once per spell whose are left out.
+    fn within_budget(&mut self, changed: &[Flag], now_ms: u64) -> Vec<Flag> {
+        self.flip_budget.forget_rested(now_ms);
+        let mut kept = Vec::new();
+        for flag in changed {
+            match self.flip_budget.take(&flag.user, now_ms) {
+                Take::Record => kept.push(flag.clone()),
+                Take::Skip { first: true } => tracing::warn!(
+                    user = %flag.user,
+                    "{} flips the flag faster than a person does: her flips still count at once, but the history records only one more every {} minutes, to keep the runs, failovers and deaths in it",
+                    flag.user,
+                    budget::REFILL_MS / 60_000
+                ),
+                Take::Skip { first: false } => {}
+            }
+        }
+        kept
     }
 
     /// Records each flip in `changed` with its reason; failures are logged.

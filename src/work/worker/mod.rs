@@ -24,6 +24,7 @@ use tokio::time::{Instant, sleep};
 use crate::connect::{Conn, Target};
 use crate::error::Error;
 use crate::heard::{BEAT_EVERY, Listeners};
+use crate::history::budget::Budget;
 use crate::input::ConnectionSpec;
 use crate::keys::Keys;
 use crate::probe::Way;
@@ -156,6 +157,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         flags_lost: Vec::new(),
         flags_seen: None,
         acks_seen: Vec::new(),
+        flip_budget: Budget::default(),
         beat_state: None,
         way: Way::default(),
         told_gone: None,
@@ -275,8 +277,10 @@ struct Worker {
     flags_lost: Vec<String>,
     /// Each flag as last read (`None` before the first read), to record flips.
     flags_seen: Option<Vec<Flag>>,
-    /// The acknowledgements as last read, to announce a change of them.
-    acks_seen: Vec<crate::snapshot::Ack>,
+    /// How many more of each person's flips the history takes.
+    flip_budget: Budget,
+    /// Who was on it, with their notes, at the last look, to announce a change.
+    acks_seen: Vec<(String, String)>,
     /// The state the last heartbeat said, to announce a change of it.
     beat_state: Option<BeatState>,
     /// How the probe last ran on this worker's connection.
