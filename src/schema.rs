@@ -102,8 +102,8 @@ fields! {
         /// its systemd unit's invocation (`worker-gone` acts only for its own).
         INVOCATION = "invocation",
         /// The users whose flag Redis lost while it was on (evicted or
-        /// deleted, never switched off), comma-separated: the worker keeps
-        /// the job as it was until one of them is written again.
+        /// deleted, never switched off), comma-separated: each counts as on
+        /// until written again, and a worker that starts reads them here.
         FLAGS_LOST = "flags_lost",
     }
 }

@@ -193,6 +193,45 @@ async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stoppe
     assert!(!stdout.to_lowercase().contains("stopped"), "{stdout}");
 }
 
+/// A lost flag is remembered in Redis, not only in a worker's memory: after
+/// the holder's `kill -9` and after both workers restart, the status still
+/// names it and never reads "stopped, nobody enabled, no problem".
+#[tokio::test]
+async fn a_lost_flag_is_still_named_after_a_failover_and_after_both_workers_restart() {
+    let server = RedisServer::start();
+    let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
+    let mut c = server.conn();
+    let status = || {
+        let out = lockwatch(&server.url(), &["status", "--json", "--heartbeat-grace", "2s"]);
+        (out.status.code(), serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap())
+    };
+    let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
+    eventually("the lost flag named", Duration::from_secs(5), || {
+        (status().1["flags_lost"] == json!(["alice"])).then_some(())
+    })
+    .await;
+
+    let (mut dead, standby) = if holder == "srv-a" { (a, b) } else { (b, a) };
+    dead.kill9();
+    dead.wait().unwrap();
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let (code, json) = status();
+    println!("after the holder's kill -9: {json}");
+    assert_eq!((&json["flags_lost"], code != Some(0)), (&json!(["alice"]), true), "{json}");
+    assert_ne!(json["state"], json!("stopped"), "{json}");
+
+    let mut standby = standby;
+    standby.sigterm();
+    standby.wait().unwrap();
+    let _a = journal_worker(&server.url(), "srv-a", "3s", &j);
+    let _b = journal_worker(&server.url(), "srv-b", "3s", &j);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (code, json) = status();
+    println!("after both workers restarted: {json}");
+    assert_eq!((&json["flags_lost"], code != Some(0)), (&json!(["alice"]), true), "{json}");
+    assert_ne!(json["state"], json!("stopped"), "{json}");
+}
+
 #[test]
 fn a_job_this_redis_has_never_seen_is_unknown() {
     let (_server, url, _) = server_with_flag("alice", true);

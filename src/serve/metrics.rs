@@ -80,7 +80,7 @@ impl Metrics {
         registry.register("lockwatch_enabled_users", "How many supervisors have the job enabled", m.enabled.clone());
         registry.register(
             "lockwatch_flags_lost",
-            "How many supervisors' flags Redis lost while they were on (the job stays as it was until one is written again)",
+            "How many supervisors' flags Redis lost while they were on (each counts as on until written again)",
             m.flags_lost.clone(),
         );
         registry.register("lockwatch_redis_up", "Whether the last look at Redis answered", m.redis_up.clone());

@@ -254,7 +254,12 @@ fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
         return raw(State::Unknown, why.clone(), None, None);
     }
     let now = snap.time_ms;
-    let enabled: Vec<&str> = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.as_str()).collect();
+    let mut enabled: Vec<&str> = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.as_str()).collect();
+    // A flag Redis lost while it was on counts as on until written again, as the workers take it.
+    let lost = flags_lost(snap, cfg);
+    if enabled.is_empty() {
+        enabled = lost.iter().map(String::as_str).collect();
+    }
     if enabled.is_empty() {
         if snap.flags.iter().any(|f| f.on.is_none()) {
             return raw(State::Unknown, problem_sentence(snap), None, None);
@@ -395,4 +400,27 @@ fn problem_sentence(snap: &Snapshot) -> String {
 pub fn clock_utc(ms: u64) -> String {
     let secs = ms / 1000 % 86_400;
     format!("{:02}:{:02}:{:02} UTC", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// Whether `b` beat within the grace before `now_ms` (by its heartbeat alone).
+pub(super) fn beat_fresh(b: &Beat, now_ms: u64, cfg: &Config) -> bool {
+    b.beat_ms.is_some_and(|t| now_ms.saturating_sub(t) <= cfg.heartbeat_grace_ms)
+}
+
+/// The users whose flag a worker's fresh heartbeat says Redis lost while it
+/// was on, and whose flag is still gone in this read (a flip since wrote it
+/// again).
+pub(super) fn flags_lost(snap: &Snapshot, cfg: &Config) -> Vec<String> {
+    let gone = |user: &String| snap.flags.iter().any(|f| &f.user == user && f.is_missing());
+    let mut users: Vec<String> = snap
+        .beats
+        .iter()
+        .filter(|b| beat_fresh(b, snap.time_ms, cfg))
+        .flat_map(|b| b.flags_lost.iter())
+        .filter(|u| gone(u))
+        .cloned()
+        .collect();
+    users.sort();
+    users.dedup();
+    users
 }

@@ -242,8 +242,8 @@ pub struct Status {
     pub no_standby: Option<String>,
     /// The users whose flag Redis lost while it was on (evicted, deleted;
     /// never switched off), as a worker's fresh heartbeat says and the read
-    /// confirms: the workers keep the job as it was until one is written
-    /// again, so a job may run with nobody shown keeping it on.
+    /// confirms: each counts as on until written again, so a job may run
+    /// with nobody shown keeping it on.
     pub flags_lost: Vec<String>,
     /// Whether Redis may evict the job's keys, in one sentence; asked by
     /// `lockwatch status` alone (`None` from the engine).
@@ -258,7 +258,7 @@ pub struct Status {
 /// What a lost flag means, in one sentence naming whose.
 pub fn flags_lost_sentence(users: &[String]) -> String {
     format!(
-        "Redis lost the flag of {} while it was on (evicted or deleted; nobody switched it off): the workers keep the job as it was until it is switched on or off again",
+        "Redis lost the flag of {} while it was on (evicted or deleted; nobody switched it off): it counts as on until it is switched on or off again",
         users.join(", ")
     )
 }

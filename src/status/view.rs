@@ -3,7 +3,7 @@
 
 use crate::snapshot::{Beat, Snapshot};
 
-use super::evaluate::Raw;
+use super::evaluate::{Raw, beat_fresh, flags_lost};
 use super::{Config, Event, EventKind, LockView, NodeView, State, Status};
 use crate::duration::human_duration;
 
@@ -127,29 +127,6 @@ pub(super) fn standbys<'a>(snap: &'a Snapshot, raw: &Raw, cfg: &Config) -> Optio
     // just promoted is no sign of a dead standby (it subscribes again), and
     // a standby's death may wait for the grace, unlike the holder's.
     Some(snap.beats.iter().filter(|b| b.node != holder).map(|b| (b, beat_fresh(b, snap.time_ms, cfg))).collect())
-}
-
-/// Whether `b` beat within the grace before `now_ms` (by its heartbeat alone).
-fn beat_fresh(b: &Beat, now_ms: u64, cfg: &Config) -> bool {
-    b.beat_ms.is_some_and(|t| now_ms.saturating_sub(t) <= cfg.heartbeat_grace_ms)
-}
-
-/// The users whose flag a worker's fresh heartbeat says Redis lost while it
-/// was on, and whose flag is still gone in this read (a flip since wrote it
-/// again).
-fn flags_lost(snap: &Snapshot, cfg: &Config) -> Vec<String> {
-    let gone = |user: &String| snap.flags.iter().any(|f| &f.user == user && f.is_missing());
-    let mut users: Vec<String> = snap
-        .beats
-        .iter()
-        .filter(|b| beat_fresh(b, snap.time_ms, cfg))
-        .flat_map(|b| b.flags_lost.iter())
-        .filter(|u| gone(u))
-        .cloned()
-        .collect();
-    users.sort();
-    users.dedup();
-    users
 }
 
 /// Why nobody could take the job over, when servers were seen that could.

@@ -63,7 +63,7 @@ test("the servers line names each server, a silent one with how long, and a lost
   assert.equal(flagsLostText(entry), null);
   assert.equal(
     flagsLostText({ ...entry, status: { ...status, flags_lost: ["alice", "bob"] } }),
-    "⚠ Redis lost alice, bob's switch while it was on (nobody switched it off). The job stays as it is until it is switched on or off again.",
+    "⚠ Redis lost alice, bob's switch while it was on (nobody switched it off). It still counts as on until it is switched on or off again.",
   );
   assert.equal(serversText({ nodes: [] }), "–");
   setTexts(texts("zh-CN"));

@@ -45,6 +45,12 @@ impl Worker {
         // before any worker ran, as the demo's); the history counts a flip
         // once, whoever recorded it how often.
         let first = self.flags_seen.is_none();
+        if first {
+            // The flags Redis lost before this process, as the heartbeats remember them.
+            self.were_on = snap.beats.iter().flat_map(|b| b.flags_lost.iter().cloned()).collect();
+            self.were_on.sort();
+            self.were_on.dedup();
+        }
         let seen = self.flags_seen.as_deref().unwrap_or_default();
         let changed: Vec<Flag> = snap
             .flags
@@ -82,27 +88,30 @@ impl Worker {
         Ok(snap)
     }
 
-    /// Whether anybody has the job enabled: as `snap` says, unless no flag is
-    /// on and Redis lost the flag of a user whose flag was on at an earlier
-    /// look (evicted or deleted, never switched off): then it cannot be
-    /// told, and the job neither starts nor stops until that user's flag is
-    /// written again.
+    /// Whether anybody has the job enabled: as `snap` says, with a flag
+    /// Redis lost while it was on (evicted or deleted, never switched off)
+    /// counted as on, as it was last read, until it is written again: the
+    /// job stays as it was, on this server or, after a hand-over, on the
+    /// other. What was lost is remembered in the heartbeat (`flags_lost`),
+    /// so a worker that starts learns it from those before it.
     pub(super) fn enabled_in(&mut self, snap: &Snapshot) -> Enabled {
         let lost: Vec<String> = snap.flags_lost(&self.were_on).into_iter().map(str::to_owned).collect();
         self.were_on = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.clone()).collect();
         self.were_on.extend(lost.iter().cloned());
+        if lost != self.flags_lost && !lost.is_empty() {
+            tracing::warn!(
+                node = %self.opts.node,
+                "{}",
+                crate::status::flags_lost_sentence(&lost)
+            );
+        }
         // Said in the heartbeat, for every desk to name.
         self.flags_lost.clone_from(&lost);
-        // One flag on is enough to run: a lost flag of someone else cannot stop it.
         let enabled = snap.enabled();
-        if lost.is_empty() || enabled == Enabled::Yes {
+        if lost.is_empty() || enabled != Enabled::No {
             return enabled;
         }
-        let reason = format!(
-            "Redis lost the flag of {} (switched on at the last look; its hash is gone, no flip switched it off); it counts again once written again",
-            lost.join(", ")
-        );
-        Enabled::Unknown { reason }
+        Enabled::Yes
     }
 
     /// Says, at start and whenever it changes, that Redis may evict the

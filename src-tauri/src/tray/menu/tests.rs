@@ -56,9 +56,9 @@ fn a_lost_switch_says_whose_where_the_others_line_would_say_nobody() {
     }
     assert_eq!(
         line(&v, &en()),
-        "⚠ Redis lost alice's switch (it was on): the job stays as it is until it is switched on or off again"
+        "⚠ Redis lost alice's switch (it was on): it still counts as on until it is switched on or off again"
     );
-    assert_eq!(line(&v, &zh()), "⚠ Redis 丢失了 alice 的启用设置（原为启用）：在重新启用或停用之前，任务保持现状");
+    assert_eq!(line(&v, &zh()), "⚠ Redis 丢失了 alice 的启用设置（原为启用）：在重新启用或停用之前，仍按启用处理");
 }
 
 #[test]
