@@ -105,6 +105,9 @@ fields! {
         /// deleted, never switched off), comma-separated: each counts as on
         /// until written again, and a worker that starts reads them here.
         FLAGS_LOST = "flags_lost",
+        /// The worker's lease (ms): a new holder waits for a holding by the
+        /// longer of this and its own, as its reaper kills by this one.
+        LEASE_MS = "lease_ms",
     }
 }
 

@@ -214,6 +214,9 @@ pub struct Beat {
     /// The users whose flag the worker saw vanish while it was on.
     #[serde(skip)]
     pub flags_lost: Vec<String>,
+    /// The worker's lease (ms): its reaper kills its job by it.
+    #[serde(skip)]
+    pub lease_ms: Option<u64>,
 }
 
 impl Beat {

@@ -302,3 +302,36 @@ async fn an_older_heartbeat_brought_back_does_not_stop_the_worker_that_has_the_n
         assert_no_overlap(&lines);
     }
 }
+
+/// Workers started with different `--lease`: the holder's (8 s) is frozen
+/// and its lock force-unlocked; its reaper kills its job by its own lease,
+/// so the other (2 s) waits by that one, as the holder's heartbeat names it,
+/// not by its own.
+#[tokio::test]
+async fn a_worker_with_a_shorter_lease_waits_for_a_frozen_holder_by_the_holders_lease() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    seed_fence(&mut c);
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal");
+    let a = journal_worker(&server.url(), "srv-a", "8s", &path);
+    assert_eq!(running_node(&path, None).await, "srv-a");
+    let _b = journal_worker(&server.url(), "srv-b", "2s", &path);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    {
+        let _frozen = freeze(a.pid());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        force_unlock(&mut c).unwrap();
+        running_node(&path, Some("srv-a")).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lines = journal(&path);
+    println!(
+        "srv-a (lease 8 s) frozen and force-unlocked, srv-b (lease 2 s) took over: {} ms of two runs",
+        overlap_ms(&lines)
+    );
+    assert_eq!(overlap_ms(&lines), 0, "two runs at once");
+    assert_no_overlap(&lines);
+}

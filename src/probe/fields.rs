@@ -200,6 +200,7 @@ pub(super) fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<S
         presence_on: text(beat::PRESENCE_ON).filter(|id| !id.is_empty()),
         // Known with the count, as `present` is.
         presence_elsewhere: false,
+        lease_ms: unsigned(beat::LEASE_MS).filter(|ms| *ms > 0),
         flags_lost: text(beat::FLAGS_LOST)
             .map(|users| users.split(',').filter(|u| !u.is_empty()).map(str::to_owned).collect())
             .unwrap_or_default(),

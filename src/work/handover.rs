@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use crate::clock::millis;
 use crate::schema::BeatState;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Beat, Snapshot};
 use crate::work::lease::Lease;
 use crate::work::lock::Before;
 
@@ -44,9 +44,11 @@ pub struct Busy {
 /// as far as a new holder counts: the whole lease. Its reaper kills it at
 /// 7/8 of the lease ([`Lease::kill_after`]); the last eighth is
 /// the margin for that kill to land (a reaper on a host with thousands of
-/// processes walks `/proc` for tens of milliseconds first).
-fn may_run(lease: Lease) -> u64 {
-    millis(lease.whole())
+/// processes walks `/proc` for tens of milliseconds first). A holder whose
+/// heartbeat names a longer lease (workers started with different
+/// `--lease`) is waited for by that one; a shorter one never shortens it.
+fn may_run(lease: Lease, theirs: Option<&Beat>) -> u64 {
+    millis(lease.whole()).max(theirs.and_then(|b| b.lease_ms).unwrap_or(0))
 }
 
 /// The server the new holder `node` (holding under `field`) must wait for
@@ -54,14 +56,13 @@ fn may_run(lease: Lease) -> u64 {
 /// heartbeat says it runs the job (`running`, `stalled`, `stopping`) under
 /// another lock field, until a lease after its last sign of life.
 pub fn busy_elsewhere(snap: &Snapshot, node: &str, field: &str, lease: Lease) -> Option<Busy> {
-    let may_run = may_run(lease);
     snap.beats
         .iter()
         .filter(|b| b.node != node && b.state.as_ref().is_some_and(BeatState::job_may_live))
         .filter(|b| b.lock_field.as_deref().is_some_and(|f| !f.is_empty() && f != field))
         .filter_map(|b| {
             let last_sign = b.beat_ms.max(b.renewed_ms)?;
-            let until = last_sign.saturating_add(may_run);
+            let until = last_sign.saturating_add(may_run(lease, Some(b)));
             (until > snap.time_ms)
                 .then(|| Busy { node: b.node.clone(), left: Duration::from_millis(until - snap.time_ms) })
         })
@@ -85,7 +86,7 @@ pub struct Taken<'a> {
 /// shows its worker: how long, at the latest, from the snapshot. A holding
 /// of this very process is never waited for: it runs no job outside one.
 pub fn before_busy(snap: &Snapshot, before: &Before, taken: Taken<'_>, lease: Lease) -> Option<Busy> {
-    let may_run = may_run(lease);
+    let mut run_for = may_run(lease, None);
     let (who, last_sign) = match before {
         Before::Stopped => return None,
         Before::Running { instance, .. } if !instance.is_empty() && instance == taken.instance => return None,
@@ -104,6 +105,7 @@ pub fn before_busy(snap: &Snapshot, before: &Before, taken: Taken<'_>, lease: Le
                     if b.state == Some(BeatState::Idle) || b.fence.is_some_and(|f| f > *fence) {
                         return None;
                     }
+                    run_for = may_run(lease, Some(b));
                     (other.clone(), b.beat_ms.max(b.renewed_ms))
                 }
             }
@@ -114,14 +116,13 @@ pub fn before_busy(snap: &Snapshot, before: &Before, taken: Taken<'_>, lease: Le
     // its heartbeat's last sign (each renewal stamps the heartbeat); the
     // wait is a lease from then, the margin included.
     let acquired_ms = taken.acquired_ms;
-    let until = last_sign.map_or(acquired_ms, |s| s.min(acquired_ms)).saturating_add(may_run);
+    let until = last_sign.map_or(acquired_ms, |s| s.min(acquired_ms)).saturating_add(run_for);
     (until > snap.time_ms).then(|| Busy { node: who, left: Duration::from_millis(until - snap.time_ms) })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::Beat;
     use proptest::prelude::*;
 
     const LEASE: Lease = Lease::new(Duration::from_secs(8));
@@ -232,6 +233,21 @@ mod tests {
         // A lockwatch holding the record names is waited for all the same.
         let busy = before_busy(&snap(10_001, vec![]), &a_running(), t(2_000), LEASE).unwrap();
         assert_eq!(busy.left.as_millis(), 7_999);
+    }
+
+    #[test]
+    fn a_server_with_a_longer_lease_is_waited_for_by_its_own() {
+        // Its reaper kills by its 30 s lease, not by this worker's 8 s.
+        let mut long = beat("a", "running", "fa", 9_000);
+        long.lease_ms = Some(30_000);
+        long.fence = Some(5);
+        let s = snap(10_000, vec![long.clone()]);
+        assert_eq!(busy_elsewhere(&s, "b", "fb", LEASE).map(|b| b.left.as_millis()), Some(29_000));
+        assert_eq!(before_busy(&s, &a_running(), taken(10_000), LEASE).map(|b| b.left.as_millis()), Some(29_000));
+        // A shorter one does not shorten this worker's own.
+        long.lease_ms = Some(1_000);
+        let s = snap(10_000, vec![long]);
+        assert_eq!(busy_elsewhere(&s, "b", "fb", LEASE).map(|b| b.left.as_millis()), Some(7_000));
     }
 
     proptest! {

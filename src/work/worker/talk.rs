@@ -99,7 +99,7 @@ impl Worker {
             None => ("", String::new()),
         };
         let (waits_for, wait_until) = wait.map(|(node, ms)| (node.to_owned(), ms.to_string())).unwrap_or_default();
-        let pairs: [(&str, String); 15] = [
+        let pairs: [(&str, String); 16] = [
             (beat::NODE, self.opts.node.clone()),
             (beat::HOST, self.host.clone()),
             (beat::PID, std::process::id().to_string()),
@@ -115,6 +115,7 @@ impl Worker {
             (beat::WAITS_FOR, waits_for),
             (beat::WAIT_UNTIL_MS, wait_until),
             (beat::FLAGS_LOST, self.flags_lost.join(",")),
+            (beat::LEASE_MS, crate::clock::millis(self.opts.lease.whole()).to_string()),
         ];
         let keys = (self.keys.node(&self.opts.node), self.keys.nodes());
         let node = self.opts.node.clone();
