@@ -20,13 +20,13 @@ fn run_in(locale: &str) -> String {
 #[test]
 fn the_tray_tells_the_truth_on_a_real_session_bus_in_english() {
     let stdout = run_in("en_US.UTF-8");
-    assert!(stdout.contains("13 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("14 passed, 0 failed"), "{stdout}");
     assert!(stdout.contains("failover notified: outbound moved from"), "{stdout}");
 }
 
 #[test]
 fn the_tray_speaks_chinese_on_a_chinese_desktop() {
     let stdout = run_in("zh_CN.UTF-8");
-    assert!(stdout.contains("13 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("14 passed, 0 failed"), "{stdout}");
     assert!(stdout.contains("failover notified: outbound 已从"), "{stdout}");
 }

@@ -12,6 +12,7 @@ LOCALE (the app's LANG, e.g. zh_CN.UTF-8; default en_US.UTF-8).
 """
 import hashlib
 import html
+import json
 import os
 import subprocess
 import sys
@@ -55,6 +56,7 @@ WORDS = {
         "autostart": "Start at login",
         "autostart_machine": "Start at login (set for this computer)",
         "test": "lockwatch test notification",
+        "sign_in": "outbound: unknown. Sign in: Settings → Password",
     },
     "zh": {
         "running_on": "outbound：运行中 · ",
@@ -76,6 +78,7 @@ WORDS = {
         "autostart": "登录时自动启动",
         "autostart_machine": "登录时自动启动（本机统一设置）",
         "test": "lockwatch 测试通知",
+        "sign_in": "outbound：未知。请登录：设置 → 密码",
     },
 }
 W = WORDS["zh" if LOCALE.startswith(("zh_CN", "zh_SG", "zh_Hans")) else "en"]
@@ -267,6 +270,22 @@ def main():
         assert own_entry == "lockwatch.desktop" and desktop_entries() == [own_entry], desktop_entries()
         assert "--autostart" in desktop_file, desktop_file
         run.ok(f"start at login set for the computer: {entry[1]!r} ticked and greyed; her {own_entry} (with --autostart) kept")
+
+        # h. one URL for the team, each logging in as her own name, no password yet, on a Redis whose
+        # `default` user is open: the tray says "Sign in" and never reads with default's rights
+        run.stop(app)
+        run.start_redis()
+        site = os.path.join(run.tmp, "site-settings.json")
+        with open(site, "w") as f:
+            json.dump({"settings": {"redis_url": run.url, "login_as_name": True}}, f)
+        env = app_env(run.tmp, lang=LOCALE, LOCKWATCH_SITE_SETTINGS=site, LOCKWATCH_USER="carol", LOCKWATCH_LOG="info")
+        desktop.host.items.clear()
+        app = run.start_app(env, "app-carol.log")
+        desktop.wait_for_item(app, 15, "carol's tray item")
+        line = until("the sign-in line", lambda: tray.entry(W["sign_in"]), 15)
+        until("Redis refusing carol's login", lambda: "carol" in run.redis("ACL", "LOG"), 10)
+        assert shown_state() == "unknown", f"the icon shows {shown_state()} without her password"
+        run.ok(f"a name and no password on an open default user: the menu says {line[1]!r}, Redis logged a refused login as carol, icon unknown")
         return run.finish()
     except Exception as e:  # report, with what was seen and the app's log, then fail
         run.failed(e)
