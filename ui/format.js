@@ -53,7 +53,8 @@ export function stateInfo(state) {
 /**
  * What the status means, in a sentence built from its fields (the catalog
  * may also choose the library's own English sentence, `reason`). Where only
- * that sentence knows (an unknown state Redis did answer), it is shown as is.
+ * that sentence knows (an unknown state Redis did answer), it is shown after
+ * a lead in the page's language.
  */
 export function reasonText(status) {
   if (!status) return t("page-connecting");
@@ -76,7 +77,7 @@ export function reasonText(status) {
     case "conflict":
       return t("page-reason-conflict", args);
     default:
-      return reason;
+      return t("page-reason-unknown", args);
   }
 }
 
@@ -106,7 +107,7 @@ export function serversText(status) {
 }
 
 /**
- * "No standby: srv-b is silent" while the job runs with none left, naming
+ * "No backup server: srv-b is silent" while the job runs with none left, naming
  * the silent servers the app found (`silent_standbys`); null otherwise.
  */
 export function noStandbyText(entry) {

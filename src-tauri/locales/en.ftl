@@ -6,7 +6,7 @@
 ## The states, as words inside a sentence (tray, notifications)
 
 state-running = running
-state-stale = stale
+state-stale = not responding
 state-down = down
 state-pending = pending
 state-stopped = stopped
@@ -31,7 +31,7 @@ menu-head-sign-in = { $job }: { $state }. Sign in: Settings → Password
 menu-head-reason = { $job }: { $state } ({ $reason })
 menu-pending = a server should take it within { $left }
 menu-since = since { $since }
-menu-heartbeat = heartbeat { $age } ago
+menu-heartbeat = last heard from { $age } ago
 menu-flip = Enabled for me
 menu-flip-unknown = Enabled for me: not known (Redis unreadable)
 menu-others-not-yet = Who has it enabled: not known yet
@@ -39,10 +39,10 @@ menu-others-unreadable = Who has it enabled: not known (Redis unreadable)
 menu-others-none = Nobody else has it enabled
 menu-others = Also enabled by: { $users }
 menu-flags-lost = ⚠ Redis lost { $users }'s switch (it was on): it still counts as on until it is switched on or off again
-menu-on-it = { $user } is on it since { $since }: { $note }
-menu-on-it-plain = { $user } is on it since { $since }
-menu-on-it-own = You are on it since { $since }: { $note }
-menu-on-it-own-plain = You are on it since { $since }
+menu-on-it = { $user } has been on it since { $since }: { $note }
+menu-on-it-plain = { $user } has been on it since { $since }
+menu-on-it-own = You have been on it since { $since }: { $note }
+menu-on-it-own-plain = You have been on it since { $since }
 menu-ack = I'm on it
 menu-unack = I'm no longer on it
 menu-own-on = ✓ You switched it on at { $time }
@@ -82,9 +82,9 @@ note-started = { $job } started
 note-stopped = { $job } stopped
 note-unreachable = Redis unreachable: job states unknown
 note-reachable = Redis reachable again
-menu-no-standby = ⚠ No standby: { $server } is silent
-note-standby-lost = { $job } has no standby left
-note-standby-back = { $job } has a standby again
+menu-no-standby = ⚠ No backup server: { $server } is silent
+note-standby-lost = { $job } has no backup server left
+note-standby-back = { $job } has a backup server again
 # What the title does not say yet; else the library's own sentence.
 note-body = { $kind ->
         [died] { $at }: { $users } switched the job on, but no server runs it.
@@ -102,12 +102,12 @@ note-body = { $kind ->
         [stopped] { $at }: everyone switched it off; the job stopped.
         [unreachable] { $at }: the job's real state is unknown; that does not mean it stopped.
         [reachable] { $at }: Redis can be reached again.
-        [standby_lost] { $at }: { $to } is silent; if { $from } stops, no server takes the job over.
+        [standby_lost] { $at }: the backup server { $to } is silent; if { $from } stops, no server takes the job over.
         [standby_back] { $at }: { $to } is back and can take the job over.
        *[other] { $at }: { $reason }
     }
 note-action-open = Open dashboard
-note-action-snooze = Snooze 1 h
+note-action-snooze = Mute 1 h
 note-action-on-it = I'm on it
 note-flip-refused = Your switch for { $job } was not changed
 note-ack-refused = Your "on it" for { $job } was not saved
@@ -163,7 +163,7 @@ page-connection = { $redis } · as { $user }
 page-connecting = Connecting…
 
 page-state-running = Running
-page-state-stale = Stale
+page-state-stale = Not responding
 page-state-down = Down
 page-state-pending = Pending
 page-state-stopped = Stopped
@@ -187,9 +187,10 @@ page-reason-pending-open = No server runs it yet; one should start it shortly.
 page-reason-stopped = Stopped: nobody has it switched on.
 page-reason-conflict = Two servers both say they run the job.
 page-reason-unreadable = Redis cannot be read, so the state is unknown (that does not mean it stopped).
+page-reason-unknown = What Redis holds does not tell the state: { $reason }
 
 page-server = Server
-page-heartbeat = Heartbeat
+page-heartbeat = Last heard from
 page-lease = Lock lease left
 page-fence = Fence token
 page-details = What lockwatch sees
@@ -198,7 +199,7 @@ page-checked = Checked
 page-ago = { $duration } ago
 page-just-now = just now
 page-since-value = { $time } ({ $duration })
-page-lock-field = lock field { $field }
+page-lock-field = a server that gave no name
 page-not-known = not known
 page-free = free
 page-no-expiry = no expiry
@@ -252,10 +253,10 @@ page-switched-off = off
 page-still-down = { $duration } (still down)
 page-cause-disabled = nobody has the job enabled
 page-cause-shutdown = worker stopping
-page-cause-lost = the lock was no longer its own (expired, deleted or taken over)
-page-cause-expired = the lease could not be renewed in time (Redis unreachable, or the worker paused)
-page-cause-replica-unconfirmed = no replica confirmed the lease in time
-page-cause-released = released the lock
+page-cause-lost = another server, an engineer or Redis took the job from it
+page-cause-expired = it could not reach Redis in time to keep the job (Redis unreachable, or the server paused)
+page-cause-replica-unconfirmed = Redis's backup copy did not confirm in time that it had the job
+page-cause-released = handed the job back
 page-cause-silent = the server stopped without a word (killed, crashed or cut off from Redis)
 
 page-settings = Settings
@@ -295,10 +296,10 @@ page-event-unreachable = Redis unreachable
 page-event-reachable = Redis reachable again
 page-servers = Servers
 page-node-silent = { $server } (silent { $duration })
-page-no-standby = ⚠ No standby: { $server } is silent; nothing takes the job over if it stops here.
+page-no-standby = ⚠ No backup server: { $server } is silent; nothing takes the job over if it stops here.
 page-flags-lost = ⚠ Redis lost { $users }'s switch while it was on (nobody switched it off). It still counts as on until it is switched on or off again.
-page-event-standby_lost = lost its standby
-page-event-standby_back = has a standby again
+page-event-standby_lost = lost its backup server
+page-event-standby_back = has a backup server again
 page-sound = Play a sound with critical notifications (died, two servers, data lost)
 page-advanced = Advanced
 page-save = Save

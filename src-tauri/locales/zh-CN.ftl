@@ -1,17 +1,17 @@
 # lockwatch 的简体中文用语。与 en.ftl 的消息一一对应。
-# 用词（全文统一，主管看得懂的话）：running 运行中 · stale 停滞 · down 未运行 · pending 等待启动 ·
+# 用词（全文统一，主管看得懂的话）：running 运行中 · stale 无响应 · down 已中断 · pending 等待启动 ·
 # stopped 已停止 · conflict 冲突 · unknown 未知 · job 任务 · server 服务器 · standby 备用服务器 ·
 # flag/enabled 启用（关闭为停用）· died 意外停止 · stuck 卡住 · failover 切换 · silent 已无响应 ·
 # on it 我来处理/正在处理 · notification 通知 · mute 静音 · dashboard 监控面板 · settings 设置 ·
-# sign in 登录 · start at login 登录时自动启动 · keyring 系统密码库 · heartbeat 心跳 ·
+# sign in 登录 · start at login 登录时自动启动 · keyring 系统密码库 · heartbeat 最后响应 ·
 # lock lease 锁的剩余时间 · fence token 运行序号
 # 数字、英文与汉字之间空一格（“3 秒”“00:04 起”），时长后直接接汉字（“3 秒前”“3 秒内”）。
 
 ## 状态（句中用）
 
 state-running = 运行中
-state-stale = 停滞
-state-down = 未运行
+state-stale = 无响应
+state-down = 已中断
 state-pending = 等待启动
 state-stopped = 已停止
 state-conflict = 冲突
@@ -32,10 +32,10 @@ menu-head = { $job }：{ $state }
 menu-head-server = { $job }：{ $state } · { $server }
 menu-head-unreadable = { $job }：{ $state }（无法读取 Redis）
 menu-head-sign-in = { $job }：{ $state }。请登录：设置 → 密码
-menu-head-reason = { $job }：{ $state }（{ $reason }）
+menu-head-reason = { $job }：{ $state }（Redis 中的数据无法判断，详情见监控面板）
 menu-pending = 应在 { $left }内由服务器启动
 menu-since = { $since } 起
-menu-heartbeat = 心跳 { $age }前
+menu-heartbeat = { $age }前最后响应
 menu-flip = 由我启用
 menu-flip-unknown = 由我启用：未知（无法读取 Redis）
 menu-others-not-yet = 启用人：暂时未知
@@ -160,8 +160,8 @@ page-connection = { $redis } · 用户 { $user }
 page-connecting = 正在连接…
 
 page-state-running = 运行中
-page-state-stale = 停滞
-page-state-down = 未运行
+page-state-stale = 无响应
+page-state-down = 已中断
 page-state-pending = 等待启动
 page-state-stopped = 已停止
 page-state-conflict = 冲突
@@ -183,9 +183,10 @@ page-reason-pending-open = 暂无服务器运行，稍后应有服务器启动�
 page-reason-stopped = 已停止：没有人启用。
 page-reason-conflict = 两台服务器同时声称在运行此任务。
 page-reason-unreadable = 无法读取 Redis，状态未知（并不代表已停止）。
+page-reason-unknown = 无法从 Redis 中的数据判断状态：{ $reason }
 
 page-server = 服务器
-page-heartbeat = 心跳
+page-heartbeat = 最后响应
 page-lease = 锁的剩余时间
 page-fence = 运行序号
 page-details = lockwatch 看到的情况
@@ -194,7 +195,7 @@ page-checked = 检查时间
 page-ago = { $duration }前
 page-just-now = 刚刚
 page-since-value = { $time }（{ $duration }）
-page-lock-field = 锁字段 { $field }
+page-lock-field = 未报名称的服务器
 page-not-known = 未知
 page-free = 空闲
 page-no-expiry = 永不过期
@@ -248,10 +249,10 @@ page-switched-off = 停用
 page-still-down = { $duration }（仍中断）
 page-cause-disabled = 无人启用此任务
 page-cause-shutdown = 服务器上的 lockwatch 正在停止
-page-cause-lost = 锁已不再属于它（过期、被删除或被接管）
-page-cause-expired = 锁未能及时续期（无法连接 Redis，或服务器上的 lockwatch 暂停）
-page-cause-replica-unconfirmed = 没有 Redis 副本及时确认租约
-page-cause-released = 释放了锁
+page-cause-lost = 任务被另一台服务器、工程师或 Redis 收回
+page-cause-expired = 未能及时连上 Redis 保住任务（无法连接 Redis，或服务器暂停）
+page-cause-replica-unconfirmed = Redis 的备份副本未能及时确认
+page-cause-released = 交还了任务
 page-cause-silent = 服务器未留下任何记录就停止了（被终止、崩溃或与 Redis 断开）
 
 page-settings = 设置

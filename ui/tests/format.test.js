@@ -25,7 +25,7 @@ test("every state has a word and a glyph; unknown is the fallback", () => {
 
 test("holder names prefer the server", () => {
   assert.equal(holderName({ field: "a:1", node: "wh-east-1" }), "wh-east-1");
-  assert.equal(holderName({ field: "a:1", node: null }), "lock field a:1");
+  assert.equal(holderName({ field: "a:1", node: null }), "a server that gave no name");
 });
 
 test("pending is a state of its own, amber and waiting", () => {
@@ -57,7 +57,7 @@ test("the servers line names each server, a silent one with how long, and a lost
   assert.equal(serversText(status), "srv-a, srv-b (silent 11 s)");
   // As the app sends a job: the status, and the silent standbys the library found in it.
   const entry = { job: "outbound", status, silent_standbys: ["srv-b"] };
-  assert.equal(noStandbyText(entry), "⚠ No standby: srv-b is silent; nothing takes the job over if it stops here.");
+  assert.equal(noStandbyText(entry), "⚠ No backup server: srv-b is silent; nothing takes the job over if it stops here.");
   assert.equal(noStandbyText({ ...entry, status: { ...status, no_standby: null } }), null);
   assert.equal(noStandbyText({ job: "outbound", status: null, silent_standbys: [] }), null, "connecting");
   assert.equal(flagsLostText(entry), null);

@@ -21,7 +21,7 @@ test("the history speaks English: down for is a duration, every flip says who, w
   const rows = incidentRows(items, 100_000);
   assert.deepEqual(rows.map((r) => r.slice(1)), [
     ["failover", "wh-west-1", "wh-east-1", "the server stopped without a word (killed, crashed or cut off from Redis)", "4 s"],
-    ["died", "wh-east-1", "–", "the lease could not be renewed in time (Redis unreachable, or the worker paused)", "1 min 30 s"],
+    ["died", "wh-east-1", "–", "it could not reach Redis in time to keep the job (Redis unreachable, or the server paused)", "1 min 30 s"],
   ]);
   assert.deepEqual(flipRows(items, 100_000).map((r) => r.slice(1)), [["bob", "off", "desk-7", "stock count tonight"]]);
 });
@@ -32,7 +32,7 @@ test("the history speaks Chinese", () => {
     const rows = incidentRows(items, 100_000);
     assert.deepEqual(rows.map((r) => r.slice(1)), [
       ["切换", "wh-west-1", "wh-east-1", "服务器未留下任何记录就停止了（被终止、崩溃或与 Redis 断开）", "4 秒"],
-      ["意外停止", "wh-east-1", "–", "锁未能及时续期（无法连接 Redis，或服务器上的 lockwatch 暂停）", "1 分 30 秒"],
+      ["意外停止", "wh-east-1", "–", "未能及时连上 Redis 保住任务（无法连接 Redis，或服务器暂停）", "1 分 30 秒"],
     ]);
     assert.deepEqual(flipRows(items, 100_000).map((r) => r.slice(1)), [["bob", "停用", "desk-7", "stock count tonight"]]);
     const still = incidentRows([items[0], { ...death, outage: { down_ms: 60_000, still_down: true } }], 61_000)[0];

@@ -21,7 +21,7 @@ test("the page speaks Chinese from the app's messages", () => {
     assert.equal(duration(303_000), "5 分 3 秒");
     assert.equal(duration(850), "850 毫秒");
     assert.equal(stateInfo("running").word, "运行中");
-    assert.equal(stateInfo("stale").word, "停滞");
+    assert.equal(stateInfo("stale").word, "无响应");
     assert.equal(stateInfo("nonsense").word, "未知");
     assert.equal(t("page-ago", { duration: duration(12_000) }), "12 秒前");
     assert.equal(leaseText(running), "25 秒");
@@ -30,7 +30,7 @@ test("the page speaks Chinese from the app's messages", () => {
     assert.equal(reasonText(stale), "wh-east-1 占着此任务，但已有 42 秒没有响应：可能卡住或正在退出。");
     assert.equal(reasonText({ state: "unknown", checked_at_ms: null, reason: "Redis at db:6379 cannot be reached" }), "无法读取 Redis，状态未知（并不代表已停止）。");
     const lost = { state: "unknown", checked_at_ms: 5, reason: "Redis lost the job's data (the fence counter is gone)" };
-    assert.equal(reasonText(lost), lost.reason, "only the library knows: its sentence as is");
+    assert.equal(reasonText(lost), `无法从 Redis 中的数据判断状态：${lost.reason}`, "only the library knows: its sentence after a lead in Chinese");
     assert.match(clock(Date.UTC(2024, 0, 1, 10, 2, 3)), /^\d\d:02:03$/);
   } finally {
     setTexts(texts("en"));

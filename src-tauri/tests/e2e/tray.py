@@ -40,7 +40,7 @@ WORDS = {
         # Two servers, one killed: the failover says none is left to take over.
         "failover": "outbound moved from {a} to {b}; no other server is left to take it over",
         "failover_body": ": {b} runs it now.",
-        "actions": ["Open dashboard", "Snooze 1 h", "I'm on it"],
+        "actions": ["Open dashboard", "Mute 1 h", "I'm on it"],
         "died_on": "outbound died on {server}",
         "refused_body": "Redis user alice may change only alice's keys, not bob's: set Your name to alice in Settings, or sign in to Redis as bob.",
         "flip": "Enabled for me",
@@ -51,7 +51,7 @@ WORDS = {
         "unmute": "Unmute",
         "muted": "Notifications muted until ",
         "unmute_left": "Unmute (",
-        "own_on_it": "You are on it since ",
+        "own_on_it": "You have been on it since ",
         "unreachable": "Redis unreachable: job states unknown",
         "autostart": "Start at login",
         "autostart_machine": "Start at login (set for this computer)",

@@ -109,8 +109,8 @@ mod tests {
         let node = |n: &str| Some(lockwatch::status::HolderRef { field: String::new(), node: Some(n.into()) });
         let lost = Event { from: node("srv-a"), to: node("srv-b"), ..event(EventKind::StandbyLost, "outbound") };
         let n = note(&lost, "10:02", &en(), &[]);
-        assert_eq!(n.summary, "outbound has no standby left");
-        assert_eq!(n.body, "10:02: srv-b is silent; if srv-a stops, no server takes the job over.");
+        assert_eq!(n.summary, "outbound has no backup server left");
+        assert_eq!(n.body, "10:02: the backup server srv-b is silent; if srv-a stops, no server takes the job over.");
         let n = note(&lost, "10:02", &zh(), &[]);
         assert!(n.body.contains("srv-b") && n.body.contains("srv-a") && !n.body.contains("silent"), "{}", n.body);
         // Not an incident of its own: an "on it" for it must not quiet a death that follows.
@@ -207,7 +207,7 @@ mod tests {
         let n = note(&e, "10:02", &en(), &[]);
         assert_eq!(n.actions, [NoteAction::Open, NoteAction::Snooze, NoteAction::OnIt("outbound".into())]);
         let labels: Vec<String> = n.actions.iter().map(|a| a.label(&en())).collect();
-        assert_eq!(labels, ["Open dashboard", "Snooze 1 h", "I'm on it"]);
+        assert_eq!(labels, ["Open dashboard", "Mute 1 h", "I'm on it"]);
         let labels: Vec<String> = n.actions.iter().map(|a| a.label(&zh())).collect();
         assert_eq!(labels, ["打开监控面板", "静音 1 小时", "我来处理"]);
         assert!(

@@ -7,8 +7,8 @@ use lockwatch::{State, Status};
 use super::Words;
 use crate::core::i18n::Tr;
 
-/// `alice is on it since 10:02: looking at wh-a`, in the desktop's time of
-/// day; `You are on it since 10:02` when the ack is `user`'s own.
+/// `alice has been on it since 10:02: looking at wh-a`, in the desktop's time of
+/// day; `You have been on it since 10:02` when the ack is `user`'s own.
 pub fn on_it_line(a: &Ack, user: &str, words: &Words) -> String {
     let since = (words.time_of_day)(a.at_ms);
     let args = [("user", a.user.as_str().into()), ("since", since.into()), ("note", a.note.as_str().into())];

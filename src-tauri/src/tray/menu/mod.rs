@@ -96,8 +96,8 @@ pub struct JobMenu {
     pub error_line: Option<String>,
     /// The user's own flip, confirmed: `✓ You switched it off at 10:02`.
     pub confirm_line: Option<String>,
-    /// Who is on it: `alice is on it since 10:02: looking at wh-a`, one per
-    /// ack in force; the user's own says `You are on it since 10:02`.
+    /// Who is on it: `alice has been on it since 10:02: looking at wh-a`, one per
+    /// ack in force; the user's own says `You have been on it since 10:02`.
     pub on_it_lines: Vec<String>,
     /// Whose each line is, in the same order.
     pub on_it_users: Vec<String>,
@@ -105,7 +105,7 @@ pub struct JobMenu {
     pub own_ack: Option<bool>,
     /// The ack item's label: "I'm on it" or "I'm no longer on it".
     pub ack_label: String,
-    /// `⚠ No standby: srv-b is silent`, while the job runs with none left.
+    /// `⚠ No backup server: srv-b is silent`, while the job runs with none left.
     pub standby_line: Option<String>,
     /// Whether the menu offers the ack item: while the job is in trouble
     /// (stale, down, conflict, unknown), or to take back the user's own.

@@ -37,7 +37,7 @@ fn a_lost_standby_stays_in_the_menu_in_both_languages() {
         }];
     }
     let line = |w: &Words| tray_view(std::slice::from_ref(&v), "alice", None, 0, w).jobs[0].standby_line.clone();
-    assert_eq!(line(&en()).as_deref(), Some("⚠ No standby: srv-b is silent"));
+    assert_eq!(line(&en()).as_deref(), Some("⚠ No backup server: srv-b is silent"));
     assert_eq!(line(&zh()).as_deref(), Some("⚠ 没有备用服务器：srv-b 已无响应"));
     assert_eq!(
         tray_view(&[known(State::Running, Some("srv-a"), &[])], "alice", None, 0, &en()).jobs[0].standby_line,
@@ -94,7 +94,7 @@ fn the_menu_says_state_server_age_and_since() {
         h.heartbeat_age_ms = Some(12_345);
     }
     let v = tray_view(&[stale], "alice", None, 1_000_000, &en());
-    assert_eq!(v.jobs[0].status_line, "outbound: stale on wh-east-1 · since 00:04 · heartbeat 12 s ago");
+    assert_eq!(v.jobs[0].status_line, "outbound: not responding on wh-east-1 · since 00:04 · last heard from 12 s ago");
     assert_eq!(m.enabled_for_me, Some(true));
     assert!(m.can_flip);
     assert_eq!(m.flip_label, "Enabled for me");
@@ -195,7 +195,7 @@ fn every_state_has_its_own_word_in_both_languages() {
         assert_eq!(said.len(), all.len(), "{lang:?}: {said:?}");
     }
     let zh_words: Vec<String> = all.iter().map(|s| state_word(&tr(Lang::ZhHans), *s)).collect();
-    assert_eq!(zh_words, ["运行中", "停滞", "未运行", "等待启动", "已停止", "冲突", "未知"]);
+    assert_eq!(zh_words, ["运行中", "无响应", "已中断", "等待启动", "已停止", "冲突", "未知"]);
 }
 
 #[test]
@@ -236,18 +236,18 @@ fn the_menu_says_who_is_on_it_and_offers_the_own_ack_in_both_languages() {
         s.acks = vec![ack("alice", 36_120_000, "looking at wh-a"), ack("bob", 36_180_000, "")];
     }
     let m = &tray_view(std::slice::from_ref(&v), "carol", None, 0, &en()).jobs[0];
-    assert_eq!(m.on_it_lines, ["alice is on it since 10:02: looking at wh-a", "bob is on it since 10:03"]);
+    assert_eq!(m.on_it_lines, ["alice has been on it since 10:02: looking at wh-a", "bob has been on it since 10:03"]);
     assert_eq!((m.own_ack, m.ack_label.as_str()), (Some(false), "I'm on it"));
     let m = &tray_view(std::slice::from_ref(&v), "alice", None, 0, &en()).jobs[0];
     assert_eq!((m.own_ack, m.ack_label.as_str()), (Some(true), "I'm no longer on it"));
-    assert_eq!(m.on_it_lines, ["You are on it since 10:02: looking at wh-a", "bob is on it since 10:03"]);
+    assert_eq!(m.on_it_lines, ["You have been on it since 10:02: looking at wh-a", "bob has been on it since 10:03"]);
     let m = &tray_view(std::slice::from_ref(&v), "carol", None, 0, &zh()).jobs[0];
     assert_eq!(m.on_it_lines[0], "alice 自 10:02 起正在处理：looking at wh-a");
     let m = &tray_view(std::slice::from_ref(&v), "alice", None, 0, &zh()).jobs[0];
     assert_eq!(m.on_it_lines, ["您自 10:02 起正在处理：looking at wh-a", "bob 自 10:03 起正在处理"]);
     assert_eq!(m.ack_label, "我不再处理");
     let m = &tray_view(std::slice::from_ref(&v), "bob", None, 0, &en()).jobs[0];
-    assert_eq!(m.on_it_lines[1], "You are on it since 10:03", "her own, without a note");
+    assert_eq!(m.on_it_lines[1], "You have been on it since 10:03", "her own, without a note");
     let mut unreadable = v.clone();
     if let Some(s) = unreadable.status.as_mut() {
         s.checked_at_ms = None;
