@@ -58,6 +58,9 @@ async fn redis_6_rules_let_a_supervisor_watch_the_job_and_write_nothing() {
 
 #[tokio::test]
 async fn a_supervisor_flips_their_own_flag_and_is_refused_on_another() {
+    if !has_selectors("a_supervisor_flips_their_own_flag_and_is_refused_on_another") {
+        return;
+    }
     let server = RedisServer::start();
     provision(&server, "alice", "alice-pw");
     provision(&server, "bob", "bob-pw");
@@ -96,6 +99,9 @@ async fn a_supervisor_flips_their_own_flag_and_is_refused_on_another() {
 
 #[tokio::test]
 async fn a_supervisor_says_they_are_on_it_and_is_refused_for_another() {
+    if !has_selectors("a_supervisor_says_they_are_on_it_and_is_refused_for_another") {
+        return;
+    }
     use lockwatch::supervise::ack::{Ack, clear_ack, set_ack};
 
     let server = RedisServer::start();
@@ -137,6 +143,9 @@ async fn a_supervisor_says_they_are_on_it_and_is_refused_for_another() {
 
 #[test]
 fn the_cli_says_in_one_sentence_when_the_server_refuses_a_flip() {
+    if !has_selectors("the_cli_says_in_one_sentence_when_the_server_refuses_a_flip") {
+        return;
+    }
     let server = RedisServer::start();
     provision(&server, "alice", "alice-pw");
     let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
@@ -275,6 +284,9 @@ fn login(server: &RedisServer, user: &str, password: &str) -> redis::Connection 
 
 #[test]
 fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_watch_and_own_flip() {
+    if !has_selectors("a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_watch_and_own_flip") {
+        return;
+    }
     // DEBUG enabled, so that only the ACL stands in its way.
     let server = RedisServer::with_args(&["--enable-debug-command", "yes"]);
     provision(&server, "alice", "alice-pw");
@@ -406,6 +418,9 @@ fn a_supervisor_reads_a_job_kept_in_another_database() {
 
 #[tokio::test]
 async fn a_supervisor_can_run_no_script_that_keeps_redis_busy() {
+    if !has_selectors("a_supervisor_can_run_no_script_that_keeps_redis_busy") {
+        return;
+    }
     let server = RedisServer::start();
     provision(&server, "alice", "alice-pw");
     let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
@@ -435,6 +450,9 @@ async fn a_supervisor_can_run_no_script_that_keeps_redis_busy() {
 
 #[tokio::test]
 async fn a_supervisor_who_fills_her_own_flag_is_cut_back_and_the_job_runs_on() {
+    if !has_selectors("a_supervisor_who_fills_her_own_flag_is_cut_back_and_the_job_runs_on") {
+        return;
+    }
     use common::journal::{assert_no_overlap, journal, journal_worker};
 
     let server = RedisServer::start();
@@ -579,6 +597,9 @@ async fn a_supervisor_who_floods_her_own_flag_fills_no_history_and_costs_the_wor
 /// hold 200 MB in Redis for as long as she kept the socket.
 #[tokio::test]
 async fn a_supervisor_who_never_reads_her_replies_is_cut_off_at_the_printed_limit() {
+    if !has_selectors("a_supervisor_who_never_reads_her_replies_is_cut_off_at_the_printed_limit") {
+        return;
+    }
     use std::io::Write;
     let server = RedisServer::start();
     provision(&server, "alice", "alice-pw");

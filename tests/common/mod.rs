@@ -300,6 +300,22 @@ pub fn redis_major(conn: &mut redis::Connection) -> u32 {
     version.split('.').next().unwrap().parse().unwrap()
 }
 
+/// Whether the `redis-server` on PATH has ACL selectors (Redis 7+, Valkey),
+/// which a supervisor's writes to her own keys need; Redis 6.2 makes her
+/// rules read-only (and has no functions or `--enable-debug-command`). When
+/// not, says that `test` has nothing to check there.
+pub fn has_selectors(test: &str) -> bool {
+    let out = Command::new("redis-server").arg("--version").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text.split_whitespace().find_map(|w| w.strip_prefix("v=")).unwrap();
+    let major: u32 = version.split('.').next().unwrap().parse().unwrap();
+    let has = major >= 7;
+    if !has {
+        println!("{test}: redis-server {version} has no ACL selectors, so a supervisor writes nothing of her own there: nothing to check");
+    }
+    has
+}
+
 /// Runs the `lockwatch` binary against `url`, with no URL from the environment.
 pub fn lockwatch(url: &str, args: &[&str]) -> Output {
     lockwatch_command().arg("--redis").arg(url).args(args).output().unwrap()
