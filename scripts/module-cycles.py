@@ -42,10 +42,8 @@ def used_paths(text, module):
     return paths
 
 
-def main():
-    args = sys.argv[1:]
-    files = "--files" in args
-    src = next(a for a in args if not a.startswith("--"))
+def graph(src, files):
+    """The crate's modules (name → its files) and what each uses (name → names)."""
     found = {}
     for root, _, names in os.walk(src):
         for name in names:
@@ -64,6 +62,14 @@ def main():
                 related = target is None or target == module or target.startswith(module + "::") or module.startswith(target + "::")
                 if not related:
                     edges[module].add(target)
+    return found, edges
+
+
+def main():
+    args = sys.argv[1:]
+    files = "--files" in args
+    src = next(a for a in args if not a.startswith("--"))
+    _, edges = graph(src, files)
     index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
 
     def visit(v):

@@ -11,6 +11,8 @@ cargo test --workspace --locked "$@"
 node --test ui/tests/
 # No import circle, between the crates' modules or their files.
 for crate in src src-tauri/src; do python3 scripts/module-cycles.py "$crate" --files; done
+# The engines decide without I/O: nothing they import does any.
+python3 scripts/engine-imports.py
 
 # Redis 6.2 and Valkey 8 and 9 (scripts/fetch-servers.sh), first on PATH.
 # A test that needs what an older server lacks (ACL selectors, functions)

@@ -13,13 +13,16 @@
 //!   endpoint, the URL's password hidden, split out, put back), [`duration`]
 //!   (durations read, written and said), [`clock`] (the clock leases are
 //!   measured on, which counts a suspended host), [`heard`] (what a watcher
-//!   heard from Redis between looks: the workers' beats).
+//!   heard from Redis between looks: the workers' beats), [`cause`] (why a
+//!   holding ended or a new holder waited).
 //! - [`error`]: the library's errors, one sentence each.
 //! - [`connect`]: connecting to Redis: one node, Sentinel, Cluster, sharded
 //!   pub/sub, the wait between tries.
 //! - [`probe`]: the one-round-trip read of a job and the pure decoding of its reply.
 //! - [`eviction`]: whether Redis may evict the job's keys, in one sentence.
-//! - [`status`]: the pure status engine: snapshot in, state and events out.
+//! - [`status`]: the pure status engine: snapshot in, state and events out
+//!   (it and the worker's engine import nothing that does I/O:
+//!   `python3 scripts/engine-imports.py` checks it).
 //! - [`watcher`]: the async shell around the engine: reads, wakes, publishes.
 //! - [`history`]: the job's shared history: typed stream entries, read back
 //!   and built into runs, failovers, deaths, flips.
@@ -35,6 +38,7 @@
 //!   for Prometheus.
 
 pub mod address;
+pub mod cause;
 pub mod clock;
 pub mod connect;
 pub mod duration;

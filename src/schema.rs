@@ -251,7 +251,7 @@ mod tests {
         assert!(lua.contains("LOCK_FIELD = 'lock_field'"), "{lua}");
         assert!(lua.contains("local FLAG_FIELDS = {'on', 'time', 'host', 'reason', }"), "{lua}");
         assert!(lua.contains("local STATE = {STARTING = 'starting', RUNNING = 'running', "), "{lua}");
-        assert_eq!(beat::ALL.len(), 20);
+        assert_eq!(beat::ALL.len(), 21);
     }
 
     /// Every `BEAT.X`, `FLAG.X`, `ACK.X`, `HANDOVER.X` and `STATE.X` a script

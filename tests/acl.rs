@@ -284,7 +284,8 @@ fn login(server: &RedisServer, user: &str, password: &str) -> redis::Connection 
 
 #[test]
 fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_watch_and_own_flip() {
-    if !has_selectors("a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_watch_and_own_flip") {
+    if !has_selectors("a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_watch_and_own_flip")
+    {
         return;
     }
     // DEBUG enabled, so that only the ACL stands in its way.

@@ -30,7 +30,7 @@ use crate::clock::millis;
 use crate::schema::BeatState;
 use crate::snapshot::{Beat, Snapshot};
 use crate::work::lease::Lease;
-use crate::work::lock::Before;
+use crate::work::outcome::Before;
 
 /// Another server that may still run the job.
 #[derive(Debug, Clone, PartialEq, Eq)]

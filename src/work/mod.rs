@@ -9,6 +9,7 @@ pub mod job;
 pub mod lease;
 pub mod lock;
 pub mod orphan;
+pub mod outcome;
 pub mod presence;
 pub mod reaper;
 pub mod trim;

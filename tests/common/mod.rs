@@ -311,7 +311,9 @@ pub fn has_selectors(test: &str) -> bool {
     let major: u32 = version.split('.').next().unwrap().parse().unwrap();
     let has = major >= 7;
     if !has {
-        println!("{test}: redis-server {version} has no ACL selectors, so a supervisor writes nothing of her own there: nothing to check");
+        println!(
+            "{test}: redis-server {version} has no ACL selectors, so a supervisor writes nothing of her own there: nothing to check"
+        );
     }
     has
 }

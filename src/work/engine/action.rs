@@ -1,10 +1,10 @@
 //! What the engine asks the shell to do, each answered (where it has an
 //! answer) by a call back into the engine.
 
+use crate::cause::Cause;
 use crate::clock::Boot;
-use crate::history::Cause;
 use crate::work::handover::Busy;
-use crate::work::lock::Wait;
+use crate::work::outcome::Wait;
 
 /// What the shell does.
 #[derive(Debug, Clone, PartialEq, Eq)]

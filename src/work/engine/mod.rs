@@ -25,13 +25,13 @@ mod world;
 
 use std::time::Duration;
 
+use crate::cause::{Cause, WaitCause};
 use crate::clock::{Boot, millis};
-use crate::history::{Cause, WaitCause};
 use crate::schema::BeatState;
 use crate::snapshot::Snapshot;
 use crate::work::handover::{Taken, before_busy, busy_elsewhere};
 use crate::work::lease::Lease;
-use crate::work::lock::{Acquire, Before, HeldSeen, Wait, is_lockwatch_field};
+use crate::work::outcome::{Acquire, Before, HeldSeen, Wait, is_lockwatch_field};
 
 pub use action::Action;
 pub use renewer::Renewal;

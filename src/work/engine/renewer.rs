@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
+use crate::cause::Cause;
 use crate::clock::Boot;
-use crate::history::Cause;
 use crate::work::lease::Lease;
 
 /// How soon a failed renewal is tried again.

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use super::world::{LEASE, NODE, Predecessor, TICK, World};
 use super::*;
-use crate::history::WaitCause;
+use crate::cause::WaitCause;
 use crate::snapshot::{Beat, Lock as LockSeen};
 use crate::work::handover::Busy;
-use crate::work::lock::Wait;
+use crate::work::outcome::Wait;
 
 fn at(ms: u64) -> Boot {
     Boot::from_millis(ms)

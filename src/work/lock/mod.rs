@@ -36,15 +36,14 @@
 //!
 //! - This file: [`Lock`], one holder identity on one lock, and what it
 //!   does; [`seed_fence`].
-//! - `outcome`: what an acquisition or a renewal answered ([`Acquire`],
-//!   [`Wait`], [`Before`], [`Renew`]).
+//! - What an acquisition or a renewal answered ([`Acquire`], [`Wait`],
+//!   [`Before`], [`Renew`]) is `work::outcome`'s, a leaf the engine reads.
 //! - `call`: one call of the lock's script (`lock.lua`), confirmed by a
 //!   replica when the primary has or had one, and its answer decoded.
 //! - `replication`: what `INFO replication` says: replicas online, the
 //!   primary's replication id.
 
 mod call;
-mod outcome;
 mod replication;
 
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -58,7 +57,7 @@ use crate::error::{Action, Error, describe};
 use crate::keys::Keys;
 use crate::work::lease::Lease;
 
-pub use outcome::{Acquire, Before, HeldSeen, Renew, Wait};
+pub use crate::work::outcome::{Acquire, Before, HeldSeen, Renew, Wait, is_lockwatch_field};
 
 /// One holder identity on one lock.
 #[derive(Debug, Clone)]
@@ -257,12 +256,6 @@ fn fresh_field() -> String {
     let mut bytes = *uuid::Uuid::new_v4().as_bytes();
     bytes[6] = (bytes[6] & 0x0f) | 0x80;
     format!("{}:1", uuid::Uuid::from_bytes(bytes))
-}
-
-/// Whether a lock field is a lockwatch holding's ([`fresh_field`]'s mark).
-pub fn is_lockwatch_field(field: &str) -> bool {
-    let id = field.split(':').next().unwrap_or_default();
-    id.len() == 36 && id.as_bytes().get(14) == Some(&b'8') && uuid::Uuid::parse_str(id).is_ok()
 }
 
 #[cfg(test)]

@@ -126,7 +126,7 @@ pub(super) fn field_of(process: usize, holding: u32) -> String {
 
 /// A field, shortened for the log.
 pub(super) fn short(field: &str) -> String {
-    if crate::work::lock::is_lockwatch_field(field) {
+    if crate::work::outcome::is_lockwatch_field(field) {
         let hex = |s: &str| u64::from_str_radix(s, 16).unwrap_or_default();
         format!("p{}#{}", hex(&field[..8]), hex(&field[24..36]))
     } else {

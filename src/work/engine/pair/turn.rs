@@ -16,13 +16,13 @@ use super::process::{Job, Live, field_of, short};
 use super::redis::Caller;
 use super::view::View;
 use super::{LEASE, TICK};
+use crate::cause::Cause;
 use crate::clock::millis;
-use crate::history::Cause;
 use crate::schema::BeatState;
 use crate::snapshot::Snapshot;
 use crate::work::engine::{Action, Renewal};
 use crate::work::identity::{Claim, claim};
-use crate::work::lock::Acquire;
+use crate::work::outcome::Acquire;
 
 /// How long the loop waits on a look or a note (`REDIS_PATIENCE`).
 const LOOK_PATIENCE: u64 = 2_000;

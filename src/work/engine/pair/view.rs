@@ -8,10 +8,10 @@ use std::time::Duration;
 use super::cluster::World;
 use super::guards::{Fix, Guard};
 use super::redis::Acquired;
-use crate::history::WaitCause;
+use crate::cause::WaitCause;
 use crate::schema::BeatState;
 use crate::snapshot::Snapshot;
-use crate::work::lock::{Acquire, Before, HeldSeen, Wait, is_lockwatch_field};
+use crate::work::outcome::{Acquire, Before, HeldSeen, Wait, is_lockwatch_field};
 
 /// What the engine is shown a snapshot for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

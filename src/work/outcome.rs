@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::history::WaitCause;
+use crate::cause::WaitCause;
 
 /// Outcome of one acquisition attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,4 +88,10 @@ pub enum Renew {
     /// Extended on the primary, but no replica confirmed it in time, or
     /// none is online on a primary where this holding saw one.
     Unconfirmed,
+}
+
+/// Whether a lock field is a lockwatch holding's (`work::lock`'s fresh fields carry the mark).
+pub fn is_lockwatch_field(field: &str) -> bool {
+    let id = field.split(':').next().unwrap_or_default();
+    id.len() == 36 && id.as_bytes().get(14) == Some(&b'8') && uuid::Uuid::parse_str(id).is_ok()
 }
