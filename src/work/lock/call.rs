@@ -11,8 +11,8 @@ use redis::aio::ConnectionLike;
 
 use super::replication::{online_replicas, replication_id};
 use super::{Before, HeldSeen, Lock, Wait};
-use crate::error::{Action, Error, describe};
 use crate::cause::WaitCause;
+use crate::error::{Action, Error, describe};
 use crate::schema;
 
 static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| schema::script(include_str!("lock.lua")));
