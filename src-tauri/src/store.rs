@@ -22,6 +22,7 @@ use tauri::{AppHandle, Wry};
 use tauri_plugin_store::{Store, StoreExt as _, resolve_store_path};
 
 use crate::core::desk::SettingsFile;
+use crate::core::error::SystemError;
 use crate::core::settings::{STORE_FILE, STORE_KEY, Settings, site};
 
 /// The machine's defaults as the settings were last loaded with, to save
@@ -95,11 +96,11 @@ fn save(app: &AppHandle, settings: &Settings) -> bool {
     written.is_ok()
 }
 
-fn write(app: &AppHandle, settings: &Settings) -> Result<(), String> {
-    let path = resolve_store_path(app, STORE_FILE).map_err(|e| e.to_string())?;
+fn write(app: &AppHandle, settings: &Settings) -> Result<(), SystemError> {
+    let path = resolve_store_path(app, STORE_FILE).map_err(SystemError::desktop("finding the settings file"))?;
     // Only a good file becomes the copy: a broken one would replace the last good copy.
     if std::fs::read(&path).is_ok_and(|bytes| parse(&bytes).is_ok()) {
-        std::fs::copy(&path, backup(&path)).map_err(|e| format!("keeping {}: {e}", backup(&path).display()))?;
+        std::fs::copy(&path, backup(&path)).map_err(SystemError::file(&backup(&path)))?;
     }
     let store = open(app)?;
     // Against the machine's defaults the settings were loaded with: those the
@@ -107,12 +108,12 @@ fn write(app: &AppHandle, settings: &Settings) -> Result<(), String> {
     let loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let beneath = loaded.unwrap_or_else(|| site::read().0);
     store.set(STORE_KEY, site::own(settings, &beneath)?);
-    store.save().map_err(|e| e.to_string())
+    store.save().map_err(SystemError::desktop("saving the settings"))
 }
 
 /// The plugin's store of the settings file; saved only when asked.
-fn open(app: &AppHandle) -> Result<Arc<Store<Wry>>, String> {
-    app.store_builder(STORE_FILE).disable_auto_save().build().map_err(|e| e.to_string())
+fn open(app: &AppHandle) -> Result<Arc<Store<Wry>>, SystemError> {
+    app.store_builder(STORE_FILE).disable_auto_save().build().map_err(SystemError::desktop("opening the settings"))
 }
 
 fn backup(path: &Path) -> PathBuf {
@@ -122,10 +123,10 @@ fn backup(path: &Path) -> PathBuf {
 /// The settings a file holds over the built-in defaults: none is the
 /// defaults; anything but a JSON object whose `settings` are settings is an
 /// error.
-fn parse(bytes: &[u8]) -> Result<Settings, String> {
-    let file: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+fn parse(bytes: &[u8]) -> Result<Settings, SystemError> {
+    let file: Value = serde_json::from_slice(bytes)?;
     if !file.is_object() {
-        return Err("not a JSON object".to_owned());
+        return Err(SystemError::not_an_object("the file", &file));
     }
     site::layered(&Map::new(), file.get(STORE_KEY))
 }
@@ -160,13 +161,14 @@ mod tests {
 
     #[test]
     fn a_file_without_settings_or_with_unknown_fields_still_loads() {
-        assert_eq!(parse(b"{}"), Ok(Settings::default()));
+        assert_eq!(parse(b"{}").unwrap(), Settings::default());
         let saved = serde_json::json!({ STORE_KEY: { "redis_url": "redis://elsewhere:6380", "someday": 1 } });
         let settings = parse(saved.to_string().as_bytes()).unwrap();
         assert_eq!(settings.redis_url, "redis://elsewhere:6380");
-        assert!(parse(b"{\"settings\": 3}").is_err());
+        let refused = parse(b"{\"settings\": 3}").unwrap_err().to_string();
+        assert_eq!(refused, "\"settings\" is a number, not an object");
         assert!(parse(b"not json").is_err());
-        assert!(parse(b"[]").is_err());
+        assert_eq!(parse(b"[]").unwrap_err().to_string(), "the file is a list, not an object");
     }
 
     #[test]

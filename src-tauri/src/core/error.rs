@@ -1,7 +1,8 @@
-//! The app's one error type: what a command of the page, an action of the
-//! menu or the settings could not do, in one sentence, or for a settings
-//! form, field by field ([`FieldError`]). The page gets it as it reads it:
-//! a string, or `{fields}` for a form.
+//! The app's errors: what a command of the page, an action of the menu or
+//! the settings could not do ([`AppError`]), in one sentence, or for a
+//! settings form, field by field ([`FieldError`]), which the page gets as it
+//! reads it: a string, or `{fields}` for a form; and what the computer would
+//! not do for the app ([`SystemError`]).
 
 use lockwatch::input::{Field, Invalid};
 use serde::Serialize;
@@ -41,6 +42,59 @@ pub enum AppError {
     /// The window system's (Tauri's) error, in its sentence.
     #[error("{0}")]
     Window(String),
+}
+
+/// What the computer would not do for the app, kept typed to its source:
+/// a settings file that is not settings, a file the app keeps, or the
+/// desktop's answer (the window system, a plugin, the registry, the
+/// notification service). Logged, or put in the user's words by the caller.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SystemError {
+    /// A settings file's text, or a value in it, is not what settings are.
+    #[error(transparent)]
+    Settings(#[from] serde_json::Error),
+    /// A settings file, or its `settings`, is no JSON object.
+    #[error("{what} is {found}, not an object")]
+    NotAnObject { what: &'static str, found: &'static str },
+    /// A file the app keeps could not be read or written.
+    #[error("{}: {source}", path.display())]
+    File { path: std::path::PathBuf, source: std::io::Error },
+    /// The desktop's answer to `what`, in its own words.
+    #[error("{what}: {source}")]
+    Desktop { what: &'static str, source: Box<dyn std::error::Error + Send + Sync> },
+    /// The system has notifications off for the app: why, in a sentence.
+    #[error("{0}")]
+    NotificationsOff(&'static str),
+    /// The system gave the app no folder of its own for its data.
+    #[error("no local data folder")]
+    NoDataFolder,
+}
+
+impl SystemError {
+    /// `what` holds `value`, which is no object.
+    pub fn not_an_object(what: &'static str, value: &serde_json::Value) -> SystemError {
+        use serde_json::Value;
+        let found = match value {
+            Value::Null => "null",
+            Value::Bool(_) => "true or false",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "a list",
+            Value::Object(_) => "an object",
+        };
+        SystemError::NotAnObject { what, found }
+    }
+
+    /// Wraps the desktop's error while doing `what`.
+    pub fn desktop<E: std::error::Error + Send + Sync + 'static>(what: &'static str) -> impl FnOnce(E) -> SystemError {
+        move |source| SystemError::Desktop { what, source: Box::new(source) }
+    }
+
+    /// Wraps a file's error at `path`.
+    pub fn file(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> SystemError + '_ {
+        move |source| SystemError::File { path: path.to_owned(), source }
+    }
 }
 
 /// A refused input, for the settings page: the form field it belongs to and

@@ -12,6 +12,7 @@
 //! Every entry starts the app with [`ARG`], so a second start at login (two
 //! entries, a logon script) ends quietly instead of opening the dashboard.
 
+use crate::core::error::SystemError;
 use std::sync::OnceLock;
 
 use tauri::AppHandle;
@@ -65,15 +66,16 @@ pub fn at_start(app: &AppHandle, stored: bool) -> bool {
 /// Writes or removes her own entry.
 ///
 /// # Errors
-/// A sentence when the entry cannot be written or removed.
+/// The system's answer when the entry cannot be written or removed.
 #[cfg(windows)]
-pub fn set(_app: &AppHandle, on: bool) -> Result<(), String> {
-    let run = windows_registry::CURRENT_USER.create(RUN).map_err(|e| e.to_string())?;
+pub fn set(_app: &AppHandle, on: bool) -> Result<(), SystemError> {
+    let run = windows_registry::CURRENT_USER.create(RUN).map_err(SystemError::desktop("opening the Run key"))?;
     if on {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        run.set_string(NAME, format!("\"{}\" {ARG}", exe.display())).map_err(|e| e.to_string())
+        let exe = std::env::current_exe().map_err(SystemError::desktop("finding lockwatch's program"))?;
+        run.set_string(NAME, format!("\"{}\" {ARG}", exe.display()))
+            .map_err(SystemError::desktop("writing the start-at-login entry"))
     } else if run.get_string(NAME).is_ok() {
-        run.remove_value(NAME).map_err(|e| e.to_string())
+        run.remove_value(NAME).map_err(SystemError::desktop("removing the start-at-login entry"))
     } else {
         Ok(())
     }
@@ -82,26 +84,27 @@ pub fn set(_app: &AppHandle, on: bool) -> Result<(), String> {
 /// Writes or removes her own entry.
 ///
 /// # Errors
-/// A sentence when the entry cannot be written or removed.
+/// The system's answer when the entry cannot be written or removed.
 #[cfg(not(windows))]
-pub fn set(app: &AppHandle, on: bool) -> Result<(), String> {
+pub fn set(app: &AppHandle, on: bool) -> Result<(), SystemError> {
     use tauri_plugin_autostart::ManagerExt as _;
     let launcher = app.autolaunch();
-    if on { launcher.enable() } else { launcher.disable() }.map_err(|e| e.to_string())
+    if on { launcher.enable() } else { launcher.disable() }
+        .map_err(SystemError::desktop("changing the autostart entry"))
 }
 
 #[cfg(windows)]
 const RUN: &str = r"Software\Microsoft\Windows\CurrentVersion\Run";
 
 #[cfg(windows)]
-fn own_entry(_app: &AppHandle) -> Result<bool, String> {
+fn own_entry(_app: &AppHandle) -> Result<bool, SystemError> {
     Ok(windows_registry::CURRENT_USER.open(RUN).and_then(|key| key.get_string(NAME)).is_ok())
 }
 
 #[cfg(not(windows))]
-fn own_entry(app: &AppHandle) -> Result<bool, String> {
+fn own_entry(app: &AppHandle) -> Result<bool, SystemError> {
     use tauri_plugin_autostart::ManagerExt as _;
-    app.autolaunch().is_enabled().map_err(|e| e.to_string())
+    app.autolaunch().is_enabled().map_err(SystemError::desktop("reading the autostart entry"))
 }
 
 #[cfg(windows)]

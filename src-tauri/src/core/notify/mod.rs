@@ -13,6 +13,7 @@
 
 pub mod toast_id;
 
+use crate::core::error::SystemError;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::core::i18n::Tr;
@@ -57,8 +58,8 @@ fn deliver(
     buttons: &[(String, String)],
     style: Style,
     on_click: impl Fn(NoteAction) + Send + Sync + 'static,
-) -> Result<(), String> {
-    let caps = notify_rust::get_capabilities().map_err(|e| e.to_string())?;
+) -> Result<(), SystemError> {
+    let caps = notify_rust::get_capabilities().map_err(SystemError::desktop("asking the notification daemon"))?;
     // A daemon that reads markup would take `<name>` in a sentence for a tag and drop it.
     let markup = caps.iter().any(|c| c == "body-markup");
     let mut n = notify_rust::Notification::new();
@@ -71,7 +72,7 @@ fn deliver(
     if note.critical && style.sound {
         n.sound_name(CRITICAL_SOUND);
     }
-    let handle = n.show().map_err(|e| e.to_string())?;
+    let handle = n.show().map_err(SystemError::desktop("showing the notification"))?;
     tracing::info!(summary = %note.summary, "notified");
     handle.wait_for_action(|id| {
         if let Some(action) = NoteAction::parse(id) {
@@ -90,7 +91,7 @@ fn deliver(
     buttons: &[(String, String)],
     style: Style,
     on_click: impl Fn(NoteAction) + Send + Sync + 'static,
-) -> Result<(), String> {
+) -> Result<(), SystemError> {
     use tauri_winrt_notification::{Duration, Sound, Toast};
     // A toast the user or a policy switched off is taken without an error:
     // ask first, so the log says why none appears.
@@ -106,7 +107,7 @@ fn deliver(
         on_click(id.as_deref().and_then(NoteAction::parse).unwrap_or(NoteAction::Open));
         Ok(())
     });
-    toast.show().map_err(|e| e.to_string())?;
+    toast.show().map_err(SystemError::desktop("showing the toast"))?;
     tracing::info!(summary = %note.summary, "notified");
     Ok(())
 }
@@ -114,12 +115,12 @@ fn deliver(
 /// Whether Windows shows this app's toasts now, as its notification
 /// settings say (Focus Assist aside, which it does not tell).
 #[cfg(windows)]
-fn toasts_allowed() -> Result<(), String> {
+fn toasts_allowed() -> Result<(), SystemError> {
     use windows::UI::Notifications::{NotificationSetting, ToastNotificationManager};
     let id = windows::core::HSTRING::from(toast_id::APP_ID);
     let setting = ToastNotificationManager::CreateToastNotifierWithId(&id)
         .and_then(|notifier| notifier.Setting())
-        .map_err(|e| e.to_string())?;
+        .map_err(SystemError::desktop("asking whether toasts are on"))?;
     let off = match setting {
         NotificationSetting::Enabled => return Ok(()),
         NotificationSetting::DisabledForApplication => {
@@ -129,12 +130,12 @@ fn toasts_allowed() -> Result<(), String> {
         NotificationSetting::DisabledByGroupPolicy => "a group policy turns notifications off",
         _ => "Windows does not let lockwatch notify",
     };
-    Err(off.to_owned())
+    Err(SystemError::NotificationsOff(off))
 }
 
 /// Logs a note the system did not show, with why; the first time with what
 /// to look at.
-fn cannot_show(note: &Note, err: &str) {
+fn cannot_show(note: &Note, err: &SystemError) {
     if WARNED.swap(true, Ordering::Relaxed) {
         tracing::warn!(summary = %note.summary, error = %err, "cannot show a notification");
     } else {

@@ -10,6 +10,9 @@
 //!
 //! On other systems there is nothing to register.
 
+#[cfg(windows)]
+use crate::core::error::SystemError;
+
 /// The Application User Model ID of the app's toasts: the app's identifier.
 pub const APP_ID: &str = "app.lockwatch.tray";
 
@@ -23,7 +26,7 @@ pub fn key_path() -> String {
 /// is registered even when the icon cannot be written.
 #[cfg(windows)]
 pub fn register(dir: Option<std::path::PathBuf>) {
-    let icon = dir.ok_or_else(|| "no local data folder".to_owned()).and_then(|d| place_icon(&d));
+    let icon = dir.ok_or(SystemError::NoDataFolder).and_then(|d| place_icon(&d));
     let icon = match icon {
         Ok(icon) => Some(icon),
         Err(err) => {
@@ -42,11 +45,12 @@ pub fn register(dir: Option<std::path::PathBuf>) {
 }
 
 #[cfg(windows)]
-fn write(icon: Option<&std::path::Path>) -> Result<(), String> {
-    let key = windows_registry::CURRENT_USER.create(key_path()).map_err(|e| e.to_string())?;
-    key.set_string("DisplayName", "lockwatch").map_err(|e| e.to_string())?;
+fn write(icon: Option<&std::path::Path>) -> Result<(), SystemError> {
+    let key =
+        windows_registry::CURRENT_USER.create(key_path()).map_err(SystemError::desktop("opening the app's key"))?;
+    key.set_string("DisplayName", "lockwatch").map_err(SystemError::desktop("writing the app's name"))?;
     if let Some(icon) = icon {
-        key.set_string("IconUri", icon.to_string_lossy()).map_err(|e| e.to_string())?;
+        key.set_string("IconUri", icon.to_string_lossy()).map_err(SystemError::desktop("writing the app's icon"))?;
     }
     Ok(())
 }
@@ -55,16 +59,16 @@ fn write(icon: Option<&std::path::Path>) -> Result<(), String> {
 /// folder) in `dir`: written when it is missing or differs, through a new
 /// file put in its place, so the shell never reads half of one.
 #[cfg(windows)]
-fn place_icon(dir: &std::path::Path) -> Result<std::path::PathBuf, String> {
+fn place_icon(dir: &std::path::Path) -> Result<std::path::PathBuf, SystemError> {
     const ICON: &[u8] = include_bytes!("../../../../icons/128x128.png");
     let icon = dir.join("toast-icon.png");
     if std::fs::read(&icon).is_ok_and(|have| have == ICON) {
         return Ok(icon);
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(SystemError::file(dir))?;
     let new = dir.join("toast-icon.png.new");
-    std::fs::write(&new, ICON).map_err(|e| format!("{}: {e}", new.display()))?;
-    std::fs::rename(&new, &icon).map_err(|e| format!("{}: {e}", icon.display()))?;
+    std::fs::write(&new, ICON).map_err(SystemError::file(&new))?;
+    std::fs::rename(&new, &icon).map_err(SystemError::file(&icon))?;
     Ok(icon)
 }
 

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 use super::{STORE_KEY, Settings};
+use crate::core::error::SystemError;
 
 /// Where the machine's defaults are looked for.
 pub fn path() -> Option<PathBuf> {
@@ -72,22 +73,23 @@ fn parse(bytes: &[u8]) -> (Map<String, Value>, Option<String>) {
 
 /// The settings in effect: `user`'s fields over `site`'s over the built-in
 /// defaults. Fields of the wrong type in `user` are an error.
-pub fn layered(site: &Map<String, Value>, user: Option<&Value>) -> Result<Settings, String> {
+pub fn layered(site: &Map<String, Value>, user: Option<&Value>) -> Result<Settings, SystemError> {
     let mut merged = site.clone();
     match user {
         Some(Value::Object(own)) => merged.extend(own.clone()),
-        Some(other) => return Err(format!("\"{STORE_KEY}\" is {other}, not an object")),
+        Some(other) => return Err(SystemError::not_an_object("\"settings\"", other)),
         None => {}
     }
-    serde_json::from_value(Value::Object(merged)).map_err(|e| e.to_string())
+    Ok(serde_json::from_value(Value::Object(merged))?)
 }
 
 /// What a user's file keeps of `settings`: the fields that differ from the
 /// defaults beneath them, so a default the admin changes later reaches her.
-pub fn own(settings: &Settings, site: &Map<String, Value>) -> Result<Value, String> {
-    let beneath = serde_json::to_value(layered(site, None)?).map_err(|e| e.to_string())?;
-    let Value::Object(all) = serde_json::to_value(settings).map_err(|e| e.to_string())? else {
-        return Err("settings are not an object".to_owned());
+pub fn own(settings: &Settings, site: &Map<String, Value>) -> Result<Value, SystemError> {
+    let beneath = serde_json::to_value(layered(site, None)?)?;
+    let all = match serde_json::to_value(settings)? {
+        Value::Object(all) => all,
+        other => return Err(SystemError::not_an_object("the settings", &other)),
     };
     let changed = all.into_iter().filter(|(field, value)| beneath.get(field) != Some(value)).collect();
     Ok(Value::Object(changed))
