@@ -136,6 +136,85 @@ fields! {
     }
 }
 
+fields! {
+    /// One entry of the job's event stream, `{job}:events`: what a worker
+    /// recorded (its `TYPE` one of [`kind`]'s), with the fields that kind has.
+    entry, "ENTRY" {
+        /// What happened: one of [`kind`](super::kind)'s.
+        TYPE = "type",
+        /// The worker's node.
+        NODE = "node",
+        FENCE = "fence",
+        /// The holding's lock field.
+        FIELD = "field",
+        /// How long the new holder waited before starting (ms), and why.
+        WAIT_MS = "wait_ms",
+        WAIT_CAUSE = "wait_cause",
+        /// The last beat of the holder before (Redis ms).
+        PREV_BEAT_MS = "prev_beat_ms",
+        /// Why a holding ended, as a token, and as a sentence.
+        CAUSE = "cause",
+        REASON = "reason",
+        /// The job's process id, and how it exited.
+        PID = "pid",
+        STATUS = "status",
+        /// A flip: whose, on or off, the flag's own time and host.
+        USER = "user",
+        ON = "on",
+        FLAG_MS = "flag_ms",
+        HOST = "host",
+        /// A death: the dead holder's last beat (Redis ms).
+        LAST_BEAT_MS = "last_beat_ms",
+    }
+}
+
+/// The kinds of stream entries ([`entry::TYPE`]).
+pub mod kind {
+    pub const ACQUIRED: &str = "acquired";
+    pub const RELEASED: &str = "released";
+    pub const LOST: &str = "lost";
+    pub const RENEW_FAILED: &str = "renew-failed";
+    pub const JOB_STARTED: &str = "job-started";
+    pub const JOB_EXITED: &str = "job-exited";
+    pub const FLAGS_CHANGED: &str = "flags-changed";
+    pub const DIED: &str = "died";
+    /// Every kind lockwatch writes.
+    pub const ALL: [&str; 8] = [ACQUIRED, RELEASED, LOST, RENEW_FAILED, JOB_STARTED, JOB_EXITED, FLAGS_CHANGED, DIED];
+}
+
+fields! {
+    /// `serve`'s claim of one incident's message, `{job}:posted:<id>`:
+    /// which process posts it, until when, what it decided, which robots
+    /// have it (a field [`DONE`](claim::DONE) and the robot's name each).
+    claim, "CLAIM" {
+        BY = "by",
+        /// Redis time (ms) the claim holds until, unless renewed.
+        UNTIL = "until",
+        /// `post`, `counted`, … as the claim decided.
+        VERDICT = "verdict",
+        /// Present once every robot has the message.
+        FINISHED = "finished",
+        /// Prefix of a robot's field once it has the message.
+        DONE = "done:",
+    }
+}
+
+fields! {
+    /// `serve`'s window of repeats, `{job}:repeats`: incidents counted
+    /// rather than posted while it lasts.
+    window, "WINDOW" {
+        /// Redis time (ms) it ends.
+        ENDS = "ends",
+        /// Present once the recovery in it was posted.
+        RECOVERED = "recovered",
+        /// Prefix of a kind's count.
+        COUNT = "n:",
+        /// The first and last incident counted (ms).
+        FIRST = "first",
+        LAST = "last",
+    }
+}
+
 /// What a worker's heartbeat says it does. Another program may write the
 /// heartbeat (a Redisson service's own loop): what it writes beyond these
 /// is kept as [`BeatState::Other`] and counts as holding the lock.
@@ -212,13 +291,19 @@ impl<'de> Deserialize<'de> for BeatState {
     }
 }
 
-/// The Lua preamble of every script: each hash's field table and list, and
-/// `STATE`, the heartbeat's states (`STATE.RUNNING = 'running'`, …).
+/// Redis's own time in ms, for every script: the one clock leases, beats
+/// and claims are measured on.
+const NOW_MS: &str = "local function now_ms()\n  local t = redis.call('TIME')\n  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\n";
+
+/// The Lua preamble of every script: each hash's field table and list,
+/// `STATE`, the heartbeat's states (`STATE.RUNNING = 'running'`, …), and
+/// `now_ms()`.
 pub fn lua() -> &'static str {
     static PREAMBLE: LazyLock<String> = LazyLock::new(|| {
         let states: String =
             BeatState::KNOWN.iter().map(|s| format!("{} = '{s}', ", s.as_str().to_uppercase())).collect();
-        format!("{}{}{}{}local STATE = {{{states}}}\n", flag::LUA, ack::LUA, beat::LUA, handover::LUA)
+        let tables = [flag::LUA, ack::LUA, beat::LUA, handover::LUA, entry::LUA, claim::LUA, window::LUA].concat();
+        format!("{tables}local STATE = {{{states}}}\n{NOW_MS}")
     });
     &PREAMBLE
 }
@@ -252,10 +337,11 @@ mod tests {
         assert!(lua.contains("local FLAG_FIELDS = {'on', 'time', 'host', 'reason', }"), "{lua}");
         assert!(lua.contains("local STATE = {STARTING = 'starting', RUNNING = 'running', "), "{lua}");
         assert_eq!(beat::ALL.len(), 21);
+        assert!(lua.contains("local function now_ms()"), "{lua}");
     }
 
-    /// Every `BEAT.X`, `FLAG.X`, `ACK.X`, `HANDOVER.X` and `STATE.X` a script
-    /// names is in the preamble: a name that is not would be `nil` in Lua,
+    /// Every `BEAT.X`, `FLAG.X`, `ACK.X`, `HANDOVER.X`, `ENTRY.X`, `CLAIM.X`,
+    /// `WINDOW.X` and `STATE.X` a script names is in the preamble: a name that is not would be `nil` in Lua,
     /// found only when the script runs.
     #[test]
     fn the_scripts_name_only_fields_and_states_the_schema_has() {
@@ -265,9 +351,11 @@ mod tests {
             include_str!("work/lock/lock.lua"),
             include_str!("work/worker/worker.lua"),
             include_str!("work/trim.lua"),
+            include_str!("serve/agree.rs"),
+            include_str!("serve/lease.rs"),
         ];
         for source in scripts {
-            for table in ["BEAT", "FLAG", "ACK", "HANDOVER", "STATE"] {
+            for table in ["BEAT", "FLAG", "ACK", "HANDOVER", "ENTRY", "CLAIM", "WINDOW", "STATE"] {
                 for (at, _) in source.match_indices(&format!("{table}.")) {
                     let name: String = source[at + table.len() + 1..]
                         .chars()

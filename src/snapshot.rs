@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::schema::BeatState;
+pub use crate::schema::kind;
 
 /// The whole state of one job as read at one instant of the Redis clock.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -238,19 +239,6 @@ pub struct StreamEntry {
     pub id: StreamId,
     /// The entry's `type` field: `acquired`, `released`, `lost`, …
     pub kind: String,
-}
-
-/// The stream's `type` values, one per kind of entry the workers write
-/// ([`crate::history::Record`]).
-pub mod kind {
-    pub const ACQUIRED: &str = "acquired";
-    pub const RELEASED: &str = "released";
-    pub const LOST: &str = "lost";
-    pub const RENEW_FAILED: &str = "renew-failed";
-    pub const JOB_STARTED: &str = "job-started";
-    pub const JOB_EXITED: &str = "job-exited";
-    pub const FLAGS_CHANGED: &str = "flags-changed";
-    pub const DIED: &str = "died";
 }
 
 /// A stream entry id: the Redis ms time it was added at, and a sequence.

@@ -11,6 +11,7 @@
 use serde::Serialize;
 
 pub use crate::cause::{Cause, WaitCause};
+use crate::schema::entry as f;
 use crate::snapshot::{StreamId, kind};
 
 /// A supervisor's flag as a worker saw it change: whose, on or off, and the
@@ -98,7 +99,7 @@ impl Record {
     /// The stream fields of this record written by `node`, `type` and
     /// `node` first (what the status engine and older readers look at).
     pub fn encode(&self, node: &str) -> Vec<(&'static str, String)> {
-        let mut out = vec![("type", self.kind().to_owned()), ("node", node.to_owned())];
+        let mut out = vec![(f::TYPE, self.kind().to_owned()), (f::NODE, node.to_owned())];
         let mut put = |name: &'static str, value: Option<String>| {
             if let Some(v) = value {
                 out.push((name, v));
@@ -107,38 +108,38 @@ impl Record {
         let num = |n: Option<i64>| n.map(|n| n.to_string());
         match self {
             Record::Acquired { fence, field, wait, prev_beat_ms } => {
-                put("fence", num(*fence));
-                put("field", field.clone());
+                put(f::FENCE, num(*fence));
+                put(f::FIELD, field.clone());
                 if let Some((ms, cause)) = wait {
-                    put("wait_ms", Some(ms.to_string()));
-                    put("wait_cause", cause.map(|c| c.token().to_owned()));
+                    put(f::WAIT_MS, Some(ms.to_string()));
+                    put(f::WAIT_CAUSE, cause.map(|c| c.token().to_owned()));
                 }
-                put("prev_beat_ms", prev_beat_ms.map(|t| t.to_string()));
+                put(f::PREV_BEAT_MS, prev_beat_ms.map(|t| t.to_string()));
             }
             Record::Released { fence, cause } | Record::Lost { fence, cause } => {
-                put("fence", num(*fence));
-                put("cause", cause.map(|c| c.token().to_owned()));
-                put("reason", cause.map(|c| c.sentence().to_owned()));
+                put(f::FENCE, num(*fence));
+                put(f::CAUSE, cause.map(|c| c.token().to_owned()));
+                put(f::REASON, cause.map(|c| c.sentence().to_owned()));
             }
-            Record::RenewFailed { fence } => put("fence", num(*fence)),
+            Record::RenewFailed { fence } => put(f::FENCE, num(*fence)),
             Record::JobStarted { fence, pid } => {
-                put("pid", pid.map(|p| p.to_string()));
-                put("fence", num(*fence));
+                put(f::PID, pid.map(|p| p.to_string()));
+                put(f::FENCE, num(*fence));
             }
             Record::JobExited { fence, status } => {
-                put("status", Some(status.clone()));
-                put("fence", num(*fence));
+                put(f::STATUS, Some(status.clone()));
+                put(f::FENCE, num(*fence));
             }
             Record::FlagsChanged(flip) => {
-                put("user", Some(flip.user.clone()));
-                put("on", Some(if flip.on { "1" } else { "0" }.to_owned()));
-                put("flag_ms", flip.at_ms.map(|t| t.to_string()));
-                put("host", flip.host.clone());
-                put("reason", flip.reason.clone());
+                put(f::USER, Some(flip.user.clone()));
+                put(f::ON, Some(if flip.on { "1" } else { "0" }.to_owned()));
+                put(f::FLAG_MS, flip.at_ms.map(|t| t.to_string()));
+                put(f::HOST, flip.host.clone());
+                put(f::REASON, flip.reason.clone());
             }
             Record::Died { fence, last_beat_ms } => {
-                put("fence", num(*fence));
-                put("last_beat_ms", last_beat_ms.map(|t| t.to_string()));
+                put(f::FENCE, num(*fence));
+                put(f::LAST_BEAT_MS, last_beat_ms.map(|t| t.to_string()));
             }
             Record::Other { .. } => {}
         }
@@ -149,31 +150,31 @@ impl Record {
     pub fn decode(fields: &[(String, String)]) -> Option<Record> {
         let get = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
         let text = |name: &str| get(name).filter(|v| !v.is_empty()).map(str::to_owned);
-        let fence = get("fence").and_then(|f| f.parse().ok());
-        let cause = || Cause::decode(get("cause"), get("reason"));
-        Some(match get("type")? {
+        let fence = get(f::FENCE).and_then(|f| f.parse().ok());
+        let cause = || Cause::decode(get(f::CAUSE), get(f::REASON));
+        Some(match get(f::TYPE)? {
             kind::ACQUIRED => Record::Acquired {
                 fence,
-                field: text("field"),
-                wait: get("wait_ms")
+                field: text(f::FIELD),
+                wait: get(f::WAIT_MS)
                     .and_then(|w| w.parse().ok())
-                    .map(|ms| (ms, get("wait_cause").and_then(WaitCause::decode))),
-                prev_beat_ms: get("prev_beat_ms").and_then(|t| t.parse().ok()),
+                    .map(|ms| (ms, get(f::WAIT_CAUSE).and_then(WaitCause::decode))),
+                prev_beat_ms: get(f::PREV_BEAT_MS).and_then(|t| t.parse().ok()),
             },
             kind::RELEASED => Record::Released { fence, cause: cause() },
             kind::LOST => Record::Lost { fence, cause: cause() },
             kind::RENEW_FAILED => Record::RenewFailed { fence },
-            kind::JOB_STARTED => Record::JobStarted { fence, pid: get("pid").and_then(|p| p.parse().ok()) },
-            kind::JOB_EXITED => Record::JobExited { fence, status: text("status").unwrap_or_default() },
-            kind::DIED => Record::Died { fence, last_beat_ms: get("last_beat_ms").and_then(|t| t.parse().ok()) },
+            kind::JOB_STARTED => Record::JobStarted { fence, pid: get(f::PID).and_then(|p| p.parse().ok()) },
+            kind::JOB_EXITED => Record::JobExited { fence, status: text(f::STATUS).unwrap_or_default() },
+            kind::DIED => Record::Died { fence, last_beat_ms: get(f::LAST_BEAT_MS).and_then(|t| t.parse().ok()) },
             // Older workers wrote only `enabled` (the sum of all flags): no flip to show.
-            kind::FLAGS_CHANGED => match (text("user"), get("on")) {
+            kind::FLAGS_CHANGED => match (text(f::USER), get(f::ON)) {
                 (Some(user), Some(on)) => Record::FlagsChanged(FlagFlip {
                     user,
                     on: on == "1",
-                    at_ms: get("flag_ms").and_then(|t| t.parse().ok()),
-                    host: text("host"),
-                    reason: text("reason"),
+                    at_ms: get(f::FLAG_MS).and_then(|t| t.parse().ok()),
+                    host: text(f::HOST),
+                    reason: text(f::REASON),
                 }),
                 _ => Record::Other { kind: kind::FLAGS_CHANGED.to_owned() },
             },
@@ -194,7 +195,7 @@ impl Entry {
     /// An entry from its id and fields; `None` when the id is not a stream
     /// id or there is no `type`.
     pub fn decode(id: &str, fields: &[(String, String)]) -> Option<Entry> {
-        let node = fields.iter().find(|(k, _)| k == "node").map(|(_, v)| v.clone()).filter(|n| !n.is_empty());
+        let node = fields.iter().find(|(k, _)| k == f::NODE).map(|(_, v)| v.clone()).filter(|n| !n.is_empty());
         Some(Entry { id: StreamId::parse(id)?, node, record: Record::decode(fields)? })
     }
 }

@@ -148,7 +148,7 @@ local function read_tail(key)
   for _, entry in ipairs(redis.call('XREVRANGE', key, '+', '-', 'COUNT', EVENT_TAIL)) do
     local kind, fields = '', entry[2]
     for i = 1, #fields - 1, 2 do
-      if fields[i] == 'type' then
+      if fields[i] == ENTRY.TYPE then
         kind = fields[i + 1]
         break
       end

@@ -31,6 +31,7 @@ use redis::Script;
 
 use crate::connect::Conn;
 use crate::keys::Keys;
+use crate::schema::{self, window};
 use crate::status::{Event, EventKind};
 
 /// Incidents of one kind share a window of repeats.
@@ -154,18 +155,14 @@ pub struct Repeats {
 
 /// Closes the window in KEYS[1] when it ended: its fields, or nothing.
 const CLOSE: &str = r#"
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 -- How long the claim in `key` holds yet, in ms; -1 once its robots have the
 -- message (or for the plain string an older lockwatch claims with).
 local function claim_left(key, now)
-  if redis.call('TYPE', key).ok ~= 'hash' or redis.call('HEXISTS', key, 'finished') == 1 then return -1 end
-  return math.max(tonumber(redis.call('HGET', key, 'until') or '0') - now, 0)
+  if redis.call('TYPE', key).ok ~= 'hash' or redis.call('HEXISTS', key, CLAIM.FINISHED) == 1 then return -1 end
+  return math.max(tonumber(redis.call('HGET', key, CLAIM.UNTIL) or '0') - now, 0)
 end
 local function close(key, now)
-  local ends = tonumber(redis.call('HGET', key, 'ends') or '0')
+  local ends = tonumber(redis.call('HGET', key, WINDOW.ENDS) or '0')
   if ends == 0 or ends > now then return nil, ends end
   local all = redis.call('HGETALL', key)
   redis.call('DEL', key)
@@ -174,7 +171,7 @@ end
 "#;
 
 fn claim_script() -> Script {
-    Script::new(&format!(
+    schema::script(&format!(
         r#"{CLOSE}
 -- KEYS: posted, repeats; ARGV: node, posted ttl, window, role, kind, at, lease
 local now = now_ms()
@@ -186,20 +183,20 @@ if ends == 0 then
     reply = {{'post', 0}}
   else
     local window = tonumber(ARGV[3])
-    redis.call('HSET', KEYS[2], 'ends', now + window)
+    redis.call('HSET', KEYS[2], WINDOW.ENDS, now + window)
     redis.call('PEXPIRE', KEYS[2], window + 300000)
     reply = {{'post', window}}
   end
-elseif ARGV[4] == 'recovery' and redis.call('HEXISTS', KEYS[2], 'recovered') == 0 then
-  redis.call('HSET', KEYS[2], 'recovered', 1)
+elseif ARGV[4] == 'recovery' and redis.call('HEXISTS', KEYS[2], WINDOW.RECOVERED) == 0 then
+  redis.call('HSET', KEYS[2], WINDOW.RECOVERED, 1)
   reply = {{'post', ends - now}}
 else
-  redis.call('HINCRBY', KEYS[2], 'n:' .. ARGV[5], 1)
-  if redis.call('HEXISTS', KEYS[2], 'first') == 0 then redis.call('HSET', KEYS[2], 'first', ARGV[6]) end
-  redis.call('HSET', KEYS[2], 'last', ARGV[6])
+  redis.call('HINCRBY', KEYS[2], WINDOW.COUNT .. ARGV[5], 1)
+  if redis.call('HEXISTS', KEYS[2], WINDOW.FIRST) == 0 then redis.call('HSET', KEYS[2], WINDOW.FIRST, ARGV[6]) end
+  redis.call('HSET', KEYS[2], WINDOW.LAST, ARGV[6])
   reply = {{'counted', ends - now}}
 end
-redis.call('HSET', KEYS[1], 'by', ARGV[1], 'until', now + tonumber(ARGV[7]), 'verdict', reply[1])
+redis.call('HSET', KEYS[1], CLAIM.BY, ARGV[1], CLAIM.UNTIL, now + tonumber(ARGV[7]), CLAIM.VERDICT, reply[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if closed then for _, v in ipairs(closed) do table.insert(reply, v) end end
 return reply
@@ -207,13 +204,13 @@ return reply
     ))
 }
 
-/// The Lua every claim script begins with: `now_ms`, `close`, `claim_left`.
+/// The Lua every claim script begins with (after `schema`'s): `close`, `claim_left`.
 pub(super) fn preamble() -> &'static str {
     CLOSE
 }
 
 fn close_script() -> Script {
-    Script::new(&format!(
+    schema::script(&format!(
         r#"{CLOSE}
 local closed, ends = close(KEYS[1], now_ms())
 if closed then
@@ -317,10 +314,10 @@ fn repeats(fields: &[redis::Value]) -> Option<Repeats> {
     for pair in fields.chunks(2) {
         let (k, v) = (text(&pair[0]), pair.get(1).map(text).unwrap_or_default());
         match k.as_str() {
-            "first" => out.first_ms = v.parse().unwrap_or(0),
-            "last" => out.last_ms = v.parse().unwrap_or(0),
+            window::FIRST => out.first_ms = v.parse().unwrap_or(0),
+            window::LAST => out.last_ms = v.parse().unwrap_or(0),
             _ => {
-                if let (Some(name), Ok(n)) = (k.strip_prefix("n:"), v.parse::<u32>())
+                if let (Some(name), Ok(n)) = (k.strip_prefix(window::COUNT), v.parse::<u32>())
                     && let Ok(kind) = serde_json::from_value::<EventKind>(serde_json::Value::String(name.to_owned()))
                 {
                     out.counts.push((kind, n));

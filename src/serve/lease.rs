@@ -18,6 +18,7 @@ pub use super::agree::LEASE;
 use super::agree::{Post, preamble, text};
 use crate::connect::Conn;
 use crate::keys::Keys;
+use crate::schema;
 
 /// How often the claimant renews the claims it still owes robots.
 pub const RENEW_EVERY: Duration = Duration::from_millis(1500);
@@ -35,15 +36,15 @@ pub enum Takeover {
 }
 
 fn renew_script() -> Script {
-    Script::new(&format!(
+    schema::script(&format!(
         r#"{}
 -- KEYS: claims; ARGV: node, lease. 1 for each claim still the node's, renewed.
 local now = now_ms()
 local out = {{}}
 for i, key in ipairs(KEYS) do
   out[i] = 0
-  if redis.call('TYPE', key).ok == 'hash' and redis.call('HGET', key, 'by') == ARGV[1] then
-    redis.call('HSET', key, 'until', now + tonumber(ARGV[2]))
+  if redis.call('TYPE', key).ok == 'hash' and redis.call('HGET', key, CLAIM.BY) == ARGV[1] then
+    redis.call('HSET', key, CLAIM.UNTIL, now + tonumber(ARGV[2]))
     out[i] = 1
   end
 end
@@ -54,18 +55,18 @@ return out
 }
 
 fn take_over_script() -> Script {
-    Script::new(&format!(
+    schema::script(&format!(
         r#"{}
 -- KEYS: claim; ARGV: node, lease
 local now = now_ms()
 local left = claim_left(KEYS[1], now)
 if left < 0 then return {{'finished'}} end
 if left > 0 then return {{'held', left}} end
-redis.call('HSET', KEYS[1], 'by', ARGV[1], 'until', now + tonumber(ARGV[2]))
-local reply = {{'took', redis.call('HGET', KEYS[1], 'verdict') or 'post'}}
+redis.call('HSET', KEYS[1], CLAIM.BY, ARGV[1], CLAIM.UNTIL, now + tonumber(ARGV[2]))
+local reply = {{'took', redis.call('HGET', KEYS[1], CLAIM.VERDICT) or 'post'}}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
-  if string.sub(all[i], 1, 5) == 'done:' then table.insert(reply, string.sub(all[i], 6)) end
+  if string.sub(all[i], 1, #CLAIM.DONE) == CLAIM.DONE then table.insert(reply, string.sub(all[i], #CLAIM.DONE + 1)) end
 end
 return reply
 "#,
@@ -74,12 +75,12 @@ return reply
 }
 
 fn record_script() -> Script {
-    Script::new(
+    schema::script(
         r#"
 -- KEYS: claim; ARGV: finished (1 or 0), the robots done
 if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return 0 end
-for i = 2, #ARGV do redis.call('HSET', KEYS[1], 'done:' .. ARGV[i], 1) end
-if ARGV[1] == '1' then redis.call('HSET', KEYS[1], 'finished', 1) end
+for i = 2, #ARGV do redis.call('HSET', KEYS[1], CLAIM.DONE .. ARGV[i], 1) end
+if ARGV[1] == '1' then redis.call('HSET', KEYS[1], CLAIM.FINISHED, 1) end
 return 1
 "#,
     )

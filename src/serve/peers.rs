@@ -5,10 +5,9 @@
 
 use std::time::Duration;
 
-use redis::Script;
-
 use crate::connect::Conn;
 use crate::keys::Keys;
+use crate::schema;
 
 /// A serve process that beat less than this ago watches the job.
 pub const SERVE_ALIVE: Duration = Duration::from_secs(15);
@@ -20,10 +19,9 @@ pub const SERVE_ALIVE: Duration = Duration::from_secs(15);
 /// # Errors
 /// Redis's, when it cannot be asked.
 pub async fn beat(conn: &mut Conn, keys: &Keys, node: &str) -> redis::RedisResult<Vec<String>> {
-    let script = Script::new(
+    let script = schema::script(
         r#"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 redis.call('HSET', KEYS[1], ARGV[1], now)
 local live = {}
 local all = redis.call('HGETALL', KEYS[1])

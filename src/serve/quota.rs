@@ -18,6 +18,7 @@ use redis::Script;
 
 use crate::connect::Conn;
 use crate::keys::Keys;
+use crate::schema;
 
 /// Added to each window in Redis: the robot counts a post when it arrives,
 /// and two posts a window apart here may arrive closer than that there.
@@ -27,12 +28,11 @@ pub const SLACK: Duration = Duration::from_millis(300);
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
 fn reserve_script() -> Script {
-    Script::new(
+    schema::script(
         r#"
 -- KEYS: sent; ARGV: member, then ms and n of each window.
 -- The wait (ms) the fullest window asks, or 0 with this post counted.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local longest = 0
 for i = 2, #ARGV, 2 do longest = math.max(longest, tonumber(ARGV[i])) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - longest)

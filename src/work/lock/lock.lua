@@ -22,11 +22,6 @@ local lock, fence_key, node_key, nodes_key, start_key, run_key, handover_key =
 local op, field, lease, channel, node = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local seen = tonumber(ARGV[6]) or 0
 
-local function redis_ms()
-  local t = redis.call('TIME')
-  return t[1] * 1000 + math.floor(t[2] / 1000)
-end
-
 -- The next fence: above the counter, above every fence the caller has seen,
 -- and above Redis time in ms. A counter lost with the data, or brought back
 -- older by a restore, then still gives fences above every one issued before
@@ -156,13 +151,13 @@ if op == 'acquire' then
   if not free and redis.call('HEXISTS', lock, field) == 0 then
     -- Held by someone else: say how long it may still be held, the fence
     -- counter, whether the handover record names the holder, and when.
-    return {0, redis.call('PTTL', lock), tonumber(redis.call('GET', fence_key)) or -1, recorded_holder(), redis_ms()}
+    return {0, redis.call('PTTL', lock), tonumber(redis.call('GET', fence_key)) or -1, recorded_holder(), now_ms()}
   end
   if free then
     redis.call('HINCRBY', lock, field, 1)
   end
   redis.call('PEXPIRE', lock, lease)
-  local now = redis_ms()
+  local now = now_ms()
   local fence = (not free) and tonumber(redis.call('GET', fence_key))
   local wait, why = 0, 0
   local before, before_node, before_fence, before_instance = 0, '', 0, ''
@@ -191,7 +186,7 @@ elseif op == 'renew' then
     redis.call('PEXPIRE', lock, lease)
     -- When the lease was last extended: a new holder waits for this
     -- holder's job until the reaper's deadline counted from here.
-    redis.call('HSET', node_key, BEAT.RENEWED_MS, redis_ms())
+    redis.call('HSET', node_key, BEAT.RENEWED_MS, now_ms())
     return {1, 0}
   end
   return {0, 0}

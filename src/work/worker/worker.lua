@@ -20,8 +20,7 @@ local CHECKS_PER_BEAT = 5
 local publish, channel, node = ARGV[1], ARGV[2], ARGV[3]
 local instance, claimed, dead, keeps = ARGV[4], ARGV[5] == '1', ARGV[6], tonumber(ARGV[7])
 local own_last = tonumber(ARGV[8]) or 0
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = now_ms()
 local other = redis.call('HMGET', KEYS[1], BEAT.INSTANCE, BEAT.BEAT_MS, BEAT.HOST, BEAT.PID)
 if other[1] and other[1] ~= '' and other[1] ~= instance then
   local at = tonumber(other[2]) or 0
