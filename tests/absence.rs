@@ -137,7 +137,7 @@ async fn worker_gone_anywhere_but_its_own_units_stop_lets_nothing_go() {
     assert!(runs(a_job), "srv-a's job was stopped");
     assert!(!journal(&j).iter().any(|l| l.1 == "srv-b" && l.2 > asked_at), "srv-b ran beside srv-a");
     let kinds: Vec<String> = stream_events(&mut c).into_iter().map(|e| e.kind).collect();
-    assert!(!kinds.iter().any(|k| k == "died"), "a live worker recorded as died: {kinds:?}");
+    assert!(!kinds.iter().any(|k| k == kind::DIED), "a live worker recorded as died: {kinds:?}");
     assert_no_overlap(&journal(&j));
 }
 
@@ -157,7 +157,7 @@ async fn worker_gone_as_its_own_units_stop_hands_the_job_over_within_2_s() {
     worker.env("JOURNAL", &j);
     let _a = WorkerProcess::spawn(&mut unit.wrap(&worker, false));
     let a_job = eventually("srv-a's job", Duration::from_secs(10), || job_of(&mut c, "srv-a")).await;
-    let fence: String = redis::cmd("HGET").arg("{outbound}:node:srv-a").arg("fence").query(&mut c).unwrap();
+    let fence: String = redis::cmd("HGET").arg("{outbound}:node:srv-a").arg(beat::FENCE).query(&mut c).unwrap();
     let _b = journal_worker(&url, "srv-b", "30s", &j);
     beating(&mut c, "srv-b").await;
 
@@ -176,7 +176,12 @@ async fn worker_gone_as_its_own_units_stop_hands_the_job_over_within_2_s() {
     println!("the unit killed → its ExecStopPost worker-gone → srv-b's job: {handed:?} after the kill (lease 30 s)");
     assert!(handed < Duration::from_secs(2), "srv-b's job ran {handed:?} after the kill; worker-gone said: {said}");
     assert!(said.contains("node srv-a died holding the lock"), "{said}");
-    let died = stream_events(&mut c).into_iter().find(|e| e.kind == "died" && e.field("node") == Some("srv-a"));
-    assert_eq!(died.and_then(|e| e.field("fence").map(str::to_owned)), Some(fence), "a died entry for srv-a's fence");
+    let died =
+        stream_events(&mut c).into_iter().find(|e| e.kind == kind::DIED && e.field(entry::NODE) == Some("srv-a"));
+    assert_eq!(
+        died.and_then(|e| e.field(entry::FENCE).map(str::to_owned)),
+        Some(fence),
+        "a died entry for srv-a's fence"
+    );
     assert_no_overlap(&journal(&j));
 }

@@ -209,8 +209,13 @@ async fn a_supervisor_user_is_woken_by_the_stream_and_the_unlock_channel() {
     // A new holding announced on the stream, seen through alice's XREAD.
     redisson_lock(&mut admin, "{outbound}:lock", "uuid-b:1", 60_000);
     beat(&mut admin, "outbound", "srv-b", "uuid-b:1", 0, "running", 0);
-    let _: () =
-        redis::cmd("XADD").arg("{outbound}:events").arg("*").arg("type").arg("acquired").query(&mut admin).unwrap();
+    let _: () = redis::cmd("XADD")
+        .arg("{outbound}:events")
+        .arg("*")
+        .arg(entry::TYPE)
+        .arg(kind::ACQUIRED)
+        .query(&mut admin)
+        .unwrap();
     let e = tokio::time::timeout(Duration::from_secs(3), events.recv()).await.expect("woken by the stream").unwrap();
     assert_eq!(e.event, EventKind::Started);
     w.stop().await;
@@ -298,7 +303,7 @@ fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_w
     beat(&mut admin, "outbound", "srv-a", "uuid-a:1", 7, "running", 0);
     // The worker's presence, as a live worker holds it: alice's probe counts
     // the subscribers of its channel (and would see the holder dying without).
-    let _: () = redis::cmd("HSET").arg("{outbound}:node:srv-a").arg("presence").arg(1).query(&mut admin).unwrap();
+    let _: () = redis::cmd("HSET").arg("{outbound}:node:srv-a").arg(beat::PRESENCE).arg(1).query(&mut admin).unwrap();
     let mut presence = server.conn();
     let _: () = redis::cmd("SUBSCRIBE").arg("{outbound}:alive:srv-a").query(&mut presence).unwrap();
     flag(&mut admin, "outbound", "bob", true);
@@ -350,7 +355,7 @@ fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_w
     let info: String = redis::cmd("INFO").arg("server").query(&mut admin).unwrap();
     let run_id = info.lines().find_map(|l| l.strip_prefix("run_id:")).unwrap().trim().to_owned();
     let _: () =
-        redis::cmd("HSET").arg("{outbound}:node:srv-a").arg("presence_on").arg(&run_id).query(&mut admin).unwrap();
+        redis::cmd("HSET").arg("{outbound}:node:srv-a").arg(beat::PRESENCE_ON).arg(&run_id).query(&mut admin).unwrap();
     drop(presence);
     let subscribers = |admin: &mut redis::Connection| -> i64 {
         let counts: (String, i64) =
@@ -565,7 +570,7 @@ async fn a_supervisor_who_floods_her_own_flag_fills_no_history_and_costs_the_wor
     let window = Duration::from_secs(5);
     let cpu = || cpu_ticks(a.pid()) + cpu_ticks(b.pid());
     let flips =
-        |admin: &mut redis::Connection| stream_events(admin).iter().filter(|e| e.kind == "flags-changed").count();
+        |admin: &mut redis::Connection| stream_events(admin).iter().filter(|e| e.kind == kind::FLAGS_CHANGED).count();
 
     let (reads_0, cpu_0) = (reads(&mut admin), cpu());
     tokio::time::sleep(window).await;

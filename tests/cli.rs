@@ -88,7 +88,7 @@ fn status_json_and_exit_codes_follow_the_state() {
 
     beat(&mut c, "outbound", "srv-b", "uuid-b:1", 7, "running", 0);
     beat(&mut c, "outbound", "srv-a", "uuid-a:1", 7, "running", 0);
-    let _: () = redis::cmd("HSET").arg("{outbound}:node:srv-a").arg("started_ms").arg(1).query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET").arg("{outbound}:node:srv-a").arg(beat::STARTED_MS).arg(1).query(&mut c).unwrap();
     let (json, code) = status_json(&url);
     assert_eq!((json["state"].as_str(), code), (Some("conflict"), 2), "{json}");
 

@@ -21,7 +21,7 @@ use common::server::connect;
 use common::spy::{Spy, window};
 use common::topology::{RedisCluster, query};
 use common::{
-    WorkerProcess, enabled_and_replicated, eventually, flag, lockwatch_command, next_push, record_events,
+    WorkerProcess, beat, enabled_and_replicated, eventually, flag, lockwatch_command, next_push, record_events,
     record_statuses, redisson_lock, run_capturing, seed_fence, wait,
 };
 use lockwatch::input::{ConnectionSpec, Topology};
@@ -105,7 +105,7 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
     let run_id = info.lines().find_map(|l| l.strip_prefix("run_id:")).unwrap().trim().to_owned();
     let _: () = redis::cmd("HSET")
         .arg("{outbound}:node:srv-a")
-        .arg("presence")
+        .arg(beat::PRESENCE)
         .arg("sharded")
         .arg("presence_on")
         .arg(&run_id)
@@ -541,7 +541,9 @@ async fn a_slot_left_half_migrated_raises_no_alarm_and_the_presence_follows_the_
         let counts: Vec<redis::Value> = query(target, redis::cmd("PUBSUB").arg("SHARDNUMSUB").arg(&alive)).ok()?;
         let claims: Vec<Option<String>> = ["srv-a", "srv-b"]
             .iter()
-            .map(|n| query(target, redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg("presence")).unwrap())
+            .map(|n| {
+                query(target, redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg(beat::PRESENCE)).unwrap()
+            })
             .collect();
         (counts.get(1) == Some(&redis::Value::Int(1))
             && counts.get(3) == Some(&redis::Value::Int(1))

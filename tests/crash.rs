@@ -114,7 +114,7 @@ async fn a_worker_started_again_after_kill_9_runs_the_job_again_within_a_second(
     worker.kill9();
     assert_no_overlap(&journal(&j));
     let events: Vec<String> = stream_events(&mut c).into_iter().map(|e| e.kind).collect();
-    assert!(events.iter().filter(|k| *k == "acquired").count() >= 4, "{events:?}");
+    assert!(events.iter().filter(|k| *k == kind::ACQUIRED).count() >= 4, "{events:?}");
 }
 
 #[tokio::test]
@@ -155,7 +155,7 @@ async fn a_job_that_ends_by_itself_under_a_live_worker_lets_no_lock_go() {
     })
     .await;
     eventually("the job ended twice", Duration::from_secs(10), || {
-        (stream_events(&mut c).iter().filter(|e| e.kind == "job-exited").count() >= 2).then_some(())
+        (stream_events(&mut c).iter().filter(|e| e.kind == kind::JOB_EXITED).count() >= 2).then_some(())
     })
     .await;
     let still: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(&mut c).unwrap();
@@ -233,7 +233,7 @@ async fn a_stopped_reaper_does_not_keep_the_job_running_beside_the_next_holder()
     assert_no_overlap(&journal(&j));
     // srv-a's worker goes on beating: it did not hang on its reaper.
     let beat = |c: &mut redis::Connection| -> Option<u64> {
-        redis::cmd("HGET").arg("{outbound}:node:srv-a").arg("seq").query(c).ok()?
+        redis::cmd("HGET").arg("{outbound}:node:srv-a").arg(beat::SEQ).query(c).ok()?
     };
     let seq = beat(&mut c);
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -286,7 +286,7 @@ async fn worker_gone_while_the_worker_lives_lets_nothing_go() {
     assert_eq!(lock_fields(&mut c), field, "worker-gone let go of a live worker's lock; it said: {said}");
     assert!(runs(child), "srv-a's job stopped");
     let kinds: Vec<String> = stream_events(&mut c).into_iter().map(|e| e.kind).collect();
-    assert!(!kinds.iter().any(|k| k == "died"), "a live worker recorded as died: {kinds:?}");
+    assert!(!kinds.iter().any(|k| k == kind::DIED), "a live worker recorded as died: {kinds:?}");
     b.kill9();
     a.kill9();
     assert_no_overlap(&journal(&j));
@@ -295,8 +295,12 @@ async fn worker_gone_while_the_worker_lives_lets_nothing_go() {
 /// Waits until the worker `pid` of `node` stands by: its heartbeat, idle.
 async fn standing_by(c: &mut redis::Connection, node: &str, pid: i32) {
     eventually(&format!("{node}'s worker {pid} standing by"), Duration::from_secs(10), || {
-        let (beat_pid, state): (Option<String>, Option<String>) =
-            redis::cmd("HMGET").arg(format!("{{outbound}}:node:{node}")).arg("pid").arg("state").query(c).ok()?;
+        let (beat_pid, state): (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(format!("{{outbound}}:node:{node}"))
+            .arg(beat::PID)
+            .arg(beat::STATE)
+            .query(c)
+            .ok()?;
         (beat_pid == Some(pid.to_string()) && state.as_deref() == Some("idle")).then_some(())
     })
     .await;

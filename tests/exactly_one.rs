@@ -169,7 +169,7 @@ async fn a_second_worker_under_a_name_in_use_refuses_in_one_sentence() {
     // name rightly free).
     eventually("the first worker's presence", Duration::from_secs(5), || {
         let presence: Option<String> =
-            redis::cmd("HGET").arg("{outbound}:node:wh-a").arg("presence").query(&mut c).ok()?;
+            redis::cmd("HGET").arg("{outbound}:node:wh-a").arg(beat::PRESENCE).query(&mut c).ok()?;
         presence.filter(|p| !p.is_empty())
     })
     .await;
@@ -273,7 +273,7 @@ async fn an_older_heartbeat_brought_back_does_not_stop_the_worker_that_has_the_n
         let mut worker = journal_worker(&url, "wh-a", LEASE, &path);
         let key = "{outbound}:node:wh-a";
         let own: String = eventually("the worker's first beat", Duration::from_secs(10), || {
-            redis::cmd("HGET").arg(key).arg("instance").query::<Option<String>>(&mut c).ok().flatten()
+            redis::cmd("HGET").arg(key).arg(beat::INSTANCE).query::<Option<String>>(&mut c).ok().flatten()
         })
         .await;
         if !acquiring {
@@ -281,7 +281,14 @@ async fn an_older_heartbeat_brought_back_does_not_stop_the_worker_that_has_the_n
         }
         let older = redis_ms(&mut c) - 1_500;
         let mut restore = redis::pipe();
-        restore.atomic().cmd("HSET").arg(key).arg("instance").arg("the-process-before").arg("beat_ms").arg(older);
+        restore
+            .atomic()
+            .cmd("HSET")
+            .arg(key)
+            .arg(beat::INSTANCE)
+            .arg("the-process-before")
+            .arg(beat::BEAT_MS)
+            .arg(older);
         if acquiring {
             let flag = "{outbound}:enabled:alice";
             restore.cmd("HSET").arg(flag).arg("on").arg("1").arg("time").arg(older + 1_000);
@@ -296,7 +303,7 @@ async fn an_older_heartbeat_brought_back_does_not_stop_the_worker_that_has_the_n
             worker.try_wait().unwrap().is_none(),
             "the worker stopped over an old heartbeat (acquiring: {acquiring})"
         );
-        let now: String = redis::cmd("HGET").arg(key).arg("instance").query(&mut c).unwrap();
+        let now: String = redis::cmd("HGET").arg(key).arg(beat::INSTANCE).query(&mut c).unwrap();
         assert_eq!(now, own, "its own beat replaced the old one");
         let lines = journal(&path);
         assert_no_overlap(&lines);

@@ -27,8 +27,12 @@ fn running_on(c: &mut redis::Connection) -> Option<String> {
     let fields: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(c).ok()?;
     let field = fields.first()?;
     ["srv-a", "srv-b"].into_iter().map(str::to_owned).find(|n| {
-        let (f, state): (Option<String>, Option<String>) =
-            redis::cmd("HMGET").arg(format!("{{outbound}}:node:{n}")).arg("lock_field").arg("state").query(c).unwrap();
+        let (f, state): (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(format!("{{outbound}}:node:{n}"))
+            .arg(beat::LOCK_FIELD)
+            .arg(beat::STATE)
+            .query(c)
+            .unwrap();
         f.as_deref() == Some(field.as_str()) && state.as_deref() == Some("running")
     })
 }
@@ -60,7 +64,7 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
     eventually("srv-a to run the job", Duration::from_secs(10), || running_on(&mut c).filter(|n| n == "srv-a")).await;
     let mut b = worker(&url, "srv-b");
     eventually("srv-b to beat", Duration::from_secs(10), || {
-        let s: Option<String> = redis::cmd("HGET").arg("{outbound}:node:srv-b").arg("state").query(&mut c).unwrap();
+        let s: Option<String> = redis::cmd("HGET").arg("{outbound}:node:srv-b").arg(beat::STATE).query(&mut c).unwrap();
         s
     })
     .await;
@@ -83,7 +87,7 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
             .ids
             .iter()
             .any(|e| {
-                e.get::<String>("type").as_deref() == Some("flags-changed")
+                e.get::<String>(entry::TYPE).as_deref() == Some(kind::FLAGS_CHANGED)
                     && e.get::<String>("user").as_deref() == Some("bob")
                     && e.get::<String>("reason").as_deref() == Some("night shift covers the inventory")
             })
@@ -94,7 +98,7 @@ async fn failover_restart_flip_and_a_kill_9_death_are_in_the_history_in_order() 
     // The last server dies without a word, after a beat that followed the
     // flip (the death is dated at the last beat, so it comes after the flip).
     let seq = |c: &mut redis::Connection| -> u64 {
-        let s: Option<u64> = redis::cmd("HGET").arg("{outbound}:node:srv-b").arg("seq").query(c).unwrap();
+        let s: Option<u64> = redis::cmd("HGET").arg("{outbound}:node:srv-b").arg(beat::SEQ).query(c).unwrap();
         s.unwrap_or(0)
     };
     let recorded = seq(&mut c);
@@ -238,7 +242,7 @@ async fn flips_faster_than_a_person_makes_them_are_recorded_within_her_budget() 
     let _a = worker(&server.url(), "srv-a");
     let _b = worker(&server.url(), "srv-b");
     eventually("the job runs", Duration::from_secs(10), || running_on(&mut admin)).await;
-    let flips = |c: &mut redis::Connection| stream_events(c).iter().filter(|e| e.kind == "flags-changed").count();
+    let flips = |c: &mut redis::Connection| stream_events(c).iter().filter(|e| e.kind == kind::FLAGS_CHANGED).count();
     let before = flips(&mut admin);
     let mut made = 0;
     let started = std::time::Instant::now();

@@ -145,7 +145,7 @@ async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stoppe
     let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
     let mut c = server.conn();
     let fence_of = |c: &mut redis::Connection| -> i64 {
-        redis::cmd("HGET").arg(format!("{{outbound}}:node:{holder}")).arg("fence").query(c).unwrap()
+        redis::cmd("HGET").arg(format!("{{outbound}}:node:{holder}")).arg(beat::FENCE).query(c).unwrap()
     };
     let fence = fence_of(&mut c);
 

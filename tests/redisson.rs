@@ -94,7 +94,7 @@ fn beat_field(c: &mut redis::Connection, node: &str, field: &str) -> Option<Stri
 async fn beating(c: &mut redis::Connection, node: &str, worker: &WorkerProcess) {
     let pid = worker.pid().to_string();
     eventually(&format!("{node}'s heartbeat"), Duration::from_secs(10), || {
-        (beat_field(c, node, "pid")? == pid).then_some(())
+        (beat_field(c, node, beat::PID)? == pid).then_some(())
     })
     .await;
 }
@@ -169,7 +169,7 @@ async fn a_redisson_unlock_hands_the_job_to_the_worker_within_a_second() {
     first_tick(&j, "srv-a", 0, Duration::from_secs(10)).await;
     flag(&mut c, "outbound", "alice", false);
     eventually("srv-a to let go", Duration::from_secs(10), || {
-        (lock_fields(&mut c).is_empty() && beat_field(&mut c, "srv-a", "state").as_deref() == Some("idle"))
+        (lock_fields(&mut c).is_empty() && beat_field(&mut c, "srv-a", beat::STATE).as_deref() == Some("idle"))
             .then_some(())
     })
     .await;
@@ -227,7 +227,8 @@ async fn a_lockwatch_holder_whose_record_was_evicted_is_still_waited_for() {
     let b = journal_worker(&url, "srv-b", LEASE, &j);
     beating(&mut c, "srv-b", &b).await;
 
-    let child: u32 = beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok()).expect("srv-a's job's pid");
+    let child: u32 =
+        beat_field(&mut c, "srv-a", beat::CHILD_PID).and_then(|p| p.parse().ok()).expect("srv-a's job's pid");
     let frozen = Resume(a.pid());
     // SAFETY: SIGSTOP to a worker this test started; its reaper and job run on.
     unsafe { libc::kill(a.pid(), libc::SIGSTOP) };
@@ -238,11 +239,11 @@ async fn a_lockwatch_holder_whose_record_was_evicted_is_still_waited_for() {
         redis::pipe().del("{outbound}:lock").ignore().publish(UNLOCK_CHANNEL, 0).ignore().query(&mut c).unwrap();
     let freed_at = now_ns();
     let taken = eventually("srv-b to take the lock", Duration::from_secs(5), || {
-        let field = beat_field(&mut c, "srv-b", "lock_field").filter(|f| !f.is_empty())?;
+        let field = beat_field(&mut c, "srv-b", beat::LOCK_FIELD).filter(|f| !f.is_empty())?;
         (lock_fields(&mut c) == [field]).then(now_ns)
     })
     .await;
-    let state = beat_field(&mut c, "srv-b", "state");
+    let state = beat_field(&mut c, "srv-b", beat::STATE);
     assert_eq!(state.as_deref(), Some("starting"), "srv-b holds the lock and waits");
     let b_first = first_tick(&j, "srv-b", freed_at, Duration::from_secs(15)).await;
     assert!(!common::procs::runs(child), "srv-a's job still runs beside srv-b's");

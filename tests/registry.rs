@@ -37,7 +37,7 @@ async fn a_running_worker_removes_servers_gone_for_long_and_its_own_heartbeat_ex
         .arg("{outbound}:node:silent")
         .arg("state")
         .arg("idle")
-        .arg("beat_ms")
+        .arg(beat::BEAT_MS)
         .arg(two_days_ago)
         .query(&mut c)
         .unwrap();

@@ -18,7 +18,8 @@ use common::server::connect;
 use common::spy::{Spy, window};
 use common::topology::{SentinelSet, is_primary, query};
 use common::{
-    WorkerProcess, enabled_and_replicated, eventually, flag, free_port, record_events, record_statuses, run_capturing,
+    WorkerProcess, beat, enabled_and_replicated, eventually, flag, free_port, record_events, record_statuses,
+    run_capturing,
 };
 use lockwatch::input::{ConnectionSpec, Topology};
 use lockwatch::watcher::{Options, Watcher};
@@ -195,7 +196,7 @@ async fn a_demoted_primary_answering_readonly_is_dropped_and_the_worker_follows_
     // The worker's next write on the old primary answers READONLY; it
     // connects again through the sentinels and beats on the new primary.
     let seq = |port: u16| -> u64 {
-        query::<Option<u64>>(port, redis::cmd("HGET").arg("{outbound}:node:srv-a").arg("seq"))
+        query::<Option<u64>>(port, redis::cmd("HGET").arg("{outbound}:node:srv-a").arg(beat::SEQ))
             .ok()
             .flatten()
             .unwrap_or(0)

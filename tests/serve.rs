@@ -764,8 +764,11 @@ fn holder_on(port: u16) -> Option<String> {
     let fields: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(&mut c).ok()?;
     let field = fields.first()?;
     ["srv-a", "srv-b"].into_iter().map(str::to_owned).find(|n| {
-        let f: Option<String> =
-            redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg("lock_field").query(&mut c).unwrap_or(None);
+        let f: Option<String> = redis::cmd("HGET")
+            .arg(format!("{{outbound}}:node:{n}"))
+            .arg(beat::LOCK_FIELD)
+            .query(&mut c)
+            .unwrap_or(None);
         f.as_deref() == Some(field.as_str())
     })
 }

@@ -47,6 +47,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::beat;
 use common::journal::{self, Run, Tick};
 use common::procs;
 use common::proxy::{Mode, Proxy};
@@ -211,7 +212,7 @@ fn a_job_started_as_redis_goes_silent_dies_before_the_lease_runs_out() {
 
 fn beats_idle(c: &mut redis::Connection, node: &str) -> bool {
     let state: Option<String> =
-        redis::cmd("HGET").arg(format!("{{outbound}}:node:{node}")).arg("state").query(c).unwrap();
+        redis::cmd("HGET").arg(format!("{{outbound}}:node:{node}")).arg(beat::STATE).query(c).unwrap();
     state.as_deref() == Some("idle")
 }
 

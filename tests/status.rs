@@ -81,7 +81,7 @@ async fn each_state_from_the_keys_as_written() {
 
     // A second server beats and says it runs too: conflict.
     beat(&mut c, "outbound", "srv-b", "uuid-b:1", 1, "running", 0);
-    let _: () = redis::cmd("HSET").arg("{outbound}:node:srv-a").arg("started_ms").arg(1).query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET").arg("{outbound}:node:srv-a").arg(beat::STARTED_MS).arg(1).query(&mut c).unwrap();
     assert_eq!(look(&server, &keys, &cfg).await.state, State::Conflict);
 
     // Heartbeat names fence 1 while the counter says 2: conflict.
@@ -318,9 +318,9 @@ fn entry_at(c: &mut redis::Connection, ms: u64, kind: &str, node: &str) {
     let _: () = redis::cmd("XADD")
         .arg("{outbound}:events")
         .arg(format!("{ms}-0"))
-        .arg("type")
+        .arg(entry::TYPE)
         .arg(kind)
-        .arg("node")
+        .arg(entry::NODE)
         .arg(node)
         .query(c)
         .unwrap();
@@ -336,7 +336,7 @@ async fn a_first_look_dates_a_down_job_from_what_redis_remembers_the_same_on_eve
     flag(&mut c, "outbound", "alice", true);
     let _: () =
         redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(now - 3_600_000).query(&mut c).unwrap();
-    entry_at(&mut c, now - 3_000_000, "acquired", "srv-a");
+    entry_at(&mut c, now - 3_000_000, kind::ACQUIRED, "srv-a");
     entry_at(&mut c, now - 40_000, "lost", "srv-a");
     beat(&mut c, "outbound", "srv-a", "", 1, "idle", 0);
 

@@ -25,7 +25,7 @@ fn holder_node(c: &mut redis::Connection) -> Option<String> {
         .iter()
         .find(|n| {
             let f: Option<String> =
-                redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg("lock_field").query(c).unwrap();
+                redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg(beat::LOCK_FIELD).query(c).unwrap();
             f.as_deref() == Some(field.as_str())
         })
         .map(|n| n.to_string())
@@ -85,7 +85,7 @@ async fn sigterm_hands_over_in_under_a_second() {
     let holder = wait_holder(&mut c, None).await;
     assert_eq!(holder, "srv-a");
     let mut b = journal_worker(&url, "srv-b", "30s", &j);
-    eventually("srv-b to beat", Duration::from_secs(5), || beat_field(&mut c, "srv-b", "state")).await;
+    eventually("srv-b to beat", Duration::from_secs(5), || beat_field(&mut c, "srv-b", beat::STATE)).await;
     let t0 = Instant::now();
     let asked = now_ns();
     a.sigterm();
@@ -130,7 +130,7 @@ async fn all_flags_off_stop_the_job_and_release_the_lock() {
     let mut a = journal_worker(&url, "srv-a", "30s", &j);
     wait_holder(&mut c, None).await;
     let child: u32 = eventually("child", Duration::from_secs(5), || {
-        beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
+        beat_field(&mut c, "srv-a", beat::CHILD_PID).and_then(|p| p.parse().ok())
     })
     .await;
     flag(&mut c, "outbound", "alice", false);
@@ -160,7 +160,7 @@ async fn a_silent_job_is_stale_while_the_lock_is_still_renewed() {
     let mut a =
         WorkerProcess::spawn(&mut worker_command(&url, "srv-a", "1500ms", &["--stall-after", "1s"], "sleep 600"));
     eventually("the job", Duration::from_secs(10), || {
-        beat_field(&mut c, "srv-a", "child_pid").filter(|p| !p.is_empty())
+        beat_field(&mut c, "srv-a", beat::CHILD_PID).filter(|p| !p.is_empty())
     })
     .await;
     tokio::time::sleep(Duration::from_millis(3_000)).await;
@@ -189,7 +189,7 @@ async fn losing_redis_stops_the_job_before_the_lease_runs_out() {
     let mut a = journal_worker(&url, "srv-a", "2s", &j);
     wait_holder(&mut c, None).await;
     let child: u32 = eventually("child", Duration::from_secs(5), || {
-        beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
+        beat_field(&mut c, "srv-a", beat::CHILD_PID).and_then(|p| p.parse().ok())
     })
     .await;
     let pttl_before: i64 = redis::cmd("PTTL").arg("{outbound}:lock").query(&mut c).unwrap();
@@ -214,7 +214,7 @@ async fn the_lock_is_redissons_and_a_redisson_unlock_wakes_the_worker_at_once() 
     let j = dir.path().join("journal");
     let mut a = journal_worker(&url, "srv-a", "3s", &j);
     eventually("srv-a to beat idle", Duration::from_secs(5), || {
-        beat_field(&mut c, "srv-a", "state").filter(|s| s == "idle")
+        beat_field(&mut c, "srv-a", beat::STATE).filter(|s| s == "idle")
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -302,17 +302,21 @@ async fn an_embedded_task_gets_the_fence_and_its_silence_shows_as_stalled() {
         let _ = stop_rx.await;
     }));
     // The first start on this new Redis waits the 3 s lease.
-    eventually("running", Duration::from_secs(10), || beat_field(&mut c, "svc-1", "state").filter(|s| s == "running"))
-        .await;
+    eventually("running", Duration::from_secs(10), || {
+        beat_field(&mut c, "svc-1", beat::STATE).filter(|s| s == "running")
+    })
+    .await;
     let fence: i64 = redis::cmd("GET").arg("{outbound}:fence").query(&mut c).unwrap();
     assert_eq!(seen_fence.load(Ordering::SeqCst), fence);
-    eventually("stalled", Duration::from_secs(5), || beat_field(&mut c, "svc-1", "state").filter(|s| s == "stalled"))
-        .await;
+    eventually("stalled", Duration::from_secs(5), || {
+        beat_field(&mut c, "svc-1", beat::STATE).filter(|s| s == "stalled")
+    })
+    .await;
     stop_tx.send(()).unwrap();
     tokio::time::timeout(Duration::from_secs(5), run).await.unwrap().unwrap().unwrap();
     let exists: bool = redis::cmd("EXISTS").arg("{outbound}:lock").query(&mut c).unwrap();
     assert!(!exists, "released on shutdown");
-    assert_eq!(beat_field(&mut c, "svc-1", "state").as_deref(), Some("idle"));
+    assert_eq!(beat_field(&mut c, "svc-1", beat::STATE).as_deref(), Some("idle"));
 }
 
 /// A job that starts a grandchild and a grandchild in a session of its own
@@ -429,7 +433,7 @@ async fn the_job_keeps_its_stdout_stderr_and_exit_status() {
     let out = drain(Box::new(a.stdout.take().unwrap()));
     let err = drain(Box::new(a.stderr.take().unwrap()));
     eventually("the job's exit status in the heartbeat", Duration::from_secs(10), || {
-        beat_field(&mut c, "srv-a", "last_exit").filter(|s| s == "exit status: 3")
+        beat_field(&mut c, "srv-a", beat::LAST_EXIT).filter(|s| s == "exit status: 3")
     })
     .await;
     a.sigterm();
@@ -535,7 +539,7 @@ async fn released_is_recorded_only_when_the_release_released() {
     let _stray = Strays(vec![job]);
     flag(&mut c, "outbound", "alice", false);
     eventually("the worker to stop the job", Duration::from_secs(5), || {
-        beat_field(&mut c, "srv-a", "state").filter(|s| s == "stopping")
+        beat_field(&mut c, "srv-a", beat::STATE).filter(|s| s == "stopping")
     })
     .await;
     // While the job takes its time, somebody else takes the lock over.
@@ -551,7 +555,7 @@ async fn released_is_recorded_only_when_the_release_released() {
         .unwrap();
     eventually("the job to end", Duration::from_secs(10), || (!runs(job)).then_some(())).await;
     eventually("the worker to be idle", Duration::from_secs(10), || {
-        beat_field(&mut c, "srv-a", "state").filter(|s| s == "idle")
+        beat_field(&mut c, "srv-a", beat::STATE).filter(|s| s == "idle")
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -588,7 +592,7 @@ async fn without_a_replica_confirming_the_lock_the_job_stops_and_does_not_start(
     })
     .await;
     let child: u32 = eventually("the child pid", Duration::from_secs(5), || {
-        beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
+        beat_field(&mut c, "srv-a", beat::CHILD_PID).and_then(|p| p.parse().ok())
     })
     .await;
     let _stray = Strays(vec![child]);
@@ -611,7 +615,7 @@ async fn without_a_replica_confirming_the_lock_the_job_stops_and_does_not_start(
     })
     .await;
     let mut b = journal_worker(&primary.url(), "srv-b", "2s", &j);
-    eventually("srv-b to beat", Duration::from_secs(5), || beat_field(&mut c, "srv-b", "seq")).await;
+    eventually("srv-b to beat", Duration::from_secs(5), || beat_field(&mut c, "srv-b", beat::SEQ)).await;
     tokio::time::sleep(lease * 2).await;
     assert!(!journal(&j).iter().any(|l| l.1 == "srv-b"), "srv-b ran the job on an unconfirmed lock");
 
@@ -686,14 +690,14 @@ async fn no_second_run_after_data_loss(lose: impl FnOnce(&mut RedisServer)) {
     let lease_ms = 6_000;
     let mut a = journal_worker(&url, "srv-a", "6s", &j);
     let child: u32 = eventually("srv-a's job", Duration::from_millis(lease_ms as u64 + 10_000), || {
-        beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
+        beat_field(&mut c, "srv-a", beat::CHILD_PID).and_then(|p| p.parse().ok())
     })
     .await;
     let _stray = Strays(vec![child]);
     let a_fence = eventually("srv-a's journal", Duration::from_secs(5), || journal(&j).first().map(|l| l.0)).await;
     let mut b = journal_worker(&url, "srv-b", "6s", &j);
     eventually("srv-b to beat idle", Duration::from_secs(5), || {
-        beat_field(&mut c, "srv-b", "state").filter(|s| s == "idle")
+        beat_field(&mut c, "srv-b", beat::STATE).filter(|s| s == "idle")
     })
     .await;
 
@@ -758,22 +762,22 @@ async fn the_first_start_on_a_fresh_redis_waits_one_lease_and_says_starting() {
     // From the acquisition on, the heartbeat says `starting` until the job runs.
     let mut states = Vec::new();
     while journal(&j).is_empty() {
-        states.push(beat_field(&mut c, "srv-a", "state").unwrap_or_default());
+        states.push(beat_field(&mut c, "srv-a", beat::STATE).unwrap_or_default());
         assert!(states.len() < 500, "the job did not start within 10 s of the acquisition");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let waiting: Vec<&String> = states.iter().take(states.len().saturating_sub(3)).collect();
     assert!(!waiting.is_empty() && waiting.iter().all(|s| *s == "starting"), "states while waiting: {states:?}");
-    let started_ms: u64 = beat_field(&mut c, "srv-a", "started_ms").unwrap().parse().unwrap();
+    let started_ms: u64 = beat_field(&mut c, "srv-a", beat::STARTED_MS).unwrap().parse().unwrap();
     let events = stream_events(&mut c);
-    let acquired = events.iter().find(|e| e.kind == "acquired").expect("an acquired event");
-    let wait: u64 = acquired.field("wait_ms").map(|v| v.parse().unwrap()).unwrap_or(0);
+    let acquired = events.iter().find(|e| e.kind == kind::ACQUIRED).expect("an acquired event");
+    let wait: u64 = acquired.field(entry::WAIT_MS).map(|v| v.parse().unwrap()).unwrap_or(0);
     assert_eq!(wait, lease_ms, "the acquired event says the job waits one lease: {:?}", acquired.fields);
-    let job_started_ms = events.iter().find(|e| e.kind == "job-started").expect("a job-started event").ms;
+    let job_started_ms = events.iter().find(|e| e.kind == kind::JOB_STARTED).expect("a job-started event").ms;
     println!("first start on a fresh Redis: job started {} ms after the acquisition", job_started_ms - started_ms);
     assert!(job_started_ms - started_ms >= lease_ms, "the job started before one lease had passed");
     eventually("the heartbeat to say running", Duration::from_secs(5), || {
-        beat_field(&mut c, "srv-a", "state").filter(|s| s == "running")
+        beat_field(&mut c, "srv-a", beat::STATE).filter(|s| s == "running")
     })
     .await;
     a.kill9();
@@ -870,10 +874,10 @@ async fn a_holder_that_lets_go_during_the_wait_leaves_the_rest_of_it_to_the_next
     let lease_ms = 4_000;
     let mut a = journal_worker(&url, "srv-a", "4s", &j);
     wait_holder(&mut c, None).await;
-    let acquired_ms: u64 = beat_field(&mut c, "srv-a", "started_ms").unwrap().parse().unwrap();
+    let acquired_ms: u64 = beat_field(&mut c, "srv-a", beat::STARTED_MS).unwrap().parse().unwrap();
     let mut b = journal_worker(&url, "srv-b", "4s", &j);
     eventually("srv-b to beat idle", Duration::from_secs(5), || {
-        beat_field(&mut c, "srv-b", "state").filter(|s| s == "idle")
+        beat_field(&mut c, "srv-b", beat::STATE).filter(|s| s == "idle")
     })
     .await;
     // srv-a lets go while it waits: srv-b takes the lock, and the counter
@@ -882,11 +886,11 @@ async fn a_holder_that_lets_go_during_the_wait_leaves_the_rest_of_it_to_the_next
     a.sigterm();
     assert!(a.wait().unwrap().success());
     wait_holder(&mut c, Some("srv-a")).await;
-    assert_eq!(beat_field(&mut c, "srv-b", "state").as_deref(), Some("starting"));
+    assert_eq!(beat_field(&mut c, "srv-b", beat::STATE).as_deref(), Some("starting"));
     eventually("srv-b's job", Duration::from_millis(lease_ms + 5_000), || journal(&j).first().cloned()).await;
     let events = stream_events(&mut c);
-    let job_started = events.iter().find(|e| e.kind == "job-started").unwrap();
-    assert_eq!(job_started.field("node"), Some("srv-b"));
+    let job_started = events.iter().find(|e| e.kind == kind::JOB_STARTED).unwrap();
+    assert_eq!(job_started.field(entry::NODE), Some("srv-b"));
     let job_started_ms = job_started.ms;
     println!("srv-b's job started {} ms after srv-a's acquisition", job_started_ms - acquired_ms);
     assert!(job_started_ms - acquired_ms >= lease_ms, "srv-b started the job within a lease of the data loss");
@@ -958,10 +962,10 @@ async fn the_demo_starts_its_job_at_once_on_its_own_new_redis() {
     })
     .await;
     let mut c = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
-    let acquired: Vec<StreamEvent> = stream_events(&mut c).into_iter().filter(|e| e.kind == "acquired").collect();
+    let acquired: Vec<StreamEvent> = stream_events(&mut c).into_iter().filter(|e| e.kind == kind::ACQUIRED).collect();
     assert!(!acquired.is_empty());
     for e in &acquired {
-        assert_eq!(e.field("wait_ms"), None, "the demo's job waited: {:?}", e.fields);
+        assert_eq!(e.field(entry::WAIT_MS), None, "the demo's job waited: {:?}", e.fields);
     }
 }
 
@@ -977,7 +981,7 @@ async fn a_program_run_directly_starts_with_no_signal_blocked_and_stops_on_sigte
         .stderr(Stdio::null());
     let mut a = WorkerProcess::spawn(&mut cmd);
     let job: u32 = eventually("the job", Duration::from_secs(10), || {
-        beat_field(&mut c, "srv-a", "child_pid").and_then(|p| p.parse().ok())
+        beat_field(&mut c, "srv-a", beat::CHILD_PID).and_then(|p| p.parse().ok())
     })
     .await;
     let _stray = Strays(vec![job]);

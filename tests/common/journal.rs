@@ -4,6 +4,7 @@
 //! well. Shared by every test of workers running the job.
 #![allow(dead_code)]
 
+use super::beat;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -167,7 +168,7 @@ fn holder(c: &mut redis::Connection) -> Option<String> {
     let field = fields.first()?;
     ["srv-a", "srv-b"].into_iter().map(str::to_owned).find(|n| {
         let f: Option<String> =
-            redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg("lock_field").query(c).unwrap_or(None);
+            redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg(beat::LOCK_FIELD).query(c).unwrap_or(None);
         f.as_deref() == Some(field.as_str())
     })
 }

@@ -20,6 +20,8 @@ pub mod unit;
 pub mod wait;
 
 // What nearly every test file uses, at hand with `use common::*`.
+#[allow(unused_imports)]
+pub use lockwatch::schema::{beat, entry, kind};
 pub use server::RedisServer;
 pub use wait::eventually;
 
@@ -181,8 +183,13 @@ pub fn beat(conn: &mut redis::Connection, job: &str, node: &str, field: &str, fe
     let key = format!("{{{job}}}:node:{node}");
     let _: () = redis::cmd("HSET")
         .arg(&key)
-        .arg(&[("node", node), ("host", "test-host"), ("lock_field", field), ("state", state)])
-        .arg(&[("fence", fence as u64), ("beat_ms", now - age_ms), ("started_ms", now - age_ms - 1), ("pid", 1)])
+        .arg(&[(beat::NODE, node), (beat::HOST, "test-host"), (beat::LOCK_FIELD, field), (beat::STATE, state)])
+        .arg(&[
+            (beat::FENCE, fence as u64),
+            (beat::BEAT_MS, now - age_ms),
+            (beat::STARTED_MS, now - age_ms - 1),
+            (beat::PID, 1),
+        ])
         .query(conn)
         .unwrap();
     let _: () = redis::cmd("SADD").arg(format!("{{{job}}}:nodes")).arg(node).query(conn).unwrap();
@@ -209,7 +216,7 @@ pub fn holder_job(c: &mut redis::Connection) -> Option<(String, u32)> {
     nodes.into_iter().find_map(|node| {
         let (lock_field, child): (Option<String>, Option<u32>) = redis::cmd("HMGET")
             .arg(format!("{{outbound}}:node:{node}"))
-            .arg("lock_field")
+            .arg(beat::LOCK_FIELD)
             .arg("child_pid")
             .query(c)
             .ok()?;
@@ -287,7 +294,7 @@ pub fn stream_events(c: &mut redis::Connection) -> Vec<StreamEvent> {
             let ms = entry.id.split('-').next().unwrap().parse().unwrap();
             let fields: Vec<(String, String)> =
                 entry.map.into_iter().map(|(k, v)| (k, redis::from_redis_value::<String>(v).unwrap())).collect();
-            let kind = fields.iter().find(|(k, _)| k == "type").map(|(_, v)| v.clone()).unwrap_or_default();
+            let kind = fields.iter().find(|(k, _)| k == entry::TYPE).map(|(_, v)| v.clone()).unwrap_or_default();
             StreamEvent { kind, ms, fields }
         })
         .collect()
@@ -446,7 +453,8 @@ pub fn crowd(c: &mut redis::Connection) -> String {
     for i in 0..2000 {
         pipe.sadd("{outbound}:nodes", format!("old{i}")).ignore();
         if i % 2 == 0 {
-            pipe.hset_multiple(format!("{{outbound}}:node:old{i}"), &[("state", "idle"), ("beat_ms", "1")]).ignore();
+            pipe.hset_multiple(format!("{{outbound}}:node:old{i}"), &[(beat::STATE, "idle"), (beat::BEAT_MS, "1")])
+                .ignore();
         }
     }
     let _: () = pipe.query(c).unwrap();
