@@ -340,6 +340,41 @@ mod tests {
         assert!(lua.contains("local function now_ms()"), "{lua}");
     }
 
+    /// The keys table of `docs/internals.md` names every field of every
+    /// hash and stream entry declared here, and every kind, in the row of
+    /// its key: a field added here and not there fails.
+    #[test]
+    fn the_docs_keys_table_names_every_field() {
+        let doc = include_str!("../docs/internals.md");
+        let row = |key: &str| -> &str {
+            doc.lines().find(|l| l.starts_with(&format!("| `{key}` |"))).unwrap_or_else(|| panic!("no row for {key}"))
+        };
+        let named = |row: &str, name: &str| {
+            row.match_indices(name).any(|(at, _)| {
+                let before = row[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric() && c != '_');
+                let after = row[at + name.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric() && c != '_');
+                before && (after || name.ends_with(':'))
+            })
+        };
+        let tables: [(&str, &[&str]); 7] = [
+            ("{outbound}:enabled:<user>", flag::ALL),
+            ("{outbound}:ack:<user>", ack::ALL),
+            ("{outbound}:node:<node>", beat::ALL),
+            ("{outbound}:handover", handover::ALL),
+            ("{outbound}:events", entry::ALL),
+            ("{outbound}:posted:<incident>", claim::ALL),
+            ("{outbound}:repeats:<kind>", window::ALL),
+        ];
+        for (key, fields) in tables {
+            for field in fields {
+                assert!(named(row(key), field), "docs/internals.md's row for {key} does not name {field}");
+            }
+        }
+        for k in kind::ALL {
+            assert!(named(row("{outbound}:events"), k), "docs/internals.md does not name the kind {k}");
+        }
+    }
+
     /// Every `BEAT.X`, `FLAG.X`, `ACK.X`, `HANDOVER.X`, `ENTRY.X`, `CLAIM.X`,
     /// `WINDOW.X` and `STATE.X` a script names is in the preamble: a name that is not would be `nil` in Lua,
     /// found only when the script runs.
