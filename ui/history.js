@@ -17,7 +17,7 @@ export const WINDOWS = [
 const PALETTE = ["#2563eb", "#1f9d55", "#b5179e", "#e07a00", "#0f766e", "#7c3aed"];
 const WHAT = { failover: "page-what-failover", restart: "page-what-restart", death: "page-what-death" };
 /** The library's end tokens, in the catalog's words (its English sentence otherwise). */
-const CAUSES = {
+export const CAUSES = {
   disabled: "page-cause-disabled",
   shutdown: "page-cause-shutdown",
   lost: "page-cause-lost",

@@ -10,7 +10,7 @@ import { t } from "./i18n.js";
 import { INPUTS, formOf, placeVerdict } from "./validate.js";
 
 /** Each event the settings can choose, with the message that names it. */
-const EVENTS = [
+export const EVENTS = [
   ["died", "page-event-died"],
   ["data_lost", "page-event-data_lost"],
   ["failover", "page-event-failover"],

@@ -31,6 +31,12 @@ pub enum End {
 }
 
 impl End {
+    /// Every way a run ends, each token once.
+    pub fn all() -> Vec<End> {
+        let causes = Cause::ALL.into_iter().map(|c| End::Released(Some(c)));
+        causes.chain([End::Released(None), End::Lost(None), End::Silent]).collect()
+    }
+
     /// The token JSON shows: the cause, or how it ended when no cause is known.
     pub fn token(self) -> &'static str {
         match self {

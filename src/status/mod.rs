@@ -301,6 +301,23 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every event, in the order the settings list them.
+    pub const ALL: [EventKind; 13] = [
+        EventKind::Died,
+        EventKind::DataLost,
+        EventKind::Failover,
+        EventKind::Restarted,
+        EventKind::Conflict,
+        EventKind::Stalled,
+        EventKind::Recovered,
+        EventKind::Started,
+        EventKind::Stopped,
+        EventKind::Unreachable,
+        EventKind::Reachable,
+        EventKind::StandbyLost,
+        EventKind::StandbyBack,
+    ];
+
     /// The event's name as the CLI prints it.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -122,4 +122,28 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn the_page_tests_read_the_librarys_words_as_they_are() {
+        // ui/tests/library.json gives the node tests the events the settings
+        // offer and the ends the history names, as the library has them.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/tests/library.json");
+        let events: Vec<&str> = lockwatch::EventKind::ALL.iter().map(|k| k.as_str()).collect();
+        let mut ends: Vec<&str> = Vec::new();
+        for end in lockwatch::history::End::all() {
+            if !ends.contains(&end.token()) {
+                ends.push(end.token());
+            }
+        }
+        let want = serde_json::to_string_pretty(&serde_json::json!({ "events": events, "ends": ends })).unwrap() + "\n";
+        if std::env::var_os("LOCKWATCH_UPDATE_TEXTS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is stale: run LOCKWATCH_UPDATE_TEXTS=1 cargo test -p lockwatch-tray --lib i18n::",
+            path.display()
+        );
+    }
 }
