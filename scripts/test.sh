@@ -4,11 +4,23 @@
 # and the core tests again on each other server lockwatch supports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup-test-deps.sh
+# Each step says how long it took; the test binaries' own times are kept
+# in $log and the slowest listed at the end.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+step() {
+  local started=$SECONDS
+  "$@"
+  echo "test.sh: $* took $((SECONDS - started)) s" >&2
+}
+tests() {
+  cargo test --locked "$@" 2>&1 | tee -a "$log"
+}
+step bash scripts/setup-test-deps.sh
 # lockwatch.exe and Wine, for tests/wine.rs.
-bash scripts/build-windows.sh
-cargo test --workspace --locked "$@"
-node --test ui/tests/
+step bash scripts/build-windows.sh
+step tests --workspace "$@"
+step node --test ui/tests/
 # No import circle, between the crates' modules or their files.
 for crate in src src-tauri/src; do python3 scripts/module-cycles.py "$crate" --files; done
 # The engines decide without I/O: nothing they import does any.
@@ -20,5 +32,9 @@ python3 scripts/engine-imports.py
 servers=$(bash scripts/fetch-servers.sh)
 while read -r name dir _; do
   echo "== the core tests on $name ($dir)"
-  PATH="$dir:$PATH" cargo test --locked --test worker --test status --test incidents --test acl --test sentinel
+  PATH="$dir:$PATH" step tests --test worker --test status --test incidents --test acl --test sentinel
 done <<<"$servers"
+
+echo "test.sh: the slowest test binaries (seconds, each run):" >&2
+awk '/^     Running /{bin=($2=="unittests" ? $3 : $2)} /^test result:/{for(i=1;i<=NF;i++) if($i=="in"){sub("s","",$(i+1)); print $(i+1), bin}}' "$log" |
+  sort -rn | head -8 >&2
