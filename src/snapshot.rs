@@ -75,6 +75,14 @@ impl Snapshot {
             .map(String::as_str)
             .collect()
     }
+
+    /// The flags Redis lost as the latest word says: the `flags_lost` of the
+    /// heartbeat that beat last among those `counted`. An older heartbeat
+    /// (a worker dead since) may name a flag its user wrote again since.
+    pub fn flags_lost_said(&self, counted: impl Fn(&Beat) -> bool) -> &[String] {
+        let latest = self.beats.iter().filter(|b| counted(b)).max_by_key(|b| b.beat_ms.unwrap_or(0));
+        latest.map_or(&[], |b| b.flags_lost.as_slice())
+    }
 }
 
 /// The answer of [`Snapshot::enabled`].

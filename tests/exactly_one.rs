@@ -342,3 +342,39 @@ async fn a_worker_with_a_shorter_lease_waits_for_a_frozen_holder_by_the_holders_
     assert_eq!(overlap_ms(&lines), 0, "two runs at once");
     assert_no_overlap(&lines);
 }
+
+/// The name of a frozen holder with a longer lease is kept by that lease:
+/// srv-a (8 s) is frozen, its connections cut and its lock force-unlocked,
+/// and a new worker started under its name with a 2 s lease must not take
+/// the name (and so end srv-b's wait for srv-a) before srv-a's reaper has
+/// killed its job.
+#[tokio::test]
+async fn a_new_worker_under_a_frozen_holders_name_waits_out_the_holders_lease() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    seed_fence(&mut c);
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal");
+    let a = journal_worker(&server.url(), "srv-a", "8s", &path);
+    assert_eq!(running_node(&path, None).await, "srv-a");
+    let _b = journal_worker(&server.url(), "srv-b", "2s", &path);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let _again;
+    {
+        let _frozen = freeze(a.pid());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let cut = cut_connections(&mut c, a.pid());
+        assert!(cut > 0, "srv-a's connections were found");
+        force_unlock(&mut c).unwrap();
+        _again = journal_worker(&server.url(), "srv-a", "2s", &path);
+        tokio::time::sleep(Duration::from_secs(9)).await;
+    }
+    let lines = journal(&path);
+    println!(
+        "srv-a (8 s) frozen, cut off, force-unlocked; srv-a started again with 2 s: {} ms of two runs",
+        overlap_ms(&lines)
+    );
+    assert_eq!(overlap_ms(&lines), 0, "two runs at once");
+    assert_no_overlap(&lines);
+}

@@ -232,6 +232,45 @@ async fn a_lost_flag_is_still_named_after_a_failover_and_after_both_workers_rest
     assert_ne!(json["state"], json!("stopped"), "{json}");
 }
 
+/// A lost flag its user wrote again is forgotten for good: a heartbeat of a
+/// worker killed before she wrote it still names it, but the latest word is
+/// the live worker's, so her off flag lost in turn stops nothing and starts
+/// nothing, also after the live worker restarts.
+#[tokio::test]
+async fn a_lost_flag_written_again_does_not_come_back_from_a_dead_workers_heartbeat() {
+    let server = RedisServer::start();
+    let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
+    let mut c = server.conn();
+    let status = || {
+        let out = lockwatch(&server.url(), &["status", "--json"]);
+        (out.status.code(), serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap())
+    };
+    let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
+    eventually("the lost flag named", Duration::from_secs(5), || {
+        (status().1["flags_lost"] == json!(["alice"])).then_some(())
+    })
+    .await;
+    let (live, mut standby) = if holder == "srv-a" { (a, b) } else { (b, a) };
+    standby.kill9();
+    standby.wait().unwrap();
+    flag(&mut c, "outbound", "alice", false);
+    eventually("stopped", Duration::from_secs(5), || (status().1["state"] == json!("stopped")).then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (code, json) = status();
+    println!("her off flag lost too: {json}");
+    assert_eq!((code, &json["state"], &json["flags_lost"]), (Some(0), &json!("stopped"), &json!([])), "{json}");
+    live.sigterm();
+    let node = holder.clone();
+    drop(live);
+    let _again = journal_worker(&server.url(), &node, "3s", &j);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (code, json) = status();
+    println!("after {node} restarted: {json}");
+    assert_eq!((code, &json["state"]), (Some(0), &json!("stopped")), "{json}");
+}
+
 #[test]
 fn a_job_this_redis_has_never_seen_is_unknown() {
     let (_server, url, _) = server_with_flag("alice", true);

@@ -407,19 +407,13 @@ pub(super) fn beat_fresh(b: &Beat, now_ms: u64, cfg: &Config) -> bool {
     b.beat_ms.is_some_and(|t| now_ms.saturating_sub(t) <= cfg.heartbeat_grace_ms)
 }
 
-/// The users whose flag a worker's fresh heartbeat says Redis lost while it
-/// was on, and whose flag is still gone in this read (a flip since wrote it
-/// again).
+/// The users whose flag the latest fresh heartbeat says Redis lost while
+/// it was on, and whose flag is still gone in this read (a flip since wrote
+/// it again).
 pub(super) fn flags_lost(snap: &Snapshot, cfg: &Config) -> Vec<String> {
     let gone = |user: &String| snap.flags.iter().any(|f| &f.user == user && f.is_missing());
-    let mut users: Vec<String> = snap
-        .beats
-        .iter()
-        .filter(|b| beat_fresh(b, snap.time_ms, cfg))
-        .flat_map(|b| b.flags_lost.iter())
-        .filter(|u| gone(u))
-        .cloned()
-        .collect();
+    let said = snap.flags_lost_said(|b| beat_fresh(b, snap.time_ms, cfg));
+    let mut users: Vec<String> = said.iter().filter(|u| gone(u)).cloned().collect();
     users.sort();
     users.dedup();
     users

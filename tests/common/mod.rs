@@ -307,6 +307,38 @@ pub fn redis_major(conn: &mut redis::Connection) -> u32 {
     version.split('.').next().unwrap().parse().unwrap()
 }
 
+/// Closes, from Redis's side, every connection process `pid` has to the
+/// Redis behind `admin` (as a proxy's reset or an admin's `CLIENT KILL`
+/// would); returns how many.
+pub fn cut_connections(admin: &mut redis::Connection, pid: i32) -> usize {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']').map(str::to_owned))
+        .collect();
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    // Each line: sl local_address rem_address st … uid timeout inode.
+    let ports: Vec<u16> = tcp
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let inode = cols.get(9)?;
+            if !inodes.iter().any(|i| i == inode) {
+                return None;
+            }
+            u16::from_str_radix(cols.get(1)?.split(':').nth(1)?, 16).ok()
+        })
+        .collect();
+    let mut cut = 0;
+    for port in ports {
+        let killed: redis::RedisResult<i64> =
+            redis::cmd("CLIENT").arg("KILL").arg("ADDR").arg(format!("127.0.0.1:{port}")).query(admin);
+        cut += usize::from(killed.is_ok());
+    }
+    cut
+}
+
 /// Whether the `redis-server` on PATH has ACL selectors (Redis 7+, Valkey),
 /// which a supervisor's writes to her own keys need; Redis 6.2 makes her
 /// rules read-only (and has no functions or `--enable-debug-command`). When

@@ -57,7 +57,7 @@ impl Worker {
                 }
                 Err(err @ Error::NodeTaken { .. }) => {
                     let since = *self.refused_since.get_or_insert_with(Instant::now);
-                    if !alive && since.elapsed() < self.name_kept() {
+                    if !alive && since.elapsed() < self.name_kept_in(snap) {
                         tracing::debug!(node = %self.opts.node, "{err}; trying again");
                         return Ok(());
                     }
@@ -97,6 +97,13 @@ impl Worker {
     /// silent past a lease runs no job any more (its reaper saw to that).
     pub(super) fn name_kept(&self) -> Duration {
         self.opts.lease.whole() + Duration::from_secs(1)
+    }
+
+    /// As [`name_kept`](Self::name_kept), or longer when the heartbeat under
+    /// the name in `snap` names a longer lease (`worker.lua` keeps it so).
+    fn name_kept_in(&self, snap: &Snapshot) -> Duration {
+        let theirs = snap.beats.iter().find(|b| b.node == self.opts.node).and_then(|b| b.lease_ms);
+        self.name_kept().max(Duration::from_millis(theirs.unwrap_or(0)) + Duration::from_secs(1))
     }
 }
 

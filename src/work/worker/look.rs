@@ -46,10 +46,8 @@ impl Worker {
         // once, whoever recorded it how often.
         let first = self.flags_seen.is_none();
         if first {
-            // The flags Redis lost before this process, as the heartbeats remember them.
-            self.were_on = snap.beats.iter().flat_map(|b| b.flags_lost.iter().cloned()).collect();
-            self.were_on.sort();
-            self.were_on.dedup();
+            // The flags Redis lost before this process, as the latest heartbeat remembers them.
+            self.were_on = snap.flags_lost_said(|_| true).to_vec();
         }
         let seen = self.flags_seen.as_deref().unwrap_or_default();
         let changed: Vec<Flag> = snap

@@ -7,7 +7,7 @@
 -- 0 before the first), then field/value pairs.
 -- Answers Redis time in ms, or, when another process has the name, {its id, host, pid,
 -- ms since its beat}: a name claimed is kept while its process beats (a lease's
--- silence ends any job it ran); a name taken by another since is lost. Another
+-- silence ends any job it ran: its own lease, `lease_ms`, when longer than `keeps` says); a name taken by another since is lost. Another
 -- process's beat older than this one's last was not written since: an older snapshot
 -- brought it back (a restore, a replica promoted), and this beat replaces it.
 -- A heartbeat lives a day past its last beat, so servers gone for long leave no trace;
@@ -21,11 +21,12 @@ local publish, channel, node = ARGV[1], ARGV[2], ARGV[3]
 local instance, claimed, dead, keeps = ARGV[4], ARGV[5] == '1', ARGV[6], tonumber(ARGV[7])
 local own_last = tonumber(ARGV[8]) or 0
 local now = now_ms()
-local other = redis.call('HMGET', KEYS[1], BEAT.INSTANCE, BEAT.BEAT_MS, BEAT.HOST, BEAT.PID)
+local other = redis.call('HMGET', KEYS[1], BEAT.INSTANCE, BEAT.BEAT_MS, BEAT.HOST, BEAT.PID, BEAT.LEASE_MS)
 if other[1] and other[1] ~= '' and other[1] ~= instance then
   local at = tonumber(other[2]) or 0
   local age = now - at
-  if (claimed and at >= own_last) or (not claimed and other[1] ~= dead and age < keeps) then
+  local kept = math.max(keeps, (tonumber(other[5]) or 0) + 1000)
+  if (claimed and at >= own_last) or (not claimed and other[1] ~= dead and age < kept) then
     return {other[1], other[3] or '', other[4] or '', age}
   end
 end
