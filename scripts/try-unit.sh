@@ -69,7 +69,8 @@ port=$((20000 + RANDOM % 20000))
 url="redis://127.0.0.1:$port"
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no >"$work/redis.log" 2>&1 &
 redis_pid=$!
-sleep 0.5
+# It answers within moments, longer on a busy machine.
+for _ in $(seq 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
 # alice has the job on; the job needs a registered supervisor's flag.
 redis-cli -p "$port" HSET "{outbound}:enabled:alice" on 1 >/dev/null
 redis-cli -p "$port" SADD "{outbound}:users" alice >/dev/null
