@@ -68,7 +68,7 @@ in_root lockwatch --version
 port=$((20000 + RANDOM % 20000))
 redis-server --port "$port" --bind 127.0.0.1 --save '' --daemonize no >"$work/redis.log" 2>&1 &
 pids+=($!)
-sleep 0.5
+for _ in $(seq 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
 redis-cli -p "$port" HSET "{outbound}:enabled:alice" on 1 >/dev/null
 redis-cli -p "$port" SADD "{outbound}:users" alice >/dev/null
 set +e
