@@ -3,8 +3,9 @@
 reaches through its imports (`crate::…`, `super::…`; tests aside) does I/O.
 
 Usage: scripts/engine-imports.py   (from the repository's root)
-The engines are the status engine (`status`), the worker's (`work::engine`)
-with the wait it asks (`work::handover`), and the history's flip budget.
+The engines are the status engine (`status`), the watcher's pacing
+(`watcher::pace`), the worker's (`work::engine`) with the wait it asks
+(`work::handover`), and the history's flip budget.
 A file does I/O when its code names tokio, a Redis call, the file system,
 processes, sockets or libc; the clock's module may be named for its type,
 and an engine's own code never reads the time. Modules declared under
@@ -21,7 +22,7 @@ spec = importlib.util.spec_from_file_location("module_cycles", os.path.join(here
 cycles = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(cycles)
 
-ENGINES = ["status", "work::engine", "work::handover", "history::budget"]
+ENGINES = ["status", "work::engine", "work::handover", "history::budget", "watcher::pace"]
 IO = re.compile(r"\btokio::|\.query_async\(|\bquery\(|redis::aio|redis::cmd|std::fs\b|std::process\b|std::net\b|\blibc::")
 # The clock's module reads the time, but holds its type too: an engine may
 # name the type, never read the time itself (checked below).

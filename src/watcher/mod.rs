@@ -18,6 +18,11 @@
 //! it is still awaited, so a frozen Redis shows as `unknown` within seconds,
 //! however long the poll interval, while one slow reply changes nothing. It
 //! publishes the latest status and every event to any number of subscribers.
+//!
+//! When to look, check or wait is [`pace`]'s to decide, without I/O; this
+//! file sends what it asks and listens.
+
+mod pace;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,6 +44,7 @@ use crate::keys::keyspace_pattern;
 use crate::probe::{Known, look};
 use crate::snapshot::Snapshot;
 use crate::status::{self, Engine, Event, Status, Step};
+use pace::{Ask, Ears, Knobs, Looked, Pace};
 
 /// How a watcher looks.
 #[derive(Debug, Clone)]
@@ -167,19 +173,25 @@ impl Shell {
                 stop.clone(),
             )),
         ];
+        // The pacing's clock: ms since this task began.
+        let start = Instant::now();
+        let at = move |i: Instant| millis(i.saturating_duration_since(start));
+        let knobs = Knobs {
+            poll: millis(options.poll),
+            alive_every: millis(options.alive_every),
+            max_backoff: millis(options.max_backoff),
+            full_every: millis(options.full_every),
+            confirmations: options.engine.confirmations,
+            beat_every: millis(BEAT_EVERY),
+            beat_late: millis(BEAT_LATE),
+        };
+        let mut pace = Pace::new(knobs, 0, spread());
         let mut known = Known::default();
-        // Spread over the period, so many desktops started at once do not read in step.
-        let mut full_at = Instant::now() + options.full_every.mul_f64(spread());
         let mut engine = Engine::new(&keys.job, &keys.lock, options.engine.clone());
         let mut conn: Option<Conn> = None;
         let mut last = Instant::now();
-        // When the next look is due; between looks, liveness checks.
-        let mut due = Due { look_at: Instant::now(), trusted: None };
-        let mut pace = WakePace::new();
+        let mut settle = WakePace::new();
         let alive_key = keys.fence();
-        // The holder whose presence subscription the last look counted: when
-        // its beat goes quiet, the check between looks counts it again.
-        let mut holder: Option<String> = None;
         // Why Redis could not be read, as last said: a new cause while it
         // still cannot (refused, then a password refused) is said too.
         let mut cause: Option<crate::error::RedisFailure> = None;
@@ -197,19 +209,16 @@ impl Shell {
         };
         'run: loop {
             let asked = Instant::now();
-            let looking = asked >= due.at(&heard) || conn.is_none();
-            // Between looks: the holder's presence if its beat went quiet, else a PING.
-            let quiet =
-                holder.as_ref().filter(|node| heard.last_beat(Some(node)).is_none_or(|beat| asked >= beat + BEAT_LATE));
-            let asking = quiet.map(|node| keys.alive_channel(node));
-            // A beat that did not come while they come is the first silence.
-            let missed = !looking && beating(&heard) && asked >= heard.last() + BEAT_LATE;
-            if looking && asked >= full_at {
+            let (last_heard, beat) = heard_since(&heard, start);
+            let mut ask = pace.ask(at(asked), &Ears { last: last_heard, beat: &beat });
+            if conn.is_none() {
+                ask = Ask::Look { full: matches!(ask, Ask::Look { full: true }) };
+            }
+            if ask == (Ask::Look { full: true }) {
                 known.forget();
-                full_at = asked + options.full_every;
             }
             let mut silences = 0u32;
-            if missed {
+            if let Ask::Check { missed: true, .. } = ask {
                 silences = 1;
                 let reason = format!(
                     "Redis on {} has sent nothing for {:.1} s, not even the workers' beat",
@@ -218,10 +227,12 @@ impl Shell {
                 );
                 let elapsed_ms = millis(std::mem::replace(&mut last, Instant::now()).elapsed());
                 let _ = publish(engine.handle_failure(reason, elapsed_ms));
+                pace.failed();
             }
             let reply = {
                 let request = async {
-                    if let (false, Some(node)) = (looking, conn.as_mut()) {
+                    if let (Ask::Check { quiet, .. }, Some(node)) = (&ask, conn.as_mut()) {
+                        let asking = quiet.as_deref().map(|q| keys.alive_channel(q));
                         return Reply::Alive(node.ask_owner(&alive_key, asking.as_deref()).await);
                     }
                     Reply::Look(read(&target, &keys, &mut conn, &mut known).await)
@@ -240,6 +251,7 @@ impl Shell {
                             );
                             let elapsed_ms = millis(std::mem::replace(&mut last, Instant::now()).elapsed());
                             let _ = publish(engine.handle_failure(reason, elapsed_ms));
+                            pace.failed();
                         }
                         _ = stop.changed() => break None,
                     }
@@ -249,18 +261,17 @@ impl Shell {
             match reply {
                 Reply::Look(answer) => {
                     let elapsed_ms = millis(std::mem::replace(&mut last, Instant::now()).elapsed());
-                    let mut vouch = None;
+                    let mut looked = Looked::default();
                     let step = match answer {
                         Ok(snapshot) => {
                             cause = None;
                             heard.something();
                             let found = present_holder(&snapshot);
-                            if let Some(node) = found.as_deref().filter(|_| found != holder) {
+                            // A holder newly found present counts as heard: its beats are awaited from now.
+                            if let Some(node) = found.as_deref().filter(|_| found.as_deref() != pace.holder()) {
                                 heard.vouch(node);
                             }
-                            // Whose beats vouch for a steady job: the holder's, or, with none, any worker's.
-                            vouch = if snapshot.lock.is_held() { found.clone().map(Some) } else { Some(None) };
-                            holder = found;
+                            looked = Looked { answered: true, holder: found, held: snapshot.lock.is_held(), ..looked };
                             engine.handle_read(&snapshot)
                         }
                         Err(err) => {
@@ -279,16 +290,13 @@ impl Shell {
                         }
                     };
                     let (next_check_ms, steady) = publish(step);
-                    let now = Instant::now();
-                    due = Due {
-                        look_at: now + next_wait(&options, next_check_ms, engine.failures()),
-                        trusted: vouch.filter(|_| steady).map(|node| (now + options.poll * TRUSTED_POLLS, node)),
-                    };
+                    let failures = engine.failures();
+                    pace.looked(at(Instant::now()), Looked { next_check_ms, steady, failures, ..looked });
                 }
                 // Redis answers, and the holder (if asked after) is there: nothing new.
                 Reply::Alive(Ok(count)) if silences == 0 && count > 0 => {
                     heard.something();
-                    if let Some(node) = quiet {
+                    if let Ask::Check { quiet: Some(node), .. } = &ask {
                         heard.vouch(node);
                     }
                 }
@@ -298,40 +306,34 @@ impl Shell {
                     if let Err(err) = result {
                         tracing::debug!(job = %keys.job, error = %err, "liveness check failed");
                     }
-                    due.now();
+                    pace.look_now(at(Instant::now()));
                     continue;
                 }
             }
-            // Only a Redis that answered the last look is checked between looks:
-            // while it does not, the looks themselves retry, backed off.
-            // The check is due once nothing was heard for a while, or the
-            // holder's beat went quiet; each beat heard meanwhile puts it off.
-            let checking = conn.is_some() && engine.failures() == 0;
+            // Until the next look or check; each beat heard meanwhile puts a check off.
             loop {
-                let look_at = due.at(&heard);
-                let until =
-                    if checking { look_at.min(check_due(&heard, holder.as_deref(), &options)) } else { look_at };
+                let (last_heard, beat) = heard_since(&heard, start);
+                let until = pace.wait_until(at(Instant::now()), &Ears { last: last_heard, beat: &beat });
                 tokio::select! {
-                    _ = sleep_until(until) => {
-                        let now = Instant::now();
-                        if !checking
-                            || now >= due.at(&heard)
-                            || now >= check_due(&heard, holder.as_deref(), &options)
-                        {
+                    _ = sleep_until(start + Duration::from_millis(until)) => {
+                        let now = at(Instant::now());
+                        let (last_heard, beat) = heard_since(&heard, start);
+                        if pace.wait_until(now, &Ears { last: last_heard, beat: &beat }) <= now {
                             break;
                         }
                     }
                     _ = wake.notified() => {
-                        known.forget();
                         // Writes come in bursts (an acquisition touches several keys): let it
                         // settle; and wake-ups in a flood are one look per gap.
-                        pace.wait(Duration::from_millis(15)).await;
-                        due.now();
+                        settle.wait(Duration::from_millis(15)).await;
+                        let now = at(Instant::now());
+                        pace.read_fully(now);
+                        pace.look_now(now);
                         break;
                     }
                     _ = entry.notified() => {
-                        pace.wait(Duration::from_millis(15)).await;
-                        due.now();
+                        settle.wait(Duration::from_millis(15)).await;
+                        pace.look_now(at(Instant::now()));
                         break;
                     }
                     _ = stop.changed() => break 'run,
@@ -352,54 +354,11 @@ enum Reply {
     Alive(redis::RedisResult<i64>),
 }
 
-/// When the check between looks is due: once a beat is late (nothing
-/// heard since a beat was due), or the holder's beat is; with no beats,
-/// once nothing was heard for the liveness interval.
-fn check_due(heard: &Heard, holder: Option<&str>, options: &Options) -> Instant {
-    let any = heard.last() + if beating(heard) { BEAT_LATE } else { options.alive_every };
-    match holder.and_then(|node| heard.last_beat(Some(node))) {
-        Some(beat) => any.min(beat + BEAT_LATE),
-        None => any,
-    }
-}
-
-/// Whether the workers' beats come: one heard within the last few periods.
-/// A publisher that stopped leaves the watcher to its `PING`s until another
-/// takes over.
-fn beating(heard: &Heard) -> bool {
-    heard.last_beat(None).is_some_and(|beat| beat.elapsed() < BEAT_EVERY * 3)
-}
-
-/// How many poll intervals apart the looks at a steady job are while the
-/// workers' beats vouch for it (30 s with the defaults).
-const TRUSTED_POLLS: u32 = 3;
-
-/// When the next look is due.
-struct Due {
-    /// As the poll interval and the engine's deadlines have it.
-    look_at: Instant,
-    /// For a steady job (`running` or `stopped`): no look before this
-    /// while the beats of the node named (the holder; none: any worker)
-    /// keep coming. A beat is written with the holder's heartbeat, and a
-    /// worker records on the stream whatever else would end the steady
-    /// state (a renewal failing, the lock lost, a flag flipped), which wakes
-    /// the watcher anyway.
-    trusted: Option<(Instant, Option<String>)>,
-}
-
-impl Due {
-    /// When the next look is due, given the beats heard so far.
-    fn at(&self, heard: &Heard) -> Instant {
-        match &self.trusted {
-            Some((at, node)) if heard.last_beat(node.as_deref()).is_some_and(|beat| beat.elapsed() < BEAT_LATE) => *at,
-            _ => self.look_at,
-        }
-    }
-
-    /// A look now, whatever the beats say.
-    fn now(&mut self) {
-        *self = Due { look_at: Instant::now(), trusted: None };
-    }
+/// What was heard, on the pacing's clock (ms since `start`): when Redis was
+/// last heard from, and when each node's beat (any for `None`) last was.
+fn heard_since(heard: &Heard, start: Instant) -> (u64, impl Fn(Option<&str>) -> Option<u64> + '_) {
+    let at = move |i: Instant| millis(i.saturating_duration_since(start));
+    (at(heard.last()), move |node: Option<&str>| heard.last_beat(node).map(at))
 }
 
 /// The node holding the lock, when the look counted its presence
@@ -420,21 +379,6 @@ async fn read(target: &Target, keys: &Keys, conn: &mut Option<Conn>, known: &mut
         *conn = None;
     }
     result
-}
-
-/// The regular poll, backed off while looks keep failing, and no later than
-/// the moment the engine says the state may change.
-fn next_wait(options: &Options, next_check_ms: Option<u64>, failures: u32) -> Duration {
-    let regular = if failures > options.engine.confirmations {
-        let factor = 1u32 << (failures - options.engine.confirmations).min(6);
-        (options.poll * factor).min(options.max_backoff)
-    } else {
-        options.poll
-    };
-    match next_check_ms {
-        Some(ms) => regular.min(Duration::from_millis(ms)),
-        None => regular,
-    }
 }
 
 /// Wakes the watcher on every new entry of the job's event stream.
