@@ -1091,3 +1091,38 @@ async fn a_killed_holder_is_reported_within_seconds_and_healthy_running_raises_n
         let _ = w.wait();
     }
 }
+
+/// Two idle workers load the lock's script once, not with every call, and
+/// read the flags only when tracking heard a write: their probes are
+/// glances (no `HSTRLEN` of the 20 flags each look) until one comes.
+#[tokio::test]
+async fn idle_workers_load_their_script_once_and_glance_until_a_flag_is_written() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    for i in 0..20 {
+        flag(&mut c, "outbound", &format!("user{i:02}"), true);
+    }
+    let _a = WorkerProcess::spawn(&mut worker_command(&server.url(), "srv-a", "3s", &[], "exec sleep 600"));
+    let _b = WorkerProcess::spawn(&mut worker_command(&server.url(), "srv-b", "3s", &[], "exec sleep 600"));
+    eventually("a holder", Duration::from_secs(10), || holder_job(&mut c)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let calls = |c: &mut redis::Connection, cmd: &str| -> u64 {
+        let info: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+        info.lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+            .and_then(|l| l.split("calls=").nth(1)?.split(',').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).unwrap();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Redis 6.2 has no functions (the probe is a script there) and counts SCRIPT LOAD as `script`.
+    let loads = calls(&mut c, "script|load") + calls(&mut c, "script");
+    let (measured, looks) = (calls(&mut c, "hstrlen"), calls(&mut c, "fcall_ro") + calls(&mut c, "evalsha"));
+    println!("5 s of two idle workers: {looks} looks, {measured} HSTRLEN, {loads} SCRIPT LOAD");
+    assert!(looks >= 5, "the workers looked {looks} times");
+    assert_eq!(loads, 0, "the script was loaded again");
+    assert_eq!(measured, 0, "the flags were read again with nothing written");
+    // A flag written is read at once.
+    flag(&mut c, "outbound", "user00", false);
+    eventually("the flags read again", Duration::from_secs(3), || (calls(&mut c, "hstrlen") > 0).then_some(())).await;
+}

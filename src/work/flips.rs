@@ -10,7 +10,7 @@
 //! while ([`Calm`]), and her flood costs her connection, not the workers.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
@@ -49,9 +49,35 @@ impl Calm {
     }
 }
 
+/// What the worker's looks may rely on: whether every write to the flags
+/// and acknowledgements is heard now, and whether one was since the last
+/// time the worker asked. While both say nothing changed, a look need not
+/// read the flags again (a glance does).
+#[derive(Debug, Default)]
+pub struct Heard {
+    tracking: AtomicBool,
+    written: AtomicBool,
+}
+
+impl Heard {
+    /// Whether the last full read still shows the flags and acknowledgements:
+    /// tracking heard every write since, and none came. Asking clears the
+    /// news, so a write after it is news for the next look.
+    pub fn unchanged(&self) -> bool {
+        let written = self.written.swap(false, Ordering::SeqCst);
+        self.tracking.load(Ordering::SeqCst) && !written
+    }
+
+    fn tracking(&self, on: bool) {
+        // Writes made while nothing tracked them: the next look reads all.
+        self.written.store(true, Ordering::SeqCst);
+        self.tracking.store(on, Ordering::SeqCst);
+    }
+}
+
 /// Wakes `wake` at every write to a flag or an acknowledgement of the job,
-/// until `stop` turns true.
-pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
+/// and says so in `heard`, until `stop` turns true.
+pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, heard: Arc<Heard>, mut stop: watch::Receiver<bool>) {
     if target.is_cluster() {
         return;
     }
@@ -62,17 +88,20 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch
     while !*stop.borrow() {
         let closed = Arc::new(Notify::new());
         let writes = Arc::new(AtomicU32::new(0));
-        let heard = {
-            let (wake, closed, writes) = (wake.clone(), closed.clone(), writes.clone());
+        let on_push = {
+            let (wake, closed, writes, heard) = (wake.clone(), closed.clone(), writes.clone(), heard.clone());
             move |push: redis::PushInfo| match push.kind {
                 // Past a flood, the loop below hangs up: no more wake-ups.
-                redis::PushKind::Invalidate if writes.fetch_add(1, Ordering::Relaxed) < FLOOD => wake.notify_one(),
+                redis::PushKind::Invalidate if writes.fetch_add(1, Ordering::Relaxed) < FLOOD => {
+                    heard.written.store(true, Ordering::SeqCst);
+                    wake.notify_one();
+                }
                 redis::PushKind::Disconnection => closed.notify_one(),
                 _ => {}
             }
         };
         let mut conn = tokio::select! {
-            conn = target.tracking(&prefixes, heard) => match conn {
+            conn = target.tracking(&prefixes, on_push) => match conn {
                 Ok(conn) => conn,
                 Err(err) => {
                     if !std::mem::replace(&mut said, true) {
@@ -87,6 +116,7 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch
         backoff.reset();
         said = false;
         // Writes made while no connection tracked them are found by this look.
+        heard.tracking(true);
         wake.notify_one();
         let heard_since = tokio::time::Instant::now();
         let mut second = tokio::time::interval(Duration::from_secs(1));
@@ -114,6 +144,7 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, mut stop: watch
             }
         };
         drop(conn);
+        heard.tracking(false);
         if flooded {
             let pause = calm.after_flood(heard_since.elapsed());
             tracing::warn!(

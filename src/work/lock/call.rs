@@ -73,16 +73,31 @@ impl Lock {
             });
         }
         // A replica first seen by this call's INFO was not waited for: once
-        // more, waiting for it.
+        // more, waiting for it. The script is loaded with the first call and
+        // again only when Redis lost it (restarted, failed over, flushed).
         let mut first = true;
         loop {
             let waited = self.replicas.load(Ordering::SeqCst) > 0;
+            let load = !self.loaded.load(Ordering::SeqCst);
             let mut pipe = redis::pipe();
-            pipe.cmd("INFO").arg("replication").load_script(&SCRIPT).ignore().invoke_script(&invocation);
+            pipe.cmd("INFO").arg("replication");
+            if load {
+                pipe.load_script(&SCRIPT).ignore();
+            }
+            pipe.invoke_script(&invocation);
             if waited {
                 pipe.cmd("WAIT").arg(1).arg(u64::try_from(self.lease.confirm_within().as_millis()).unwrap_or(u64::MAX));
             }
-            let values: Vec<Value> = pipe.query_async(conn).await.map_err(|e| describe(e, what(), &self.host))?;
+            let values: Vec<Value> = match pipe.query_async(conn).await {
+                Ok(values) => values,
+                // Not run: load it and try again.
+                Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) && !load => {
+                    self.loaded.store(false, Ordering::SeqCst);
+                    continue;
+                }
+                Err(e) => return Err(describe(e, what(), &self.host)),
+            };
+            self.loaded.store(true, Ordering::SeqCst);
             let mut values = values.into_iter();
             let info: String = self.decode(values.next(), "INFO replication")?;
             let answer: Vec<Value> = self.decode(values.next(), "the lock script's answer")?;

@@ -46,7 +46,7 @@
 mod call;
 mod replication;
 
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -75,6 +75,9 @@ pub struct Lock {
     /// Replicas online on the primary at the last look (`INFO replication`,
     /// read with every acquisition and renewal).
     replicas: Arc<AtomicUsize>,
+    /// Whether the lock's script was loaded on this Redis (`SCRIPT LOAD`
+    /// goes with a confirmed call only until it was, or once it is lost).
+    loaded: Arc<AtomicBool>,
     /// The replication id of the primary on which the current holding saw a
     /// replica online: writes there count only with a replica's confirmation.
     replicated_on: Arc<Mutex<Option<String>>>,
@@ -97,6 +100,7 @@ impl Lock {
             host: host.clone(),
             seen: Arc::default(),
             replicas: Arc::default(),
+            loaded: Arc::default(),
             replicated_on: Arc::default(),
             sharded: false,
             instance: String::new(),

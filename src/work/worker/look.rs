@@ -19,25 +19,42 @@ use crate::work::trim;
 /// its looks: one cheap command, a few a second from each standby server.
 const PEEK_EVERY: Duration = Duration::from_millis(200);
 
+/// How often a worker reads everything, whatever tracking heard: a net
+/// under what no write told (a registry changed by hand, a stream entry).
+const FULL_EVERY: Duration = Duration::from_secs(30);
+
 /// How often a worker asks whether Redis may evict the job's keys.
 const EVICTION_CHECK_EVERY: Duration = Duration::from_secs(300);
 
 impl Worker {
-    /// Reads the whole job; records the flips seen since the last read, or
+    /// Reads the job (a glance while nothing but the lock, heartbeats and
+    /// presence can have changed); records the flips seen since the last read, or
     /// the flags as found at the first (every worker does: supervisors may
     /// not write the stream).
     pub(super) async fn look(&mut self) -> Result<Snapshot, Error> {
         let keys = self.keys.clone();
         let host = self.target.endpoint().clone();
-        let mut way = self.way;
-        let conn = self.conn().await?;
-        let read = tokio::time::timeout(REDIS_PATIENCE, probe::read(conn, &keys, &host, &mut way)).await;
-        self.way = way;
-        let snap = read.map_err(|_| Error::Timeout {
-            action: Action::ReadingJob,
-            host: host.clone(),
-            after: REDIS_PATIENCE,
-        })??;
+        // A glance (the lock, heartbeats and presence) while the flags and
+        // acknowledgements are known unchanged: tracking heard every write
+        // and none came. Else, and every FULL_EVERY, everything.
+        let unchanged = self.writes.unchanged();
+        if !unchanged || self.full_at.is_none_or(|at| Instant::now() >= at) {
+            self.known.forget();
+            self.full_at = Some(Instant::now() + FULL_EVERY);
+        }
+        let mut known = std::mem::take(&mut self.known);
+        let read = match self.conn().await {
+            Ok(conn) => tokio::time::timeout(REDIS_PATIENCE, probe::look(conn, &keys, &host, &mut known)).await,
+            Err(err) => Ok(Err(err)),
+        };
+        self.known = known;
+        let snap = read
+            .map_err(|_| Error::Timeout { action: Action::ReadingJob, host: host.clone(), after: REDIS_PATIENCE })
+            .flatten()
+            .inspect_err(|_| {
+                // What was heard before this look is news for the next one.
+                self.known.forget();
+            })?;
         // A flip is a flag written with its time that turned it on or off: a
         // registered user with no flag yet flipped nothing, and the same
         // `on` written again (her own flood) changes nothing to record or
@@ -82,6 +99,10 @@ impl Worker {
         self.check_own_presence(&snap);
         for key in &snap.oversized {
             self.trim(key).await;
+        }
+        if !snap.oversized.is_empty() {
+            // Trimmed: the next look reads them again.
+            self.known.forget();
         }
         Ok(snap)
     }

@@ -27,11 +27,12 @@ use crate::heard::{BEAT_EVERY, Listeners};
 use crate::history::budget::Budget;
 use crate::input::ConnectionSpec;
 use crate::keys::Keys;
-use crate::probe::Way;
+use crate::probe::Known;
 use crate::schema::BeatState;
 use crate::snapshot::Flag;
 use crate::watcher::{WakePace, follow_pubsub};
 use crate::work::engine::{Action, Engine, Renewal, Rules};
+use crate::work::flips;
 use crate::work::job::{Job, Killer, Work};
 use crate::work::lease::Lease;
 use crate::work::lock::Lock;
@@ -130,7 +131,8 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let unlocked = Arc::new(Notify::new());
     let listeners = Listeners::new(&keys, wake.clone()).unlocking(unlocked.clone());
     let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), listeners, stop_rx.clone()));
-    let flips = tokio::spawn(crate::work::flips::hear(target.clone(), keys.clone(), wake.clone(), stop_rx.clone()));
+    let writes = Arc::new(flips::Heard::default());
+    let flips = tokio::spawn(flips::hear(target.clone(), keys.clone(), wake.clone(), writes.clone(), stop_rx.clone()));
     let present = Arc::new(Held::default());
     // The presence subscription starts once the name is this worker's: made
     // before, it would count as the live worker the claim looks for.
@@ -159,7 +161,9 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         acks_seen: Vec::new(),
         flip_budget: Budget::default(),
         beat_state: None,
-        way: Way::default(),
+        known: Known::default(),
+        writes,
+        full_at: None,
         told_gone: None,
         peek: None,
         publishing: false,
@@ -283,8 +287,12 @@ struct Worker {
     acks_seen: Vec<(String, String)>,
     /// The state the last heartbeat said, to announce a change of it.
     beat_state: Option<BeatState>,
-    /// How the probe last ran on this worker's connection.
-    way: Way,
+    /// The last full read, for glances while nothing it covers changed.
+    known: Known,
+    /// Whether the flags and acknowledgements may have changed since.
+    writes: Arc<flips::Heard>,
+    /// When the next look reads everything, whatever was heard.
+    full_at: Option<Instant>,
     /// The holder (node, heartbeat seq) last announced gone, to say it once.
     told_gone: Option<(String, Option<u64>)>,
     /// The presence channel of another server holding the lock, counted
