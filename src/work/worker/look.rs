@@ -48,13 +48,12 @@ impl Worker {
             Err(err) => Ok(Err(err)),
         };
         self.known = known;
-        let snap = read
-            .map_err(|_| Error::Timeout { action: Action::ReadingJob, host: host.clone(), after: REDIS_PATIENCE })
-            .flatten()
-            .inspect_err(|_| {
-                // What was heard before this look is news for the next one.
-                self.known.forget();
-            })?;
+        let read = match read {
+            Ok(answer) => answer,
+            Err(_) => Err(Error::Timeout { action: Action::ReadingJob, host: host.clone(), after: REDIS_PATIENCE }),
+        };
+        // What was heard before a failed look is news for the next one.
+        let snap = read.inspect_err(|_| self.known.forget())?;
         // A flip is a flag written with its time that turned it on or off: a
         // registered user with no flag yet flipped nothing, and the same
         // `on` written again (her own flood) changes nothing to record or
