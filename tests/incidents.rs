@@ -164,6 +164,7 @@ async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stoppe
     assert_eq!((code, &json["state"], &json["flags_lost"]), (Some(1), &json!("running"), &json!(["alice"])), "{json}");
     let text = lockwatch(&server.url(), &["status"]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("warning  Redis lost the flag of alice"), "{text:?}");
+    assert!(String::from_utf8_lossy(&text.stdout).contains("enabled  alice (lost)\n"), "counted as on: {text:?}");
     // Her flip writes it again: nothing is lost any more.
     flag(&mut c, "outbound", "alice", true);
     let (code, json) = eventually("the lost flag no longer named", Duration::from_secs(5), || {

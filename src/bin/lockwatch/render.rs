@@ -40,8 +40,12 @@ pub fn status(s: &Status) -> String {
         let named = |pick: fn(Option<bool>) -> bool| -> Vec<&str> {
             s.flags.iter().filter(|f| pick(f.on)).map(|f| f.user.as_str()).collect()
         };
-        let (off, unreadable) = (named(|on| on == Some(false)), named(|on| on.is_none()));
-        let on = if s.enabled_users.is_empty() { "nobody".to_owned() } else { s.enabled_users.join(", ") };
+        let (mut off, unreadable) = (named(|on| on == Some(false)), named(|on| on.is_none()));
+        // A flag Redis lost counts as on, as the workers take it.
+        off.retain(|user| !s.flags_lost.iter().any(|lost| lost == user));
+        let counted: Vec<String> =
+            s.enabled_users.iter().cloned().chain(s.flags_lost.iter().map(|u| format!("{u} (lost)"))).collect();
+        let on = if counted.is_empty() { "nobody".to_owned() } else { counted.join(", ") };
         let mut others = Vec::new();
         if !off.is_empty() {
             others.push(format!("off: {}", off.join(", ")));
