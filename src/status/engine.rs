@@ -17,7 +17,7 @@ use super::edges::Edges;
 use super::evaluate::{Raw, evaluate, raw_verdict};
 use super::memory::{LossWatch, Lost};
 use super::recall::Recall;
-use super::view::Job;
+use super::view::{self, Job};
 use super::{Config, Event, EventKind, State, Status};
 
 /// The status engine of one job.
@@ -243,6 +243,9 @@ impl Engine {
             status.holder = shown.holder.clone();
             status.since_ms = shown.since_ms;
             status.pending_until_ms = shown.pending_until_ms;
+            if shown.state == State::Down {
+                status.reason = view::down_for(&shown.reason, shown.since_ms, snap.time_ms);
+            }
         }
         Step { status, events: Vec::new(), next_check_ms, steady: false }
     }

@@ -89,12 +89,8 @@ impl Job {
         Status {
             job: self.name.clone(),
             state: raw.state,
-            reason: match (raw.state, raw.gap, since_ms) {
-                // A job down for lack of a holder says for how long: the same
-                // span as `since` (not when first seen just now: no "0 ms").
-                (State::Down, Some(_), Some(since)) if now.saturating_sub(since) >= 1_000 => {
-                    format!("{} (for {})", raw.reason, human_duration(now.saturating_sub(since)))
-                }
+            reason: match (raw.state, raw.gap) {
+                (State::Down, Some(_)) => down_for(&raw.reason, since_ms, now),
                 _ => raw.reason.clone(),
             },
             holder: raw.holder.clone(),
@@ -112,6 +108,20 @@ impl Job {
             eviction: None,
             failure: None,
         }
+    }
+}
+
+/// A job down for lack of a holder says for how long: the same span as
+/// `since` at `now` (not when first seen just now: no "0 ms"). A reason
+/// that said it at an earlier look says it anew.
+pub(super) fn down_for(reason: &str, since_ms: Option<u64>, now: u64) -> String {
+    let base = match reason.rfind(" (for ") {
+        Some(at) if reason.ends_with(')') => &reason[..at],
+        _ => reason,
+    };
+    match since_ms.map(|since| now.saturating_sub(since)) {
+        Some(down) if down >= 1_000 => format!("{base} (for {})", human_duration(down)),
+        _ => base.to_owned(),
     }
 }
 
