@@ -99,6 +99,45 @@ fn status_json_and_exit_codes_follow_the_state() {
     assert!(text.contains("enabled  alice"), "{text}");
 }
 
+/// `--job a,b,c` reads every job on one connection: one block each, an
+/// array of the one-job objects in JSON, and the worst exit code of all
+/// (critical, then unknown, then warning); other commands take one job.
+#[test]
+fn status_reads_several_jobs_and_exits_with_the_worst_code() {
+    let (_server, url, mut c) = server_with_flag("alice", false);
+    // outbound: stopped; inbound: running; stock: never seen (unknown).
+    flag(&mut c, "inbound", "bob", true);
+    redisson_lock(&mut c, "{inbound}:lock", "uuid-a:1", 30_000);
+    let _: () = redis::cmd("SET").arg("{inbound}:fence").arg(7).query(&mut c).unwrap();
+    beat(&mut c, "inbound", "srv-a", "uuid-a:1", 7, "running", 0);
+    let out = lockwatch(&url, &["--job", "outbound,inbound,stock", "status", "--json"]);
+    let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let states: Vec<(&str, &str)> =
+        all.as_array().unwrap().iter().map(|s| (s["job"].as_str().unwrap(), s["state"].as_str().unwrap())).collect();
+    assert_eq!(states, [("outbound", "stopped"), ("inbound", "running"), ("stock", "unknown")]);
+    assert_eq!(out.status.code(), Some(3), "unknown is the worst of them");
+
+    // A job down (critical) is worse than one unknown.
+    flag(&mut c, "outbound", "alice", true);
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
+    let out = lockwatch(&url, &["--job", "outbound, inbound,stock", "status"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    for head in ["outbound: DOWN", "inbound: RUNNING", "stock: UNKNOWN"] {
+        assert!(text.lines().any(|l| l.starts_with(head)), "{head}: {text}");
+    }
+
+    // One job: one object, as before; other commands take one job.
+    let (json, _) = status_json(&url);
+    assert_eq!(json["job"], "outbound");
+    let out = lockwatch(&url, &["--job", "outbound,inbound", "enable", "--user", "alice"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "lockwatch: --job names 2 jobs; only status reads several: give this command one job"
+    );
+}
+
 #[test]
 fn an_unreachable_redis_is_unknown_with_exit_3_and_one_sentence() {
     let url = format!("redis://127.0.0.1:{}", free_port());

@@ -45,8 +45,9 @@ pub struct Global {
     /// --redis names any node of a Redis Cluster (LOCKWATCH_CLUSTER=1).
     #[arg(long, global = true, env = "LOCKWATCH_CLUSTER", hide_env_values = true, action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new(), conflicts_with = "sentinel")]
     pub cluster: bool,
-    /// The job's name; its keys are {JOB}:lock, {JOB}:fence, …
-    #[arg(long, global = true, env = "LOCKWATCH_JOB", hide_env_values = true, default_value = DEFAULT_JOB, value_parser = parse_job)]
+    /// The job's name; its keys are {JOB}:lock, {JOB}:fence, … `status`
+    /// reads several: JOB,JOB,…
+    #[arg(long, global = true, env = "LOCKWATCH_JOB", hide_env_values = true, default_value = DEFAULT_JOB, value_parser = parse_jobs, value_name = "JOB")]
     pub job: String,
     /// Lock key, when it is not {JOB}:lock (an existing Redisson lock name).
     #[arg(long, global = true, env = "LOCKWATCH_LOCK_KEY", hide_env_values = true, value_name = "KEY", value_parser = parse_lock_key)]
@@ -312,10 +313,21 @@ impl Global {
         Ok(self.connection().target()?)
     }
 
-    /// The job as the options describe it; each option passed its rule in [`input`] already.
+    /// The jobs `--job` names, one or more.
+    pub fn jobs(&self) -> Vec<String> {
+        self.job.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned).collect()
+    }
+
+    /// The job as the options describe it (the first, where `--job` names
+    /// several); each option passed its rule in [`input`] already.
     pub fn job(&self) -> JobSpec {
+        self.job_named(self.jobs().first().map_or(DEFAULT_JOB, String::as_str))
+    }
+
+    /// The job `name` with the options' settings.
+    pub fn job_named(&self, name: &str) -> JobSpec {
         JobSpec {
-            name: self.job.clone(),
+            name: name.to_owned(),
             lock_key: self.lock_key.clone(),
             heartbeats: !self.no_heartbeat,
             timing: Timing {
@@ -346,8 +358,16 @@ impl Global {
 // clap's value parsers: each option's rule from [`input`]. clap puts the flag
 // and the value in front of the problem's sentence.
 
-fn parse_job(s: &str) -> Result<String, Problem> {
-    input::job_name(s)
+/// One job name, or several separated by commas (for `status`).
+fn parse_jobs(s: &str) -> Result<String, Problem> {
+    let names: Vec<&str> = s.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+    if names.is_empty() {
+        return Err(Problem::JobName);
+    }
+    for name in &names {
+        input::job_name(name)?;
+    }
+    Ok(names.join(","))
 }
 
 /// Kept as given (the spec reads it again): only checked here, so that

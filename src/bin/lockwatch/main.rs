@@ -98,6 +98,13 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<u8> {
     let g = &cli.global;
+    let jobs = g.jobs();
+    if jobs.len() > 1 && !matches!(cli.command, Command::Status { .. }) {
+        anyhow::bail!("--job names {} jobs; only status reads several: give this command one job", jobs.len());
+    }
+    if jobs.len() > 1 && g.lock_key.is_some() {
+        anyhow::bail!("--lock-key names one job's lock, and --job names {}: give one job with it", jobs.len());
+    }
     match &cli.command {
         Command::Status { json } => status_once(g, *json).await,
         Command::Watch { json } => watch(g, *json).await,
@@ -236,34 +243,60 @@ async fn server_of(g: &Global) -> Result<Server> {
     Ok(Server::Modern)
 }
 
+/// Each job `--job` names, read on one connection: one block each (one
+/// JSON object, or an array of them for several), and the worst exit code
+/// of all.
 async fn status_once(g: &Global, json: bool) -> Result<u8> {
     let target = g.target()?;
-    let keys = g.keys();
-    let mut engine = Engine::new(&keys.job, &keys.lock, g.engine());
+    let mut conn = target.manager().await;
     let mut eviction = None;
-    let read = match target.manager().await {
-        Ok(mut conn) => {
-            let read = probe(&mut conn, &keys, target.endpoint()).await;
-            // Asked beside the read; a user refused INFO is told nothing.
-            if read.is_ok() {
-                eviction = lockwatch::eviction::check(&mut conn, target.endpoint()).await.ok().flatten();
+    let mut statuses = Vec::new();
+    for name in g.jobs() {
+        let job = g.job_named(&name);
+        let keys = job.keys();
+        let mut engine = Engine::new(&keys.job, &keys.lock, job.engine());
+        let read = match conn.as_mut() {
+            Ok(conn) => {
+                let read = probe(conn, &keys, target.endpoint()).await;
+                // Asked beside the first read; a user refused INFO is told nothing.
+                if read.is_ok() && statuses.is_empty() {
+                    eviction = lockwatch::eviction::check(conn, target.endpoint()).await.ok().flatten();
+                }
+                read.map_err(|e| e.to_string())
             }
-            read
-        }
-        Err(err) => Err(err),
-    };
-    let mut step = match read {
-        Ok(snapshot) => engine.handle_read(&snapshot),
-        Err(err) => engine.handle_failure(err.to_string(), 0),
-    };
-    step.status.eviction = eviction;
-    let mut out = io::stdout().lock();
-    if json {
-        writeln!(out, "{}", serde_json::to_string(&step.status)?)?;
-    } else {
-        write!(out, "{}", render::status(&step.status))?;
+            // The one sentence of why, for each job (the error is not Clone).
+            Err(err) => Err(err.to_string()),
+        };
+        let mut step = match read {
+            Ok(snapshot) => engine.handle_read(&snapshot),
+            Err(why) => engine.handle_failure(why, 0),
+        };
+        step.status.eviction = eviction.clone();
+        statuses.push(step.status);
     }
-    Ok(step.status.exit_code())
+    let mut out = io::stdout().lock();
+    match (json, statuses.as_slice()) {
+        (true, [one]) => writeln!(out, "{}", serde_json::to_string(one)?)?,
+        (true, all) => writeln!(out, "{}", serde_json::to_string(all)?)?,
+        (false, all) => {
+            for s in all {
+                write!(out, "{}", render::status(s))?;
+            }
+        }
+    }
+    Ok(worst(statuses.iter().map(lockwatch::Status::exit_code)))
+}
+
+/// The worst of several exit codes: critical (2), then unknown (3), then
+/// warning (1), then OK (0).
+fn worst(codes: impl Iterator<Item = u8>) -> u8 {
+    let rank = |code: u8| match code {
+        2 => 3,
+        3 => 2,
+        1 => 1,
+        _ => 0,
+    };
+    codes.max_by_key(|c| rank(*c)).unwrap_or(0)
 }
 
 async fn watch(g: &Global, json: bool) -> Result<u8> {
