@@ -310,22 +310,40 @@ async fn an_older_heartbeat_brought_back_does_not_stop_the_worker_that_has_the_n
     }
 }
 
+/// srv-a with an 8 s lease running the job, srv-b with a 2 s lease
+/// standing by, on a job alice has on.
+struct Mixed {
+    server: RedisServer,
+    c: redis::Connection,
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    a: WorkerProcess,
+    _b: WorkerProcess,
+}
+
+impl Mixed {
+    async fn start() -> Mixed {
+        let server = RedisServer::start();
+        let mut c = server.conn();
+        seed_fence(&mut c);
+        flag(&mut c, "outbound", "alice", true);
+        let _dir = tempfile::tempdir().unwrap();
+        let path = _dir.path().join("journal");
+        let a = journal_worker(&server.url(), "srv-a", "8s", &path);
+        assert_eq!(running_node(&path, None).await, "srv-a");
+        let _b = journal_worker(&server.url(), "srv-b", "2s", &path);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        Mixed { server, c, _dir, path, a, _b }
+    }
+}
+
 /// Workers started with different `--lease`: the holder's (8 s) is frozen
 /// and its lock force-unlocked; its reaper kills its job by its own lease,
 /// so the other (2 s) waits by that one, as the holder's heartbeat names it,
 /// not by its own.
 #[tokio::test]
 async fn a_worker_with_a_shorter_lease_waits_for_a_frozen_holder_by_the_holders_lease() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    seed_fence(&mut c);
-    flag(&mut c, "outbound", "alice", true);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("journal");
-    let a = journal_worker(&server.url(), "srv-a", "8s", &path);
-    assert_eq!(running_node(&path, None).await, "srv-a");
-    let _b = journal_worker(&server.url(), "srv-b", "2s", &path);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let Mixed { server: _server, mut c, _dir, path, a, _b } = Mixed::start().await;
     {
         let _frozen = freeze(a.pid());
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -350,16 +368,7 @@ async fn a_worker_with_a_shorter_lease_waits_for_a_frozen_holder_by_the_holders_
 /// killed its job.
 #[tokio::test]
 async fn a_new_worker_under_a_frozen_holders_name_waits_out_the_holders_lease() {
-    let server = RedisServer::start();
-    let mut c = server.conn();
-    seed_fence(&mut c);
-    flag(&mut c, "outbound", "alice", true);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("journal");
-    let a = journal_worker(&server.url(), "srv-a", "8s", &path);
-    assert_eq!(running_node(&path, None).await, "srv-a");
-    let _b = journal_worker(&server.url(), "srv-b", "2s", &path);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let Mixed { server, mut c, _dir, path, a, _b } = Mixed::start().await;
     let _again;
     {
         let _frozen = freeze(a.pid());

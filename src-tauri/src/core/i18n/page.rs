@@ -111,16 +111,22 @@ mod tests {
             )
             .unwrap()
                 + "\n";
-            if std::env::var_os("LOCKWATCH_UPDATE_TEXTS").is_some() {
-                std::fs::write(&path, &want).unwrap();
-            }
-            let have = std::fs::read_to_string(&path).unwrap_or_default();
-            assert!(
-                have == want,
-                "{} is stale: run LOCKWATCH_UPDATE_TEXTS=1 cargo test -p lockwatch-tray --lib i18n::",
-                path.display()
-            );
+            kept_current(&path, &want);
         }
+    }
+
+    /// The file at `path` holds `want`: written so with LOCKWATCH_UPDATE_TEXTS=1,
+    /// else checked.
+    fn kept_current(path: &std::path::Path, want: &str) {
+        if std::env::var_os("LOCKWATCH_UPDATE_TEXTS").is_some() {
+            std::fs::write(path, want).unwrap();
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is stale: run LOCKWATCH_UPDATE_TEXTS=1 cargo test -p lockwatch-tray --lib i18n::",
+            path.display()
+        );
     }
 
     #[test]
@@ -136,14 +142,6 @@ mod tests {
             }
         }
         let want = serde_json::to_string_pretty(&serde_json::json!({ "events": events, "ends": ends })).unwrap() + "\n";
-        if std::env::var_os("LOCKWATCH_UPDATE_TEXTS").is_some() {
-            std::fs::write(&path, &want).unwrap();
-        }
-        let have = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            have == want,
-            "{} is stale: run LOCKWATCH_UPDATE_TEXTS=1 cargo test -p lockwatch-tray --lib i18n::",
-            path.display()
-        );
+        kept_current(&path, &want);
     }
 }

@@ -134,21 +134,7 @@ mod tests {
     #[test]
     fn every_kind_has_its_own_plain_sentence_in_both_languages_not_the_engineers() {
         let node = |n: &str| Some(HolderRef { field: "f:1".into(), node: Some(n.into()) });
-        for kind in [
-            EventKind::Died,
-            EventKind::DataLost,
-            EventKind::Conflict,
-            EventKind::Failover,
-            EventKind::Restarted,
-            EventKind::Stalled,
-            EventKind::Recovered,
-            EventKind::Started,
-            EventKind::Stopped,
-            EventKind::Unreachable,
-            EventKind::Reachable,
-            EventKind::StandbyLost,
-            EventKind::StandbyBack,
-        ] {
+        for kind in EventKind::ALL {
             let e = Event {
                 from: node("wh-a"),
                 to: node("wh-b"),
