@@ -272,6 +272,39 @@ async fn a_lost_flag_written_again_does_not_come_back_from_a_dead_workers_heartb
     assert_eq!((code, &json["state"]), (Some(0), &json!("stopped")), "{json}");
 }
 
+/// A standby paused while her flag was lost, switched off and lost again
+/// does not bring the lost flag back from its memory: a worker whose look
+/// came late takes the latest word of the heartbeats, as one that starts does.
+#[tokio::test]
+async fn a_paused_standby_does_not_bring_back_a_lost_flag_that_was_switched_off_meanwhile() {
+    let server = RedisServer::start();
+    let Two { j: _j, a, b, holder, _dir } = Two::start(&server, "3s").await;
+    let mut c = server.conn();
+    let status = || {
+        let out = lockwatch(&server.url(), &["status", "--json"]);
+        (out.status.code(), serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap())
+    };
+    let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
+    eventually("the lost flag named", Duration::from_secs(5), || {
+        (status().1["flags_lost"] == json!(["alice"])).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let standby = if holder == "srv-a" { &b } else { &a };
+    {
+        // SAFETY: kill(2) on a worker this test started.
+        unsafe { libc::kill(standby.pid(), libc::SIGSTOP) };
+        flag(&mut c, "outbound", "alice", false);
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
+        unsafe { libc::kill(standby.pid(), libc::SIGCONT) };
+    }
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (code, json) = status();
+    println!("the standby paused through her switching off: {json}");
+    assert_eq!((code, &json["state"], &json["flags_lost"]), (Some(0), &json!("stopped"), &json!([])), "{json}");
+}
+
 #[test]
 fn a_job_this_redis_has_never_seen_is_unknown() {
     let (_server, url, _) = server_with_flag("alice", true);

@@ -19,6 +19,10 @@ use crate::work::trim;
 /// its looks: one cheap command, a few a second from each standby server.
 const PEEK_EVERY: Duration = Duration::from_millis(200);
 
+/// A look later than this after the one before does not trust this
+/// process's memory of lost flags (a look comes every second).
+const MEMORY_GAP: Duration = Duration::from_secs(2);
+
 /// How often a worker reads everything, whatever tracking heard: a net
 /// under what no write told (a registry changed by hand, a stream entry).
 const FULL_EVERY: Duration = Duration::from_secs(30);
@@ -61,8 +65,13 @@ impl Worker {
         // before any worker ran, as the demo's); the history counts a flip
         // once, whoever recorded it how often.
         let first = self.flags_seen.is_none();
-        if first {
-            // The flags Redis lost before this process, as the latest heartbeat remembers them.
+        // A look long after the one before (this process was paused, or cut
+        // off) may hold a memory others have outgrown: her flag switched off
+        // meanwhile and lost again. Such a look, as the first, takes the
+        // flags Redis lost from the latest heartbeat's word.
+        let late = self.looked_at.is_some_and(|at| at.elapsed() > MEMORY_GAP);
+        self.looked_at = Some(Instant::now());
+        if first || late {
             self.were_on = snap.flags_lost_said(|_| true).to_vec();
         }
         let seen = self.flags_seen.as_deref().unwrap_or_default();

@@ -164,6 +164,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         known: Known::default(),
         writes,
         full_at: None,
+        looked_at: None,
         told_gone: None,
         peek: None,
         publishing: false,
@@ -293,6 +294,8 @@ struct Worker {
     writes: Arc<flips::Heard>,
     /// When the next look reads everything, whatever was heard.
     full_at: Option<Instant>,
+    /// When the last look was read.
+    looked_at: Option<Instant>,
     /// The holder (node, heartbeat seq) last announced gone, to say it once.
     told_gone: Option<(String, Option<u64>)>,
     /// The presence channel of another server holding the lock, counted
