@@ -13,11 +13,6 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).unwrap()
 }
 
-fn status_json(url: &str) -> Value {
-    let out = lockwatch(url, &["status", "--json"]);
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
-}
-
 /// A usage error: exit 3, nothing on stdout, one sentence and the usage line.
 fn usage_error(out: &Output) -> String {
     let stderr = text(&out.stderr);
@@ -40,7 +35,7 @@ fn ack_shows_in_status_with_redis_time_and_an_expiry_and_unack_withdraws_it() {
     assert_eq!(text(&out.stderr), "", "a registered user gets no warning");
     assert!(text(&out.stdout).contains(" alice is on job outbound until "), "{}", text(&out.stdout));
 
-    let json = status_json(&url);
+    let json = status_json(&url, &[]).0;
     let acks = json["acks"].as_array().unwrap();
     assert_eq!(acks.len(), 1, "{json}");
     assert_eq!(acks[0]["user"], "alice");
@@ -59,7 +54,7 @@ fn ack_shows_in_status_with_redis_time_and_an_expiry_and_unack_withdraws_it() {
     // Without --for: an hour; without --note: none.
     let out = lockwatch(&url, &["ack", "--user", "bob"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let json = status_json(&url);
+    let json = status_json(&url, &[]).0;
     let bob = &json["acks"][1];
     assert_eq!((bob["user"].as_str(), bob["note"].as_str()), (Some("bob"), Some("")), "{json}");
     assert_eq!(bob["until_ms"].as_u64().unwrap() - bob["at_ms"].as_u64().unwrap(), 3_600_000);
@@ -69,7 +64,7 @@ fn ack_shows_in_status_with_redis_time_and_an_expiry_and_unack_withdraws_it() {
     assert_eq!(text(&out.stdout), "alice is no longer on job outbound\n");
     let exists: bool = redis::cmd("EXISTS").arg("{outbound}:ack:alice").query(&mut c).unwrap();
     assert!(!exists);
-    let json = status_json(&url);
+    let json = status_json(&url, &[]).0;
     assert_eq!(json["acks"].as_array().unwrap().len(), 1, "{json}");
     assert_eq!(json["acks"][0]["user"], "bob");
     let again = lockwatch(&url, &["unack", "--user", "alice"]);
@@ -94,7 +89,7 @@ fn an_ack_past_its_end_by_redis_time_is_not_shown_even_before_redis_drops_it() {
             .query(&mut c)
             .unwrap();
     }
-    let json = status_json(&url);
+    let json = status_json(&url, &[]).0;
     let users: Vec<&str> = json["acks"].as_array().unwrap().iter().map(|a| a["user"].as_str().unwrap()).collect();
     assert_eq!(users, ["bob"], "{json}");
 }
@@ -156,7 +151,7 @@ fn a_hostile_ack_is_a_problem_named_not_a_stalled_read() {
         .unwrap();
     let _: () = redis::cmd("RPUSH").arg("{outbound}:ack:trudy").arg("x").query(&mut c).unwrap();
 
-    let json = status_json(&url);
+    let json = status_json(&url, &[]).0;
     let users: Vec<&str> = json["acks"].as_array().unwrap().iter().map(|a| a["user"].as_str().unwrap()).collect();
     assert_eq!(users, ["alice"], "{json}");
     let problems: Vec<&str> = json["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();

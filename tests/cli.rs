@@ -44,30 +44,23 @@ fn usage_line(out: &Output) -> String {
     text(&out.stderr).lines().nth(1).unwrap_or_default().to_owned()
 }
 
-fn status_json(url: &str) -> (Value, i32) {
-    let out = lockwatch(url, &["status", "--json"]);
-    let json: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-    (json, out.status.code().unwrap())
-}
-
 #[test]
 fn status_json_and_exit_codes_follow_the_state() {
     let (_server, url, mut c) = server_with_flag("alice", false);
-    let (json, code) = status_json(&url);
+    let (json, code) = status_json(&url, &[]);
     assert_eq!((json["state"].as_str(), code), (Some("stopped"), 0));
     assert_eq!(json["holder"], Value::Null);
     assert_eq!(json["enabled_users"], serde_json::json!([]));
 
     flag(&mut c, "outbound", "alice", true);
     let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
-    let (json, code) = status_json(&url);
+    let (json, code) = status_json(&url, &[]);
     assert_eq!((json["state"].as_str(), code), (Some("down"), 2), "{json}");
 
     redisson_lock(&mut c, "{outbound}:lock", "uuid-a:1", 30_000);
     let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(7).query(&mut c).unwrap();
     beat(&mut c, "outbound", "srv-a", "uuid-a:1", 7, "running", 0);
-    let (json, code) = status_json(&url);
+    let (json, code) = status_json(&url, &[]);
     assert_eq!((json["state"].as_str(), code), (Some("running"), 0), "{json}");
     assert_eq!(json["job"], "outbound");
     assert_eq!(json["holder"]["field"], "uuid-a:1");
@@ -83,13 +76,13 @@ fn status_json_and_exit_codes_follow_the_state() {
     assert!(json["reason"].as_str().unwrap().contains("srv-a"));
 
     beat(&mut c, "outbound", "srv-a", "uuid-a:1", 7, "running", 60_000);
-    let (json, code) = status_json(&url);
+    let (json, code) = status_json(&url, &[]);
     assert_eq!((json["state"].as_str(), code), (Some("stale"), 1), "{json}");
 
     beat(&mut c, "outbound", "srv-b", "uuid-b:1", 7, "running", 0);
     beat(&mut c, "outbound", "srv-a", "uuid-a:1", 7, "running", 0);
     let _: () = redis::cmd("HSET").arg("{outbound}:node:srv-a").arg(beat::STARTED_MS).arg(1).query(&mut c).unwrap();
-    let (json, code) = status_json(&url);
+    let (json, code) = status_json(&url, &[]);
     assert_eq!((json["state"].as_str(), code), (Some("conflict"), 2), "{json}");
 
     // The human summary says the same in words.
@@ -128,7 +121,7 @@ fn status_reads_several_jobs_and_exits_with_the_worst_code() {
     }
 
     // One job: one object, as before; other commands take one job.
-    let (json, _) = status_json(&url);
+    let (json, _) = status_json(&url, &[]);
     assert_eq!(json["job"], "outbound");
     let out = lockwatch(&url, &["--job", "outbound,inbound", "enable", "--user", "alice"]);
     assert_eq!(out.status.code(), Some(1));

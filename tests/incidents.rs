@@ -139,6 +139,15 @@ async fn an_older_snapshot_restored_neither_repeats_a_fence_nor_starts_a_second_
     verdict("Redis restored from an older snapshot, lease 6 s", &j, vec![a, b]);
 }
 
+/// alice's flag deleted (nobody switched it off), once `status` names it lost.
+async fn lose_alices_flag(c: &mut redis::Connection, status: &dyn Fn() -> (serde_json::Value, i32)) {
+    let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(c).unwrap();
+    eventually("the lost flag named", Duration::from_secs(5), || {
+        (status().0["flags_lost"] == json!(["alice"])).then_some(())
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stopped() {
     let server = RedisServer::start();
@@ -156,23 +165,20 @@ async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stoppe
     assert!(journal(&j).iter().any(|l| l.0 == fence && l.2 > deleted_at + 2_500_000_000), "the job stopped");
     assert_eq!(fence_of(&mut c), fence, "the holder let go");
     // Named wherever it is seen: never "running, nobody enabled, no problem".
-    let status = || {
-        let out = lockwatch(&server.url(), &["status", "--json"]);
-        (out.status.code(), serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap())
-    };
-    let (code, json) = status();
-    assert_eq!((code, &json["state"], &json["flags_lost"]), (Some(1), &json!("running"), &json!(["alice"])), "{json}");
+    let status = || status_json(&server.url(), &[]);
+    let (json, code) = status();
+    assert_eq!((code, &json["state"], &json["flags_lost"]), (1, &json!("running"), &json!(["alice"])), "{json}");
     let text = lockwatch(&server.url(), &["status"]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("warning  Redis lost the flag of alice"), "{text:?}");
     assert!(String::from_utf8_lossy(&text.stdout).contains("enabled  alice (lost)\n"), "counted as on: {text:?}");
     // Her flip writes it again: nothing is lost any more.
     flag(&mut c, "outbound", "alice", true);
     let (code, json) = eventually("the lost flag no longer named", Duration::from_secs(5), || {
-        let (code, json) = status();
+        let (json, code) = status();
         (json["flags_lost"] == json!([])).then_some((code, json))
     })
     .await;
-    assert_eq!((code, &json["state"]), (Some(0), &json!("running")), "{json}");
+    assert_eq!((code, &json["state"]), (0, &json!("running")), "{json}");
 
     // The registry of users gone too: a look says Redis lost it.
     let _: () = redis::cmd("DEL").arg("{outbound}:users").query(&mut c).unwrap();
@@ -202,23 +208,16 @@ async fn a_lost_flag_is_still_named_after_a_failover_and_after_both_workers_rest
     let server = RedisServer::start();
     let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
     let mut c = server.conn();
-    let status = || {
-        let out = lockwatch(&server.url(), &["status", "--json", "--heartbeat-grace", "2s"]);
-        (out.status.code(), serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap())
-    };
-    let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
-    eventually("the lost flag named", Duration::from_secs(5), || {
-        (status().1["flags_lost"] == json!(["alice"])).then_some(())
-    })
-    .await;
+    let status = || status_json(&server.url(), &["--heartbeat-grace", "2s"]);
+    lose_alices_flag(&mut c, &status).await;
 
     let (mut dead, standby) = if holder == "srv-a" { (a, b) } else { (b, a) };
     dead.kill9();
     dead.wait().unwrap();
     tokio::time::sleep(Duration::from_secs(8)).await;
-    let (code, json) = status();
+    let (json, code) = status();
     println!("after the holder's kill -9: {json}");
-    assert_eq!((&json["flags_lost"], code != Some(0)), (&json!(["alice"]), true), "{json}");
+    assert_eq!((&json["flags_lost"], code != 0), (&json!(["alice"]), true), "{json}");
     assert_ne!(json["state"], json!("stopped"), "{json}");
 
     let mut standby = standby;
@@ -227,9 +226,9 @@ async fn a_lost_flag_is_still_named_after_a_failover_and_after_both_workers_rest
     let _a = journal_worker(&server.url(), "srv-a", "3s", &j);
     let _b = journal_worker(&server.url(), "srv-b", "3s", &j);
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let (code, json) = status();
+    let (json, code) = status();
     println!("after both workers restarted: {json}");
-    assert_eq!((&json["flags_lost"], code != Some(0)), (&json!(["alice"]), true), "{json}");
+    assert_eq!((&json["flags_lost"], code != 0), (&json!(["alice"]), true), "{json}");
     assert_ne!(json["state"], json!("stopped"), "{json}");
 }
 
@@ -242,34 +241,27 @@ async fn a_lost_flag_written_again_does_not_come_back_from_a_dead_workers_heartb
     let server = RedisServer::start();
     let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
     let mut c = server.conn();
-    let status = || {
-        let out = lockwatch(&server.url(), &["status", "--json"]);
-        (out.status.code(), serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap())
-    };
-    let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
-    eventually("the lost flag named", Duration::from_secs(5), || {
-        (status().1["flags_lost"] == json!(["alice"])).then_some(())
-    })
-    .await;
+    let status = || status_json(&server.url(), &[]);
+    lose_alices_flag(&mut c, &status).await;
     let (live, mut standby) = if holder == "srv-a" { (a, b) } else { (b, a) };
     standby.kill9();
     standby.wait().unwrap();
     flag(&mut c, "outbound", "alice", false);
-    eventually("stopped", Duration::from_secs(5), || (status().1["state"] == json!("stopped")).then_some(())).await;
+    eventually("stopped", Duration::from_secs(5), || (status().0["state"] == json!("stopped")).then_some(())).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (code, json) = status();
+    let (json, code) = status();
     println!("her off flag lost too: {json}");
-    assert_eq!((code, &json["state"], &json["flags_lost"]), (Some(0), &json!("stopped"), &json!([])), "{json}");
+    assert_eq!((code, &json["state"], &json["flags_lost"]), (0, &json!("stopped"), &json!([])), "{json}");
     live.sigterm();
     let node = holder.clone();
     drop(live);
     let _again = journal_worker(&server.url(), &node, "3s", &j);
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let (code, json) = status();
+    let (json, code) = status();
     println!("after {node} restarted: {json}");
-    assert_eq!((code, &json["state"]), (Some(0), &json!("stopped")), "{json}");
+    assert_eq!((code, &json["state"]), (0, &json!("stopped")), "{json}");
 }
 
 /// A standby paused while her flag was lost, switched off and lost again
@@ -280,15 +272,8 @@ async fn a_paused_standby_does_not_bring_back_a_lost_flag_that_was_switched_off_
     let server = RedisServer::start();
     let Two { j: _j, a, b, holder, _dir } = Two::start(&server, "3s").await;
     let mut c = server.conn();
-    let status = || {
-        let out = lockwatch(&server.url(), &["status", "--json"]);
-        (out.status.code(), serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap())
-    };
-    let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
-    eventually("the lost flag named", Duration::from_secs(5), || {
-        (status().1["flags_lost"] == json!(["alice"])).then_some(())
-    })
-    .await;
+    let status = || status_json(&server.url(), &[]);
+    lose_alices_flag(&mut c, &status).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let standby = if holder == "srv-a" { &b } else { &a };
     {
@@ -300,9 +285,9 @@ async fn a_paused_standby_does_not_bring_back_a_lost_flag_that_was_switched_off_
         unsafe { libc::kill(standby.pid(), libc::SIGCONT) };
     }
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let (code, json) = status();
+    let (json, code) = status();
     println!("the standby paused through her switching off: {json}");
-    assert_eq!((code, &json["state"], &json["flags_lost"]), (Some(0), &json!("stopped"), &json!([])), "{json}");
+    assert_eq!((code, &json["state"], &json["flags_lost"]), (0, &json!("stopped"), &json!([])), "{json}");
 }
 
 #[test]

@@ -256,10 +256,8 @@ fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
     let now = snap.time_ms;
     let mut enabled: Vec<&str> = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.as_str()).collect();
     // A flag Redis lost while it was on counts as on until written again, as the workers take it.
-    let lost = flags_lost(snap, cfg);
-    if enabled.is_empty() {
-        enabled = lost.iter().map(String::as_str).collect();
-    }
+    let lost = if enabled.is_empty() { flags_lost(snap, cfg) } else { Vec::new() };
+    enabled.extend(lost.iter().map(String::as_str));
     if enabled.is_empty() {
         if snap.flags.iter().any(|f| f.on.is_none()) {
             return raw(State::Unknown, problem_sentence(snap), None, None);

@@ -54,12 +54,12 @@ impl Calm {
 /// time the worker asked. While both say nothing changed, a look need not
 /// read the flags again (a glance does).
 #[derive(Debug, Default)]
-pub struct Heard {
+pub struct Writes {
     tracking: AtomicBool,
     written: AtomicBool,
 }
 
-impl Heard {
+impl Writes {
     /// Whether the last full read still shows the flags and acknowledgements:
     /// tracking heard every write since, and none came. Asking clears the
     /// news, so a write after it is news for the next look.
@@ -76,8 +76,8 @@ impl Heard {
 }
 
 /// Wakes `wake` at every write to a flag or an acknowledgement of the job,
-/// and says so in `heard`, until `stop` turns true.
-pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, heard: Arc<Heard>, mut stop: watch::Receiver<bool>) {
+/// and says so in `writes`, until `stop` turns true.
+pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, writes: Arc<Writes>, mut stop: watch::Receiver<bool>) {
     if target.is_cluster() {
         return;
     }
@@ -87,13 +87,13 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, heard: Arc<Hear
     let mut said = false;
     while !*stop.borrow() {
         let closed = Arc::new(Notify::new());
-        let writes = Arc::new(AtomicU32::new(0));
+        let count = Arc::new(AtomicU32::new(0));
         let on_push = {
-            let (wake, closed, writes, heard) = (wake.clone(), closed.clone(), writes.clone(), heard.clone());
+            let (wake, closed, count, writes) = (wake.clone(), closed.clone(), count.clone(), writes.clone());
             move |push: redis::PushInfo| match push.kind {
                 // Past a flood, the loop below hangs up: no more wake-ups.
-                redis::PushKind::Invalidate if writes.fetch_add(1, Ordering::Relaxed) < FLOOD => {
-                    heard.written.store(true, Ordering::SeqCst);
+                redis::PushKind::Invalidate if count.fetch_add(1, Ordering::Relaxed) < FLOOD => {
+                    writes.written.store(true, Ordering::SeqCst);
                     wake.notify_one();
                 }
                 redis::PushKind::Disconnection => closed.notify_one(),
@@ -116,7 +116,7 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, heard: Arc<Hear
         backoff.reset();
         said = false;
         // Writes made while no connection tracked them are found by this look.
-        heard.tracking(true);
+        writes.tracking(true);
         wake.notify_one();
         let heard_since = tokio::time::Instant::now();
         let mut second = tokio::time::interval(Duration::from_secs(1));
@@ -125,7 +125,7 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, heard: Arc<Hear
             tokio::select! {
                 _ = closed.notified() => break false,
                 _ = second.tick() => {
-                    if writes.swap(0, Ordering::Relaxed) > FLOOD {
+                    if count.swap(0, Ordering::Relaxed) > FLOOD {
                         break true;
                     }
                     if checked.elapsed() < CHECK_EVERY {
@@ -144,7 +144,7 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, heard: Arc<Hear
             }
         };
         drop(conn);
-        heard.tracking(false);
+        writes.tracking(false);
         if flooded {
             let pause = calm.after_flood(heard_since.elapsed());
             tracing::warn!(

@@ -357,6 +357,15 @@ pub fn has_selectors(test: &str) -> bool {
     has
 }
 
+/// `lockwatch status --json` against `url`, with `extra` options: the
+/// status as JSON and the exit code.
+pub fn status_json(url: &str, extra: &[&str]) -> (serde_json::Value, i32) {
+    let out = lockwatch(url, &[&["status", "--json"], extra].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (json, out.status.code().unwrap())
+}
+
 /// Runs the `lockwatch` binary against `url`, with no URL from the environment.
 pub fn lockwatch(url: &str, args: &[&str]) -> Output {
     lockwatch_command().arg("--redis").arg(url).args(args).output().unwrap()

@@ -360,14 +360,10 @@ impl Global {
 
 /// One job name, or several separated by commas (for `status`).
 fn parse_jobs(s: &str) -> Result<String, Problem> {
-    let names: Vec<&str> = s.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
-    if names.is_empty() {
-        return Err(Problem::JobName);
-    }
-    for name in &names {
-        input::job_name(name)?;
-    }
-    Ok(names.join(","))
+    input::job_names(s).map(|names| names.join(",")).map_err(|invalid| match invalid.problem {
+        Problem::NoJob => Problem::JobName,
+        problem => problem,
+    })
 }
 
 /// Kept as given (the spec reads it again): only checked here, so that

@@ -131,7 +131,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let unlocked = Arc::new(Notify::new());
     let listeners = Listeners::new(&keys, wake.clone()).unlocking(unlocked.clone());
     let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), listeners, stop_rx.clone()));
-    let writes = Arc::new(flips::Heard::default());
+    let writes = Arc::new(flips::Writes::default());
     let flips = tokio::spawn(flips::hear(target.clone(), keys.clone(), wake.clone(), writes.clone(), stop_rx.clone()));
     let present = Arc::new(Held::default());
     // The presence subscription starts once the name is this worker's: made
@@ -291,7 +291,7 @@ struct Worker {
     /// The last full read, for glances while nothing it covers changed.
     known: Known,
     /// Whether the flags and acknowledgements may have changed since.
-    writes: Arc<flips::Heard>,
+    writes: Arc<flips::Writes>,
     /// When the next look reads everything, whatever was heard.
     full_at: Option<Instant>,
     /// When the last look was read.
