@@ -4,61 +4,88 @@
 # and the core tests again on each other server lockwatch supports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Each step says how long it took; the test binaries' own times are kept
-# in $log and the slowest listed at the end.
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Each step says how long it took; the test runs' output is kept in $log
+# and the slowest runs listed at the end.
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
 step() {
   local started=$SECONDS
   "$@"
   echo "test.sh: $* took $((SECONDS - started)) s" >&2
 }
-tests() {
-  cargo test --locked "$@" 2>&1 | tee -a "$log"
-}
 step bash scripts/setup-test-deps.sh
+# With arguments (`scripts/test.sh --test worker`), plain `cargo test` with them.
+if (($#)); then exec cargo test --locked "$@"; fi
 # lockwatch.exe and Wine, for tests/wine.rs.
 step bash scripts/build-windows.sh
-step tests --workspace "$@"
+# Every test binary of the workspace, built once; listed as "dir binary".
+build() {
+  cargo test --locked --workspace --no-run --message-format=json-render-diagnostics |
+    python3 -c '
+import json, os, sys
+for m in map(json.loads, sys.stdin):
+    if m.get("executable") and m.get("profile", {}).get("test"):
+        print(os.path.dirname(m["manifest_path"]), m["executable"])' >"$log/binaries"
+}
+step build
+# Redis 6.2 and Valkey 8 and 9 (scripts/fetch-servers.sh): the core tests run
+# again with each first on PATH. A test that needs what an older server lacks
+# (ACL selectors, functions) says so and checks nothing there
+# (`common::has_selectors`).
+servers=$(bash scripts/fetch-servers.sh)
+core=" worker status incidents acl sentinel "
+
+# The runs: each binary once, the core ones again on each other server; the
+# longest first (seconds, as last measured) so that the lanes end together.
+weight() {
+  case $1 in
+    serve | worker) echo 76 ;; soak) echo 66 ;; sentinel) echo 45 ;; cluster) echo 40 ;;
+    exactly_one | incidents | tray) echo 30 ;; switch_off) echo 23 ;;
+    main_command | dashboard | watch | acl) echo 18 ;; beat) echo 15 ;;
+    *) echo 5 ;;
+  esac
+}
+while read -r dir bin; do
+  name=${bin##*/}
+  name=${name%-*}
+  echo "$(weight "$name") $name - $dir $bin"
+  if [[ $core == *" $name "* ]]; then
+    while read -r server path _; do echo "$(weight "$name") $name $server $dir $bin $path"; done <<<"$servers"
+  fi
+done <"$log/binaries" | sort -rn >"$log/runs"
+
+# They run side by side, $LANES at a time (their tests mostly wait on leases
+# and timeouts); each run's output is printed whole when it ends.
+lanes=${LANES:-4}
+run() { # N NAME SERVER DIR BIN [SERVER_DIR]
+  local out="$log/run.$1" name=$2 server=$3 dir=$4 bin=$5 path=${6:-}
+  echo "     Running $name${path:+ on $server} (${bin#"$PWD/"})" >"$out"
+  (cd "$dir" && PATH="${path:+$path:}$PATH" "$bin" >>"$out" 2>&1) || echo "$name${path:+ on $server}" >>"$log/failed"
+  flock "$log/all" sh -c 'cat "$1"; cat "$1" >>"$2"' - "$out" "$log/all"
+}
+running() {
+  local started=$SECONDS n=0
+  touch "$log/all"
+  while read -r _ name server dir bin path; do
+    while (($(jobs -rp | wc -l) >= lanes)); do wait -n || true; done
+    n=$((n + 1))
+    run "$n" "$name" "$server" "$dir" "$bin" "$path" &
+  done <"$log/runs"
+  wait
+  echo "test.sh: $(wc -l <"$log/runs") test runs, $lanes side by side, took $((SECONDS - started)) s" >&2
+}
+running
 step node --test ui/tests/
 # No import circle, between the crates' modules or their files.
 for crate in src src-tauri/src; do python3 scripts/module-cycles.py "$crate" --files; done
 # The engines decide without I/O: nothing they import does any.
 python3 scripts/engine-imports.py
 
-# Redis 6.2 and Valkey 8 and 9 (scripts/fetch-servers.sh), first on PATH.
-# A test that needs what an older server lacks (ACL selectors, functions)
-# says so and checks nothing there (`common::has_selectors`).
-# The three passes run side by side (their tests mostly wait on leases and
-# timeouts), each from the binaries built once, each with its own output.
-servers=$(bash scripts/fetch-servers.sh)
-core=(--test worker --test status --test incidents --test acl --test sentinel)
-bins=$(cargo test --locked --no-run --message-format=json "${core[@]}" 2>/dev/null |
-  python3 -c 'import json, sys; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable") and m["target"]["kind"] == ["test"]]')
-pass_on() {
-  local name=$1 dir=$2 bin
-  echo "== the core tests on $name ($dir)"
-  for bin in $bins; do
-    echo "     Running ${bin##*/}"
-    PATH="$dir:$PATH" "$bin" || return 1
-  done
-}
-started=$SECONDS
-pids=()
-while read -r name dir _; do
-  pass_on "$name" "$dir" >"$log.$name" 2>&1 &
-  pids+=("$!:$name")
-done <<<"$servers"
-failed=0
-for p in "${pids[@]}"; do
-  name=${p#*:}
-  wait "${p%%:*}" || failed=1
-  cat "$log.$name" | tee -a "$log"
-  rm -f "$log.$name"
-done
-echo "test.sh: the core tests on the other servers took $((SECONDS - started)) s" >&2
-[[ $failed == 0 ]] || { echo "test.sh: the core tests failed on another server (above)" >&2; exit 1; }
-
-echo "test.sh: the slowest test binaries (seconds, each run):" >&2
-awk '/^     Running /{bin=($2=="unittests" ? $3 : $2)} /^test result:/{for(i=1;i<=NF;i++) if($i=="in"){sub("s","",$(i+1)); print $(i+1), bin}}' "$log" |
+echo "test.sh: the slowest test runs (seconds):" >&2
+awk '/^     Running /{bin=$2 ($3=="on" ? " on " $4 : "")} /^test result:/{for(i=1;i<=NF;i++) if($i=="in"){sub("s","",$(i+1)); print $(i+1), bin}}' "$log/all" |
   sort -rn | head -8 >&2
+if [[ -s $log/failed ]]; then
+  echo "test.sh: these failed (their output above): $(paste -sd, "$log/failed" | sed 's/,/, /g')" >&2
+  exit 1
+fi
+echo "test.sh: all passed" >&2

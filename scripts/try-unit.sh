@@ -158,9 +158,13 @@ killed_at=$(date +%s%N)
 kill -KILL "$worker"
 within 200 runs_anew "$second_fence" || fail "the worker was not restarted, or took the job not again"
 [ "$(worker_pid)" != "$worker" ] || fail "the same worker runs"
-in_box journalctl -u lockwatch-worker@outbound --no-pager -o cat | grep -q "nothing of its unit runs any more: released it" ||
-  fail "ExecStopPost did not let go of the dead worker's lock"
-echo "restarted by systemd (NRestarts=$(in_box systemctl show -p NRestarts --value lockwatch-worker@outbound)); running again $(( ($(date +%s%N) - killed_at) / 1000000 )) ms after the SIGKILL (lease 3 s), fence $(fence) (was $second_fence)"
+# Whoever comes first lets go of the dead worker's lock: its reaper, once the job's processes are
+# gone, or the unit's ExecStopPost, once nothing of the unit runs; the other then finds it gone.
+journal=$(in_box journalctl -u lockwatch-worker@outbound --no-pager -o cat)
+if grep -q "nothing of its unit runs any more: released it" <<<"$journal"; then released_by="ExecStopPost"
+elif grep -q "died and its job's processes are gone; released the lock" <<<"$journal"; then released_by="the reaper"
+else fail "neither the reaper nor ExecStopPost let go of the dead worker's lock"; fi
+echo "the dead worker's lock released by $released_by; restarted by systemd (NRestarts=$(in_box systemctl show -p NRestarts --value lockwatch-worker@outbound)); running again $(( ($(date +%s%N) - killed_at) / 1000000 )) ms after the SIGKILL (lease 3 s), fence $(fence) (was $second_fence)"
 
 step "3b. the worker and its reaper killed together (as pkill -9 lockwatch does): systemd ends what the job left"
 third_fence=$(fence)

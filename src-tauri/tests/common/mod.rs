@@ -14,8 +14,9 @@ pub struct Display {
 }
 
 impl Display {
-    /// Starts Xvfb on the first display number it can take. Xvfb itself
-    /// clears lock files left by a display server that is gone.
+    /// Starts Xvfb on the first display number it can take (tests run side
+    /// by side). Xvfb itself clears lock files left by a display server
+    /// that is gone.
     pub fn start() -> Display {
         for number in 140..240 {
             let socket = format!("/tmp/.X11-unix/X{number}");
@@ -37,7 +38,11 @@ impl Display {
                 if let Ok(Some(_)) = child.try_wait() {
                     break; // taken by a live server: try the next number
                 }
-                if Path::new(&socket).exists() && std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+                // Ours once its lock file names it: another test's Xvfb may
+                // answer on this number while ours is still finding out.
+                let ours = std::fs::read_to_string(format!("/tmp/.X{number}-lock"))
+                    .is_ok_and(|pid| pid.trim().parse() == Ok(child.id()));
+                if ours && std::os::unix::net::UnixStream::connect(&socket).is_ok() {
                     return Display { number, child };
                 }
                 std::thread::sleep(Duration::from_millis(50));
