@@ -108,6 +108,9 @@ fields! {
         /// The worker's lease (ms): a new holder waits for a holding by the
         /// longer of this and its own, as its reaper kills by this one.
         LEASE_MS = "lease_ms",
+        /// Redis time (ms) until which an idle worker holds back from
+        /// starting the job again: switches stopped and started it too often.
+        HELD_UNTIL_MS = "held_until_ms",
     }
 }
 
@@ -336,7 +339,7 @@ mod tests {
         assert!(lua.contains("LOCK_FIELD = 'lock_field'"), "{lua}");
         assert!(lua.contains("local FLAG_FIELDS = {'on', 'time', 'host', 'reason', }"), "{lua}");
         assert!(lua.contains("local STATE = {STARTING = 'starting', RUNNING = 'running', "), "{lua}");
-        assert_eq!(beat::ALL.len(), 21);
+        assert_eq!(beat::ALL.len(), 22);
         assert!(lua.contains("local function now_ms()"), "{lua}");
     }
 

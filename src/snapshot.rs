@@ -192,6 +192,9 @@ pub struct Beat {
     pub last_exit: Option<String>,
     /// While `starting`: Redis time the job is to start, ms.
     pub wait_until_ms: Option<u64>,
+    /// While idle: Redis time until which it holds back from starting the
+    /// job again (switches stopped and started it too often), ms.
+    pub held_until_ms: Option<u64>,
     /// While `starting`: the server whose heartbeat still says it runs the
     /// job, which this one waits for (`None`: it waits for Redis's sake).
     pub waits_for: Option<String>,

@@ -258,3 +258,37 @@ async fn flips_faster_than_a_person_makes_them_are_recorded_within_her_budget() 
     assert!(added >= 2, "her first flips are recorded: {added}");
     assert!(added <= 2 * 10, "{added} of her {made} flips recorded: past her budget");
 }
+
+/// Her flag the only one on, flipped on and off faster than a person does:
+/// each worker starts the job again after a switch-off a few times at once,
+/// then holds back and says until when, so the status reads `pending`
+/// (never `down`) and the history keeps a bounded number of runs.
+#[tokio::test]
+async fn her_on_and_off_flood_starts_the_job_a_bounded_number_of_times_then_holds_back() {
+    let server = RedisServer::start();
+    let mut admin = server.conn();
+    flag(&mut admin, "outbound", "alice", true);
+    let _a = worker(&server.url(), "srv-a");
+    let _b = worker(&server.url(), "srv-b");
+    eventually("the job runs", Duration::from_secs(10), || running_on(&mut admin)).await;
+    let runs = |c: &mut redis::Connection| stream_events(c).iter().filter(|e| e.kind == kind::ACQUIRED).count();
+    let mut ons = 0;
+    for i in 0..40 {
+        let on = i % 2 == 1;
+        flag(&mut admin, "outbound", "alice", on);
+        ons += usize::from(on);
+        tokio::time::sleep(Duration::from_millis(350)).await;
+    }
+    flag(&mut admin, "outbound", "alice", true);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let started = runs(&mut admin);
+    println!("{ons} times switched on again: the job was started {started} times");
+    // On each of the two servers: its first start, then at most the burst after its switch-offs.
+    let most = 2 * (1 + usize::try_from(lockwatch::work::engine::RESTART_BURST).unwrap());
+    assert!(started > 3, "her first switches start the job: {started}");
+    assert!(started <= most, "{started} starts for {ons} switches on: past the budget of {most}");
+    let (status, code) = status_json(&server.url(), &[]);
+    assert_eq!(status["state"], "pending", "{status:#}");
+    assert!(status["reason"].as_str().unwrap().contains("hold back and start it again at"), "{status:#}");
+    assert_eq!(code, 1, "pending is a warning");
+}

@@ -190,6 +190,7 @@ pub(super) fn decode_beat(key: &str, node: &str, v: &Value, problems: &mut Vec<S
         child_pid: unsigned(beat::CHILD_PID),
         last_exit: text(beat::LAST_EXIT),
         wait_until_ms: unsigned(beat::WAIT_UNTIL_MS),
+        held_until_ms: unsigned(beat::HELD_UNTIL_MS),
         waits_for: text(beat::WAITS_FOR).filter(|n| !n.is_empty()),
         renewed_ms: unsigned(beat::RENEWED_MS),
         instance: text(beat::INSTANCE).filter(|i| !i.is_empty()),

@@ -267,6 +267,16 @@ fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
         return Raw { since_ms: since, ..raw(State::Stopped, "nobody has it enabled".to_owned(), None, None) };
     }
     let who = enabled.join(", ");
+    // A worker holds back: switches stopped and started the job too often.
+    // Its start grace counts from the hold's end.
+    if let Some(until) = held_until(snap, cfg) {
+        let reason = format!(
+            "enabled by {who}; switched off and on too often lately, so the servers hold back and start it again at {}",
+            clock_utc(until)
+        );
+        let gap = Some(Gap::new(until, Awaited::Start));
+        return Raw { gap, ..raw(State::Pending, reason, None, Some(until - now)) };
+    }
     let mut gap =
         ctx.gap.unwrap_or_else(|| if ctx.was_held { Gap::new(now, Awaited::Takeover) } else { remembered_gap(snap) });
     gap.alone = gap.awaited == Awaited::Takeover && !anybody_could_take_over(snap, cfg);
@@ -336,6 +346,19 @@ fn remembered_gap(snap: &Snapshot) -> Gap {
 /// Whether some server could take the lock over: one whose heartbeat is
 /// fresh and whose process is not known gone (its presence subscription
 /// closed). Without heartbeats nothing can be told, so anybody could.
+/// The first end of a hold the workers with a fresh heartbeat say they
+/// keep (after too many starts by switches), while one lasts: the job
+/// starts again then.
+fn held_until(snap: &Snapshot, cfg: &Config) -> Option<u64> {
+    let now = snap.time_ms;
+    snap.beats
+        .iter()
+        .filter(|b| beat_fresh(b, now, cfg))
+        .filter_map(|b| b.held_until_ms)
+        .filter(|&until| until > now)
+        .min()
+}
+
 fn anybody_could_take_over(snap: &Snapshot, cfg: &Config) -> bool {
     let now = snap.time_ms;
     let alive = |b: &&Beat| {

@@ -655,3 +655,27 @@ fn a_job_one_server_runs_has_no_standby_to_lose_and_a_failover_says_the_move_not
     let later = feed(&mut t, with_dead_a(&w));
     assert!(later.status.no_standby.is_some(), "still shown, and warned by status's exit code");
 }
+
+#[test]
+fn a_worker_holding_back_after_too_many_switches_is_pending_until_then_not_down() {
+    let mut t = engine();
+    let mut w = World::free(1_000);
+    w.standby_beat_ms = Some(w.time_ms - 300);
+    let until = w.time_ms + 400_000;
+    let mut snap = w.snapshot();
+    snap.beats[0].held_until_ms = Some(until);
+    let s = t.handle_read(&snap);
+    assert_eq!(s.status.state, State::Pending, "{}", s.status.reason);
+    assert!(s.status.reason.contains(&format!("start it again at {}", clock_utc(until))), "{}", s.status.reason);
+    assert_eq!(s.status.pending_until_ms, Some(until + Config::default().start_grace_ms), "then a start grace");
+    // Its beat gone stale, its word is no more: a start is awaited from the
+    // hold's end, for a start grace, and then the job is down.
+    let mut stale = snap.clone();
+    stale.time_ms += 200_000;
+    stale.beats[0].beat_ms = Some(stale.time_ms - 100_000);
+    let s = t.handle_read(&stale);
+    assert_eq!(s.status.state, State::Pending);
+    assert!(s.status.reason.contains("waiting for a server to start it"), "{}", s.status.reason);
+    stale.time_ms = until + Config::default().start_grace_ms;
+    assert_eq!(t.handle_read(&stale).status.state, State::Down);
+}

@@ -11,6 +11,9 @@ use crate::work::outcome::Wait;
 pub enum Action {
     /// Try to take the lock; the answer goes to [`Engine::acquired`].
     Acquire,
+    /// Enabled again, but switches stopped and started the job too often
+    /// lately: say that it starts again at `until_ms` (Redis ms), once.
+    HeldBack { until_ms: u64 },
     /// The lock is ours from `since`: start the watchdog renewing it, and
     /// arm the reaper's dead-man kill.
     Guard { fence: i64, since: Boot },

@@ -18,6 +18,7 @@ mod pair;
 #[cfg(test)]
 mod props;
 pub mod renewer;
+mod restarts;
 #[cfg(test)]
 mod scenarios;
 #[cfg(test)]
@@ -35,6 +36,8 @@ use crate::work::outcome::{Acquire, Before, HeldSeen, Wait, is_lockwatch_field};
 
 pub use action::Action;
 pub use renewer::Renewal;
+use restarts::Restarts;
+pub use restarts::{BURST as RESTART_BURST, REFILL as RESTART_REFILL};
 
 /// What the engine is told once, for a worker's whole life.
 #[derive(Debug, Clone)]
@@ -114,6 +117,9 @@ pub struct BeatNow {
     /// The server the job waits for (empty: none, it waits for Redis's
     /// sake) and until when (Redis ms), while it waits.
     pub wait: Option<(String, u64)>,
+    /// Until when (Redis ms) it holds back from starting the job again,
+    /// which switches stopped and started too often ([`restarts`]).
+    pub held_until: Option<u64>,
 }
 
 /// The worker's decisions and what they rest on.
@@ -131,6 +137,9 @@ pub struct Engine {
     /// seen only foreign holders, none recorded or beating as lockwatch's,
     /// and the fence counter then (no lockwatch holding began while it stays).
     foreign: Option<Foreign>,
+    /// The starts after a switch-off left, and until when one is held back.
+    restarts: Restarts,
+    held: Option<Until>,
 }
 
 /// Foreign holders seen by refused attempts, with no lockwatch holding between.
@@ -164,7 +173,15 @@ fn foreign_holders(snap: &Snapshot, seen: &HeldSeen) -> bool {
 impl Engine {
     /// An engine holding nothing yet.
     pub fn new(rules: Rules) -> Engine {
-        Engine { rules, holding: None, unconfirmed: None, retry_at: None, foreign: None }
+        Engine {
+            rules,
+            holding: None,
+            unconfirmed: None,
+            retry_at: None,
+            foreign: None,
+            restarts: Restarts::new(),
+            held: None,
+        }
     }
 
     /// The holding, if the lock is ours.
@@ -217,11 +234,30 @@ impl Engine {
         }
         // Flags that cannot be read neither start nor stop the job.
         match (self.holding.is_some(), enabled.unwrap_or(self.holding.is_some())) {
-            (false, true) => vec![Action::Acquire],
-            (true, false) => self.let_go(Cause::Disabled).into_iter().collect(),
+            (false, true) => self.start_again(now, snap.time_ms).into_iter().collect(),
+            (true, false) => {
+                self.restarts.switched_off();
+                self.let_go(Cause::Disabled).into_iter().collect()
+            }
             (true, true) => self.wait_for_others(now, snap, field).into_iter().collect(),
-            (false, false) => Vec::new(),
+            (false, false) => {
+                self.held = None;
+                Vec::new()
+            }
         }
+    }
+
+    /// Enabled, and nothing held: acquire, unless switches stopped and
+    /// started the job too often lately (said once per spell).
+    fn start_again(&mut self, now: Boot, now_ms: u64) -> Option<Action> {
+        let Some(left) = self.restarts.start(now) else {
+            self.held = None;
+            return Some(Action::Acquire);
+        };
+        let news = self.held.is_none();
+        let until = Until::after(now, left, now_ms);
+        self.held = Some(until);
+        news.then_some(Action::HeldBack { until_ms: until.redis_ms })
     }
 
     /// The answer to [`Action::Acquire`]: `since` is when the call was sent,
@@ -358,7 +394,10 @@ impl Engine {
     /// What the heartbeat says: `silent_for` is how long the running job
     /// has given no sign of life.
     pub fn beat(&self, now: Boot, silent_for: Option<Duration>) -> BeatNow {
-        let Some(h) = &self.holding else { return BeatNow { state: BeatState::Idle, fence: None, wait: None } };
+        let Some(h) = &self.holding else {
+            let held_until = self.held.filter(|u| now < u.at).map(|u| u.redis_ms);
+            return BeatNow { state: BeatState::Idle, fence: None, wait: None, held_until };
+        };
         let stalled = h.running && self.rules.stall_after.zip(silent_for).is_some_and(|(limit, s)| s >= limit);
         let state = if stalled {
             BeatState::Stalled
@@ -377,17 +416,18 @@ impl Engine {
                 (None, None) => None,
             }
         };
-        BeatNow { state, fence: Some(h.fence), wait }
+        BeatNow { state, fence: Some(h.fence), wait, held_until: None }
     }
 
     /// When the engine must be asked again at the latest: the lease's
-    /// safety deadline, the job's start, a held lock's expiry.
+    /// safety deadline, the job's start, a held lock's expiry, the end of
+    /// holding back.
     pub fn deadline(&self) -> Option<Boot> {
         let holding = self.holding.as_ref().map(|h| {
             let safety = h.lock_ok_at + self.rules.lease.stop_after();
             if h.running { safety } else { safety.min(h.start_at()) }
         });
-        [holding, self.retry_at].into_iter().flatten().min()
+        [holding, self.retry_at, self.held.map(|u| u.at)].into_iter().flatten().min()
     }
 
     fn kill(&mut self, cause: Cause, say_idle: bool) -> Option<Action> {

@@ -67,7 +67,10 @@ fn a_free_lock_is_taken_and_the_first_start_noted_before_it_happens() {
     assert_eq!(e.tend(at(1_260), Renewal::Renewed(at(1_000))), Some(Action::NoteStarted));
     assert_eq!(e.start_noted(at(1_260), true, Renewal::Renewed(at(1_000))), Some(Action::Start { fence: 7 }));
     e.job_started(at(1_260));
-    assert_eq!(e.beat(at(1_300), None), BeatNow { state: BeatState::Running, fence: Some(7), wait: None });
+    assert_eq!(
+        e.beat(at(1_300), None),
+        BeatNow { state: BeatState::Running, fence: Some(7), wait: None, held_until: None }
+    );
 }
 
 #[test]
@@ -120,6 +123,36 @@ fn a_lock_found_gone_kills_and_says_idle_and_disabled_lets_go() {
         vec![Action::LetGo { fence: 7, cause: Cause::Disabled }]
     );
     assert_eq!(e.beat(at(2_000), None).state, BeatState::Idle);
+}
+
+#[test]
+fn switched_off_and_on_too_often_the_job_is_held_back_and_says_until_when() {
+    let mut e = engine();
+    let mut t = 1_000;
+    let look = |e: &mut Engine, t: u64, on: bool| e.look(at(t), &held_by("f", t), "f", Some(on));
+    for _ in 0..restarts::BURST + 1 {
+        // Started (the lock taken), then switched off: the job lets go.
+        assert_eq!(
+            e.look(at(t), &Snapshot { time_ms: t, ..Snapshot::default() }, "f", Some(true)),
+            vec![Action::Acquire]
+        );
+        let _ = e.acquired(at(t), at(t), acquired(7, Before::Stopped), &held_by("f", t), "f");
+        t += 100;
+        assert_eq!(look(&mut e, t, false), vec![Action::LetGo { fence: 7, cause: Cause::Disabled }]);
+        t += 100;
+    }
+    let free = |t: u64| Snapshot { time_ms: t, ..Snapshot::default() };
+    let refill = millis(restarts::REFILL);
+    let acts = e.look(at(t), &free(t), "f", Some(true));
+    // The burst's first start was the second acquisition's, at 1,200.
+    let until_ms = 1_200 + refill;
+    assert_eq!(acts, vec![Action::HeldBack { until_ms }], "the first start after the burst waits for the refill");
+    assert_eq!(e.beat(at(t), None).held_until, Some(until_ms));
+    assert_eq!(e.deadline(), Some(at(until_ms)), "asked again when the hold ends");
+    assert_eq!(e.look(at(t + 1_000), &free(t + 1_000), "f", Some(true)), vec![], "said once");
+    assert_eq!(e.look(at(t + 2_000), &free(t + 2_000), "f", Some(false)), vec![]);
+    assert_eq!(e.beat(at(t + 2_000), None).held_until, None, "switched off: nothing is held back");
+    assert_eq!(e.look(at(until_ms), &free(until_ms), "f", Some(true)), vec![Action::Acquire]);
 }
 
 #[test]

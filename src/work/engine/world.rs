@@ -375,7 +375,8 @@ impl World {
                 | Action::Unconfirmed { .. }
                 | Action::Waits(_)
                 | Action::RenewFailing { .. }
-                | Action::Exited { .. } => {}
+                | Action::Exited { .. }
+                | Action::HeldBack { .. } => {}
             }
         }
     }

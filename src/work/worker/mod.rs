@@ -157,6 +157,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         enabled: None,
         were_on: Vec::new(),
         flags_lost: Vec::new(),
+        held_until: None,
         flags_seen: None,
         acks_seen: Vec::new(),
         flip_budget: Budget::default(),
@@ -280,6 +281,9 @@ struct Worker {
     were_on: Vec<String>,
     /// The users of `were_on` whose flag Redis lost, as the last look found.
     flags_lost: Vec<String>,
+    /// Until when (Redis ms) it holds back from starting the job again, as
+    /// the engine last said.
+    held_until: Option<u64>,
     /// Each flag as last read (`None` before the first read), to record flips.
     flags_seen: Option<Vec<Flag>>,
     /// How many more of each person's flips the history takes.

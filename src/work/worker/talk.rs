@@ -99,7 +99,7 @@ impl Worker {
             None => ("", String::new()),
         };
         let (waits_for, wait_until) = wait.map(|(node, ms)| (node.to_owned(), ms.to_string())).unwrap_or_default();
-        let pairs: [(&str, String); 16] = [
+        let pairs: [(&str, String); 17] = [
             (beat::NODE, self.opts.node.clone()),
             (beat::HOST, self.host.clone()),
             (beat::PID, std::process::id().to_string()),
@@ -116,6 +116,7 @@ impl Worker {
             (beat::WAIT_UNTIL_MS, wait_until),
             (beat::FLAGS_LOST, self.flags_lost.join(",")),
             (beat::LEASE_MS, crate::clock::millis(self.opts.lease.whole()).to_string()),
+            (beat::HELD_UNTIL_MS, self.held_until.map(|ms| ms.to_string()).unwrap_or_default()),
         ];
         let keys = (self.keys.node(&self.opts.node), self.keys.nodes());
         let node = self.opts.node.clone();

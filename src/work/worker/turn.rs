@@ -78,6 +78,7 @@ impl Worker {
         let child = job.and_then(|j| j.pid);
         self.publishing = crate::work::beat::publishes(&snap, &self.opts.node, l.is_some());
         let holding = now.fence.map(|f| (field.as_str(), f));
+        self.held_until = now.held_until;
         let wait = now.wait.as_ref().map(|(node, ms)| (node.as_str(), *ms));
         match self.beat(now.state.clone(), holding, child, wait).await {
             Ok(()) if self.beat_state.as_ref() != Some(&now.state) => {
@@ -144,6 +145,14 @@ impl Worker {
                         }
                     }
                 }
+                Action::HeldBack { until_ms } => tracing::warn!(
+                    node = %self.opts.node,
+                    "the job was switched off and on {} times lately; it starts again at {} (after a switch-off it starts {} times at once, then once every {})",
+                    crate::work::engine::RESTART_BURST,
+                    crate::status::clock_utc(until_ms),
+                    crate::work::engine::RESTART_BURST,
+                    crate::duration::human_duration(crate::clock::millis(crate::work::engine::RESTART_REFILL)),
+                ),
                 Action::Guard { since, .. } => *live = Some(self.guard(since)),
                 Action::Acquired { fence, wait, prev_beat_ms, after_foreign } => {
                     self.note_acquired(fence, wait, prev_beat_ms, after_foreign).await;

@@ -176,7 +176,10 @@ impl World {
                     let who = if busy.node.is_empty() { "the holding before (unnamed)".to_owned() } else { busy.node };
                     self.say(format!("p{p} waits up to {} s for {who}", busy.left.as_secs_f64()));
                 }
-                Action::Unconfirmed { .. } | Action::RenewFailing { .. } | Action::Exited { .. } => {}
+                Action::Unconfirmed { .. }
+                | Action::RenewFailing { .. }
+                | Action::Exited { .. }
+                | Action::HeldBack { .. } => {}
                 Action::NoteStarted => {
                     let field = self.procs[p].field.clone();
                     let noted = matches!(self.call(p, Op::Started(field), LOOK_PATIENCE)?, Some(Reply::Done(true, _)));
