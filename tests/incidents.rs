@@ -232,6 +232,26 @@ async fn a_lost_flag_is_still_named_after_a_failover_and_after_both_workers_rest
     assert_ne!(json["state"], json!("stopped"), "{json}");
 }
 
+/// With every worker gone after the loss, their last heartbeats still
+/// carry the word: the job enabled by a lost flag and run by nobody is
+/// `down`, never "stopped, nobody enabled".
+#[tokio::test]
+async fn a_lost_flag_with_every_worker_gone_reads_as_down_not_stopped() {
+    let server = RedisServer::start();
+    let Two { j: _j, a, b, _dir, .. } = Two::start(&server, "3s").await;
+    let mut c = server.conn();
+    let status = || status_json(&server.url(), &["--heartbeat-grace", "2s", "--failover-window", "2s"]);
+    lose_alices_flag(&mut c, &status).await;
+    for mut w in [a, b] {
+        w.kill9();
+        w.wait().unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let (json, code) = status();
+    println!("every worker gone: {json}");
+    assert_eq!((code, &json["state"], &json["flags_lost"]), (2, &json!("down"), &json!(["alice"])), "{json}");
+}
+
 /// A lost flag its user wrote again is forgotten for good: a heartbeat of a
 /// worker killed before she wrote it still names it, but the latest word is
 /// the live worker's, so her off flag lost in turn stops nothing and starts

@@ -256,7 +256,7 @@ fn free(snap: &Snapshot, ctx: Context, cfg: &Config) -> Raw {
     let now = snap.time_ms;
     let mut enabled: Vec<&str> = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.as_str()).collect();
     // A flag Redis lost while it was on counts as on until written again, as the workers take it.
-    let lost = if enabled.is_empty() { flags_lost(snap, cfg) } else { Vec::new() };
+    let lost = if enabled.is_empty() { flags_lost(snap) } else { Vec::new() };
     enabled.extend(lost.iter().map(String::as_str));
     if enabled.is_empty() {
         if snap.flags.iter().any(|f| f.on.is_none()) {
@@ -428,12 +428,13 @@ pub(super) fn beat_fresh(b: &Beat, now_ms: u64, cfg: &Config) -> bool {
     b.beat_ms.is_some_and(|t| now_ms.saturating_sub(t) <= cfg.heartbeat_grace_ms)
 }
 
-/// The users whose flag the latest fresh heartbeat says Redis lost while
-/// it was on, and whose flag is still gone in this read (a flip since wrote
-/// it again).
-pub(super) fn flags_lost(snap: &Snapshot, cfg: &Config) -> Vec<String> {
+/// The users whose flag the latest heartbeat says Redis lost while it was
+/// on, and whose flag is still gone in this read (a flip since wrote it
+/// again). Fresh or not: with every worker gone, their last word is still
+/// the latest, and a worker started again takes it up as it is.
+pub(super) fn flags_lost(snap: &Snapshot) -> Vec<String> {
     let gone = |user: &String| snap.flags.iter().any(|f| &f.user == user && f.is_missing());
-    let said = snap.flags_lost_said(|b| beat_fresh(b, snap.time_ms, cfg));
+    let said = snap.flags_lost_said(|_| true);
     let mut users: Vec<String> = said.iter().filter(|u| gone(u)).cloned().collect();
     users.sort();
     users.dedup();

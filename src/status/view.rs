@@ -104,7 +104,7 @@ impl Job {
             pending_until_ms,
             problems: snap.problems.clone(),
             no_standby: no_standby(snap, raw, cfg),
-            flags_lost: flags_lost(snap, cfg),
+            flags_lost: flags_lost(snap),
             eviction: None,
             failure: None,
         }
