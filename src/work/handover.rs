@@ -46,10 +46,17 @@ pub struct Busy {
 /// the margin for that kill to land (a reaper on a host with thousands of
 /// processes walks `/proc` for tens of milliseconds first). A holder whose
 /// heartbeat names a longer lease (workers started with different
-/// `--lease`) is waited for by that one; a shorter one never shortens it.
+/// `--lease`) is waited for by that one; a shorter one never shortens it. A
+/// heartbeat that names none is an older lockwatch's, whose lease is not
+/// known: the default one, [`OLDER_LEASE_MS`], is counted.
 fn may_run(lease: Lease, theirs: Option<&Beat>) -> u64 {
-    millis(lease.whole()).max(theirs.and_then(|b| b.lease_ms).unwrap_or(0))
+    let theirs = theirs.map_or(0, |b| b.lease_ms.unwrap_or(OLDER_LEASE_MS));
+    millis(lease.whole()).max(theirs)
 }
+
+/// The lease counted for a worker whose heartbeat does not name its own
+/// (a lockwatch older than `lease_ms`): the default `--lease`.
+pub const OLDER_LEASE_MS: u64 = 30_000;
 
 /// The server the new holder `node` (holding under `field`) must wait for
 /// the longest, if any, as `snap` shows them. A server counts when its
@@ -134,6 +141,7 @@ mod tests {
             lock_field: Some(field.to_owned()),
             beat_ms: Some(beat_ms),
             instance: Some(format!("{node}-1")),
+            lease_ms: Some(millis(LEASE.whole())),
             ..Beat::default()
         }
     }
@@ -246,8 +254,13 @@ mod tests {
         assert_eq!(before_busy(&s, &a_running(), taken(10_000), LEASE).map(|b| b.left.as_millis()), Some(29_000));
         // A shorter one does not shorten this worker's own.
         long.lease_ms = Some(1_000);
-        let s = snap(10_000, vec![long]);
+        let s = snap(10_000, vec![long.clone()]);
         assert_eq!(busy_elsewhere(&s, "b", "fb", LEASE).map(|b| b.left.as_millis()), Some(7_000));
+        // None named: an older lockwatch's, waited for by the default lease.
+        long.lease_ms = None;
+        let s = snap(10_000, vec![long]);
+        let older = u128::from(OLDER_LEASE_MS) - 1_000;
+        assert_eq!(busy_elsewhere(&s, "b", "fb", LEASE).map(|b| b.left.as_millis()), Some(older));
     }
 
     proptest! {

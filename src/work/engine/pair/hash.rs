@@ -23,6 +23,7 @@ pub(super) struct BeatHash {
     pub renewed_ms: Option<String>,
     pub presence: Option<String>,
     pub presence_on: Option<String>,
+    pub lease_ms: Option<String>,
 }
 
 impl BeatHash {
@@ -40,6 +41,7 @@ impl BeatHash {
             (&mut self.renewed_ms, &other.renewed_ms),
             (&mut self.presence, &other.presence),
             (&mut self.presence_on, &other.presence_on),
+            (&mut self.lease_ms, &other.lease_ms),
         ];
         for (mine, theirs) in pairs {
             if theirs.is_some() {
@@ -67,6 +69,7 @@ impl BeatHash {
             invocation: text(&self.invocation),
             present: (self.presence.as_deref() == Some("1")).then_some(true),
             presence_on: text(&self.presence_on),
+            lease_ms: unsigned(&self.lease_ms),
             ..Beat::default()
         }
     }

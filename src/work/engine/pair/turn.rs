@@ -296,6 +296,7 @@ impl World {
             state: Some(state.as_str().to_owned()),
             presence: Some(if pr.presence_on.is_some() { "1" } else { "" }.to_owned()),
             presence_on: Some(pr.presence_on.map(|r| r.to_string()).unwrap_or_default()),
+            lease_ms: Some(millis(super::LEASE.whole()).to_string()),
             ..BeatHash::default()
         };
         let call = BeatCall {
