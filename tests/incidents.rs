@@ -300,7 +300,7 @@ async fn a_paused_standby_does_not_bring_back_a_lost_flag_that_was_switched_off_
         // SAFETY: kill(2) on a worker this test started.
         unsafe { libc::kill(standby.pid(), libc::SIGSTOP) };
         flag(&mut c, "outbound", "alice", false);
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        tokio::time::sleep(Duration::from_millis(1_600)).await;
         let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
         unsafe { libc::kill(standby.pid(), libc::SIGCONT) };
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::time::{Instant, sleep};
 
 use super::{REDIS_PATIENCE, Worker};
+use crate::clock::millis;
 use crate::error::{Action, Error};
 use crate::history::budget::{self, Take};
 use crate::history::{self, FlagFlip, Record};
@@ -20,8 +21,10 @@ use crate::work::trim;
 const PEEK_EVERY: Duration = Duration::from_millis(200);
 
 /// A look later than this after the one before does not trust this
-/// process's memory of lost flags (a look comes every second).
-const MEMORY_GAP: Duration = Duration::from_secs(2);
+/// process's memory of lost flags: a look comes every second, so a process
+/// paused (or cut off) for more than half a second past that may have
+/// missed her switching off and the loss after it.
+const MEMORY_GAP: Duration = Duration::from_millis(1_500);
 
 /// How often a worker reads everything, whatever tracking heard: a net
 /// under what no write told (a registry changed by hand, a stream entry).
@@ -69,8 +72,10 @@ impl Worker {
         // off) may hold a memory others have outgrown: her flag switched off
         // meanwhile and lost again. Such a look, as the first, takes the
         // flags Redis lost from the latest heartbeat's word.
-        let late = self.looked_at.is_some_and(|at| at.elapsed() > MEMORY_GAP);
-        self.looked_at = Some(Instant::now());
+        // By Redis's clock, when each look read: a read begun before a
+        // pause and answered after it is as old as it was sent.
+        let late = self.looked_at.is_some_and(|at| snap.time_ms.saturating_sub(at) > millis(MEMORY_GAP));
+        self.looked_at = Some(snap.time_ms);
         if first || late {
             self.were_on = snap.flags_lost_said(|_| true).to_vec();
         }

@@ -298,8 +298,8 @@ struct Worker {
     writes: Arc<flips::Writes>,
     /// When the next look reads everything, whatever was heard.
     full_at: Option<Instant>,
-    /// When the last look was read.
-    looked_at: Option<Instant>,
+    /// Redis time (ms) of the last look's read.
+    looked_at: Option<u64>,
     /// The holder (node, heartbeat seq) last announced gone, to say it once.
     told_gone: Option<(String, Option<u64>)>,
     /// The presence channel of another server holding the lock, counted
