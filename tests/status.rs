@@ -157,6 +157,17 @@ async fn keys_of_the_wrong_type_make_the_state_unknown_never_stopped() {
     let s = look(&server, &keys, &Config::default()).await;
     assert_eq!(s.state, State::Unknown, "{}", s.reason);
     assert_eq!(s.problems.len(), 3, "{:?}", s.problems);
+
+    // Her flag written by hand with neither 1 nor 0: on or off cannot be told.
+    for key in ["{outbound}:enabled:alice", "{outbound}:nodes", "{outbound}:fence"] {
+        let _: () = redis::cmd("DEL").arg(key).query(&mut c).unwrap();
+    }
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("on").arg("yes").query(&mut c).unwrap();
+    let s = look(&server, &keys, &Config::default()).await;
+    assert_eq!(s.state, State::Unknown, "{}", s.reason);
+    assert!(s.reason.contains("holds on=\"yes\", neither 1 nor 0"), "{}", s.reason);
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("on").arg("TRUE").query(&mut c).unwrap();
+    assert_eq!(look(&server, &keys, &Config::default()).await.state, State::Down, "true is on");
 }
 
 #[tokio::test]

@@ -145,7 +145,21 @@ pub(super) fn note_oversized(key: &str, v: &Value, oversized: &mut Vec<String>) 
 pub(super) fn decode_flag(key: &str, user: &str, v: &Value, now_ms: u64, problems: &mut Vec<String>) -> Flag {
     let mut flag = Flag { user: user.to_owned(), on: None, at_ms: None, host: None };
     if let Some(fields) = decode_hash(key, v, problems) {
-        flag.on = Some(field(&fields, flag::ON).is_some_and(|on| on == "1" || on.eq_ignore_ascii_case("true")));
+        flag.on = match field(&fields, flag::ON) {
+            None | Some("0") => Some(false),
+            Some("1") => Some(true),
+            Some(on) if on.eq_ignore_ascii_case("true") => Some(true),
+            Some(on) if on.eq_ignore_ascii_case("false") => Some(false),
+            // Written by hand: on or off cannot be told, so it neither starts nor stops the job.
+            Some(on) => {
+                let shown: String = on.chars().take(20).collect();
+                problems.push(format!(
+                    "{key} holds {}={shown:?}, neither 1 nor 0; switch it on or off again (lockwatch enable or disable)",
+                    flag::ON
+                ));
+                None
+            }
+        };
         flag.at_ms =
             field(&fields, flag::TIME).and_then(parse_int).and_then(|t| u64::try_from(t).ok()).filter(|&t| t <= now_ms);
         flag.host = field(&fields, flag::HOST).map(str::to_owned);
