@@ -61,10 +61,49 @@ pub enum Error {
         by: String,
     },
 
-    /// A user name or other input that cannot be used as given.
-    #[error("{0}")]
-    Invalid(String),
+    /// An input that breaks its rule: which, as given, and why (the
+    /// command line's flag in front).
+    #[error("{}", .0.with_flag())]
+    Input(Box<crate::input::Invalid>),
+
+    /// A flip without a user name, none given and none known.
+    #[error("no user name is known; pass --user NAME")]
+    NoUser,
+
+    /// A worker's lock key outside the job's Redis Cluster slot.
+    #[error(
+        "the lock key {lock} is in another Redis Cluster slot than the job's keys ({prefix}:…), and the worker's scripts need them in one; name the lock with the job's hash tag (such as {prefix}:lock) or leave --lock-key out"
+    )]
+    LockSlot { lock: String, prefix: String },
+
+    /// A sentinel's address without a port.
+    #[error("the sentinel address {address:?} has no port; give HOST:PORT[,HOST:PORT…]")]
+    SentinelNoPort { address: String },
+
+    /// A socket path given as a Redis Cluster's node.
+    #[error("{CLUSTER_NO_SOCKET}")]
+    ClusterSocket,
+
+    /// A private CA file given for a Redis Cluster.
+    #[error("{CLUSTER_NO_CA}")]
+    ClusterCa,
+
+    /// Sharded pub/sub asked of a Redis that is no cluster.
+    #[error("sharded pub/sub is for a Redis Cluster")]
+    NotCluster,
 }
+
+impl From<crate::input::Invalid> for Error {
+    fn from(invalid: crate::input::Invalid) -> Error {
+        Error::Input(Box::new(invalid))
+    }
+}
+
+/// Why a cluster cannot be reached at a socket path.
+pub const CLUSTER_NO_SOCKET: &str =
+    "a Redis Cluster node is given as redis://[user:password@]host:port (rediss:// for TLS), not a socket path";
+/// Why a cluster cannot take a private CA file.
+pub const CLUSTER_NO_CA: &str = "a private CA file cannot be used with a Redis Cluster; add the CA to the system's trust store (or point SSL_CERT_FILE at it) and leave this empty";
 
 /// Why a Redis command failed, in the terms the status and the UI need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

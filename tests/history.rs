@@ -201,7 +201,7 @@ fn a_reason_too_long_is_refused_in_one_sentence_before_redis_is_asked() {
     let out = lockwatch("redis://127.0.0.1:1", &["disable", "--user", "alice", "--reason", &long]);
     assert_eq!(out.status.code(), Some(3), "a command line it cannot use");
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("the reason is 201 characters long; give at most 200, one sentence"), "{err}");
+    assert!(err.contains(": 201 characters long; give at most 200, one sentence"), "{err}");
 }
 
 #[test]

@@ -9,12 +9,6 @@ use redis::{ConnectionAddr, RedisError};
 
 use super::TIMEOUT;
 
-/// Why a cluster cannot be reached at a socket path.
-pub const CLUSTER_NO_SOCKET: &str =
-    "a Redis Cluster node is given as redis://[user:password@]host:port (rediss:// for TLS), not a socket path";
-/// Why a cluster cannot take a private CA file.
-pub const CLUSTER_NO_CA: &str = "a private CA file cannot be used with a Redis Cluster; add the CA to the system's trust store (or point SSL_CERT_FILE at it) and leave this empty";
-
 /// How often a cluster request is tried again (a redirection counts): the
 /// crate's default of 16, with waits growing to minutes, would leave a
 /// read of a dead node unanswered far past the watcher's patience.

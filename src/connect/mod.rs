@@ -37,7 +37,6 @@ mod sentinel;
 pub(crate) mod sharded;
 
 pub use backoff::Backoff;
-pub use cluster::{CLUSTER_NO_CA, CLUSTER_NO_SOCKET};
 pub use conn::Conn;
 
 use cluster::{Nodes, cluster_client, node_addr, owner_in_slots};
@@ -112,7 +111,7 @@ impl Target {
     /// the same way (TLS or not, the same CA), without the URL's login.
     ///
     /// # Errors
-    /// As [`Target::new`], and [`Error::Invalid`] for a sentinel address
+    /// As [`Target::new`], and [`Error::SentinelNoPort`] for a sentinel address
     /// without a port.
     pub fn sentinel(url: &str, tls_ca: Option<&Path>, sentinels: &[String], master: &str) -> Result<Self, Error> {
         let info = url_info(url)?;
@@ -121,9 +120,7 @@ impl Target {
             .iter()
             .map(|a| {
                 let (host, port) = a.rsplit_once(':').unwrap_or((a, ""));
-                let port = port.parse().map_err(|_| {
-                    Error::Invalid(format!("the sentinel address {a:?} has no port; give HOST:PORT[,HOST:PORT…]"))
-                })?;
+                let port = port.parse().map_err(|_| Error::SentinelNoPort { address: a.clone() })?;
                 Ok((host.trim_matches(['[', ']']).to_owned(), port))
             })
             .collect::<Result<Vec<_>, Error>>()?;
@@ -140,19 +137,19 @@ impl Target {
     /// user, password and TLS hold for every node.
     ///
     /// # Errors
-    /// As [`Target::new`]; [`Error::Invalid`] for a socket path or a private
+    /// As [`Target::new`]; [`Error::ClusterSocket`] or [`Error::ClusterCa`] for a socket path or a private
     /// CA, which a cluster cannot use.
     pub fn cluster(url: &str, tls_ca: Option<&Path>) -> Result<Self, Error> {
         let info = url_info(url)?;
         let endpoint = match info.addr() {
             ConnectionAddr::Tcp(host, port) => Endpoint::new(format!("{host}:{port} (Cluster)"), false),
             ConnectionAddr::TcpTls { host, port, .. } => Endpoint::new(format!("{host}:{port} (Cluster)"), true),
-            _ => return Err(Error::Invalid(CLUSTER_NO_SOCKET.to_owned())),
+            _ => return Err(Error::ClusterSocket),
         };
         // The crate's cluster client takes a CA only when built with rustls,
         // a second TLS stack beside native-tls: refused rather than ignored.
         if tls_ca.is_some() {
-            return Err(Error::Invalid(CLUSTER_NO_CA.to_owned()));
+            return Err(Error::ClusterCa);
         }
         let commands = cluster_client(&info, TIMEOUT).map_err(|e| crate::error::bad_url(url, &e.to_string()))?;
         let user = info.redis_settings().username().map(str::to_owned);
@@ -311,7 +308,7 @@ impl Target {
     /// [`Error::Unreadable`] when no node owns the slot.
     pub(crate) async fn slot_owner(&self, key: &str) -> Result<(String, u16), Error> {
         let Kind::Cluster(nodes) = &self.kind else {
-            return Err(Error::Invalid("sharded pub/sub is for a Redis Cluster".to_owned()));
+            return Err(Error::NotCluster);
         };
         let action = Action::Subscribing;
         let mut conn = tokio::time::timeout(TIMEOUT, self.dedicated_plain(&nodes.info, None))
@@ -345,7 +342,7 @@ impl Target {
         pushes: tokio::sync::mpsc::UnboundedSender<redis::PushInfo>,
     ) -> Result<MultiplexedConnection, Error> {
         let Kind::Cluster(nodes) = &self.kind else {
-            return Err(Error::Invalid("sharded pub/sub is for a Redis Cluster".to_owned()));
+            return Err(Error::NotCluster);
         };
         let info = nodes.info.clone().set_addr(node_addr(&nodes.info, addr.0.clone(), addr.1));
         let settings = info.redis_settings().clone().set_protocol(redis::ProtocolVersion::RESP3);

@@ -119,27 +119,27 @@ impl ConnectionSpec {
     /// The server to connect to.
     ///
     /// # Errors
-    /// [`Error::BadUrl`], [`Error::TlsCa`] or [`Error::Invalid`] for input
+    /// [`Error::BadUrl`], [`Error::TlsCa`] or [`Error::Input`] for input
     /// that cannot be used.
     pub fn target(&self) -> Result<Target, Error> {
         match &self.topology {
             Topology::Single => Target::new(&self.url, self.tls_ca.as_deref()),
             Topology::Sentinel { sentinels: list, master } => {
-                let bad = self.check();
-                let refused = bad.iter().find(|i| matches!(i.field, Field::Sentinels | Field::SentinelMaster));
+                let refused =
+                    self.check().into_iter().find(|i| matches!(i.field, Field::Sentinels | Field::SentinelMaster));
                 if let Some(invalid) = refused {
-                    return Err(Error::Invalid(invalid.to_string()));
+                    return Err(invalid.into());
                 }
-                let addrs = sentinels(list).map_err(|p| Error::Invalid(p.to_string()))?;
+                let addrs = sentinels(list).map_err(|p| Invalid::new(Field::Sentinels, list, p))?;
                 Target::sentinel(&self.url, self.tls_ca.as_deref(), &addrs, master)
             }
             Topology::Cluster { .. } => {
                 let refused = self.check().into_iter().find(|i| matches!(i.field, Field::Cluster | Field::TlsCa));
                 if let Some(invalid) = refused {
-                    return Err(Error::Invalid(invalid.to_string()));
+                    return Err(invalid.into());
                 }
                 if let Some((field, value, problem)) = self.cluster_problem() {
-                    return Err(Error::Invalid(Invalid::new(field, &value, problem).to_string()));
+                    return Err(Invalid::new(field, &value, problem).into());
                 }
                 Target::cluster(&self.url, self.tls_ca.as_deref())
             }
@@ -193,8 +193,9 @@ mod tests {
         let both = spec(Some("a"), Some("my master")).check();
         let fields: Vec<Field> = both.iter().map(|i| i.field).collect();
         assert_eq!(fields, [Field::Sentinels, Field::SentinelMaster]);
-        let err = spec(Some("a"), Some("m")).target().unwrap_err().to_string();
-        assert_eq!(err, format!("Sentinels \"a\": {}", Problem::Sentinels));
+        let err = spec(Some("a"), Some("m")).target().unwrap_err();
+        assert!(matches!(&err, Error::Input(i) if i.field == Field::Sentinels), "carried, not flattened: {err:?}");
+        assert_eq!(err.to_string(), format!("--sentinel a: {}", Problem::Sentinels));
     }
 
     #[test]
@@ -217,7 +218,7 @@ mod tests {
         assert_eq!(ca.check().iter().map(|i| &i.problem).collect::<Vec<_>>(), [&Problem::ClusterCa]);
         let err = ca.target().unwrap_err().to_string();
         assert!(
-            err.starts_with("TLS CA file \"/etc/hostname\": a private CA file cannot be used with a Redis Cluster"),
+            err.starts_with("--tls-ca /etc/hostname: a private CA file cannot be used with a Redis Cluster"),
             "{err}"
         );
         assert_eq!(Topology::Single.or_cluster(false), Topology::Single);

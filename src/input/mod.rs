@@ -58,6 +58,8 @@ pub enum Field {
     AckFor,
     /// The note kept with an acknowledgement.
     AckNote,
+    /// The reason given with a flip.
+    Reason,
 }
 
 impl Field {
@@ -80,6 +82,7 @@ impl Field {
             Field::Node => "--node",
             Field::AckFor => "--for",
             Field::AckNote => "--note",
+            Field::Reason => "--reason",
         }
     }
 
@@ -102,6 +105,7 @@ impl Field {
             Field::Node => "Server name",
             Field::AckFor => "On it for",
             Field::AckNote => "Note",
+            Field::Reason => "Reason",
         }
     }
 }
@@ -139,6 +143,11 @@ pub enum Problem {
     NoteTooLong(usize),
     #[error("a note is one line without control characters")]
     NoteLines,
+    /// A flip's reason longer than [`MAX_REASON_CHARS`].
+    #[error("{0} characters long; give at most {MAX_REASON_CHARS}, one sentence")]
+    ReasonTooLong(usize),
+    #[error("a reason is one line without control characters")]
+    ReasonLines,
     #[error("give each sentinel as HOST:PORT, separated by commas (e.g. 10.0.0.1:26379,10.0.0.2:26379)")]
     Sentinels,
     #[error("a primary's name (as in `sentinel monitor NAME …`) is 1 to 100 characters without spaces")]
@@ -152,13 +161,13 @@ pub enum Problem {
     )]
     ClusterAndSentinel,
     /// A socket path as a cluster's node.
-    #[error("{}", crate::connect::CLUSTER_NO_SOCKET)]
+    #[error("{}", crate::error::CLUSTER_NO_SOCKET)]
     ClusterUrl,
     /// A database other than 0 on a cluster.
     #[error("a Redis Cluster has only database 0; leave the /N out of the URL")]
     ClusterDb,
     /// A private CA file for a cluster.
-    #[error("{}", crate::connect::CLUSTER_NO_CA)]
+    #[error("{}", crate::error::CLUSTER_NO_CA)]
     ClusterCa,
 }
 
@@ -173,7 +182,8 @@ pub struct Invalid {
 }
 
 impl Invalid {
-    fn new(field: Field, value: &str, problem: Problem) -> Invalid {
+    /// `value` of `field` refused for `problem` (a URL with its password hidden).
+    pub fn new(field: Field, value: &str, problem: Problem) -> Invalid {
         let value = if field == Field::RedisUrl { redact(value) } else { value.to_owned() };
         Invalid { field, value, problem }
     }

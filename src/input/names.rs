@@ -1,8 +1,6 @@
 //! The rules for names: jobs, supervisors and servers, lock keys,
 //! sentinels and their primary, and a flip's reason.
 
-use crate::error::Error;
-
 use super::{Field, Invalid, Problem};
 
 /// A job name: it becomes the keys' hash tag, so no braces, and no spaces.
@@ -44,34 +42,27 @@ pub const MAX_REASON_CHARS: usize = 200;
 /// Checks a flip's reason: one line of at most [`MAX_REASON_CHARS`] characters.
 ///
 /// # Errors
-/// [`Error::Invalid`] saying what is wrong and what to do.
-pub fn check_reason(reason: &str) -> Result<&str, Error> {
+/// [`Problem::ReasonTooLong`] or [`Problem::ReasonLines`], for [`Field::Reason`].
+pub fn check_reason(reason: &str) -> Result<&str, Invalid> {
     let chars = reason.chars().count();
-    if chars > MAX_REASON_CHARS {
-        return Err(Error::Invalid(format!(
-            "the reason is {chars} characters long; give at most {MAX_REASON_CHARS}, one sentence"
-        )));
-    }
-    if reason.chars().any(char::is_control) {
-        return Err(Error::Invalid("the reason must be one line without control characters".to_owned()));
-    }
-    Ok(reason)
+    let problem = if chars > MAX_REASON_CHARS {
+        Problem::ReasonTooLong(chars)
+    } else if reason.chars().any(char::is_control) {
+        Problem::ReasonLines
+    } else {
+        return Ok(reason);
+    };
+    Err(Invalid::new(Field::Reason, &reason.chars().take(40).collect::<String>(), problem))
 }
 
 /// Checks that `user` can name a flag key and an ACL rule safely: letters,
 /// digits and `._@-`, 1 to 64 of them (no glob characters, no spaces).
 ///
 /// # Errors
-/// [`Error::Invalid`] naming the offending input.
-pub fn check_user(user: &str) -> Result<&str, Error> {
+/// [`Problem::Name`], for [`Field::User`].
+pub fn check_user(user: &str) -> Result<&str, Invalid> {
     let ok = (1..=64).contains(&user.len()) && user.bytes().all(|b| b.is_ascii_alphanumeric() || b"._@-".contains(&b));
-    if ok {
-        Ok(user)
-    } else {
-        Err(Error::Invalid(format!(
-            "the user name {user:?} cannot be used; use 1 to 64 letters, digits, '.', '_', '@' or '-'"
-        )))
-    }
+    if ok { Ok(user) } else { Err(Invalid::new(Field::User, user, Problem::Name)) }
 }
 
 /// A lock key given instead of `{job}:lock`: any Redis key a person would
@@ -133,9 +124,10 @@ mod tests {
     fn a_reason_is_one_line_of_bounded_length() {
         assert_eq!(check_reason("stock count tonight").unwrap(), "stock count tonight");
         assert!(check_reason(&"ü".repeat(MAX_REASON_CHARS)).is_ok(), "counted in characters, not bytes");
-        let long = check_reason(&"x".repeat(MAX_REASON_CHARS + 1)).unwrap_err().to_string();
-        assert_eq!(long, "the reason is 201 characters long; give at most 200, one sentence");
-        assert!(check_reason("two\nlines").is_err());
+        let long = check_reason(&"x".repeat(MAX_REASON_CHARS + 1)).unwrap_err();
+        assert_eq!((long.field, &long.problem), (Field::Reason, &Problem::ReasonTooLong(201)));
+        assert_eq!(long.problem.to_string(), "201 characters long; give at most 200, one sentence");
+        assert_eq!(check_reason("two\nlines").map_err(|i| i.problem), Err(Problem::ReasonLines));
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub struct Ack<'a> {
 /// workers announce it to every watcher at their next look.
 ///
 /// # Errors
-/// [`Error::Invalid`] for a user name, duration or note that breaks its
+/// [`Error::Input`] for a user name, duration or note that breaks its
 /// rule in [`input`]; [`Error::Redis`] when Redis cannot be reached or
 /// refuses the write (an ACL `NOPERM` says it was someone else's).
 pub async fn set_ack(conn: &mut Conn, keys: &Keys, ack: &Ack<'_>) -> Result<Acked, Error> {
@@ -104,7 +104,7 @@ fn checked_user(user: &str) -> Result<&str, Error> {
 }
 
 fn invalid(field: input::Field, value: &str, problem: input::Problem) -> Error {
-    Error::Invalid(input::Invalid { field, value: value.to_owned(), problem }.with_flag())
+    input::Invalid::new(field, value, problem).into()
 }
 
 fn action(user: &str, keys: &Keys) -> Action {

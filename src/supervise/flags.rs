@@ -37,7 +37,7 @@ pub struct Flip<'a> {
 /// URL (unless it is `default`), else the OS login name.
 ///
 /// # Errors
-/// [`Error::Invalid`] when neither is known.
+/// [`Error::NoUser`] when neither is known.
 pub fn default_user(acl_user: Option<&str>) -> Result<String, Error> {
     if let Some(user) = acl_user.filter(|u| !u.is_empty() && *u != "default") {
         return Ok(user.to_owned());
@@ -46,7 +46,7 @@ pub fn default_user(acl_user: Option<&str>) -> Result<String, Error> {
         .iter()
         .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
         .or_else(login_from_passwd)
-        .ok_or_else(|| Error::Invalid("no user name is known; pass --user NAME".to_owned()))
+        .ok_or(Error::NoUser)
 }
 
 /// The login name of this process's user from `/etc/passwd`, for sessions
@@ -79,7 +79,7 @@ pub fn this_host() -> String {
 /// the server allows.
 ///
 /// # Errors
-/// [`Error::Invalid`] for a user name or reason that cannot be used;
+/// [`Error::Input`] for a user name or reason that cannot be used;
 /// [`Error::Redis`] when Redis cannot be reached or refuses the write (an ACL
 /// `NOPERM` says whose flag it was and what to ask for).
 pub async fn set_flag(conn: &mut Conn, keys: &Keys, flip: &Flip<'_>) -> Result<Flipped, Error> {

@@ -111,9 +111,20 @@ impl From<Invalid> for FieldError {
     }
 }
 
+impl From<Invalid> for AppError {
+    fn from(invalid: Invalid) -> AppError {
+        AppError::Setting { invalid: Box::new(invalid), variable: None }
+    }
+}
+
 impl From<lockwatch::Error> for AppError {
+    /// An input the library refused is said by its field's label, as the
+    /// settings form says it, not by the command line's flag.
     fn from(err: lockwatch::Error) -> AppError {
-        AppError::Library(Box::new(err))
+        match err {
+            lockwatch::Error::Input(invalid) => AppError::Setting { invalid, variable: None },
+            err => AppError::Library(Box::new(err)),
+        }
     }
 }
 

@@ -392,8 +392,8 @@ fn parse_lease(s: &str) -> Result<Duration, Problem> {
 ///
 /// # Errors
 /// What is wrong with it; the caller names the flag.
-fn parse_reason(s: &str) -> Result<String, String> {
-    input::check_reason(s).map(str::to_owned).map_err(|e| e.to_string())
+fn parse_reason(s: &str) -> Result<String, Problem> {
+    input::check_reason(s).map(str::to_owned).map_err(|invalid| invalid.problem)
 }
 
 fn parse_ack_for(s: &str) -> Result<Duration, Problem> {

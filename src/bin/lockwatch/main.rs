@@ -176,7 +176,8 @@ async fn run(cli: Cli) -> Result<u8> {
             let database = g.target()?.database();
             let mut out = io::stdout().lock();
             if let Some(worker) = worker {
-                let worker = input::check_user(worker)?;
+                // Checked by its parser, as --user is.
+                let worker = worker.as_str();
                 for line in lockwatch::supervise::acl::worker_rules(&g.keys(), worker, server, database) {
                     writeln!(out, "{line}")?;
                 }
@@ -185,7 +186,7 @@ async fn run(cli: Cli) -> Result<u8> {
                 );
                 return Ok(0);
             }
-            let user = input::check_user(user.as_deref().unwrap_or_default())?;
+            let user = user.as_deref().ok_or(lockwatch::Error::NoUser)?;
             for line in lockwatch::supervise::acl::rules(&g.keys(), user, server, database) {
                 writeln!(out, "{line}")?;
             }
@@ -346,7 +347,7 @@ async fn watch(g: &Global, json: bool) -> Result<u8> {
 async fn flip(g: &Global, user: Option<&str>, on: bool, reason: Option<&str>) -> Result<u8> {
     let target = g.target()?;
     let user = whose(&target, user)?;
-    input::check_user(&user)?;
+    input::check_user(&user).map_err(lockwatch::Error::from)?;
     let keys = g.keys();
     let mut conn = target.manager().await?;
     let host = flags::this_host();

@@ -107,10 +107,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         }
     }
     if target.is_cluster() && !keys.lock_shares_slot() {
-        return Err(Error::Invalid(format!(
-            "the lock key {} is in another Redis Cluster slot than the job's keys ({}:…), and the worker's scripts need them in one; name the lock with the job's hash tag (such as {}:lock) or leave --lock-key out",
-            keys.lock, keys.prefix, keys.prefix
-        )));
+        return Err(Error::LockSlot { lock: keys.lock.clone(), prefix: keys.prefix.clone() });
     }
     let host = crate::supervise::flags::this_host();
     tracing::info!(
