@@ -33,6 +33,12 @@ PYTHON = "/usr/bin/python3"
 # beside bench/.
 DESKTOP = os.path.join(ROOT, "src-tauri", "tests", "e2e")
 
+# The names of every Redis hash field and stream kind, as src/schema.rs
+# declares them (bench/schema.json, kept current by that module's tests).
+with open(os.path.join(ROOT, "bench", "schema.json")) as f:
+    SCHEMA = json.load(f)
+FLAG, BEAT, ENTRY, KIND = SCHEMA["flag"], SCHEMA["beat"], SCHEMA["entry"], SCHEMA["kind"]
+
 # What a worker logs (LOCKWATCH_LOG): what it decides on a hand-over (taking,
 # waiting, letting go, claiming its name) and its reaper's word; the files
 # stay in the run's directory.
@@ -231,7 +237,7 @@ class Cluster:
         return next((t for t, n in journal(self.journal) if n == node and t > after), None)
 
     def beating(self, node):
-        return self.r.hget(f"{{{self.job}}}:node:{node}", "beat_ms") is not None
+        return self.r.hget(f"{{{self.job}}}:node:{node}", BEAT["BEAT_MS"]) is not None
 
     def unlock_subscribers(self):
         return self.r.pubsub_numsub(f"redisson_lock__channel:{{{self.job}}}:lock")[0][1]

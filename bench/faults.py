@@ -33,7 +33,7 @@ import time
 
 import redisson_peer
 import takeover
-from common import JOURNAL_JOB, PROGRAM_JOB, Cluster, Peer, Procs, until
+from common import BEAT, ENTRY, FLAG, JOURNAL_JOB, KIND, PROGRAM_JOB, Cluster, Peer, Procs, until
 
 STALL_AFTER_S = 2.0
 HOLDERS = ("rp_holder", "rs_holder", "solo_holder")
@@ -80,8 +80,8 @@ def stream_times(c, node, after=0.0):
     out = {}
     for entry_id, fields in c.r.xrange(f"{{{c.job}}}:events"):
         at = int(entry_id.split("-")[0]) / 1000
-        if fields.get("node") == node and at >= after:
-            out.setdefault(fields.get("type"), at)
+        if fields.get(ENTRY["NODE"]) == node and at >= after:
+            out.setdefault(fields.get(ENTRY["TYPE"]), at)
     return out
 
 
@@ -110,7 +110,7 @@ def kill_run(redis_server, dir):
         first_at, first = watch.wait_for("an event after the kill", is_event(), 60, after=t0)
         failover_at, _ = watch.wait_for("the failover event", is_event("failover"), 60, after=t0)
         b_started = until("srv-b's job to start", lambda: c.started("srv-b"), 60)
-        acquired = int(c.r.hget("{outbound}:node:srv-b", "started_ms")) / 1000
+        acquired = int(c.r.hget("{outbound}:node:srv-b", BEAT["STARTED_MS"])) / 1000
         if b_started - t0 > takeover.SLOW_S:
             logs = [(os.path.join(dir, "worker-srv-a.log"), 20), (os.path.join(dir, "worker-srv-b.log"), 0)]
             takeover.report_slow(c, f"kill: srv-b's job (first event {first['event']})", logs, t0, b_started, LOG)
@@ -135,11 +135,12 @@ def term_run(redis_server, dir):
             peers[name].release()
         b_started = until("srv-b's job to start", lambda: c.started("srv-b", after=t0), 30)
         released = {name: peers[name].stamp("released", 15) for name in HOLDERS}
-        steps = until("the worker's released entry", lambda: (t := stream_times(c, "srv-a")).get("released") and t, 10)
+        steps = until("the worker's released entry",
+                      lambda: (t := stream_times(c, "srv-a")).get(KIND["RELEASED"]) and t, 10)
         return {
             "handover_ms": (b_started - t0) * 1000,
-            "term_job_stopped_ms": (steps["job-exited"] - t0) * 1000,
-            "term_released_ms": (steps["released"] - t0) * 1000,
+            "term_job_stopped_ms": (steps[KIND["JOB_EXITED"]] - t0) * 1000,
+            "term_released_ms": (steps[KIND["RELEASED"]] - t0) * 1000,
             "redispy_release_ms": (peers["rp_waiter"].stamp("held", 15) - released["rp_holder"]) * 1000,
             "redisson_release_ms": (peers["rs_waiter"].stamp("held", 15) - released["rs_holder"]) * 1000,
             "exists_release_ms": (peers["poller"].stamp("gone", 15) - released["solo_holder"]) * 1000,
@@ -166,17 +167,17 @@ def flag_run(redis_server, dir):
         time.sleep(0.5 + random.random())  # a random phase against the worker's once-a-second look
         t_cmd = time.time()
         c.lockwatch("disable", "--user", "alice")
-        flag_written = int(c.r.hget("{outbound}:enabled:alice", "time")) / 1000
+        flag_written = int(c.r.hget("{outbound}:enabled:alice", FLAG["TIME"])) / 1000
         held = waiter.stamp("held", 30)
         # The worker records its release right after it; the waiter may be quicker.
         steps = until("the worker's released entry",
-                      lambda: (t := stream_times(c, "srv-a", after=flag_written)).get("released") and t, 10)
+                      lambda: (t := stream_times(c, "srv-a", after=flag_written)).get(KIND["RELEASED"]) and t, 10)
         return {
             "flag_off_ms": (held - flag_written) * 1000,
             "disable_cli_ms": (flag_written - t_cmd) * 1000,
-            "flag_noticed_ms": (steps["flags-changed"] - flag_written) * 1000,
-            "flag_job_stopped_ms": (steps["job-exited"] - flag_written) * 1000,
-            "flag_released_ms": (steps["released"] - flag_written) * 1000,
+            "flag_noticed_ms": (steps[KIND["FLAGS_CHANGED"]] - flag_written) * 1000,
+            "flag_job_stopped_ms": (steps[KIND["JOB_EXITED"]] - flag_written) * 1000,
+            "flag_released_ms": (steps[KIND["RELEASED"]] - flag_written) * 1000,
         }
 
 

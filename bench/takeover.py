@@ -33,7 +33,7 @@ import signal
 import subprocess
 import time
 
-from common import JOURNAL_JOB, PYTHON, until
+from common import BEAT, ENTRY, JOURNAL_JOB, KIND, PYTHON, until
 
 SLOW_S = 1.0
 PHASES = ("random", "after-renewal", "before-renewal", "mid-look", "busy")
@@ -48,14 +48,14 @@ def holder(c):
     """The node whose heartbeat names the lock's field, or None."""
     fields = c.r.hkeys(f"{{{c.job}}}:lock")
     for node in c.r.smembers(f"{{{c.job}}}:nodes"):
-        if beat(c, node).get("lock_field") in fields and fields:
+        if beat(c, node).get(BEAT["LOCK_FIELD"]) in fields and fields:
             return node
     return None
 
 
 def renewal_base_ms(b):
     """When the holder's lease was last confirmed, as its heartbeat says (Redis ms)."""
-    return max(int(b.get("renewed_ms") or 0), int(b.get("started_ms") or 0))
+    return max(int(b.get(BEAT["RENEWED_MS"]) or 0), int(b.get(BEAT["STARTED_MS"]) or 0))
 
 
 def stream_since(c, after_s, until_s=None):
@@ -115,7 +115,8 @@ class Pair:
 
         def ready():
             b = beat(self.c, node)
-            return b.get("pid") == pid and b.get("state") == "idle" and self.c.unlock_subscribers() >= subscribers
+            idle = b.get(BEAT["STATE"]) == "idle"
+            return b.get(BEAT["PID"]) == pid and idle and self.c.unlock_subscribers() >= subscribers
 
         until(f"{node}'s worker to stand by", ready, within, every=0.01)
 
@@ -178,12 +179,13 @@ def kill_moment(c, killed, standby, phase, lease_ms):
     """Waits for the moment of `phase` and returns (wall time to kill at, what it aimed at)."""
     every = lease_ms // 3
     if phase == "after-renewal":
-        seen = beat(c, killed).get("renewed_ms")
-        until("the holder's next renewal", lambda: beat(c, killed).get("renewed_ms") != seen, every / 1000 + 5, every=0.002)
+        seen = beat(c, killed).get(BEAT["RENEWED_MS"])
+        until("the holder's next renewal", lambda: beat(c, killed).get(BEAT["RENEWED_MS"]) != seen, every / 1000 + 5,
+              every=0.002)
         return time.time(), "renewed just now"
     if phase == "mid-look":
-        seen = beat(c, standby).get("beat_ms")
-        until("the standby's next beat", lambda: beat(c, standby).get("beat_ms") != seen, 5, every=0.002)
+        seen = beat(c, standby).get(BEAT["BEAT_MS"])
+        until("the standby's next beat", lambda: beat(c, standby).get(BEAT["BEAT_MS"]) != seen, 5, every=0.002)
         # The next look starts a tick after this beat; the reaper takes a few
         # tens of ms to let go: aim its unlock at the look.
         early = random.uniform(-0.02, 0.12)
@@ -247,7 +249,8 @@ def rounds(c, n, phase, log, lease_ms=30_000, out=None):
         took = ran_at - t0
         r = {"takeover_s": took, "on": node, "phase": this, "aim": aim}
         events = stream_since(c, t0 - 0.5, ran_at + 0.5)
-        died = next((t for t, f in events if f.get("type") == "died" and f.get("node") == killed), None)
+        died = next((t for t, f in events if f.get(ENTRY["TYPE"]) == KIND["DIED"] and f.get(ENTRY["NODE"]) == killed),
+                    None)
         if died is not None:
             r["let_go_ms"] = (died - t0) * 1000
         shown = f"  takeover {i + 1}/{n} ({this}, {aim}): {took:.3f} s, on {node}"
@@ -279,8 +282,8 @@ def report_slow(c, title, files, t0, ran_at, log, below=None, seen=None):
         lines += [f"      {line}" for line in log_lines(path, t0 - 2, ran_at + 1, tail)]
     lines.append("    event stream:")
     for at, f in stream_since(c, t0 - 0.5, ran_at + 0.5):
-        rest = " ".join(f"{k}={v}" for k, v in f.items() if k not in ("type", "node"))
-        lines.append(f"      {at:.3f} (+{at - t0:.3f} s) {f.get('node')} {f.get('type')} {rest}")
+        rest = " ".join(f"{k}={v}" for k, v in f.items() if k not in (ENTRY["TYPE"], ENTRY["NODE"]))
+        lines.append(f"      {at:.3f} (+{at - t0:.3f} s) {f.get(ENTRY['NODE'])} {f.get(ENTRY['TYPE'])} {rest}")
     text = "\n".join(lines)
     log(text)
     return text

@@ -22,6 +22,9 @@ macro_rules! fields {
             $($(#[$fdoc])* pub const $konst: &str = $name;)*
             /// Every field, in the order the probe reads them.
             pub const ALL: &[&str] = &[$($konst),*];
+            /// Each field by its constant's name, for the bench's copy.
+            #[cfg(test)]
+            pub(super) const NAMED: &[(&str, &str)] = &[$((stringify!($konst), $name)),*];
             /// `local BEAT = {LOCK_FIELD = 'lock_field', …}` and the list `BEAT_FIELDS`.
             pub(super) const LUA: &str = concat!(
                 "local ", $table, " = {", $(stringify!($konst), " = '", $name, "', ",)* "}\n",
@@ -319,6 +322,40 @@ pub fn script(source: &str) -> redis::Script {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bench (Python) reads the names from `bench/schema.json`, made
+    /// from these lists: this test says when it is behind, and writes it
+    /// with `LOCKWATCH_UPDATE_TEXTS=1`.
+    #[test]
+    fn the_bench_has_the_same_names() {
+        let tables = [
+            ("flag", flag::NAMED),
+            ("ack", ack::NAMED),
+            ("beat", beat::NAMED),
+            ("handover", handover::NAMED),
+            ("entry", entry::NAMED),
+            ("claim", claim::NAMED),
+            ("window", window::NAMED),
+        ];
+        let mut json = serde_json::Map::new();
+        for (table, named) in tables {
+            let fields = named.iter().map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v))).collect();
+            json.insert(table.to_owned(), serde_json::Value::Object(fields));
+        }
+        let kinds =
+            kind::ALL.iter().map(|k| (k.to_uppercase().replace('-', "_"), serde_json::Value::from(*k))).collect();
+        json.insert("kind".to_owned(), serde_json::Value::Object(kinds));
+        let text = format!("{}\n", serde_json::to_string_pretty(&json).unwrap());
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/schema.json");
+        if std::env::var_os("LOCKWATCH_UPDATE_TEXTS").is_some() {
+            std::fs::write(&path, &text).unwrap();
+        }
+        let written = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            written == text,
+            "bench/schema.json is behind src/schema.rs: LOCKWATCH_UPDATE_TEXTS=1 cargo test --lib schema"
+        );
+    }
 
     #[test]
     fn every_state_reads_back_as_itself_and_others_are_kept() {

@@ -80,11 +80,11 @@ fn an_ack_past_its_end_by_redis_time_is_not_shown_even_before_redis_drops_it() {
     for (user, until) in [("alice", now - 1), ("bob", now + 600_000)] {
         let _: () = redis::cmd("HSET")
             .arg(format!("{{outbound}}:ack:{user}"))
-            .arg("at_ms")
+            .arg(ack::AT_MS)
             .arg(now - 60_000)
-            .arg("until_ms")
+            .arg(ack::UNTIL_MS)
             .arg(until)
-            .arg("note")
+            .arg(ack::NOTE)
             .arg("x")
             .query(&mut c)
             .unwrap();
@@ -114,7 +114,7 @@ fn for_and_note_are_checked_before_anything_is_written() {
     let out = lockwatch(&url, &["ack", "--user", "alice", "--for", "1.5h"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let fields: Vec<u64> =
-        redis::cmd("HMGET").arg("{outbound}:ack:alice").arg("at_ms").arg("until_ms").query(&mut c).unwrap();
+        redis::cmd("HMGET").arg("{outbound}:ack:alice").arg(ack::AT_MS).arg(ack::UNTIL_MS).query(&mut c).unwrap();
     assert_eq!(fields[1] - fields[0], 90 * 60_000);
 }
 
@@ -141,11 +141,11 @@ fn a_hostile_ack_is_a_problem_named_not_a_stalled_read() {
     let now = redis_ms(&mut c);
     let _: () = redis::cmd("HSET")
         .arg("{outbound}:ack:mallory")
-        .arg("at_ms")
+        .arg(ack::AT_MS)
         .arg(now)
-        .arg("until_ms")
+        .arg(ack::UNTIL_MS)
         .arg(now + 600_000)
-        .arg("note")
+        .arg(ack::NOTE)
         .arg(vec![b'x'; 10 * 1024 * 1024])
         .query(&mut c)
         .unwrap();

@@ -37,7 +37,7 @@ async fn redis_6_rules_let_a_supervisor_watch_the_job_and_write_nothing() {
 
     let out = lockwatch(&url, &["disable"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
+    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg(flag::ON).query(&mut admin).unwrap();
     assert_eq!(on, "1", "her flag is untouched");
     for cmd in [
         redis::cmd("HSET").arg("{outbound}:lock").arg("x").arg(1).clone(),
@@ -78,7 +78,7 @@ async fn a_supervisor_flips_their_own_flag_and_is_refused_on_another() {
     let flipped =
         set_flag(&mut conn, &keys, &Flip { user: "alice", on: true, host: "pc-alice", reason: None }).await.unwrap();
     assert!(flipped.warning.is_none(), "{:?}", flipped.warning);
-    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
+    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg(flag::ON).query(&mut admin).unwrap();
     assert_eq!(on, "1");
 
     let err =
@@ -89,7 +89,8 @@ async fn a_supervisor_flips_their_own_flag_and_is_refused_on_another() {
         msg.contains("bob's flag") && msg.to_lowercase().contains("noperm") && msg.contains("only flip its own"),
         "{msg}"
     );
-    let bobs: Option<String> = redis::cmd("HGET").arg("{outbound}:enabled:bob").arg("on").query(&mut admin).unwrap();
+    let bobs: Option<String> =
+        redis::cmd("HGET").arg("{outbound}:enabled:bob").arg(flag::ON).query(&mut admin).unwrap();
     assert_eq!(bobs, None, "bob's flag is untouched");
 
     // Nor may alice touch the lock itself.
@@ -307,7 +308,7 @@ fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_w
     let mut presence = server.conn();
     let _: () = redis::cmd("SUBSCRIBE").arg("{outbound}:alive:srv-a").query(&mut presence).unwrap();
     flag(&mut admin, "outbound", "bob", true);
-    let _: () = redis::cmd("HSET").arg("{outbound}:ack:bob").arg("note").arg("bob's own").query(&mut admin).unwrap();
+    let _: () = redis::cmd("HSET").arg("{outbound}:ack:bob").arg(ack::NOTE).arg("bob's own").query(&mut admin).unwrap();
     let _: () = redis::cmd("SET").arg("other").arg("admin's").query(&mut admin).unwrap();
     let _: () = redis::cmd("ACL").arg("LOG").arg("RESET").query(&mut admin).unwrap();
 
@@ -330,7 +331,7 @@ fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_w
         let out = cli(&[flip]);
         assert!(out.status.success(), "{flip}: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
+    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg(flag::ON).query(&mut admin).unwrap();
     assert_eq!(on, "1");
     for args in [&["ack", "--note", "looking"][..], &["unack"], &["ack"]] {
         let out = cli(args);
@@ -395,9 +396,9 @@ fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_w
     assert!(ttl > 30_000, "lock ttl {ttl}");
     let fence: i64 = redis::cmd("GET").arg("{outbound}:fence").query(&mut admin).unwrap();
     assert_eq!(fence, 7);
-    let bobs: String = redis::cmd("HGET").arg("{outbound}:enabled:bob").arg("on").query(&mut admin).unwrap();
+    let bobs: String = redis::cmd("HGET").arg("{outbound}:enabled:bob").arg(flag::ON).query(&mut admin).unwrap();
     assert_eq!(bobs, "1");
-    let bobs_ack: String = redis::cmd("HGET").arg("{outbound}:ack:bob").arg("note").query(&mut admin).unwrap();
+    let bobs_ack: String = redis::cmd("HGET").arg("{outbound}:ack:bob").arg(ack::NOTE).query(&mut admin).unwrap();
     assert_eq!(bobs_ack, "bob's own");
     let other: String = redis::cmd("GET").arg("other").query(&mut admin).unwrap();
     assert_eq!(other, "admin's");
@@ -484,7 +485,7 @@ async fn a_supervisor_who_fills_her_own_flag_is_cut_back_and_the_job_runs_on() {
     assert!(size(&mut admin) > 10 << 20);
     eventually("a worker cuts her flag back", Duration::from_secs(5), || (size(&mut admin) < 1024).then_some(())).await;
     println!("10 MB of junk in her flag lasted {:?}", written_at.elapsed());
-    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
+    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg(flag::ON).query(&mut admin).unwrap();
     assert_eq!(on, "1", "her flag itself is kept");
     let junk_left: bool = redis::cmd("HEXISTS").arg("{outbound}:enabled:alice").arg("junk").query(&mut admin).unwrap();
     assert!(!junk_left);
@@ -511,7 +512,8 @@ fn a_user_named_without_a_password_is_never_logged_in_as_default() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "bob's flag switched by alice logged in as default: {said}");
     assert!(said.contains("password"), "{said}");
-    let bobs: Option<String> = redis::cmd("HGET").arg("{outbound}:enabled:bob").arg("on").query(&mut admin).unwrap();
+    let bobs: Option<String> =
+        redis::cmd("HGET").arg("{outbound}:enabled:bob").arg(flag::ON).query(&mut admin).unwrap();
     assert_eq!(bobs, None);
     let status = lockwatch(&url, &["status", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
@@ -524,7 +526,7 @@ fn a_user_named_without_a_password_is_never_logged_in_as_default() {
     let _: () = redis::cmd("ACL").arg("SETUSER").arg("alice").arg("resetpass").arg("nopass").query(&mut admin).unwrap();
     let out = lockwatch(&url, &["enable"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let hers: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(&mut admin).unwrap();
+    let hers: String = redis::cmd("HGET").arg("{outbound}:enabled:alice").arg(flag::ON).query(&mut admin).unwrap();
     assert_eq!(hers, "1");
 }
 
@@ -649,7 +651,7 @@ fn a_flag_dated_ahead_of_redis_time_does_not_turn_down_into_pending() {
     flag(&mut admin, "outbound", "alice", true);
     let a_year_ahead = redis_ms(&mut admin) + 365 * 86_400_000;
     let _: () =
-        redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(a_year_ahead).query(&mut admin).unwrap();
+        redis::cmd("HSET").arg("{outbound}:enabled:alice").arg(flag::TIME).arg(a_year_ahead).query(&mut admin).unwrap();
     // A server ran the job once and is gone.
     let _: () = redis::cmd("SET").arg("{outbound}:fence").arg(7).query(&mut admin).unwrap();
     let out = lockwatch(&server.url(), &["status", "--json"]);

@@ -53,7 +53,7 @@ fn status_json_and_exit_codes_follow_the_state() {
     assert_eq!(json["enabled_users"], serde_json::json!([]));
 
     flag(&mut c, "outbound", "alice", true);
-    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg(flag::TIME).arg(1).query(&mut c).unwrap();
     let (json, code) = status_json(&url, &[]);
     assert_eq!((json["state"].as_str(), code), (Some("down"), 2), "{json}");
 
@@ -112,7 +112,7 @@ fn status_reads_several_jobs_and_exits_with_the_worst_code() {
 
     // A job down (critical) is worse than one unknown.
     flag(&mut c, "outbound", "alice", true);
-    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg(flag::TIME).arg(1).query(&mut c).unwrap();
     let out = lockwatch(&url, &["--job", "outbound, inbound,stock", "status"]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(2), "{text}");
@@ -208,7 +208,7 @@ fn enable_and_disable_write_the_own_flag_with_time_and_host() {
     assert!(member);
     let out = lockwatch(&server.url(), &["disable", "--user", "carol"]);
     assert!(out.status.success());
-    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:carol").arg("on").query(&mut c).unwrap();
+    let on: String = redis::cmd("HGET").arg("{outbound}:enabled:carol").arg(flag::ON).query(&mut c).unwrap();
     assert_eq!(on, "0");
 }
 

@@ -69,7 +69,7 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
 
     let (out, text) = run_capturing(lockwatch(&seed).args(["enable", "--user", "alice", "--reason", "night shift"]));
     assert_eq!(out.status.code(), Some(0), "{text}");
-    let on: String = query(owner, redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on")).unwrap();
+    let on: String = query(owner, redis::cmd("HGET").arg("{outbound}:enabled:alice").arg(flag::ON)).unwrap();
     assert_eq!(on, "1", "the flag lives on the slot's owner");
     let (code, status, text) = status_json(&seed, &[]);
     assert_eq!(status["enabled_users"], serde_json::json!(["alice"]), "{text}");
@@ -107,7 +107,7 @@ fn the_cli_works_through_a_seed_node_that_does_not_own_the_jobs_slot() {
         .arg("{outbound}:node:srv-a")
         .arg(beat::PRESENCE)
         .arg("sharded")
-        .arg("presence_on")
+        .arg(beat::PRESENCE_ON)
         .arg(&run_id)
         .query(&mut owner_conn)
         .unwrap();

@@ -291,7 +291,7 @@ async fn an_older_heartbeat_brought_back_does_not_stop_the_worker_that_has_the_n
             .arg(older);
         if acquiring {
             let flag = "{outbound}:enabled:alice";
-            restore.cmd("HSET").arg(flag).arg("on").arg("1").arg("time").arg(older + 1_000);
+            restore.cmd("HSET").arg(flag).arg(flag::ON).arg("1").arg(flag::TIME).arg(older + 1_000);
             restore.cmd("PUBLISH").arg("{outbound}:wake").arg("test");
         }
         let _: () = restore.query(&mut c).unwrap();

@@ -35,7 +35,7 @@ async fn a_running_worker_removes_servers_gone_for_long_and_its_own_heartbeat_ex
     let two_days_ago = redis_ms(&mut c) - 2 * 86_400_000;
     let _: () = redis::cmd("HSET")
         .arg("{outbound}:node:silent")
-        .arg("state")
+        .arg(beat::STATE)
         .arg("idle")
         .arg(beat::BEAT_MS)
         .arg(two_days_ago)

@@ -97,7 +97,8 @@ fn the_urls_user_and_password_log_in_to_the_data_nodes_found_through_the_sentine
     };
     let (out, text) = with("redis://alice:s3cret@127.0.0.1:1", &["enable"]);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    let on: String = query(set.primary_port(), redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on")).unwrap();
+    let on: String =
+        query(set.primary_port(), redis::cmd("HGET").arg("{outbound}:enabled:alice").arg(flag::ON)).unwrap();
     assert_eq!(on, "1", "alice (the URL's user) flipped her flag on the primary");
     let (out, text) = with("redis://alice:s3cret@127.0.0.1:1", &["status"]);
     assert_eq!(out.status.code(), Some(1), "enabled, no worker yet: pending; {text}");

@@ -84,7 +84,7 @@ fn move_to(c: &mut redis::Connection, node: &str, other: &str, fence: i64) {
         .unwrap();
     beat(c, "outbound", other, "", fence - 1, "idle", 0);
     beat(c, "outbound", node, &field, fence, "running", 0);
-    let _: () = redis::cmd("XADD").arg("{outbound}:events").arg("*").arg("type").arg("test").query(c).unwrap();
+    let _: () = redis::cmd("XADD").arg("{outbound}:events").arg("*").arg(entry::TYPE).arg("test").query(c).unwrap();
 }
 
 fn log_of(path: &Path) -> String {
@@ -144,9 +144,9 @@ async fn two_serve_processes_post_one_signed_message_per_incident_within_two_sec
     // Exactly one of them claimed it, and says which.
     let keys: Vec<String> = redis::cmd("KEYS").arg("{outbound}:posted:*").query(&mut c).unwrap();
     assert_eq!(keys.len(), 1, "{keys:?}");
-    let by: String = redis::cmd("HGET").arg(&keys[0]).arg("by").query(&mut c).unwrap();
+    let by: String = redis::cmd("HGET").arg(&keys[0]).arg(claim::BY).query(&mut c).unwrap();
     assert!(by == "serve-1" || by == "serve-2", "{by}");
-    let finished: Option<String> = redis::cmd("HGET").arg(&keys[0]).arg("finished").query(&mut c).unwrap();
+    let finished: Option<String> = redis::cmd("HGET").arg(&keys[0]).arg(claim::FINISHED).query(&mut c).unwrap();
     assert_eq!(finished.as_deref(), Some("1"), "each robot has it, and the claim says so");
     for log in [&log1, &log2] {
         let log = log_of(log);
@@ -726,10 +726,10 @@ async fn a_serve_process_killed_while_it_posts_is_taken_over_and_each_robot_gets
         let keys: Vec<String> = redis::cmd("KEYS").arg("{outbound}:posted:*").query(&mut c).unwrap();
         let key = keys.into_iter().find(|k| k.contains(":holder:"))?;
         let claim: std::collections::HashMap<String, String> = redis::cmd("HGETALL").arg(&key).query(&mut c).unwrap();
-        (hook.taken().len() == 1 && claim.keys().any(|f| f.starts_with("done:"))).then_some(key)
+        (hook.taken().len() == 1 && claim.keys().any(|f| f.starts_with(claim::DONE))).then_some(key)
     })
     .await;
-    let by: String = redis::cmd("HGET").arg(&key).arg("by").query(&mut c).unwrap();
+    let by: String = redis::cmd("HGET").arg(&key).arg(claim::BY).query(&mut c).unwrap();
     let ((claimant, port), (other, other_log)) = match by.as_str() {
         "serve-1" => ((&mut s1, m1), ("serve-2", &log2)),
         _ => ((&mut s2, m2), ("serve-1", &log1)),
@@ -982,7 +982,7 @@ async fn a_serve_process_frozen_past_its_claim_does_not_post_what_another_took_o
     move_to(&mut c, "srv-a", "srv-b", 3);
     eventually("serve-1's claim of the second", Duration::from_secs(10), || {
         let keys: Vec<String> = redis::cmd("KEYS").arg("{outbound}:posted:holder:3:*").query(&mut c).unwrap();
-        let by: Option<String> = redis::cmd("HGET").arg(keys.first()?).arg("by").query(&mut c).unwrap();
+        let by: Option<String> = redis::cmd("HGET").arg(keys.first()?).arg(claim::BY).query(&mut c).unwrap();
         (by.as_deref() == Some("serve-1")).then_some(())
     })
     .await;

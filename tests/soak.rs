@@ -47,12 +47,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::beat;
 use common::journal::{self, Run, Tick};
 use common::procs;
 use common::proxy::{Mode, Proxy};
 use common::unit::Unit;
 use common::{RedisServer, Resume};
+use common::{beat, flag};
 
 /// Whether a fence must also grow across a Redis restart that lost the data:
 /// the worker starts a lost counter above every fence it has seen and above
@@ -1057,11 +1057,11 @@ fn try_enable(redis: &RedisServer) -> redis::RedisResult<()> {
     redis::pipe()
         .cmd("HSET")
         .arg("{outbound}:enabled:alice")
-        .arg("on")
+        .arg(flag::ON)
         .arg("1")
-        .arg("time")
+        .arg(flag::TIME)
         .arg(s * 1000 + us / 1000)
-        .arg("host")
+        .arg(flag::HOST)
         .arg("soak-supervisor")
         .ignore()
         .cmd("SADD")

@@ -58,7 +58,7 @@ async fn each_state_from_the_keys_as_written() {
 
     // Enabled long ago, no lock: down.
     flag(&mut c, "outbound", "alice", true);
-    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg(flag::TIME).arg(1).query(&mut c).unwrap();
     let down = look(&server, &keys, &cfg).await;
     assert_eq!(down.state, State::Down, "{}", down.reason);
 
@@ -162,11 +162,11 @@ async fn keys_of_the_wrong_type_make_the_state_unknown_never_stopped() {
     for key in ["{outbound}:enabled:alice", "{outbound}:nodes", "{outbound}:fence"] {
         let _: () = redis::cmd("DEL").arg(key).query(&mut c).unwrap();
     }
-    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("on").arg("yes").query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg(flag::ON).arg("yes").query(&mut c).unwrap();
     let s = look(&server, &keys, &Config::default()).await;
     assert_eq!(s.state, State::Unknown, "{}", s.reason);
     assert!(s.reason.contains("holds on=\"yes\", neither 1 nor 0"), "{}", s.reason);
-    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("on").arg("TRUE").query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg(flag::ON).arg("TRUE").query(&mut c).unwrap();
     assert_eq!(look(&server, &keys, &Config::default()).await.state, State::Down, "true is on");
 }
 
@@ -232,7 +232,7 @@ async fn a_huge_or_sprawling_flag_makes_only_that_flag_unreadable_and_the_probe_
     flag(&mut c, "outbound", "mallory", false);
     let _: () = redis::cmd("HSET")
         .arg("{outbound}:enabled:mallory")
-        .arg("host")
+        .arg(flag::HOST)
         .arg(vec![b'x'; 10 * 1024 * 1024])
         .query(&mut c)
         .unwrap();
@@ -346,7 +346,7 @@ async fn a_first_look_dates_a_down_job_from_what_redis_remembers_the_same_on_eve
     // Enabled an hour ago; srv-a took it, then lost it 40 s ago; nobody since.
     flag(&mut c, "outbound", "alice", true);
     let _: () =
-        redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(now - 3_600_000).query(&mut c).unwrap();
+        redis::cmd("HSET").arg("{outbound}:enabled:alice").arg(flag::TIME).arg(now - 3_600_000).query(&mut c).unwrap();
     entry_at(&mut c, now - 3_000_000, kind::ACQUIRED, "srv-a");
     entry_at(&mut c, now - 40_000, "lost", "srv-a");
     beat(&mut c, "outbound", "srv-a", "", 1, "idle", 0);
@@ -368,7 +368,8 @@ async fn a_first_look_dates_a_down_job_from_what_redis_remembers_the_same_on_eve
     let fresh = Keys::new("inbound");
     let now = redis_ms(&mut c);
     flag(&mut c, "inbound", "bob", true);
-    let _: () = redis::cmd("HSET").arg("{inbound}:enabled:bob").arg("time").arg(now - 90_000).query(&mut c).unwrap();
+    let _: () =
+        redis::cmd("HSET").arg("{inbound}:enabled:bob").arg(flag::TIME).arg(now - 90_000).query(&mut c).unwrap();
     let never = look(&server, &fresh, &Config::default()).await;
     assert_eq!(never.since_ms, Some(now - 90_000), "{}", never.reason);
     assert!(never.reason.ends_with("(for 1 min 30 s)"), "{}", never.reason);

@@ -39,7 +39,7 @@ async fn wait_state(w: &Watcher, state: State) {
 
 /// Tells the watcher something changed, the way a worker does.
 fn announce(c: &mut redis::Connection) {
-    let _: () = redis::cmd("XADD").arg("{outbound}:events").arg("*").arg("type").arg("test").query(c).unwrap();
+    let _: () = redis::cmd("XADD").arg("{outbound}:events").arg("*").arg(entry::TYPE).arg("test").query(c).unwrap();
 }
 
 #[tokio::test]
@@ -210,9 +210,9 @@ fn let_go(c: &mut redis::Connection, node: &str, fence: i64) {
     let _: () = redis::cmd("XADD")
         .arg("{outbound}:events")
         .arg("*")
-        .arg("type")
-        .arg("released")
-        .arg("node")
+        .arg(entry::TYPE)
+        .arg(kind::RELEASED)
+        .arg(entry::NODE)
         .arg(node)
         .query(c)
         .unwrap();
@@ -285,7 +285,7 @@ async fn the_same_server_taking_the_lock_again_is_a_restart() {
 #[tokio::test]
 async fn a_down_job_says_nothing_new_after_redis_comes_back() {
     let (mut server, _, mut c) = server_with_flag("alice", true);
-    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg(flag::TIME).arg(1).query(&mut c).unwrap();
     take(&mut c, "srv-a", "uuid-a:1", 3);
     let _: () = redis::cmd("DEL").arg("{outbound}:lock").query(&mut c).unwrap();
     beat(&mut c, "outbound", "srv-a", "uuid-a:1", 3, "running", 120_000);
@@ -408,7 +408,8 @@ async fn redis_losing_the_jobs_data_is_unknown_with_one_data_lost_never_stopped(
     beat(&mut c, "outbound", "srv-a", "", 57, "idle", 0);
     let lost = wait_named(&w, "unknown", Duration::from_secs(5)).await;
     assert!(lost.reason.starts_with("Redis lost the job's data"), "{}", lost.reason);
-    let _: () = redis::cmd("XADD").arg("{outbound}:events").arg("*").arg("type").arg("lost").query(&mut c).unwrap();
+    let _: () =
+        redis::cmd("XADD").arg("{outbound}:events").arg("*").arg(entry::TYPE).arg(kind::LOST).query(&mut c).unwrap();
     let until = Instant::now() + Duration::from_secs(2);
     while Instant::now() < until {
         assert_ne!(status.borrow().as_ref().map(|s| s.state), Some(State::Stopped));

@@ -122,7 +122,7 @@ fn status_json(url: &str) -> (Value, Option<i32>) {
 #[test]
 fn status_on_windows_reads_redis_in_words_and_json_with_nagios_exit_codes() {
     let (_server, url, mut c) = server_with_flag("alice", true);
-    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg(flag::TIME).arg(1).query(&mut c).unwrap();
     let (json, code) = status_json(&url);
     assert_eq!((json["state"].as_str(), code), (Some("down"), Some(2)), "{json}");
     assert_eq!(json["enabled_users"], serde_json::json!(["alice"]));
@@ -153,7 +153,7 @@ fn enable_and_disable_on_windows_write_the_supervisors_flag() {
     let url = server.url();
     let mut admin = server.conn();
     let on = |admin: &mut redis::Connection| -> Option<String> {
-        redis::cmd("HGET").arg("{outbound}:enabled:alice").arg("on").query(admin).unwrap()
+        redis::cmd("HGET").arg("{outbound}:enabled:alice").arg(flag::ON).query(admin).unwrap()
     };
 
     let out = exe(&url, &["enable", "--user", "alice"]);
@@ -212,7 +212,7 @@ impl Drop for Watch {
 #[test]
 fn watch_on_windows_prints_the_status_then_an_event_when_a_flag_flips() {
     let (_server, url, mut c) = server_with_flag("alice", true);
-    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg("time").arg(1).query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET").arg("{outbound}:enabled:alice").arg(flag::TIME).arg(1).query(&mut c).unwrap();
 
     // Reads a minute apart: the event can only come from the watcher being
     // woken through its pub/sub connection, Windows sockets under Wine.

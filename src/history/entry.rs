@@ -244,39 +244,39 @@ mod tests {
     #[test]
     fn the_type_and_node_come_first_and_causes_are_tokens_with_a_sentence() {
         let fields = Record::Released { fence: Some(3), cause: Some(Cause::Disabled) }.encode("srv-b");
-        assert_eq!(fields[0], ("type", "released".to_owned()));
-        assert_eq!(fields[1], ("node", "srv-b".to_owned()));
-        assert!(fields.contains(&("cause", "disabled".to_owned())));
-        assert!(fields.contains(&("reason", "nobody has the job enabled".to_owned())));
+        assert_eq!(fields[0], (f::TYPE, kind::RELEASED.to_owned()));
+        assert_eq!(fields[1], (f::NODE, "srv-b".to_owned()));
+        assert!(fields.contains(&(f::CAUSE, "disabled".to_owned())));
+        assert!(fields.contains(&(f::REASON, "nobody has the job enabled".to_owned())));
     }
 
     #[test]
     fn entries_of_older_workers_are_read_by_their_sentence() {
-        let old = |kind: &str, reason: &str| {
-            Record::decode(&owned(vec![("type", kind.into()), ("fence", "4".into()), ("reason", reason.into())]))
+        let old = |what: &str, reason: &str| {
+            Record::decode(&owned(vec![(f::TYPE, what.into()), (f::FENCE, "4".into()), (f::REASON, reason.into())]))
         };
         assert_eq!(
-            old("released", "nobody has the job enabled"),
+            old(kind::RELEASED, "nobody has the job enabled"),
             Some(Record::Released { fence: Some(4), cause: Some(Cause::Disabled) })
         );
         assert_eq!(
-            old("lost", "the lock was no longer ours when releasing it (expired, deleted or taken over)"),
+            old(kind::LOST, "the lock was no longer ours when releasing it (expired, deleted or taken over)"),
             Some(Record::Lost { fence: Some(4), cause: Some(Cause::Lost) })
         );
         assert_eq!(
-            old("lost", "the lease could not be renewed in time (Redis unreachable)"),
+            old(kind::LOST, "the lease could not be renewed in time (Redis unreachable)"),
             Some(Record::Lost { fence: Some(4), cause: Some(Cause::Expired) })
         );
-        assert_eq!(old("lost", "something else"), Some(Record::Lost { fence: Some(4), cause: None }));
-        let aggregate = owned(vec![("type", "flags-changed".into()), ("enabled", "0".into())]);
-        assert_eq!(Record::decode(&aggregate), Some(Record::Other { kind: "flags-changed".into() }));
+        assert_eq!(old(kind::LOST, "something else"), Some(Record::Lost { fence: Some(4), cause: None }));
+        let aggregate = owned(vec![(f::TYPE, kind::FLAGS_CHANGED.into()), ("enabled", "0".into())]);
+        assert_eq!(Record::decode(&aggregate), Some(Record::Other { kind: kind::FLAGS_CHANGED.into() }));
     }
 
     #[test]
     fn unknown_types_are_kept_and_entries_without_a_type_or_id_are_not_entries() {
-        let fields = owned(vec![("type", "test".into())]);
+        let fields = owned(vec![(f::TYPE, "test".into())]);
         assert_eq!(Entry::decode("5-0", &fields).unwrap().record, Record::Other { kind: "test".into() });
-        assert_eq!(Entry::decode("5-0", &owned(vec![("node", "a".into())])), None);
+        assert_eq!(Entry::decode("5-0", &owned(vec![(f::NODE, "a".into())])), None);
         assert_eq!(Entry::decode("nonsense", &fields), None);
     }
 }

@@ -21,7 +21,7 @@ pub mod wait;
 
 // What nearly every test file uses, at hand with `use common::*`.
 #[allow(unused_imports)]
-pub use lockwatch::schema::{beat, entry, kind};
+pub use lockwatch::schema::{ack, beat, claim, entry, flag, kind};
 pub use server::RedisServer;
 pub use wait::eventually;
 
@@ -217,7 +217,7 @@ pub fn holder_job(c: &mut redis::Connection) -> Option<(String, u32)> {
         let (lock_field, child): (Option<String>, Option<u32>) = redis::cmd("HMGET")
             .arg(format!("{{outbound}}:node:{node}"))
             .arg(beat::LOCK_FIELD)
-            .arg("child_pid")
+            .arg(beat::CHILD_PID)
             .query(c)
             .ok()?;
         (lock_field.is_some() && lock_field == field).then_some(child.map(|pid| (node, pid))).flatten()
@@ -239,11 +239,11 @@ pub fn flag(conn: &mut redis::Connection, job: &str, user: &str, on: bool) {
     let now = redis_ms(conn);
     let _: () = redis::cmd("HSET")
         .arg(format!("{{{job}}}:enabled:{user}"))
-        .arg("on")
+        .arg(flag::ON)
         .arg(if on { "1" } else { "0" })
-        .arg("time")
+        .arg(flag::TIME)
         .arg(now)
-        .arg("host")
+        .arg(flag::HOST)
         .arg("pc-test")
         .query(conn)
         .unwrap();
@@ -259,7 +259,7 @@ pub fn flood_flag(conn: &mut redis::Connection, hold: std::time::Duration) -> u6
         let mut pipe = redis::pipe();
         for _ in 0..500 {
             written += 1;
-            pipe.cmd("HSET").arg("{outbound}:enabled:alice").arg("on").arg(1).arg("time").arg(written).ignore();
+            pipe.cmd("HSET").arg("{outbound}:enabled:alice").arg(flag::ON).arg(1).arg(flag::TIME).arg(written).ignore();
         }
         if pipe.query::<()>(conn).is_err() {
             break;
@@ -488,8 +488,11 @@ pub fn crowd(c: &mut redis::Connection) -> String {
     let mut pipe = redis::pipe();
     for i in 0..3000 {
         pipe.sadd("{outbound}:users", format!("user{i}")).ignore();
-        pipe.hset_multiple(format!("{{outbound}}:enabled:user{i}"), &[("on", "0"), ("time", "1"), ("host", "pc")])
-            .ignore();
+        pipe.hset_multiple(
+            format!("{{outbound}}:enabled:user{i}"),
+            &[(flag::ON, "0"), (flag::TIME, "1"), (flag::HOST, "pc")],
+        )
+        .ignore();
     }
     for i in 0..2000 {
         pipe.sadd("{outbound}:nodes", format!("old{i}")).ignore();
@@ -502,6 +505,7 @@ pub fn crowd(c: &mut redis::Connection) -> String {
     let (_, first_page): (u64, Vec<String>) =
         redis::cmd("SSCAN").arg("{outbound}:users").arg(0).arg("COUNT").arg(1000).query(c).unwrap();
     let enabled = (0..3000).map(|i| format!("user{i}")).find(|u| !first_page.contains(u)).unwrap();
-    let _: () = redis::cmd("HSET").arg(format!("{{outbound}}:enabled:{enabled}")).arg("on").arg("1").query(c).unwrap();
+    let _: () =
+        redis::cmd("HSET").arg(format!("{{outbound}}:enabled:{enabled}")).arg(flag::ON).arg("1").query(c).unwrap();
     enabled
 }

@@ -30,7 +30,7 @@ local holders = redis.call('HKEYS', KEYS[1])
 if #holders == 0 then return {} end
 local counted_by = {['1'] = 'NUMSUB', ['sharded'] = 'SHARDNUMSUB'}
 for _, node in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-  local beat = redis.call('HMGET', ARGV[1] .. node, 'lock_field', 'presence')
+  local beat = redis.call('HMGET', ARGV[1] .. node, BEAT.LOCK_FIELD, BEAT.PRESENCE)
   local how = counted_by[beat[2] or '']
   if beat[1] == holders[1] and how then
     return {node, beat[2], redis.call('PUBSUB', how, ARGV[2] .. node)[2]}
@@ -70,7 +70,7 @@ impl Spy {
 
 async fn look(ports: Vec<u16>, old: u16, seen: Arc<Mutex<Sighting>>, stop: Arc<AtomicBool>) {
     let keys = Keys::new("outbound");
-    let script = redis::Script::new(CLAIM_AND_COUNT);
+    let script = lockwatch::schema::script(CLAIM_AND_COUNT);
     let mut conns: HashMap<u16, redis::aio::MultiplexedConnection> = HashMap::new();
     while !stop.load(Ordering::SeqCst) {
         for &port in ports.iter().filter(|&&p| p != old) {
