@@ -154,8 +154,27 @@ impl Run {
 
 /// Builds the history from the stream's `entries` (any order), the current
 /// flags' latest flips (`flags`, to show flips no worker saw) and the
-/// heartbeats, at Redis time `now_ms`, judged with the engine's `cfg`.
+/// heartbeats, at Redis time `now_ms`, judged with the engine's `cfg`: the
+/// runs the entries tell, what happened between them, and the flips.
 pub fn build(entries: &[Entry], flags: &[FlagFlip], beats: &[Beat], now_ms: u64, cfg: &Config) -> History {
+    let (mut runs, flips) = runs_and_flips(entries);
+    if let Some(last) = runs.last_mut()
+        && last.end.is_none()
+    {
+        last.end = silence(last, beats, now_ms, cfg);
+    }
+    let mut items = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        items.extend(run_items(run, runs.get(i + 1), now_ms, cfg));
+    }
+    items.extend(flip_items(flips, flags));
+    items.sort_by_key(|i| i.at_ms);
+    History { now_ms, items }
+}
+
+/// The runs the entries tell, oldest first, each ended as its own word or
+/// a later holder's says, and the flips recorded (at their own time).
+fn runs_and_flips(entries: &[Entry]) -> (Vec<Run>, Vec<(u64, FlagFlip)>) {
     let mut entries: Vec<&Entry> = entries.iter().collect();
     entries.sort_by_key(|e| e.id);
     let mut runs: Vec<Run> = Vec::new();
@@ -203,85 +222,81 @@ pub fn build(entries: &[Entry], flags: &[FlagFlip], beats: &[Beat], now_ms: u64,
             Record::Other { .. } => {}
         }
     }
-    if let Some(last) = runs.last_mut()
-        && last.end.is_none()
-    {
-        last.end = silence(last, beats, now_ms, cfg);
-    }
+    (runs, flips)
+}
 
-    let mut items = Vec::new();
-    for (i, run) in runs.iter().enumerate() {
-        let next = runs.get(i + 1);
-        let until = match run.end {
-            None => None,
-            Some((_, Some(at))) => Some(at),
-            // Silent: until its last heartbeat when the next holder saw it, else until the next one.
-            Some((_, None)) => Some(run.last_beat.or(next.map(|n| n.start)).unwrap_or(run.last_sign)),
-        };
-        items.push(Item {
-            at_ms: run.start,
-            what: What::Run {
-                node: run.node.clone(),
-                field: run.field.clone(),
-                fence: run.fence,
-                until_ms: until,
-                end: run.end.map(|(end, _)| end),
-            },
-        });
-        let Some((end, ended_at)) = run.end else { continue };
-        if end == End::Released(Some(Cause::Disabled)) {
-            let what = What::Stopped { node: run.node.clone(), fence: run.fence };
-            items.push(Item { at_ms: ended_at.unwrap_or(run.last_sign), what });
-            continue;
-        }
-        let within_window = |later: u64| ended_at.is_none_or(|t| later.saturating_sub(t) <= cfg.failover_window_ms);
-        match next {
-            Some(n) if within_window(n.start) => {
-                let (from, to) = (run.holder(), n.holder());
-                // The outage: from its end, or its last heartbeat, to the new start.
-                let down_ms = ended_at.or(run.last_beat).map(|t| n.start.saturating_sub(t));
-                let reason = end.sentence().to_owned();
-                let what = if from.same_server(&to) {
-                    What::Restart {
-                        node: n.node.clone(),
-                        from: from.as_ref(),
-                        to: to.as_ref(),
-                        cause: end,
-                        reason,
-                        down_ms,
-                    }
-                } else {
-                    What::Failover { from: from.as_ref(), to: to.as_ref(), cause: end, reason, down_ms }
-                };
-                items.push(Item { at_ms: n.start, what });
-            }
-            // The holder just went: a takeover may still come.
-            None if now_ms.saturating_sub(ended_at.unwrap_or(run.last_sign)) <= cfg.failover_window_ms => {}
-            _ => {
-                let what = What::Death {
-                    node: run.node.clone(),
-                    fence: run.fence,
+/// A run, and what its end was: stopped by a switch-off, a failover or a
+/// restart (when `next` began within the failover window), or a death.
+fn run_items(run: &Run, next: Option<&Run>, now_ms: u64, cfg: &Config) -> Vec<Item> {
+    let until = match run.end {
+        None => None,
+        Some((_, Some(at))) => Some(at),
+        // Silent: until its last heartbeat when the next holder saw it, else until the next one.
+        Some((_, None)) => Some(run.last_beat.or(next.map(|n| n.start)).unwrap_or(run.last_sign)),
+    };
+    let mut items = vec![Item {
+        at_ms: run.start,
+        what: What::Run {
+            node: run.node.clone(),
+            field: run.field.clone(),
+            fence: run.fence,
+            until_ms: until,
+            end: run.end.map(|(end, _)| end),
+        },
+    }];
+    let Some((end, ended_at)) = run.end else { return items };
+    if end == End::Released(Some(Cause::Disabled)) {
+        let what = What::Stopped { node: run.node.clone(), fence: run.fence };
+        items.push(Item { at_ms: ended_at.unwrap_or(run.last_sign), what });
+        return items;
+    }
+    let within_window = |later: u64| ended_at.is_none_or(|t| later.saturating_sub(t) <= cfg.failover_window_ms);
+    match next {
+        Some(n) if within_window(n.start) => {
+            let (from, to) = (run.holder(), n.holder());
+            // The outage: from its end, or its last heartbeat, to the new start.
+            let down_ms = ended_at.or(run.last_beat).map(|t| n.start.saturating_sub(t));
+            let reason = end.sentence().to_owned();
+            let what = if from.same_server(&to) {
+                What::Restart {
+                    node: n.node.clone(),
+                    from: from.as_ref(),
+                    to: to.as_ref(),
                     cause: end,
-                    reason: end.sentence().to_owned(),
-                };
-                // When it was last known alive: as its run's end says.
-                items.push(Item { at_ms: until.unwrap_or(run.last_sign), what });
-            }
+                    reason,
+                    down_ms,
+                }
+            } else {
+                What::Failover { from: from.as_ref(), to: to.as_ref(), cause: end, reason, down_ms }
+            };
+            items.push(Item { at_ms: n.start, what });
+        }
+        // The holder just went: a takeover may still come.
+        None if now_ms.saturating_sub(ended_at.unwrap_or(run.last_sign)) <= cfg.failover_window_ms => {}
+        _ => {
+            let what =
+                What::Death { node: run.node.clone(), fence: run.fence, cause: end, reason: end.sentence().to_owned() };
+            // When it was last known alive: as its run's end says.
+            items.push(Item { at_ms: until.unwrap_or(run.last_sign), what });
         }
     }
+    items
+}
 
+/// The flips, each once: every worker records the flips it sees, and the
+/// current flags repeat the last ones.
+fn flip_items(recorded: Vec<(u64, FlagFlip)>, flags: &[FlagFlip]) -> Vec<Item> {
     let mut seen = HashSet::new();
     let latest = flags.iter().map(|f| (f.at_ms.unwrap_or(0), f.clone()));
-    for (at, flip) in flips.into_iter().chain(latest) {
-        // Every worker records the flips it sees, and the current flags repeat the last ones.
+    let mut items = Vec::new();
+    for (at, flip) in recorded.into_iter().chain(latest) {
         if !seen.insert((flip.user.clone(), at, flip.on)) || at == 0 {
             continue;
         }
         let FlagFlip { user, on, host, reason, .. } = flip;
         items.push(Item { at_ms: at, what: What::Flag { user, on, host, reason } });
     }
-    items.sort_by_key(|i| i.at_ms);
-    History { now_ms, items }
+    items
 }
 
 /// Whether the last run, with no end written, still goes on: its server's
