@@ -64,7 +64,7 @@ pub enum Error {
     /// An input that breaks its rule: which, as given, and why (the
     /// command line's flag in front).
     #[error("{}", .0.with_flag())]
-    Input(Box<crate::input::Invalid>),
+    Input(Box<crate::refusal::Invalid>),
 
     /// A flip without a user name, none given and none known.
     #[error("no user name is known; pass --user NAME")]
@@ -81,11 +81,11 @@ pub enum Error {
     SentinelNoPort { address: String },
 
     /// A socket path given as a Redis Cluster's node.
-    #[error("{CLUSTER_NO_SOCKET}")]
+    #[error("{}", crate::refusal::CLUSTER_NO_SOCKET)]
     ClusterSocket,
 
     /// A private CA file given for a Redis Cluster.
-    #[error("{CLUSTER_NO_CA}")]
+    #[error("{}", crate::refusal::CLUSTER_NO_CA)]
     ClusterCa,
 
     /// Sharded pub/sub asked of a Redis that is no cluster.
@@ -93,17 +93,11 @@ pub enum Error {
     NotCluster,
 }
 
-impl From<crate::input::Invalid> for Error {
-    fn from(invalid: crate::input::Invalid) -> Error {
+impl From<crate::refusal::Invalid> for Error {
+    fn from(invalid: crate::refusal::Invalid) -> Error {
         Error::Input(Box::new(invalid))
     }
 }
-
-/// Why a cluster cannot be reached at a socket path.
-pub const CLUSTER_NO_SOCKET: &str =
-    "a Redis Cluster node is given as redis://[user:password@]host:port (rediss:// for TLS), not a socket path";
-/// Why a cluster cannot take a private CA file.
-pub const CLUSTER_NO_CA: &str = "a private CA file cannot be used with a Redis Cluster; add the CA to the system's trust store (or point SSL_CERT_FILE at it) and leave this empty";
 
 /// Why a Redis command failed, in the terms the status and the UI need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

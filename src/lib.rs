@@ -14,7 +14,8 @@
 //!   (durations read, written and said), [`clock`] (the clock leases are
 //!   measured on, which counts a suspended host), [`heard`] (what a watcher
 //!   heard from Redis between looks: the workers' beats), [`cause`] (why a
-//!   holding ended or a new holder waited).
+//!   holding ended or a new holder waited), [`refusal`] (a refused input:
+//!   its field, value and problem).
 //! - [`error`]: the library's errors, one sentence each.
 //! - [`connect`]: connecting to Redis: one node, Sentinel, Cluster, sharded
 //!   pub/sub, the wait between tries.
@@ -49,6 +50,7 @@ pub mod history;
 pub mod input;
 pub mod keys;
 pub mod probe;
+pub mod refusal;
 pub mod schema;
 #[cfg(feature = "serve")]
 pub mod serve;

@@ -1,7 +1,7 @@
 //! The rules for names: jobs, supervisors and servers, lock keys,
 //! sentinels and their primary, and a flip's reason.
 
-use super::{Field, Invalid, Problem};
+use super::{Field, Invalid, MAX_REASON_CHARS, Problem};
 
 /// A job name: it becomes the keys' hash tag, so no braces, and no spaces.
 ///
@@ -35,9 +35,6 @@ pub fn job_names(list: &str) -> Result<Vec<String>, Invalid> {
 pub fn name(s: &str) -> Result<String, Problem> {
     check_user(s).map(str::to_owned).map_err(|_| Problem::Name)
 }
-
-/// The longest reason a flip may carry, in characters: a sentence, not a report.
-pub const MAX_REASON_CHARS: usize = 200;
 
 /// Checks a flip's reason: one line of at most [`MAX_REASON_CHARS`] characters.
 ///

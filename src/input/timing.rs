@@ -6,10 +6,8 @@ use std::time::Duration;
 use crate::duration::{format_duration, parse_duration};
 use crate::{status, watcher};
 
-use super::{Field, Invalid, Problem};
+use super::{Field, Invalid, MAX_ACK_NOTE_CHARS, MIN_LEASE, Problem};
 
-/// The shortest lease: renewals every third of it must still fit.
-pub const MIN_LEASE: Duration = Duration::from_millis(300);
 const HOUR: Duration = Duration::from_secs(3600);
 
 /// The range each timing input may take, by its field.
@@ -45,11 +43,6 @@ pub const DEFAULT_ACK_FOR: Duration = HOUR;
 /// The durations an acknowledgement may have: long enough to look, short
 /// enough that a forgotten one ends within the day.
 pub const ACK_RANGE: (Duration, Duration) = (Duration::from_secs(60), Duration::from_secs(12 * 3600));
-/// The longest note an acknowledgement carries, in characters: what one is
-/// doing, not a report. The probe reads at most 1024 bytes of it, which
-/// this many characters of any script fit in.
-pub const MAX_ACK_NOTE_CHARS: usize = 200;
-
 /// How long an acknowledgement lasts: `30m`, `2h`, within [`ACK_RANGE`].
 ///
 /// # Errors
