@@ -1,34 +1,94 @@
-"""What two idle workers of one job cost Redis: its CPU over a window (30 s
-by default) after 15 s of settling, and the ten commands that took the
-longest, with 20 users' flags on. WORKERS=0 gives the baseline of the same
-Redis with nothing but the data.
+"""What idle workers cost Redis: its CPU over a window (30 s by default)
+after 15 s of settling, as ms per 30 s and as a share of one core, and the
+commands that took the longest. Each job has 20 users' flags on and two
+workers (srv-a holding, srv-b standing by), running `sleep`.
 
-Usage: /usr/bin/python3 bench/idle_workers.py target/release/lockwatch LEASE [WINDOW_S]
+    /usr/bin/python3 bench/idle_workers.py target/release/lockwatch LEASE [WINDOW_S]
+
+Environment: JOBS (default 1) jobs; WORKERS (default 2) per job, 0 for the
+baseline of the same Redis with nothing but the data; DESKS (default 0)
+separate `lockwatch watch` processes on the first job, the desks' cost.
 """
-import subprocess, sys, time, os, socket, redis
-LW = sys.argv[1]; lease = sys.argv[2]; window = float(sys.argv[3]) if len(sys.argv) > 3 else 30
-s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
-d = f"/tmp/lockwatch-idle/{port}"; os.makedirs(d, exist_ok=True)
-rs = subprocess.Popen(["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", d], stdout=subprocess.DEVNULL)
-r = redis.Redis(port=port, decode_responses=True)
-for _ in range(100):
-    try: r.ping(); break
-    except Exception: time.sleep(0.05)
-url = f"redis://127.0.0.1:{port}"
-for i in range(20):
-    subprocess.run([LW, "--redis", url, "enable", "--user", f"user{i+1:02}"], check=True, capture_output=True)
-nodes = ("srv-a", "srv-b")[:int(os.environ.get("WORKERS", "2"))]
-ws = [subprocess.Popen([LW, "--redis", url, "worker", "--node", n, "--lease", lease, "--", "sleep", "100000"], stdout=subprocess.DEVNULL, stderr=open(f"{d}/{n}.log", "w")) for n in nodes]
-time.sleep(15)
-def cpu():
-    i = r.info("cpu"); return i["used_cpu_sys"] + i["used_cpu_user"]
-r.config_resetstat(); c0 = cpu(); t0 = time.monotonic()
-time.sleep(window)
-c1 = cpu(); t1 = time.monotonic()
-stats = {k.removeprefix("cmdstat_"): v for k, v in r.info("commandstats").items()}
-print(f"lease {lease}: Redis CPU {1000*(c1-c0)*30/(t1-t0):.0f} ms per 30 s")
-for k, v in sorted(stats.items(), key=lambda kv: -kv[1]["usec"])[:10]:
-    print(f"  {k:14} {v['calls']:6} calls  {v['usec_per_call']:8.1f} µs/call  {v['usec']/1000:8.1f} ms")
-for w in ws: w.terminate()
-for w in ws: w.wait()
-rs.terminate(); rs.wait()
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import redis
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def cpu_s(r):
+    info = r.info("cpu")
+    return info["used_cpu_sys"] + info["used_cpu_user"]
+
+
+def main():
+    lockwatch, lease = sys.argv[1], sys.argv[2]
+    window = float(sys.argv[3]) if len(sys.argv) > 3 else 30.0
+    jobs = [f"job{i:02}" for i in range(int(os.environ.get("JOBS", "1")))]
+    nodes = ("srv-a", "srv-b")[: int(os.environ.get("WORKERS", "2"))]
+    desks = int(os.environ.get("DESKS", "0"))
+    port = free_port()
+    logs = f"/tmp/lockwatch-idle/{port}"
+    os.makedirs(logs, exist_ok=True)
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--save", "", "--appendonly", "no",
+                               "--dir", logs], stdout=subprocess.DEVNULL)
+    children = []
+    try:
+        r = redis.Redis(port=port, decode_responses=True)
+        for _ in range(100):
+            try:
+                r.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        url = f"redis://127.0.0.1:{port}"
+        for job in jobs:
+            # A fence counter, as a Redis that has run lockwatch before has:
+            # on a new Redis the first start waits a lease.
+            r.set(f"{{{job}}}:fence", 1)
+            for i in range(20):
+                subprocess.run([lockwatch, "--redis", url, "--job", job, "enable", "--user", f"user{i + 1:02}"],
+                               check=True, capture_output=True)
+        for job in jobs:
+            for node in nodes:
+                log = open(f"{logs}/{job}-{node}.log", "w")
+                children.append(subprocess.Popen(
+                    [lockwatch, "--redis", url, "--job", job, "worker", "--node", node, "--lease", lease,
+                     "--", "sleep", "100000"], stdout=subprocess.DEVNULL, stderr=log))
+            # The first server of each job holds it.
+            time.sleep(0.2)
+        for _ in range(desks):
+            children.append(subprocess.Popen([lockwatch, "--redis", url, "--job", jobs[0], "watch", "--json"],
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(15)
+        r.config_resetstat()
+        c0, t0 = cpu_s(r), time.monotonic()
+        time.sleep(window)
+        c1, t1 = cpu_s(r), time.monotonic()
+        stats = {k.removeprefix("cmdstat_"): v for k, v in r.info("commandstats").items()}
+        per_30s = 1000 * (c1 - c0) * 30 / (t1 - t0)
+        print(f"{len(jobs)} job(s), {len(nodes)} worker(s) each, {desks} desk(s), lease {lease}: "
+              f"Redis CPU {per_30s:.0f} ms per 30 s ({per_30s / 300:.2f} % of a core)")
+        for name, v in sorted(stats.items(), key=lambda kv: -kv[1]["usec"])[:10]:
+            print(f"  {name:14} {v['calls']:7} calls  {v['usec_per_call']:8.1f} µs/call  {v['usec'] / 1000:8.1f} ms")
+    finally:
+        for child in children:
+            child.terminate()
+        for child in children:
+            child.wait()
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -234,6 +234,14 @@ impl Engine {
         }
         // Flags that cannot be read neither start nor stop the job.
         match (self.holding.is_some(), enabled.unwrap_or(self.holding.is_some())) {
+            // Held by another lockwatch holding: an attempt would only be
+            // refused (each a script call on Redis). Its expiry is awaited,
+            // and an unlock or a look that finds it free comes sooner.
+            (false, true) if held_by_other_lockwatch(snap, field) => {
+                self.foreign = None;
+                self.retry_at = snap.lock.ttl_ms.map(|t| now + Duration::from_millis(t + 2));
+                Vec::new()
+            }
             (false, true) => self.start_again(now, snap.time_ms).into_iter().collect(),
             (true, false) => {
                 self.restarts.switched_off();
@@ -456,6 +464,14 @@ impl Engine {
         h.waits_for = busy.map(|b| (b.node, Until::after(now, b.left, snap.time_ms)));
         news.map(Action::Waits)
     }
+}
+
+/// Whether the lock is held, and only by lockwatch holdings other than
+/// this worker's own `field` (one of its own may await a replica's
+/// confirmation, which a new attempt brings).
+fn held_by_other_lockwatch(snap: &Snapshot, field: &str) -> bool {
+    let holders = &snap.lock.holders;
+    !holders.is_empty() && holders.iter().all(|f| f != field && is_lockwatch_field(f))
 }
 
 /// Whether a lease last confirmed at `ok_at` can no longer be vouched for.

@@ -156,6 +156,22 @@ fn switched_off_and_on_too_often_the_job_is_held_back_and_says_until_when() {
 }
 
 #[test]
+fn a_lock_another_lockwatch_holding_has_is_not_tried_until_it_expires() {
+    let mut e = engine();
+    let theirs = "0b0f5d6e-2c4a-8e1b-9f3a-5d6e7f8a9b0c:1";
+    assert!(is_lockwatch_field(theirs));
+    let mut snap = held_by(theirs, 1_000);
+    snap.lock.ttl_ms = Some(2_500);
+    assert_eq!(e.look(at(1_000), &snap, "f", Some(true)), vec![], "no attempt the script would refuse");
+    assert_eq!(e.deadline(), Some(at(3_502)), "asked again as the lock expires");
+    // A Redisson service's, or this worker's own (unconfirmed), is tried.
+    let mut foreign = held_by("8743c9a1-0d3f-4b52-a1e4-6f1c2d3e4f5a:1", 1_000);
+    foreign.lock.ttl_ms = Some(2_500);
+    assert_eq!(e.look(at(1_000), &foreign, "f", Some(true)), vec![Action::Acquire]);
+    assert_eq!(e.look(at(1_000), &held_by("f", 1_000), "f", Some(true)), vec![Action::Acquire]);
+}
+
+#[test]
 fn flags_that_cannot_be_read_neither_start_nor_stop_the_job() {
     let mut e = running();
     assert_eq!(e.look(at(2_000), &held_by("f", 2_000), "f", None), vec![]);

@@ -221,7 +221,7 @@ fn scenarios_without(guard: Guard) -> BoxedStrategy<Scenario> {
         Guard::ReplicaConfirm => {
             (Mix { lag: 4, failover: 4, flags: 3, kill: 2, unit_kill: 2, freeze: 1, ..NOTHING }, 1..15)
         }
-        Guard::StartedCheck | Guard::LookLost => (Mix { latency: 3, del: 6, flags: 1, freeze: 1, ..NOTHING }, 1..10),
+        Guard::StartedCheck | Guard::LookLost => (Mix { latency: 4, del: 6, freeze: 2, ..NOTHING }, 1..10),
         Guard::OrphanOwnField => {
             (Mix { kill: 3, del: 3, redis_freeze: 3, latency: 3, start: 3, evict_beat: 2, freeze: 2, ..NOTHING }, 1..15)
         }

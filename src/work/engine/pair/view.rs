@@ -111,6 +111,12 @@ impl World {
             if !g.on(Guard::LookLost) && pr.engine.holding().is_some() && !s.lock.holders.contains(&pr.field) {
                 s.lock.holders.push(pr.field.clone());
             }
+            if !g.on(Guard::ForeignMark) {
+                // Without the mark another holding is not known for lockwatch's, so it is tried.
+                for h in s.lock.holders.iter_mut().filter(|h| **h != pr.field && is_lockwatch_field(h)) {
+                    *h = format!("unmarked-{h}");
+                }
+            }
         }
         if view == View::Held && !g.on(Guard::ForeignMark) {
             // Nothing marks a holder as lockwatch's: no field mark, no heartbeat naming it.
