@@ -7,7 +7,9 @@ workers (srv-a holding, srv-b standing by), running `sleep`.
 
 Environment: JOBS (default 1) jobs; WORKERS (default 2) per job, 0 for the
 baseline of the same Redis with nothing but the data; DESKS (default 0)
-separate `lockwatch watch` processes on the first job, the desks' cost.
+separate `lockwatch watch` processes on the first job, the desks' cost;
+SETTLE_S (default 15) before the window (a desk settles to its steady pace
+after three poll intervals: give desks 45).
 """
 import os
 import socket
@@ -70,7 +72,7 @@ def main():
         for _ in range(desks):
             children.append(subprocess.Popen([lockwatch, "--redis", url, "--job", jobs[0], "watch", "--json"],
                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        time.sleep(15)
+        time.sleep(float(os.environ.get("SETTLE_S", "15")))
         r.config_resetstat()
         c0, t0 = cpu_s(r), time.monotonic()
         time.sleep(window)
