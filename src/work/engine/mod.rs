@@ -137,9 +137,11 @@ pub struct Engine {
     /// seen only foreign holders, none recorded or beating as lockwatch's,
     /// and the fence counter then (no lockwatch holding began while it stays).
     foreign: Option<Foreign>,
-    /// The starts after a switch-off left, and until when one is held back.
+    /// The starts after a switch-off left, until when one is held back,
+    /// and whether that was said since the last start.
     restarts: Restarts,
     held: Option<Until>,
+    held_said: bool,
 }
 
 /// Foreign holders seen by refused attempts, with no lockwatch holding between.
@@ -181,6 +183,7 @@ impl Engine {
             foreign: None,
             restarts: Restarts::new(),
             held: None,
+            held_said: false,
         }
     }
 
@@ -256,15 +259,17 @@ impl Engine {
     }
 
     /// Enabled, and nothing held: acquire, unless switches stopped and
-    /// started the job too often lately (said once per spell).
+    /// started the job too often lately (said once until it starts again,
+    /// however she goes on switching).
     fn start_again(&mut self, now: Boot, now_ms: u64) -> Option<Action> {
         let Some(left) = self.restarts.start(now) else {
             self.held = None;
+            self.held_said = false;
             return Some(Action::Acquire);
         };
-        let news = self.held.is_none();
         let until = Until::after(now, left, now_ms);
         self.held = Some(until);
+        let news = !std::mem::replace(&mut self.held_said, true);
         news.then_some(Action::HeldBack { until_ms: until.redis_ms })
     }
 

@@ -152,6 +152,8 @@ fn switched_off_and_on_too_often_the_job_is_held_back_and_says_until_when() {
     assert_eq!(e.look(at(t + 1_000), &free(t + 1_000), "f", Some(true)), vec![], "said once");
     assert_eq!(e.look(at(t + 2_000), &free(t + 2_000), "f", Some(false)), vec![]);
     assert_eq!(e.beat(at(t + 2_000), None).held_until, None, "switched off: nothing is held back");
+    assert_eq!(e.look(at(t + 3_000), &free(t + 3_000), "f", Some(true)), vec![], "switched on again: not said again");
+    assert_eq!(e.beat(at(t + 3_000), None).held_until, Some(until_ms));
     assert_eq!(e.look(at(until_ms), &free(until_ms), "f", Some(true)), vec![Action::Acquire]);
 }
 

@@ -147,11 +147,10 @@ impl Worker {
                 }
                 Action::HeldBack { until_ms } => tracing::warn!(
                     node = %self.opts.node,
-                    "the job was switched off and on {} times lately; it starts again at {} (after a switch-off it starts {} times at once, then once every {})",
-                    crate::work::engine::RESTART_BURST,
+                    "the job was switched off and on too often lately; it starts again at {} (after a switch-off it starts {} times at once, then once every {} min)",
                     crate::status::clock_utc(until_ms),
                     crate::work::engine::RESTART_BURST,
-                    crate::duration::human_duration(crate::clock::millis(crate::work::engine::RESTART_REFILL)),
+                    crate::work::engine::RESTART_REFILL.as_secs() / 60,
                 ),
                 Action::Guard { since, .. } => *live = Some(self.guard(since)),
                 Action::Acquired { fence, wait, prev_beat_ms, after_foreign } => {
