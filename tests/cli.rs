@@ -127,7 +127,7 @@ fn status_reads_several_jobs_and_exits_with_the_worst_code() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
-        "lockwatch: --job names 2 jobs; only status reads several: give this command one job"
+        "lockwatch: --job names 2 jobs; only status and watch read several: give this command one job"
     );
 }
 
@@ -454,4 +454,65 @@ fn acl_without_user_shows_only_what_is_required() {
     let out = lockwatch("redis://127.0.0.1:1", &["--interval", "2s", "acl", "--user", "alice"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("ACL SETUSER alice"));
+}
+
+/// `watch` follows several jobs of one Redis: each one's first status, then
+/// one incident for the job whose holder was killed, naming it, and
+/// nothing from the others.
+#[test]
+fn watch_follows_several_jobs_and_tells_each_ones_incident_by_its_name() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut c = server.conn();
+    let jobs = ["outbound", "inbound", "stock"];
+    let mut workers = Vec::new();
+    for job in jobs {
+        flag(&mut c, job, "alice", true);
+        let _: () = redis::cmd("SET").arg(format!("{{{job}}}:fence")).arg(0).query(&mut c).unwrap();
+        let mut cmd = lockwatch_command();
+        cmd.args(["--redis", &url, "--job", job]);
+        worker_args(&mut cmd, "srv-a", "2s", &[], "exec sleep 600");
+        workers.push(WorkerProcess::spawn(&mut cmd));
+    }
+    for job in jobs {
+        status_until_job(&url, job, "running", |s| s["state"] == "running");
+    }
+    let mut watch = lockwatch_command()
+        .args(["--redis", &url, "--job", "outbound,inbound,stock", "--heartbeat-grace", "2s", "watch", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut first: Vec<String> = (0..3)
+        .map(|_| {
+            let v: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            assert_eq!((v["event"].as_str(), v["status"]["state"].as_str()), (Some("status"), Some("running")), "{v}");
+            v["status"]["job"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    first.sort();
+    assert_eq!(first, ["inbound", "outbound", "stock"]);
+
+    // inbound's only worker killed: its job died; the others say nothing.
+    workers[1].kill9();
+    let died: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!((died["event"].as_str(), died["job"].as_str()), (Some("died"), Some("inbound")), "{died}");
+    std::thread::sleep(Duration::from_secs(3));
+    watch.kill().unwrap();
+    let _ = watch.wait();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(rest.iter().all(|l| l.contains("\"job\":\"inbound\"")), "only inbound's events: {rest:?}");
+}
+
+/// Polls one job's `status --json` until `done` holds.
+fn status_until_job(url: &str, job: &str, what: &str, done: impl Fn(&Value) -> bool) {
+    let started = std::time::Instant::now();
+    loop {
+        let (s, _) = status_json(url, &["--job", job]);
+        if done(&s) {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{job} never {what}: {s}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -99,8 +99,8 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<u8> {
     let g = &cli.global;
     let jobs = g.jobs();
-    if jobs.len() > 1 && !matches!(cli.command, Command::Status { .. }) {
-        anyhow::bail!("--job names {} jobs; only status reads several: give this command one job", jobs.len());
+    if jobs.len() > 1 && !matches!(cli.command, Command::Status { .. } | Command::Watch { .. }) {
+        anyhow::bail!("--job names {} jobs; only status and watch read several: give this command one job", jobs.len());
     }
     if jobs.len() > 1 && g.lock_key.is_some() {
         anyhow::bail!("--lock-key names one job's lock, and --job names {}: give one job with it", jobs.len());
@@ -300,17 +300,48 @@ fn worst(codes: impl Iterator<Item = u8>) -> u8 {
     codes.max_by_key(|c| rank(*c)).unwrap_or(0)
 }
 
+/// Watches every job `--job` names: each job's first status, then every
+/// event of any of them as it comes (each names its job), until Ctrl-C.
 async fn watch(g: &Global, json: bool) -> Result<u8> {
-    let watcher = Watcher::spawn(g.target()?, g.keys(), g.watch_options());
-    let mut status = watcher.status();
-    let mut events = watcher.events();
-    let first = loop {
-        status.changed().await.context("the watcher stopped")?;
-        if let Some(s) = status.borrow_and_update().clone() {
-            break s;
-        }
-    };
-    {
+    let target = g.target()?;
+    let watchers: Vec<Watcher> = g
+        .jobs()
+        .iter()
+        .map(|name| {
+            let job = g.job_named(name);
+            Watcher::spawn(target.clone(), job.keys(), job.watch_options())
+        })
+        .collect();
+    // Every watcher's events on one channel, in the order they come.
+    let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    for watcher in &watchers {
+        let mut rx = watcher.events();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            loop {
+                match rx.recv().await {
+                    Ok(event) => {
+                        if tx.send(event).is_err() {
+                            break;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(missed = n, "events were dropped");
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
+    }
+    drop(tx);
+    for watcher in &watchers {
+        let mut status = watcher.status();
+        let first = loop {
+            status.changed().await.context("the watcher stopped")?;
+            if let Some(s) = status.borrow_and_update().clone() {
+                break s;
+            }
+        };
         let mut out = io::stdout().lock();
         if json {
             writeln!(out, "{}", json!({ "event": "status", "status": first }))?;
@@ -324,14 +355,7 @@ async fn watch(g: &Global, json: bool) -> Result<u8> {
             event = events.recv() => event,
             _ = tokio::signal::ctrl_c() => break,
         };
-        let event = match event {
-            Ok(event) => event,
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!(missed = n, "events were dropped");
-                continue;
-            }
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-        };
+        let Some(event) = event else { break };
         let mut out = io::stdout().lock();
         if json {
             writeln!(out, "{}", serde_json::to_string(&event)?)?;
@@ -340,7 +364,9 @@ async fn watch(g: &Global, json: bool) -> Result<u8> {
         }
         out.flush()?;
     }
-    watcher.stop().await;
+    for watcher in watchers {
+        watcher.stop().await;
+    }
     Ok(0)
 }
 
