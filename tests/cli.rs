@@ -127,7 +127,7 @@ fn status_reads_several_jobs_and_exits_with_the_worst_code() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
-        "lockwatch: --job names 2 jobs; only status and watch read several: give this command one job"
+        "lockwatch: --job names 2 jobs; only status, watch and history read several: give this command one job"
     );
 }
 
@@ -502,6 +502,17 @@ fn watch_follows_several_jobs_and_tells_each_ones_incident_by_its_name() {
     let _ = watch.wait();
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(rest.iter().all(|l| l.contains("\"job\":\"inbound\"")), "only inbound's events: {rest:?}");
+
+    // The history of all three, oldest first, each item naming its job.
+    let out = lockwatch(&url, &["--job", "outbound,inbound,stock", "history", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let items: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let runs = |job: &str| items.iter().filter(|i| i["job"] == job && i["kind"] == "run").count();
+    assert_eq!((runs("outbound"), runs("inbound"), runs("stock")), (1, 1, 1), "{items:#?}");
+    assert!(items.windows(2).all(|w| w[0]["at_ms"].as_u64() <= w[1]["at_ms"].as_u64()), "oldest first");
+    let text = String::from_utf8(lockwatch(&url, &["--job", "outbound,inbound", "history"]).stdout).unwrap();
+    assert!(text.lines().all(|l| l.starts_with("outbound: ") || l.starts_with("inbound: ")), "{text}");
 }
 
 /// Polls one job's `status --json` until `done` holds.

@@ -11,17 +11,34 @@ use super::render::utc;
 use lockwatch::duration::human_duration;
 use lockwatch::history::{self, Item, What};
 
-/// Prints the history of the last `since` (or all the stream holds).
+/// Prints the history of the last `since` (or all the stream holds) of
+/// every job `--job` names, oldest first; with several jobs each item
+/// names its job (`"job"` in JSON, the name in front for people).
 pub async fn run(g: &Global, json: bool, since: Option<Duration>) -> Result<u8> {
     let target = g.target()?;
     let mut conn = target.manager().await?;
-    let history = history::load(&mut conn, &g.keys(), target.endpoint(), since, &g.engine()).await?;
+    let jobs = g.jobs();
+    let mut items: Vec<(String, Item)> = Vec::new();
+    for name in &jobs {
+        let job = g.job_named(name);
+        let history = history::load(&mut conn, &job.keys(), target.endpoint(), since, &job.engine()).await?;
+        items.extend(history.items.into_iter().map(|item| (name.clone(), item)));
+    }
+    items.sort_by_key(|(_, item)| item.at_ms);
+    let several = jobs.len() > 1;
     let mut out = io::stdout().lock();
-    for item in &history.items {
-        if json {
-            writeln!(out, "{}", serde_json::to_string(item)?)?;
-        } else {
-            writeln!(out, "{}", line(item))?;
+    for (job, item) in &items {
+        match (json, several) {
+            (true, false) => writeln!(out, "{}", serde_json::to_string(item)?)?,
+            (true, true) => {
+                let mut value = serde_json::to_value(item)?;
+                if let Some(fields) = value.as_object_mut() {
+                    fields.insert("job".to_owned(), job.clone().into());
+                }
+                writeln!(out, "{value}")?;
+            }
+            (false, false) => writeln!(out, "{}", line(item))?,
+            (false, true) => writeln!(out, "{job}: {}", line(item))?,
         }
     }
     out.flush()?;

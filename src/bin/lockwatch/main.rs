@@ -99,8 +99,13 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<u8> {
     let g = &cli.global;
     let jobs = g.jobs();
-    if jobs.len() > 1 && !matches!(cli.command, Command::Status { .. } | Command::Watch { .. }) {
-        anyhow::bail!("--job names {} jobs; only status and watch read several: give this command one job", jobs.len());
+    if jobs.len() > 1
+        && !matches!(cli.command, Command::Status { .. } | Command::Watch { .. } | Command::History { .. })
+    {
+        anyhow::bail!(
+            "--job names {} jobs; only status, watch and history read several: give this command one job",
+            jobs.len()
+        );
     }
     if jobs.len() > 1 && g.lock_key.is_some() {
         anyhow::bail!("--lock-key names one job's lock, and --job names {}: give one job with it", jobs.len());
