@@ -13,7 +13,6 @@ use lockwatch::connect::{DEFAULT_URL, Target};
 use lockwatch::duration::parse_duration;
 use lockwatch::input::{self, ConnectionSpec, Field, JobSpec, Problem, Timing, Topology};
 use lockwatch::keys::{DEFAULT_JOB, Keys};
-use lockwatch::status;
 use lockwatch::watcher;
 
 /// See whether a job guarded by a Redis lock runs, where, and whether it hung.
@@ -342,11 +341,6 @@ impl Global {
     /// The job's keys.
     pub fn keys(&self) -> Keys {
         self.job().keys()
-    }
-
-    /// The status engine's settings.
-    pub fn engine(&self) -> status::Config {
-        self.job().engine()
     }
 
     /// The watcher's settings.
