@@ -185,6 +185,7 @@ fn text(v: &Value) -> Option<String> {
 mod tests {
     use super::*;
     use crate::history::entry::Record;
+    use crate::schema::{entry as f, kind};
 
     fn s(t: &str) -> Value {
         Value::BulkString(t.as_bytes().to_vec())
@@ -195,9 +196,9 @@ mod tests {
         let entry =
             |id: &str, fields: &[&str]| Value::Array(vec![s(id), Value::Array(fields.iter().map(|f| s(f)).collect())]);
         let reply = Value::Array(vec![
-            entry("1700000000000-0", &["type", "acquired", "node", "srv-a", "fence", "3", "field", "u:1"]),
+            entry("1700000000000-0", &[f::TYPE, kind::ACQUIRED, f::NODE, "srv-a", f::FENCE, "3", f::FIELD, "u:1"]),
             entry("1700000000001-0", &["note", "written by hand"]),
-            entry("1700000000002-0", &["type", "released", "node", "srv-a", "fence", "3", "cause", "shutdown"]),
+            entry("1700000000002-0", &[f::TYPE, kind::RELEASED, f::NODE, "srv-a", f::FENCE, "3", f::CAUSE, "shutdown"]),
         ]);
         let entries = decode_range(&reply);
         assert_eq!(entries.len(), 2);

@@ -4,6 +4,7 @@ use redis::Value;
 
 use super::{decode, decode_look};
 use crate::keys::Keys;
+use crate::schema::kind;
 use crate::snapshot::{Ack, LockKind, StreamId};
 
 fn s(x: &[u8]) -> Value {
@@ -94,7 +95,12 @@ fn the_event_stream_tail_is_found_by_its_tag_wherever_it_is() {
     let tail = arr(vec![
         s(b"events"),
         s(b"stream"),
-        arr(vec![s(b"1700000000200-0"), s(b"acquired"), s(b"1700000000100-1"), s(b"released")]),
+        arr(vec![
+            s(b"1700000000200-0"),
+            s(kind::ACQUIRED.as_bytes()),
+            s(b"1700000000100-1"),
+            s(kind::RELEASED.as_bytes()),
+        ]),
     ]);
     for extra in [vec![tail.clone()], vec![arr(vec![s(b"something"), s(b"else")]), tail.clone()]] {
         let mut r = reply(arr(vec![s(b"none"), Value::Int(-2)]), arr(vec![s(b"none")]));
@@ -104,8 +110,8 @@ fn the_event_stream_tail_is_found_by_its_tag_wherever_it_is() {
         let events = snap.recent_events.unwrap();
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].id, StreamId { ms: 1_700_000_000_200, seq: 0 });
-        assert_eq!(events[0].kind, "acquired");
-        assert_eq!(events[1].kind, "released");
+        assert_eq!(events[0].kind, kind::ACQUIRED);
+        assert_eq!(events[1].kind, kind::RELEASED);
     }
 }
 

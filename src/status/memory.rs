@@ -182,19 +182,21 @@ mod tests {
         let mut m = Memory::default();
         let empty = job(2_000, None, vec![]);
         assert!(m.forgotten(&empty).is_empty(), "nothing known yet, nothing lost");
-        m.learn(&job(1_000, Some(57), vec![entry(900, "acquired")]));
+        m.learn(&job(1_000, Some(57), vec![entry(900, kind::ACQUIRED)]));
         let lost = m.forgotten(&empty);
         assert_eq!(lost.len(), 2, "{lost:?}");
         assert!(lost[0].contains("57"), "{lost:?}");
-        assert!(m.forgotten(&job(2_000, Some(3), vec![entry(900, "acquired")]))[0].contains("went back from 57 to 3"));
-        assert!(m.forgotten(&job(2_000, Some(58), vec![entry(1_500, "acquired")])).is_empty());
+        assert!(
+            m.forgotten(&job(2_000, Some(3), vec![entry(900, kind::ACQUIRED)]))[0].contains("went back from 57 to 3")
+        );
+        assert!(m.forgotten(&job(2_000, Some(58), vec![entry(1_500, kind::ACQUIRED)])).is_empty());
     }
 
     #[test]
     fn an_unreadable_fence_or_an_unread_stream_is_no_loss() {
         let mut m = Memory::default();
-        m.learn(&job(1_000, Some(57), vec![entry(900, "acquired")]));
-        let mut snap = job(2_000, None, vec![entry(900, "acquired")]);
+        m.learn(&job(1_000, Some(57), vec![entry(900, kind::ACQUIRED)]));
+        let mut snap = job(2_000, None, vec![entry(900, kind::ACQUIRED)]);
         snap.fence_unreadable = true;
         assert!(m.forgotten(&snap).is_empty());
         let unread = Snapshot { time_ms: 2_000, fence: Some(57), ..Default::default() };
@@ -219,11 +221,11 @@ mod tests {
     #[test]
     fn a_loss_clears_on_a_new_holding_or_a_flag_flip_not_on_a_lost_entry() {
         let mut m = Memory::default();
-        m.learn(&job(1_000, Some(57), vec![entry(900, "acquired")]));
+        m.learn(&job(1_000, Some(57), vec![entry(900, kind::ACQUIRED)]));
         let loss = m.loss(m.forgotten(&job(2_000, None, vec![])));
         // The worker that held the lock says it lost it: no new holding yet.
-        assert!(!loss.cleared_by(&job(2_500, None, vec![entry(2_400, "lost")])));
-        assert!(loss.cleared_by(&job(3_000, Some(1), vec![entry(2_900, "acquired"), entry(2_400, "lost")])));
+        assert!(!loss.cleared_by(&job(2_500, None, vec![entry(2_400, kind::LOST)])));
+        assert!(loss.cleared_by(&job(3_000, Some(1), vec![entry(2_900, kind::ACQUIRED), entry(2_400, kind::LOST)])));
         let mut held = job(3_000, Some(58), vec![]);
         held.lock = Lock { kind: LockKind::Redisson, holders: vec!["u:1".into()], ..Default::default() };
         assert!(loss.cleared_by(&held));

@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use super::world::*;
 use super::*;
 use crate::duration::human_duration;
+use crate::schema::kind;
 
 /// One scripted change of the world between two looks.
 #[derive(Debug, Clone)]
@@ -56,7 +57,7 @@ fn run(changes: &[Change], offset: u64, elapsed_scale: u64) -> Vec<Look> {
     w.time_ms += offset;
     w.flag_at_ms += offset;
     w.stream.clear();
-    w.record("acquired");
+    w.record(kind::ACQUIRED);
     let mut out = Vec::new();
     let mut look = |t: &mut Engine, w: &World, obs: Observation| {
         let step = feed(t, obs.clone());

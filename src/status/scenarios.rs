@@ -4,7 +4,7 @@
 
 use super::world::*;
 use super::*;
-use crate::schema::BeatState;
+use crate::schema::{BeatState, kind};
 use crate::snapshot::{Beat, Lock, LockKind, Snapshot};
 
 #[test]
@@ -97,7 +97,7 @@ fn a_first_look_dates_a_down_job_from_the_last_holder_and_is_the_same_later() {
     let mut w = World::free(1);
     w.stream.clear();
     w.time_ms -= 50_000;
-    w.record("lost");
+    w.record(kind::LOST);
     w.time_ms += 50_000;
     let first = read(&mut engine(), &w);
     assert_eq!(first.status.state, State::Down);
@@ -124,7 +124,7 @@ fn a_first_look_dates_a_down_job_from_the_last_holder_and_is_the_same_later() {
 #[test]
 fn a_first_look_just_after_the_holder_let_go_is_pending_then_dies_at_the_window() {
     let mut w = World::free(0);
-    w.record("released");
+    w.record(kind::RELEASED);
     w.wait(2_000);
     w.standby_beat_ms = Some(w.time_ms);
     let mut t = engine();
@@ -141,7 +141,7 @@ fn a_first_look_just_after_a_worker_died_and_its_lock_was_let_go_awaits_a_takeov
     // recorded `died` and let go of the lock a moment ago.
     let mut w = World::free(0);
     w.wait(600_000);
-    w.record("died");
+    w.record(kind::DIED);
     w.wait(300);
     w.standby_beat_ms = Some(w.time_ms);
     let s = read(&mut engine(), &w);
@@ -425,7 +425,7 @@ fn redis_losing_the_data_is_unknown_with_one_data_lost_until_a_new_holding() {
     assert!(lost.status.reason.starts_with("Redis lost the job's data (the fence counter was at 57"));
     assert!(lost.status.checked_at_ms.is_some(), "what Redis holds now was read");
     // The worker says it lost the lock; nobody has it enabled any more: still no news.
-    w.record("lost");
+    w.record(kind::LOST);
     for _ in 0..3 {
         w.wait(1_000);
         let s = read(&mut t, &w);

@@ -3,7 +3,7 @@
 //! show it to an engine.
 
 use super::*;
-use crate::schema::BeatState;
+use crate::schema::{BeatState, kind};
 use crate::snapshot::{Beat, Flag, Lock, LockKind, Snapshot, StreamEntry, StreamId};
 
 pub(super) const JOB: &str = "outbound";
@@ -58,7 +58,7 @@ impl World {
             standby_beat_ms: None,
             let_go: None,
         };
-        w.record("acquired");
+        w.record(kind::ACQUIRED);
         w
     }
 
@@ -85,9 +85,9 @@ impl World {
         self.ttl_ms = 30_000;
         if who.is_some() {
             self.fence = Some(self.fence.unwrap_or(0) + 1);
-            self.record("acquired");
+            self.record(kind::ACQUIRED);
         } else {
-            self.record("released");
+            self.record(kind::RELEASED);
         }
     }
 
