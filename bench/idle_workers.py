@@ -5,6 +5,9 @@ workers (srv-a holding, srv-b standing by), running `sleep`.
 
     /usr/bin/python3 bench/idle_workers.py target/release/lockwatch LEASE [WINDOW_S]
 
+It needs Debian's python3-redis (`apt-get install python3-redis`), as the
+rest of the bench does.
+
 Environment: JOBS (default 1) jobs; WORKERS (default 2) per job, 0 for the
 baseline of the same Redis with nothing but the data; DESKS (default 0)
 separate `lockwatch watch` processes on the first job, the desks' cost;

@@ -14,7 +14,8 @@
 //!   (durations read, written and said), [`clock`] (the clock leases are
 //!   measured on, which counts a suspended host), [`heard`] (what a watcher
 //!   heard from Redis between looks: the workers' beats), [`cause`] (why a
-//!   holding ended or a new holder waited), [`refusal`] (a refused input:
+//!   holding ended or a new holder waited), [`bucket`] (a burst, then one
+//!   per refill), [`refusal`] (a refused input:
 //!   its field, value and problem).
 //! - [`error`]: the library's errors, one sentence each.
 //! - [`connect`]: connecting to Redis: one node, Sentinel, Cluster, sharded
@@ -39,6 +40,7 @@
 //!   for Prometheus.
 
 pub mod address;
+pub mod bucket;
 pub mod cause;
 pub mod clock;
 pub mod connect;

@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 
+use crate::bucket::Bucket;
+
 /// Flips one person may record at once.
 pub const BURST: u32 = 10;
 /// One more flip may be recorded this often (ms): six an hour.
@@ -23,46 +25,30 @@ pub enum Take {
     },
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    flips: u32,
-    /// Redis time the last whole refill is counted from.
-    since_ms: u64,
-    skipping: bool,
-}
-
-/// Each person's flips left to record.
+/// Each person's flips left to record, and whether a spell of skipping
+/// was said.
 #[derive(Debug, Default)]
 pub struct Budget {
-    people: HashMap<String, Bucket>,
+    people: HashMap<String, (Bucket, bool)>,
 }
 
 impl Budget {
     /// A flip of `user` at Redis time `now_ms`.
     pub fn take(&mut self, user: &str, now_ms: u64) -> Take {
-        let bucket =
-            self.people.entry(user.to_owned()).or_insert(Bucket { flips: BURST, since_ms: now_ms, skipping: false });
-        let earned = now_ms.saturating_sub(bucket.since_ms) / REFILL_MS;
-        if earned > 0 {
-            bucket.flips = bucket.flips.saturating_add(u32::try_from(earned).unwrap_or(u32::MAX)).min(BURST);
-            bucket.since_ms = if bucket.flips == BURST { now_ms } else { bucket.since_ms + earned * REFILL_MS };
+        let (bucket, skipping) = self.people.entry(user.to_owned()).or_insert((Bucket::full(BURST), false));
+        match bucket.take(now_ms, BURST, REFILL_MS) {
+            Ok(()) => {
+                *skipping = false;
+                Take::Record
+            }
+            Err(_) => Take::Skip { first: !std::mem::replace(skipping, true) },
         }
-        if bucket.flips == 0 {
-            let first = !std::mem::replace(&mut bucket.skipping, true);
-            return Take::Skip { first };
-        }
-        bucket.flips -= 1;
-        bucket.skipping = false;
-        Take::Record
     }
 
     /// Forgets those whose budget is whole again by `now_ms`, so the map
     /// holds only people who flipped lately.
     pub fn forget_rested(&mut self, now_ms: u64) {
-        self.people.retain(|_, b| {
-            let missing = u64::from(BURST - b.flips.min(BURST));
-            now_ms.saturating_sub(b.since_ms) < missing * REFILL_MS
-        });
+        self.people.retain(|_, (b, _)| !b.rested(now_ms, BURST, REFILL_MS));
     }
 }
 

@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use crate::bucket::Bucket;
 use crate::clock::{Boot, millis};
 
 /// Starts after a switch-off taken at once.
@@ -19,16 +20,14 @@ pub const REFILL: Duration = Duration::from_secs(10 * 60);
 /// The starts after a switch-off left, and whether the next start is one.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Restarts {
-    left: u32,
-    /// Whence the refill is counted.
-    since: Boot,
+    left: Bucket,
     /// The job was last stopped by a switch-off: the next start counts.
     owed: bool,
 }
 
 impl Restarts {
     pub(super) fn new() -> Restarts {
-        Restarts { left: BURST, since: Boot::from_millis(0), owed: false }
+        Restarts { left: Bucket::full(BURST), owed: false }
     }
 
     /// The job was stopped because nobody has it enabled any more.
@@ -42,23 +41,13 @@ impl Restarts {
         if !self.owed {
             return None;
         }
-        let refill = millis(REFILL);
-        let (now_ms, since_ms) = (now.as_millis(), self.since.as_millis());
-        let earned = now_ms.saturating_sub(since_ms) / refill;
-        if earned > 0 {
-            self.left = self.left.saturating_add(u32::try_from(earned).unwrap_or(u32::MAX)).min(BURST);
-            self.since = if self.left == BURST { now } else { Boot::from_millis(since_ms + earned * refill) };
+        match self.left.take(now.as_millis(), BURST, millis(REFILL)) {
+            Ok(()) => {
+                self.owed = false;
+                None
+            }
+            Err(wait_ms) => Some(Duration::from_millis(wait_ms)),
         }
-        if self.left == BURST {
-            // The refill counts from the first start of a spell.
-            self.since = now;
-        }
-        if self.left == 0 {
-            return Some(Duration::from_millis((self.since.as_millis() + refill).saturating_sub(now_ms)));
-        }
-        self.left -= 1;
-        self.owed = false;
-        None
     }
 }
 
