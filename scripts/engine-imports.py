@@ -22,7 +22,7 @@ spec = importlib.util.spec_from_file_location("module_cycles", os.path.join(here
 cycles = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(cycles)
 
-ENGINES = ["status", "work::engine", "work::handover", "history::budget", "watcher::pace"]
+ENGINES = ["status", "work::engine", "work::handover", "work::lost", "history::budget", "watcher::pace"]
 IO = re.compile(r"\btokio::|\.query_async\(|\bquery\(|redis::aio|redis::cmd|std::fs\b|std::process\b|std::net\b|\blibc::")
 # The clock's module reads the time, but holds its type too: an engine may
 # name the type, never read the time itself (checked below).

@@ -139,6 +139,10 @@ fields! {
         PREV_FIELD = "prev_field",
         PREV_FENCE = "prev_fence",
         PREV_INSTANCE = "prev_instance",
+        /// Its lease (ms), and the waited-for one's: a holding's job may
+        /// run a lease after its last sign, whatever the next one's lease.
+        LEASE_MS = "lease_ms",
+        PREV_LEASE_MS = "prev_lease_ms",
     }
 }
 

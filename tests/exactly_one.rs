@@ -361,6 +361,30 @@ async fn a_worker_with_a_shorter_lease_waits_for_a_frozen_holder_by_the_holders_
     assert_no_overlap(&lines);
 }
 
+/// The same with the frozen holder's heartbeat deleted too (an admin's
+/// clean-up, or eviction): its lease is still known from the handover
+/// record, written with the lock.
+#[tokio::test]
+async fn a_worker_with_a_shorter_lease_waits_by_the_holders_lease_when_its_heartbeat_is_gone() {
+    let Mixed { server: _server, mut c, _dir, path, a, _b } = Mixed::start().await;
+    {
+        let _frozen = freeze(a.pid());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let _: () = redis::cmd("DEL").arg("{outbound}:node:srv-a").query(&mut c).unwrap();
+        force_unlock(&mut c).unwrap();
+        tokio::time::sleep(Duration::from_secs(9)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let lines = journal(&path);
+    println!(
+        "srv-a (lease 8 s) frozen, its heartbeat deleted and its lock force-unlocked; srv-b (2 s) took over: {} ms of two runs",
+        overlap_ms(&lines)
+    );
+    assert!(lines.iter().any(|l| l.1 == "srv-b"), "srv-b took over");
+    assert_eq!(overlap_ms(&lines), 0, "two runs at once");
+    assert_no_overlap(&lines);
+}
+
 /// The name of a frozen holder with a longer lease is kept by that lease:
 /// srv-a (8 s) is frozen, its connections cut and its lock force-unlocked,
 /// and a new worker started under its name with a 2 s lease must not take

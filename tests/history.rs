@@ -291,4 +291,12 @@ async fn her_on_and_off_flood_starts_the_job_a_bounded_number_of_times_then_hold
     assert_eq!(status["state"], "pending", "{status:#}");
     assert!(status["reason"].as_str().unwrap().contains("hold back and start it again at"), "{status:#}");
     assert_eq!(code, 1, "pending is a warning");
+    // Her switches spent her budget, not bob's: his switch-on starts it.
+    flag(&mut admin, "outbound", "bob", true);
+    let state = eventually("bob's switch-on starts the job", Duration::from_secs(5), || {
+        let (status, _) = status_json(&server.url(), &[]);
+        (status["state"] == "running").then_some(status)
+    })
+    .await;
+    println!("after bob switched on: {}", state["reason"]);
 }

@@ -310,6 +310,117 @@ async fn a_paused_standby_does_not_bring_back_a_lost_flag_that_was_switched_off_
     assert_eq!((code, &json["state"], &json["flags_lost"]), (0, &json!("stopped"), &json!([])), "{json}");
 }
 
+/// Her switch-off and then the loss of her flag (the only one on), while
+/// one worker was paused for less than a look's gap or had its connections
+/// cut: that worker's memory says the flag was on, but the other worker saw
+/// it off and the history says so. The job stops and stays stopped, and
+/// nothing is named lost.
+async fn switched_off_then_lost_while_one_worker_missed_it(paused: Which, how: Miss) {
+    let server = RedisServer::start();
+    let Two { j: _j, a, b, holder, _dir } = Two::start(&server, "3s").await;
+    let mut c = server.conn();
+    let status = || status_json(&server.url(), &[]);
+    let holder_first = holder == "srv-a";
+    let worker = if (paused == Which::Holder) == holder_first { &a } else { &b };
+    match how {
+        Miss::Paused(ms) => {
+            // SAFETY: kill(2) on a worker this test started.
+            unsafe { libc::kill(worker.pid(), libc::SIGSTOP) };
+            flag(&mut c, "outbound", "alice", false);
+            tokio::time::sleep(Duration::from_millis(ms / 2)).await;
+            let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
+            tokio::time::sleep(Duration::from_millis(ms / 2)).await;
+            unsafe { libc::kill(worker.pid(), libc::SIGCONT) };
+        }
+        Miss::Cut => {
+            assert!(cut_connections(&mut c, worker.pid()) > 0);
+            flag(&mut c, "outbound", "alice", false);
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (json, code) = status();
+    println!("{paused:?} {how:?} through her switch-off and the loss: {json}");
+    assert_eq!((code, &json["state"], &json["flags_lost"]), (0, &json!("stopped"), &json!([])), "{json}");
+}
+
+#[derive(Debug, PartialEq, Clone, Copy)]
+enum Which {
+    Holder,
+    Standby,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Miss {
+    Paused(u64),
+    Cut,
+}
+
+#[tokio::test]
+async fn a_holder_paused_through_her_switch_off_and_the_loss_stops_its_job() {
+    switched_off_then_lost_while_one_worker_missed_it(Which::Holder, Miss::Paused(800)).await;
+}
+
+#[tokio::test]
+async fn a_standby_paused_through_her_switch_off_and_the_loss_does_not_start_the_job() {
+    switched_off_then_lost_while_one_worker_missed_it(Which::Standby, Miss::Paused(1_000)).await;
+}
+
+#[tokio::test]
+async fn a_standby_cut_off_through_her_switch_off_and_the_loss_does_not_start_the_job() {
+    switched_off_then_lost_while_one_worker_missed_it(Which::Standby, Miss::Cut).await;
+}
+
+/// The switch-offs of `user` the workers recorded in the history.
+fn switch_offs(c: &mut redis::Connection, user: &str) -> usize {
+    let entries: Vec<(String, std::collections::HashMap<String, String>)> =
+        redis::cmd("XRANGE").arg("{outbound}:events").arg("-").arg("+").query(c).unwrap();
+    let field = |e: &std::collections::HashMap<String, String>, k: &str| e.get(k).cloned().unwrap_or_default();
+    entries
+        .iter()
+        .filter(|(_, e)| field(e, entry::TYPE) == kind::FLAGS_CHANGED && field(e, entry::USER) == user)
+        .filter(|(_, e)| field(e, entry::ON) == "0")
+        .count()
+}
+
+/// Her only flag, on under a running job, made unreadable: its `on`
+/// written far too long (which the workers cut back) or deleted alone
+/// (`HDEL`). Neither is a switch-off: the job runs on, the status names the
+/// problem and never reads `stopped`, and the history records no switch-off.
+#[tokio::test]
+async fn an_unreadable_or_missing_on_is_no_switch_off() {
+    let server = RedisServer::start();
+    let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
+    let mut c = server.conn();
+    let fence: i64 =
+        redis::cmd("HGET").arg(format!("{{outbound}}:node:{holder}")).arg(beat::FENCE).query(&mut c).unwrap();
+    let long_on = "1".repeat(20_000);
+    let writes = [
+        (
+            "an `on` 20,000 bytes long",
+            redis::cmd("HSET").arg("{outbound}:enabled:alice").arg(flag::ON).arg(&long_on).to_owned(),
+        ),
+        ("`on` deleted alone", redis::cmd("HDEL").arg("{outbound}:enabled:alice").arg(flag::ON).to_owned()),
+    ];
+    for (what, write) in writes {
+        flag(&mut c, "outbound", "alice", true);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let _: () = write.query(&mut c).unwrap();
+        let at = now_ns();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let (json, code) = status_json(&server.url(), &[]);
+        println!("{what}: {json}");
+        assert!(journal(&j).iter().any(|l| l.0 == fence && l.2 > at + 2_500_000_000), "{what}: the job stopped");
+        assert_ne!(json["state"], json!("stopped"), "{what}: {json}");
+        assert_ne!(code, 0, "{what}: {json}");
+        let problems = json["problems"].to_string();
+        assert!(problems.contains("{outbound}:enabled:alice"), "{what}: {json}");
+        assert_eq!(switch_offs(&mut c, "alice"), 0, "{what}: a switch-off recorded");
+    }
+    drop((a, b));
+}
+
 #[test]
 fn a_job_this_redis_has_never_seen_is_unknown() {
     let (_server, url, _) = server_with_flag("alice", true);

@@ -143,6 +143,39 @@ pub async fn entries<C: ConnectionLike + Send>(
     Ok(out)
 }
 
+/// The latest flip recorded of each of `users` (on: true) among the last
+/// [`PAGE`] entries; users with none there are left out.
+///
+/// # Errors
+/// [`Error::Redis`] when Redis cannot be reached or refuses the read.
+pub async fn latest_flips<C: ConnectionLike + Send>(
+    conn: &mut C,
+    keys: &Keys,
+    users: &[String],
+    server: &Endpoint,
+) -> Result<Vec<(String, bool)>, Error> {
+    let stream = keys.events();
+    let page: Value = redis::cmd("XREVRANGE")
+        .arg(&stream)
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(PAGE)
+        .query_async(conn)
+        .await
+        .map_err(|e| describe(e, Action::ReadingStream { key: stream.clone() }, server))?;
+    let mut found: Vec<(String, bool)> = Vec::new();
+    for entry in decode_range(&page) {
+        if let super::Record::FlagsChanged(flip) = entry.record
+            && users.contains(&flip.user)
+            && !found.iter().any(|(u, _)| *u == flip.user)
+        {
+            found.push((flip.user, flip.on));
+        }
+    }
+    Ok(found)
+}
+
 /// Entries of an `XRANGE`/`XREVRANGE` reply, in its order; entries that are
 /// not lockwatch's (no `type`, a bad id) are left out.
 pub fn decode_range(reply: &Value) -> Vec<Entry> {

@@ -146,7 +146,18 @@ pub(super) fn decode_flag(key: &str, user: &str, v: &Value, now_ms: u64, problem
     let mut flag = Flag { user: user.to_owned(), on: None, at_ms: None, host: None };
     if let Some(fields) = decode_hash(key, v, problems) {
         flag.on = match field(&fields, flag::ON) {
-            None | Some("0") => Some(false),
+            // No hash at all: never written, or lost (`work::lost` tells).
+            None if fields.is_empty() => Some(false),
+            // The hash without `on` (deleted alone, or cut back): whether it
+            // was on cannot be told, and it is no switch-off.
+            None => {
+                problems.push(format!(
+                    "{key} has no {}; switch it on or off again (lockwatch enable or disable)",
+                    flag::ON
+                ));
+                None
+            }
+            Some("0") => Some(false),
             Some("1") => Some(true),
             Some(on) if on.eq_ignore_ascii_case("true") => Some(true),
             Some(on) if on.eq_ignore_ascii_case("false") => Some(false),

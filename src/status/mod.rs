@@ -265,10 +265,17 @@ pub fn flags_lost_sentence(users: &[String]) -> String {
 
 impl Status {
     /// Exit code of `lockwatch status`, Nagios style: the state's, and a
-    /// warning (1) for a job that runs with no standby left.
+    /// warning (1) for a job that runs with no standby left, on a flag
+    /// Redis lost, or with data that cannot be read (a flag neither on nor off).
     pub fn exit_code(&self) -> u8 {
         match self.state {
-            State::Running if self.no_standby.is_some() || !self.flags_lost.is_empty() => 1,
+            State::Running
+                if self.no_standby.is_some()
+                    || !self.flags_lost.is_empty()
+                    || self.flags.iter().any(|f| f.on.is_none()) =>
+            {
+                1
+            }
             state => state.exit_code(),
         }
     }

@@ -9,8 +9,9 @@
 //! any person flips ([`FLOOD`]): the worker then stops hearing them for a
 //! while ([`Calm`]), and her flood costs her connection, not the workers.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
@@ -50,28 +51,70 @@ impl Calm {
 }
 
 /// What the worker's looks may rely on: whether every write to the flags
-/// and acknowledgements is heard now, and whether one was since the last
-/// time the worker asked. While both say nothing changed, a look need not
-/// read the flags again (a glance does).
+/// and acknowledgements is heard now, and which keys were written since the
+/// last time the worker asked. While nothing changed, a look need not read
+/// the flags again (a glance does); a flag gone after exactly one write
+/// heard was lost, not switched off first (`work::lost`).
 #[derive(Debug, Default)]
 pub struct Writes {
     tracking: AtomicBool,
     written: AtomicBool,
+    /// Tracking was cut or began (or Redis said it flushed everything)
+    /// since the worker last asked: what was written meanwhile is not known.
+    broken: AtomicBool,
+    /// How many writes each key had, as heard since the worker last asked.
+    keys: Mutex<HashMap<Vec<u8>, u32>>,
+}
+
+/// What was heard since the worker last asked ([`Writes::take`]).
+#[derive(Debug)]
+pub struct Since {
+    /// Whether the last full read still shows the flags and acknowledgements:
+    /// tracking heard every write since, and none came.
+    pub unchanged: bool,
+    /// Whether tracking was cut or began since (or Redis flushed
+    /// everything): what was written meanwhile is not known.
+    pub broken: bool,
+    /// Whether anything tracks writes now.
+    pub tracking: bool,
+    /// The keys written, with how many writes each.
+    pub keys: HashMap<Vec<u8>, u32>,
 }
 
 impl Writes {
-    /// Whether the last full read still shows the flags and acknowledgements:
-    /// tracking heard every write since, and none came. Asking clears the
-    /// news, so a write after it is news for the next look.
-    pub fn unchanged(&self) -> bool {
+    /// What was heard since the last call. Asking clears it, so a write
+    /// after it is news for the next look.
+    pub fn take(&self) -> Since {
+        let keys = self.keys.lock().map(|mut k| std::mem::take(&mut *k)).unwrap_or_default();
         let written = self.written.swap(false, Ordering::SeqCst);
-        self.tracking.load(Ordering::SeqCst) && !written
+        let broken = self.broken.swap(false, Ordering::SeqCst);
+        let tracking = self.tracking.load(Ordering::SeqCst);
+        Since { unchanged: tracking && !written, broken, tracking, keys }
     }
 
     fn tracking(&self, on: bool) {
         // Writes made while nothing tracked them: the next look reads all.
         self.written.store(true, Ordering::SeqCst);
+        self.broken.store(true, Ordering::SeqCst);
         self.tracking.store(on, Ordering::SeqCst);
+    }
+
+    /// Notes an invalidation: the keys it names, or (none named, after a
+    /// flush) everything.
+    fn heard(&self, data: &[redis::Value]) {
+        self.written.store(true, Ordering::SeqCst);
+        match data.first() {
+            Some(redis::Value::Array(keys)) => {
+                if let Ok(mut counts) = self.keys.lock() {
+                    for key in keys {
+                        if let redis::Value::BulkString(name) = key {
+                            *counts.entry(name.clone()).or_default() += 1;
+                        }
+                    }
+                }
+            }
+            _ => self.broken.store(true, Ordering::SeqCst),
+        }
     }
 }
 
@@ -93,7 +136,7 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, writes: Arc<Wri
             move |push: redis::PushInfo| match push.kind {
                 // Past a flood, the loop below hangs up: no more wake-ups.
                 redis::PushKind::Invalidate if count.fetch_add(1, Ordering::Relaxed) < FLOOD => {
-                    writes.written.store(true, Ordering::SeqCst);
+                    writes.heard(&push.data);
                     wake.notify_one();
                 }
                 redis::PushKind::Disconnection => closed.notify_one(),

@@ -49,9 +49,13 @@ pub struct Busy {
 /// `--lease`) is waited for by that one; a shorter one never shortens it. A
 /// heartbeat that names none is an older lockwatch's, whose lease is not
 /// known: the default one, [`OLDER_LEASE_MS`], is counted.
-fn may_run(lease: Lease, theirs: Option<&Beat>) -> u64 {
-    let theirs = theirs.map_or(0, |b| b.lease_ms.unwrap_or(OLDER_LEASE_MS));
-    millis(lease.whole()).max(theirs)
+fn may_run(lease: Lease, theirs: Option<u64>) -> u64 {
+    millis(lease.whole()).max(theirs.unwrap_or(0))
+}
+
+/// The lease a heartbeat names, or an older lockwatch's.
+fn lease_of(beat: &Beat) -> u64 {
+    beat.lease_ms.unwrap_or(OLDER_LEASE_MS)
 }
 
 /// The lease counted for a worker whose heartbeat does not name its own
@@ -69,7 +73,7 @@ pub fn busy_elsewhere(snap: &Snapshot, node: &str, field: &str, lease: Lease) ->
         .filter(|b| b.lock_field.as_deref().is_some_and(|f| !f.is_empty() && f != field))
         .filter_map(|b| {
             let last_sign = b.beat_ms.max(b.renewed_ms)?;
-            let until = last_sign.saturating_add(may_run(lease, Some(b)));
+            let until = last_sign.saturating_add(may_run(lease, Some(lease_of(b))));
             (until > snap.time_ms)
                 .then(|| Busy { node: b.node.clone(), left: Duration::from_millis(until - snap.time_ms) })
         })
@@ -93,13 +97,20 @@ pub struct Taken<'a> {
 /// shows its worker: how long, at the latest, from the snapshot. A holding
 /// of this very process is never waited for: it runs no job outside one.
 pub fn before_busy(snap: &Snapshot, before: &Before, taken: Taken<'_>, lease: Lease) -> Option<Busy> {
-    let mut run_for = may_run(lease, None);
+    let mut run_for;
     let (who, last_sign) = match before {
         Before::Stopped => return None,
         Before::Running { instance, .. } if !instance.is_empty() && instance == taken.instance => return None,
-        // Nothing names it: no later than since a foreign holder held the lock.
-        Before::Unknown => (String::new(), taken.foreign_since),
-        Before::Running { node: other, fence, instance } => {
+        // Nothing names it: no later than since a foreign holder held the
+        // lock, by the longest lease a heartbeat left names.
+        Before::Unknown => {
+            run_for = may_run(lease, snap.beats.iter().map(lease_of).max());
+            (String::new(), taken.foreign_since)
+        }
+        Before::Running { node: other, fence, instance, lease_ms } => {
+            // Its lease as recorded with the lock (a record without one is
+            // an older lockwatch's), whether or not its heartbeat is left.
+            run_for = may_run(lease, Some(lease_ms.unwrap_or(OLDER_LEASE_MS)));
             // Only its own process's heartbeat speaks for it: another may
             // beat under the same name (restarted, or on a cloned host).
             let own = snap
@@ -112,7 +123,7 @@ pub fn before_busy(snap: &Snapshot, before: &Before, taken: Taken<'_>, lease: Le
                     if b.state == Some(BeatState::Idle) || b.fence.is_some_and(|f| f > *fence) {
                         return None;
                     }
-                    run_for = may_run(lease, Some(b));
+                    run_for = run_for.max(lease_of(b));
                     (other.clone(), b.beat_ms.max(b.renewed_ms))
                 }
             }
@@ -151,7 +162,12 @@ mod tests {
     }
 
     fn a_running() -> Before {
-        Before::Running { node: "a".to_owned(), fence: 5, instance: "a-1".to_owned() }
+        Before::Running {
+            node: "a".to_owned(),
+            fence: 5,
+            instance: "a-1".to_owned(),
+            lease_ms: Some(millis(LEASE.whole())),
+        }
     }
 
     fn taken(acquired_ms: u64) -> Taken<'static> {
@@ -223,10 +239,10 @@ mod tests {
             assert_eq!(busy.map(|b| b.left.as_millis()), Some(7_500), "another process under the name");
         }
         // An older lockwatch's record names no process: nothing speaks for it.
-        let old = Before::Running { node: "a".to_owned(), fence: 5, instance: String::new() };
+        let old = Before::Running { node: "a".to_owned(), fence: 5, instance: String::new(), lease_ms: None };
         assert!(before_busy(&at(vec![beat("a", "idle", "", 10_200)]), &old, taken(acquired), LEASE).is_some());
         assert_eq!(before_busy(&at(vec![]), &Before::Stopped, taken(acquired), LEASE), None, "it said it stopped");
-        let mine = Before::Running { node: "a".to_owned(), fence: 5, instance: "b-1".to_owned() };
+        let mine = Before::Running { node: "a".to_owned(), fence: 5, instance: "b-1".to_owned(), lease_ms: None };
         assert_eq!(before_busy(&at(vec![]), &mine, taken(acquired), LEASE), None, "this very process");
     }
 

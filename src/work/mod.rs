@@ -8,6 +8,7 @@ pub mod identity;
 pub mod job;
 pub mod lease;
 pub mod lock;
+pub mod lost;
 pub mod orphan;
 pub mod outcome;
 pub mod presence;

@@ -73,9 +73,10 @@ pub enum Before {
     /// Nothing says (the record is gone: evicted, or never written by an
     /// older lockwatch): it may still run its job.
     Unknown,
-    /// This holding, not known to have stopped its job: its node, fence
-    /// and worker process (empty when an older lockwatch recorded it).
-    Running { node: String, fence: i64, instance: String },
+    /// This holding, not known to have stopped its job: its node, fence,
+    /// worker process (empty when an older lockwatch recorded it) and
+    /// lease (when recorded).
+    Running { node: String, fence: i64, instance: String, lease_ms: Option<u64> },
 }
 
 /// Outcome of one renewal.

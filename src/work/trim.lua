@@ -1,5 +1,5 @@
 -- Cuts a supervisor's flag or "on it" hash back to the fields lockwatch writes
--- there, each at most FIELD_LIMIT bytes, and drops whatever else was written into
+-- there, each at most FIELD_LIMIT bytes (a longer one emptied), and drops whatever else was written into
 -- it (no ACL rule limits what her own key may hold); its expiry stays.
 -- KEYS[1] the hash; ARGV the fields to keep.
 -- Returns the bytes the hash took before, or 0 when it is not a hash.
@@ -12,10 +12,16 @@ end
 -- Sampled: counting every field of a hash with millions would hold Redis up.
 local before = redis.call('MEMORY', 'USAGE', key)
 local keep = {}
+-- A field too long is kept empty: unreadable, never taken for absent (an
+-- `on` dropped would read as a flag without `on`, one emptied says why).
 for _, field in ipairs(ARGV) do
-  if redis.call('HEXISTS', key, field) == 1 and redis.call('HSTRLEN', key, field) <= FIELD_LIMIT then
+  if redis.call('HEXISTS', key, field) == 1 then
     keep[#keep + 1] = field
-    keep[#keep + 1] = redis.call('HGET', key, field)
+    if redis.call('HSTRLEN', key, field) <= FIELD_LIMIT then
+      keep[#keep + 1] = redis.call('HGET', key, field)
+    else
+      keep[#keep + 1] = ''
+    end
   end
 end
 local ttl = redis.call('PTTL', key)

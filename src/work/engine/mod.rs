@@ -181,7 +181,7 @@ impl Engine {
             unconfirmed: None,
             retry_at: None,
             foreign: None,
-            restarts: Restarts::new(),
+            restarts: Restarts::default(),
             held: None,
             held_said: false,
         }
@@ -245,7 +245,10 @@ impl Engine {
                 self.retry_at = snap.lock.ttl_ms.map(|t| now + Duration::from_millis(t + 2));
                 Vec::new()
             }
-            (false, true) => self.start_again(now, snap.time_ms).into_iter().collect(),
+            (false, true) => {
+                let by: Vec<&str> = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.as_str()).collect();
+                self.start_again(now, snap.time_ms, &by).into_iter().collect()
+            }
             (true, false) => {
                 self.restarts.switched_off();
                 self.let_go(Cause::Disabled).into_iter().collect()
@@ -258,11 +261,11 @@ impl Engine {
         }
     }
 
-    /// Enabled, and nothing held: acquire, unless switches stopped and
-    /// started the job too often lately (said once until it starts again,
-    /// however she goes on switching).
-    fn start_again(&mut self, now: Boot, now_ms: u64) -> Option<Action> {
-        let Some(left) = self.restarts.start(now) else {
+    /// Enabled by the flags of `by`, and nothing held: acquire, unless
+    /// their switches stopped and started the job too often lately (said
+    /// once until it starts again, however she goes on switching).
+    fn start_again(&mut self, now: Boot, now_ms: u64, by: &[&str]) -> Option<Action> {
+        let Some(left) = self.restarts.start(now, by) else {
             self.held = None;
             self.held_said = false;
             return Some(Action::Acquire);

@@ -217,7 +217,7 @@ fn a_silent_job_is_stalled() {
 fn an_unconfirmed_acquisition_is_no_holding_and_a_confirmed_one_keeps_what_it_took_over() {
     let mut e = engine();
     let snap = Snapshot { time_ms: 1_000, ..Snapshot::default() };
-    let before = Before::Running { node: "srv-b".into(), fence: 6, instance: "srv-b-1".into() };
+    let before = Before::Running { node: "srv-b".into(), fence: 6, instance: "srv-b-1".into(), lease_ms: None };
     let first = Acquire::Unconfirmed { fence: 7, before: before.clone(), at_ms: 1_000, counter: Some(6) };
     assert_eq!(e.acquired(at(1_000), at(1_000), first, &snap, "f"), vec![Action::Unconfirmed { fence: 7 }]);
     assert!(e.holding().is_none());
@@ -245,7 +245,7 @@ fn a_new_holder_waits_for_the_server_before_until_it_beats_idle() {
     let mut snap = Snapshot { time_ms: 10_000, ..Snapshot::default() };
     snap.beats.push(running_b(9_500, BeatState::Running));
     let _ = e.look(at(10_000), &snap, "f", Some(true));
-    let before = Before::Running { node: "srv-b".into(), fence: 6, instance: "srv-b-1".into() };
+    let before = Before::Running { node: "srv-b".into(), fence: 6, instance: "srv-b-1".into(), lease_ms: None };
     let answer = Acquire::Acquired { fence: 7, wait: None, before, at_ms: 10_000, counter: Some(6) };
     let acts = e.acquired(at(10_000), at(10_000), answer, &snap, "f");
     let left = Duration::from_millis(9_500 + 30_000 - 10_000);
@@ -427,6 +427,6 @@ fn a_lockwatch_holder_or_one_begun_since_is_no_foreign_holder() {
     assert_eq!(e.holding().map(Holding::start_at), Some(at(40_000 + 30_000)));
     // A lockwatch holding the record names is waited for after a foreign one too.
     let mut e = refused(REDISSON, 1_000, Some(5), false, vec![]);
-    let before = Before::Running { node: "srv-b".into(), fence: 5, instance: "srv-b-1".into() };
+    let before = Before::Running { node: "srv-b".into(), fence: 5, instance: "srv-b-1".into(), lease_ms: None };
     assert!(!take(&mut e, 40_000, before, Some(5), None).1);
 }

@@ -394,7 +394,7 @@ impl World {
         self.lock = Some((self.field(), self.now + millis(LEASE.whole())));
         let before = match &self.before {
             Some(b) if self.first_holding && b.recorded => {
-                Before::Running { node: OTHER.to_owned(), fence: 1, instance: format!("{OTHER}-1") }
+                Before::Running { node: OTHER.to_owned(), fence: 1, instance: format!("{OTHER}-1"), lease_ms: None }
             }
             Some(_) if self.first_holding => Before::Unknown,
             _ => Before::Stopped,

@@ -135,7 +135,13 @@ impl Lock {
             let before = match (ok, script.get(5)) {
                 (1, Some(1)) => Before::Unknown,
                 (1, Some(2)) => {
-                    Before::Running { node: text(6), fence: script.get(7).copied().unwrap_or(0), instance: text(10) }
+                    let lease_ms = script.get(11).and_then(|&ms| u64::try_from(ms).ok()).filter(|&ms| ms > 0);
+                    Before::Running {
+                        node: text(6),
+                        fence: script.get(7).copied().unwrap_or(0),
+                        instance: text(10),
+                        lease_ms,
+                    }
                 }
                 _ => Before::Stopped,
             };

@@ -14,7 +14,8 @@
 -- acquire answers {1, fence, ms to wait before starting the job, why (0 none, 1 the counter was
 -- missing, 2 Redis restarted less than a lease ago, 3 an earlier wait still runs), 1 if the lock
 -- was already ours, the holding before (0 none or stopped, 1 unknown, 2 not known to have stopped),
--- its node, its fence, Redis time in ms, the fence counter it found (-1 missing), its worker process}
+-- its node, its fence, Redis time in ms, the fence counter it found (-1 missing), its worker process,
+-- its lease in ms (0 not recorded)}
 -- or {0, PTTL, fence counter (-1 missing), 1 if the handover record names a field of the lock
 -- (a lockwatch holding), Redis time in ms} when someone else holds the lock
 local lock, fence_key, node_key, nodes_key, start_key, run_key, handover_key =
@@ -88,18 +89,18 @@ local UNKNOWN = 'unknown'
 local function hand_over(counter, fence)
   local h = redis.call('HMGET', handover_key, HANDOVER.NODE, HANDOVER.FENCE, HANDOVER.STOPPED, HANDOVER.STARTED,
     HANDOVER.PREV_NODE, HANDOVER.PREV_FIELD, HANDOVER.PREV_FENCE, HANDOVER.FIELD, HANDOVER.INSTANCE,
-    HANDOVER.PREV_INSTANCE)
-  local state, wait_node, wait_field, wait_fence, wait_instance = 0, '', '', '', ''
+    HANDOVER.PREV_INSTANCE, HANDOVER.LEASE_MS, HANDOVER.PREV_LEASE_MS)
+  local state, wait_node, wait_field, wait_fence, wait_instance, wait_lease = 0, '', '', '', '', ''
   if h[2] then
     -- A record without `started` (an older lockwatch) counts as started.
     if h[4] ~= '0' then
       if h[3] ~= '1' then
-        state, wait_node, wait_field, wait_fence, wait_instance = 2, h[1], h[8], h[2], h[9]
+        state, wait_node, wait_field, wait_fence, wait_instance, wait_lease = 2, h[1], h[8], h[2], h[9], h[11]
       end
     elseif h[7] == UNKNOWN then
       state = 1
     elseif h[7] and h[7] ~= '' then
-      state, wait_node, wait_field, wait_fence, wait_instance = 2, h[5], h[6], h[7], h[10]
+      state, wait_node, wait_field, wait_fence, wait_instance, wait_lease = 2, h[5], h[6], h[7], h[10], h[12]
     end
   elseif counter ~= 0 then
     state = 1
@@ -111,8 +112,9 @@ local function hand_over(counter, fence)
   end
   redis.call('HSET', handover_key, HANDOVER.NODE, node, HANDOVER.FIELD, field, HANDOVER.FENCE, string.format('%d', fence),
     HANDOVER.INSTANCE, ARGV[8] or '', HANDOVER.STOPPED, '0', HANDOVER.STARTED, '0', HANDOVER.PREV_NODE, wait_node,
-    HANDOVER.PREV_FIELD, wait_field or '', HANDOVER.PREV_FENCE, wait_fence, HANDOVER.PREV_INSTANCE, wait_instance or '')
-  return state, wait_node or '', tonumber(wait_fence) or 0, wait_instance or ''
+    HANDOVER.PREV_FIELD, wait_field or '', HANDOVER.PREV_FENCE, wait_fence, HANDOVER.PREV_INSTANCE, wait_instance or '',
+    HANDOVER.LEASE_MS, lease, HANDOVER.PREV_LEASE_MS, wait_lease or '')
+  return state, wait_node or '', tonumber(wait_fence) or 0, wait_instance or '', tonumber(wait_lease) or 0
 end
 
 -- Notes that the holding under our field starts its job: from now on it is
@@ -160,7 +162,7 @@ if op == 'acquire' then
   local now = now_ms()
   local fence = (not free) and tonumber(redis.call('GET', fence_key))
   local wait, why = 0, 0
-  local before, before_node, before_fence, before_instance = 0, '', 0, ''
+  local before, before_node, before_fence, before_instance, before_lease = 0, '', 0, '', 0
   local counter = -1
   if not fence then
     local run, up = server_run()
@@ -169,7 +171,7 @@ if op == 'acquire' then
     fence, found = next_fence(now, run)
     counter = found or -1
     wait, why = start_wait(found, issued_by, now, run, up)
-    before, before_node, before_fence, before_instance = hand_over(found, fence)
+    before, before_node, before_fence, before_instance, before_lease = hand_over(found, fence)
   end
   -- The heartbeat names the new holding in the same step, so no reader sees
   -- a lock that no heartbeat claims; `starting` while the job waits.
@@ -180,7 +182,8 @@ if op == 'acquire' then
     redis.call('HSET', node_key, BEAT.INSTANCE, ARGV[8])
   end
   redis.call('SADD', nodes_key, node)
-  return {1, fence, wait, why, free and 0 or 1, before, before_node, before_fence, now, counter, before_instance}
+  return {1, fence, wait, why, free and 0 or 1, before, before_node, before_fence, now, counter, before_instance,
+    before_lease}
 elseif op == 'renew' then
   if redis.call('HEXISTS', lock, field) == 1 then
     redis.call('PEXPIRE', lock, lease)

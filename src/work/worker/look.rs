@@ -14,7 +14,7 @@ use crate::history::budget::{self, Take};
 use crate::history::{self, FlagFlip, Record};
 use crate::probe;
 use crate::snapshot::{Enabled, Flag, Snapshot};
-use crate::work::trim;
+use crate::work::{lost, trim};
 
 /// How often a standby counts the holder's presence subscription between
 /// its looks: one cheap command, a few a second from each standby server.
@@ -44,8 +44,8 @@ impl Worker {
         // A glance (the lock, heartbeats and presence) while the flags and
         // acknowledgements are known unchanged: tracking heard every write
         // and none came. Else, and every FULL_EVERY, everything.
-        let unchanged = self.writes.unchanged();
-        if !unchanged || self.full_at.is_none_or(|at| Instant::now() >= at) {
+        let since = self.writes.take();
+        if !since.unchanged || self.full_at.is_none_or(|at| Instant::now() >= at) {
             self.known.forget();
             self.full_at = Some(Instant::now() + FULL_EVERY);
         }
@@ -60,7 +60,10 @@ impl Worker {
             Err(_) => Err(Error::Timeout { action: Action::ReadingJob, host: host.clone(), after: REDIS_PATIENCE }),
         };
         // What was heard before a failed look is news for the next one.
-        let snap = read.inspect_err(|_| self.known.forget())?;
+        let snap = read.inspect_err(|_| {
+            self.known.forget();
+            self.missed = true;
+        })?;
         // A flip is a flag written with its time that turned it on or off: a
         // registered user with no flag yet flipped nothing, and the same
         // `on` written again (her own flood) changes nothing to record or
@@ -69,16 +72,24 @@ impl Worker {
         // once, whoever recorded it how often.
         let first = self.flags_seen.is_none();
         // A look long after the one before (this process was paused, or cut
-        // off) may hold a memory others have outgrown: her flag switched off
-        // meanwhile and lost again. Such a look, as the first, takes the
-        // flags Redis lost from the latest heartbeat's word.
-        // By Redis's clock, when each look read: a read begun before a
-        // pause and answered after it is as old as it was sent.
+        // off) cannot tell what it missed, as the first cannot. By Redis's
+        // clock, when each look read: a read begun before a pause and
+        // answered after it is as old as it was sent.
         let late = self.looked_at.is_some_and(|at| snap.time_ms.saturating_sub(at) > millis(MEMORY_GAP));
         self.looked_at = Some(snap.time_ms);
-        if first || late {
-            self.were_on = snap.flags_lost_said(|_| true).to_vec();
-        }
+        let heard = if first || late || std::mem::take(&mut self.missed) || since.broken {
+            lost::Heard::Broken
+        } else if since.tracking {
+            let writes = snap
+                .flags
+                .iter()
+                .filter_map(|f| Some((f.user.clone(), *since.keys.get(self.keys.enabled(&f.user).as_bytes())?)))
+                .collect();
+            lost::Heard::Every(writes)
+        } else {
+            lost::Heard::Unheard
+        };
+        self.judge_lost(&snap, &heard).await;
         let seen = self.flags_seen.as_deref().unwrap_or_default();
         let changed: Vec<Flag> = snap
             .flags
@@ -120,30 +131,71 @@ impl Worker {
         Ok(snap)
     }
 
+    /// Judges which flags Redis lost (evicted, deleted, expired: nobody
+    /// switched them off) by what was `heard` since the last look
+    /// (`work::lost`), and lets the history veto a new loss: her switch-off
+    /// recorded by another worker after the flag was last read on. What was
+    /// lost is said in the heartbeat (`flags_lost`), for every desk to name
+    /// and every worker that starts to learn.
+    async fn judge_lost(&mut self, snap: &Snapshot, heard: &lost::Heard) {
+        let flags: Vec<(String, lost::Found)> = snap
+            .flags
+            .iter()
+            .map(|f| {
+                let found = match f.on {
+                    Some(true) => lost::Found::On,
+                    _ if f.is_missing() => lost::Found::Missing,
+                    _ => lost::Found::Other,
+                };
+                (f.user.clone(), found)
+            })
+            .collect();
+        let word = snap.flags_lost_said(|_| true);
+        let verdict = self.memory.judge(&flags, heard, word);
+        let mut lost = verdict.kept;
+        if !verdict.new.is_empty() {
+            let switched_off = self.switched_off(&verdict.new).await;
+            let new: Vec<String> = verdict.new.into_iter().filter(|u| !switched_off.contains(u)).collect();
+            if !new.is_empty() {
+                tracing::warn!(node = %self.opts.node, "{}", crate::status::flags_lost_sentence(&new));
+            }
+            lost.extend(new);
+        }
+        self.memory.settle(&flags, lost, verdict.waiting);
+    }
+
+    /// Those of `users` whose latest flip in the history is a switch-off.
+    async fn switched_off(&mut self, users: &[String]) -> Vec<String> {
+        let (keys, host) = (self.keys.clone(), self.target.endpoint().clone());
+        let Ok(conn) = self.conn().await else { return Vec::new() };
+        match tokio::time::timeout(REDIS_PATIENCE, history::read::latest_flips(conn, &keys, users, &host)).await {
+            Ok(Ok(flips)) => flips.into_iter().filter(|(_, on)| !on).map(|(user, _)| user).collect(),
+            Ok(Err(err)) => {
+                tracing::debug!(error = %err, "cannot read the history's flips");
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// Whether anybody has the job enabled: as `snap` says, with a flag
-    /// Redis lost while it was on (evicted or deleted, never switched off)
-    /// counted as on, as it was last read, until it is written again: the
-    /// job stays as it was, on this server or, after a hand-over, on the
-    /// other. What was lost is remembered in the heartbeat (`flags_lost`),
-    /// so a worker that starts learns it from those before it.
-    pub(super) fn enabled_in(&mut self, snap: &Snapshot) -> Enabled {
-        let lost: Vec<String> = snap.flags_lost(&self.were_on).into_iter().map(str::to_owned).collect();
-        self.were_on = snap.flags.iter().filter(|f| f.on == Some(true)).map(|f| f.user.clone()).collect();
-        self.were_on.extend(lost.iter().cloned());
-        if lost != self.flags_lost && !lost.is_empty() {
-            tracing::warn!(
-                node = %self.opts.node,
-                "{}",
-                crate::status::flags_lost_sentence(&lost)
-            );
-        }
-        // Said in the heartbeat, for every desk to name.
-        self.flags_lost.clone_from(&lost);
+    /// Redis lost while it was on counted as on, as it was last read, until
+    /// it is written again: the job stays as it was, on this server or,
+    /// after a hand-over, on the other. While a flag's loss waits for what
+    /// tracking heard (a look or so), it cannot be told.
+    pub(super) fn enabled_in(&self, snap: &Snapshot) -> Enabled {
         let enabled = snap.enabled();
-        if lost.is_empty() || enabled != Enabled::No {
-            return enabled;
+        if enabled != Enabled::No {
+            enabled
+        } else if !self.memory.lost().is_empty() {
+            Enabled::Yes
+        } else if self.memory.waiting() {
+            Enabled::Unknown {
+                reason: "a flag that was on is gone; waiting to hear whether she switched it off first".to_owned(),
+            }
+        } else {
+            Enabled::No
         }
-        Enabled::Yes
     }
 
     /// Says, at start and whenever it changes, that Redis may evict the

@@ -32,11 +32,11 @@ use crate::schema::BeatState;
 use crate::snapshot::Flag;
 use crate::watcher::{WakePace, follow_pubsub};
 use crate::work::engine::{Action, Engine, Renewal, Rules};
-use crate::work::flips;
 use crate::work::job::{Job, Killer, Work};
 use crate::work::lease::Lease;
 use crate::work::lock::Lock;
 use crate::work::presence::Held;
+use crate::work::{flips, lost};
 
 pub use signals::{hide_from_jobs, stop_signals};
 
@@ -152,8 +152,8 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         seq: 0,
         last_beat_ms: 0,
         enabled: None,
-        were_on: Vec::new(),
-        flags_lost: Vec::new(),
+        memory: lost::Memory::default(),
+        missed: false,
         held_until: None,
         flags_seen: None,
         acks_seen: Vec::new(),
@@ -273,11 +273,12 @@ struct Worker {
     /// under its name that is older came back with old data, took nothing.
     last_beat_ms: u64,
     enabled: Option<bool>,
-    /// The users whose flags were on at the last look (and those whose flag
-    /// Redis lost since), to tell a lost flag from one switched off.
-    were_on: Vec<String>,
-    /// The users of `were_on` whose flag Redis lost, as the last look found.
-    flags_lost: Vec<String>,
+    /// The flags read on at the last look, and those Redis lost since, to
+    /// tell a lost flag from one switched off.
+    memory: lost::Memory,
+    /// Whether a look failed since the last that read: what tracking heard
+    /// meanwhile went with it.
+    missed: bool,
     /// Until when (Redis ms) it holds back from starting the job again, as
     /// the engine last said.
     held_until: Option<u64>,

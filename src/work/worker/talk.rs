@@ -114,7 +114,7 @@ impl Worker {
             (beat::PRESENCE_ON, presence_on),
             (beat::WAITS_FOR, waits_for),
             (beat::WAIT_UNTIL_MS, wait_until),
-            (beat::FLAGS_LOST, self.flags_lost.join(",")),
+            (beat::FLAGS_LOST, self.memory.lost().join(",")),
             (beat::LEASE_MS, crate::clock::millis(self.opts.lease.whole()).to_string()),
             (beat::HELD_UNTIL_MS, self.held_until.map(|ms| ms.to_string()).unwrap_or_default()),
         ];

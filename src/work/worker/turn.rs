@@ -108,8 +108,9 @@ impl Worker {
             Enabled::No => Some(false),
             Enabled::Unknown { reason } => {
                 // Once per spell (`self.enabled` is `None` during one), or at
-                // start, before the first heartbeat.
-                if self.enabled.is_some() || self.seq == 0 {
+                // start, before the first heartbeat; a loss waiting a look
+                // for what tracking heard is no spell.
+                if (self.enabled.is_some() || self.seq == 0) && !self.memory.waiting() {
                     let doing = if holding { "keeps running the job" } else { "does not start the job" };
                     tracing::warn!(node = %self.opts.node, problem = %reason, "cannot tell whether the job is enabled; {doing} until the flags can be read");
                 }

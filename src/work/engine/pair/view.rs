@@ -52,7 +52,12 @@ impl World {
                 let wait = (wait_ms > 0).then(|| Wait { left: Duration::from_millis(wait_ms), why });
                 let mut before = match before {
                     1 => Before::Unknown,
-                    2 => Before::Running { node: before_node, fence: before_fence, instance: before_instance },
+                    2 => Before::Running {
+                        node: before_node,
+                        fence: before_fence,
+                        instance: before_instance,
+                        lease_ms: Some(crate::clock::millis(super::LEASE.whole())),
+                    },
                     _ => Before::Stopped,
                 };
                 if !g.on(Guard::HandoverWait) {
