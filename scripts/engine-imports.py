@@ -5,7 +5,7 @@ reaches through its imports (`crate::…`, `super::…`; tests aside) does I/O.
 Usage: scripts/engine-imports.py   (from the repository's root)
 The engines are the status engine (`status`), the watcher's pacing
 (`watcher::pace`), the worker's (`work::engine`) with the wait it asks
-(`work::handover`), and the history's flip budget.
+(`work::handover`) and its judge of lost flags (`work::lost`), and the history's flip budget.
 A file does I/O when its code names tokio, a Redis call, the file system,
 processes, sockets or libc; the clock's module may be named for its type,
 and an engine's own code never reads the time. Modules declared under
