@@ -238,7 +238,8 @@ async fn a_stopped_reaper_does_not_keep_the_job_running_beside_the_next_holder()
         redis::cmd("HGET").arg("{outbound}:node:srv-a").arg(beat::SEQ).query(c).ok()?
     };
     let seq = beat(&mut c);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // A standby beats at each look: 2.5 s apart at a 30 s lease.
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
     assert!(beat(&mut c) > seq, "srv-a's worker stopped beating");
 }
 

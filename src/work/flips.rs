@@ -8,6 +8,8 @@
 //! finds the flip. So does it while someone writes these keys faster than
 //! any person flips ([`FLOOD`]): the worker then stops hearing them for a
 //! while ([`Calm`]), and her flood costs her connection, not the workers.
+//! The same connection hears the lock written (renewed, deleted, evicted,
+//! expired), so the worker looks at once, and between such news seldom.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -99,21 +101,31 @@ impl Writes {
         self.tracking.store(on, Ordering::SeqCst);
     }
 
-    /// Notes an invalidation: the keys it names, or (none named, after a
-    /// flush) everything.
-    fn heard(&self, data: &[redis::Value]) {
-        self.written.store(true, Ordering::SeqCst);
+    /// Whether anything tracks the writes now: while nothing does, the
+    /// worker looks every second.
+    pub fn tracked(&self) -> bool {
+        self.tracking.load(Ordering::SeqCst)
+    }
+
+    /// Notes an invalidation: the keys it names (the lock's own only wakes
+    /// the look), or (none named, after a flush) everything.
+    fn heard(&self, data: &[redis::Value], lock: &[u8]) {
         match data.first() {
             Some(redis::Value::Array(keys)) => {
-                if let Ok(mut counts) = self.keys.lock() {
-                    for key in keys {
-                        if let redis::Value::BulkString(name) = key {
-                            *counts.entry(name.clone()).or_default() += 1;
-                        }
+                let Ok(mut counts) = self.keys.lock() else { return };
+                for key in keys {
+                    if let redis::Value::BulkString(name) = key
+                        && name != lock
+                    {
+                        self.written.store(true, Ordering::SeqCst);
+                        *counts.entry(name.clone()).or_default() += 1;
                     }
                 }
             }
-            _ => self.broken.store(true, Ordering::SeqCst),
+            _ => {
+                self.written.store(true, Ordering::SeqCst);
+                self.broken.store(true, Ordering::SeqCst);
+            }
         }
     }
 }
@@ -124,7 +136,14 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, writes: Arc<Wri
     if target.is_cluster() {
         return;
     }
-    let prefixes = [keys.enabled_prefix(), keys.ack_prefix()];
+    // The lock too, when its name overlaps neither (Redis refuses
+    // overlapping prefixes): its deletion, eviction or expiry is heard at
+    // once, not at the next look.
+    let mut prefixes = vec![keys.enabled_prefix(), keys.ack_prefix()];
+    if !prefixes.iter().any(|p| p.starts_with(&keys.lock) || keys.lock.starts_with(p.as_str())) {
+        prefixes.push(keys.lock.clone());
+    }
+    let lock = keys.lock.clone().into_bytes();
     let mut backoff = Backoff::default();
     let mut calm = Calm::default();
     let mut said = false;
@@ -132,11 +151,12 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, writes: Arc<Wri
         let closed = Arc::new(Notify::new());
         let count = Arc::new(AtomicU32::new(0));
         let on_push = {
-            let (wake, closed, count, writes) = (wake.clone(), closed.clone(), count.clone(), writes.clone());
+            let (wake, closed, count, writes, lock) =
+                (wake.clone(), closed.clone(), count.clone(), writes.clone(), lock.clone());
             move |push: redis::PushInfo| match push.kind {
                 // Past a flood, the loop below hangs up: no more wake-ups.
                 redis::PushKind::Invalidate if count.fetch_add(1, Ordering::Relaxed) < FLOOD => {
-                    writes.heard(&push.data);
+                    writes.heard(&push.data, &lock);
                     wake.notify_one();
                 }
                 redis::PushKind::Disconnection => closed.notify_one(),

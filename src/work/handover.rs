@@ -102,9 +102,11 @@ pub fn before_busy(snap: &Snapshot, before: &Before, taken: Taken<'_>, lease: Le
         Before::Stopped => return None,
         Before::Running { instance, .. } if !instance.is_empty() && instance == taken.instance => return None,
         // Nothing names it: no later than since a foreign holder held the
-        // lock, by the longest lease a heartbeat left names.
+        // lock, by the longest lease a heartbeat names whose worker may
+        // still live by it.
         Before::Unknown => {
-            run_for = may_run(lease, snap.beats.iter().map(lease_of).max());
+            let alive = |b: &&Beat| b.beat_ms.max(b.renewed_ms).is_some_and(|s| s + lease_of(b) > snap.time_ms);
+            run_for = may_run(lease, snap.beats.iter().filter(alive).map(lease_of).max());
             (String::new(), taken.foreign_since)
         }
         Before::Running { node: other, fence, instance, lease_ms } => {
@@ -257,6 +259,24 @@ mod tests {
         // A lockwatch holding the record names is waited for all the same.
         let busy = before_busy(&snap(10_001, vec![]), &a_running(), t(2_000), LEASE).unwrap();
         assert_eq!(busy.left.as_millis(), 7_999);
+    }
+
+    #[test]
+    fn a_longer_lease_is_known_from_the_record_or_a_live_heartbeat_when_the_other_is_gone() {
+        // The record keeps the holder's 30 s lease; its heartbeat is gone.
+        let recorded =
+            Before::Running { node: "a".to_owned(), fence: 5, instance: "a-1".to_owned(), lease_ms: Some(30_000) };
+        let busy = before_busy(&snap(10_000, vec![]), &recorded, taken(10_000), LEASE).unwrap();
+        assert_eq!(busy.left.as_millis(), 30_000);
+        // No record: a heartbeat that may still live names its 30 s; one
+        // silent for longer than its lease names nothing.
+        let mut long = beat("a", "running", "fa", 9_000);
+        long.lease_ms = Some(30_000);
+        let busy = before_busy(&snap(10_000, vec![long.clone()]), &Before::Unknown, taken(10_000), LEASE).unwrap();
+        assert_eq!(busy.left.as_millis(), 30_000);
+        long.beat_ms = Some(1);
+        let busy = before_busy(&snap(40_000, vec![long]), &Before::Unknown, taken(40_000), LEASE).unwrap();
+        assert_eq!(busy.left.as_millis(), 8_000);
     }
 
     #[test]

@@ -137,7 +137,7 @@ async fn run(cli: Cli) -> Result<u8> {
                 lease: Lease::new(*lease),
                 every: *every,
                 stall_after: *stall_after,
-                tick: std::time::Duration::from_secs(1).min(Lease::new(*lease).renew_every()),
+                tick: Lease::new(*lease).look_every(),
                 stop_grace: *stop_grace,
                 work: lockwatch::work::job::Work::Command(command.clone()),
                 connection: Some(g.connection()),

@@ -20,11 +20,9 @@ use crate::work::{lost, trim};
 /// its looks: one cheap command, a few a second from each standby server.
 const PEEK_EVERY: Duration = Duration::from_millis(200);
 
-/// A look later than this after the one before does not trust this
-/// process's memory of lost flags: a look comes every second, so a process
-/// paused (or cut off) for more than half a second past that may have
-/// missed her switching off and the loss after it.
-const MEMORY_GAP: Duration = Duration::from_millis(1_500);
+/// A look later than this past its tick after the one before does not
+/// trust what this process heard: it was paused (or cut off) meanwhile.
+const LATE_BY: Duration = Duration::from_millis(500);
 
 /// How often a worker reads everything, whatever tracking heard: a net
 /// under what no write told (a registry changed by hand, a stream entry).
@@ -75,7 +73,7 @@ impl Worker {
         // off) cannot tell what it missed, as the first cannot. By Redis's
         // clock, when each look read: a read begun before a pause and
         // answered after it is as old as it was sent.
-        let late = self.looked_at.is_some_and(|at| snap.time_ms.saturating_sub(at) > millis(MEMORY_GAP));
+        let late = self.looked_at.is_some_and(|at| snap.time_ms.saturating_sub(at) > millis(self.opts.tick + LATE_BY));
         self.looked_at = Some(snap.time_ms);
         let heard = if first || late || std::mem::take(&mut self.missed) || since.broken {
             lost::Heard::Broken

@@ -161,6 +161,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         beat_state: None,
         known: Known::default(),
         writes,
+        last_beat: None,
         full_at: None,
         looked_at: None,
         told_gone: None,
@@ -181,15 +182,29 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     let mut live: Option<Live> = None;
     // A flood of wake-ups is one look per gap.
     let mut pace = WakePace::new();
+    // When the next look is due, and whether the wait ends on the job's
+    // beat alone (due before it: a beat between looks).
+    let mut next_look = Instant::now();
+    let mut beat_only = false;
     let result = loop {
-        let mut wait = w.opts.tick;
-        match w.step(&mut live).await {
-            Ok(Some(hint)) => wait = wait.min(hint),
-            Ok(None) => {}
-            Err(err) => break Err(err),
+        if beat_only {
+            if let Err(err @ Error::NodeTaken { .. }) = w.beat_now(live.as_ref()).await {
+                break Err(err);
+            }
+        } else {
+            // Looks come seldom while tracking tells of writes; without it
+            // (refused, a Cluster, a flood's calm), every second finds a flip.
+            let mut wait = if w.writes.tracked() { w.opts.tick } else { w.opts.tick.min(UNTRACKED_LOOK) };
+            match w.step(&mut live).await {
+                Ok(Some(hint)) => wait = wait.min(hint),
+                Ok(None) => {}
+                Err(err) => break Err(err),
+            }
+            next_look = Instant::now() + wait;
         }
         // The engine's deadline, whatever the turn ended on (a look that
         // failed included): the lease's safety is checked on time.
+        let mut wait = next_look.saturating_duration_since(Instant::now());
         if let Some(at) = w.engine.deadline() {
             wait = wait.min(at.remaining());
         }
@@ -204,10 +219,15 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
             );
             presence = Some(tokio::spawn(keep));
         }
-        if let Some(at) = w.published_at.filter(|_| w.publishing) {
-            // The next beat on time, whatever woke the loop in between.
-            wait = wait.min((at + BEAT_EVERY).saturating_duration_since(Instant::now()));
-        }
+        // The job's next beat on time, whatever woke the loop in between;
+        // alone, it needs no look.
+        let beat_due = w
+            .published_at
+            .filter(|_| w.publishing)
+            .map(|at| (at + BEAT_EVERY).saturating_duration_since(Instant::now()));
+        let beat_first = beat_due.is_some_and(|due| due < wait);
+        wait = beat_due.map_or(wait, |due| wait.min(due));
+        beat_only = false;
         let standby = live.is_none();
         // Wakes on the job's exit or on news from the watchdog.
         let holding_news = async {
@@ -225,7 +245,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
             }
         };
         tokio::select! {
-            _ = sleep(wait) => {}
+            _ = sleep(wait) => beat_only = beat_first,
             _ = unlocked.notified() => {}
             _ = wake.notified() => {
                 // Paced, but never past an unlock or a stop request: a
@@ -258,6 +278,9 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     }
     result
 }
+
+/// How often a worker looks while nothing tells it of writes.
+const UNTRACKED_LOOK: Duration = Duration::from_secs(1);
 
 struct Worker {
     target: Target,
@@ -294,6 +317,8 @@ struct Worker {
     known: Known,
     /// Whether the flags and acknowledgements may have changed since.
     writes: Arc<flips::Writes>,
+    /// When the last heartbeat was sent, and what it said besides its number.
+    last_beat: Option<(Instant, Vec<(&'static str, String)>)>,
     /// When the next look reads everything, whatever was heard.
     full_at: Option<Instant>,
     /// Redis time (ms) of the last look's read.

@@ -83,30 +83,29 @@ impl Worker {
         }
     }
 
-    /// Writes the heartbeat; `wait` is the server the job waits for (empty:
-    /// none, it waits for Redis's sake) and until when, while it waits.
-    pub(super) async fn beat(
-        &mut self,
-        state: BeatState,
+    /// What the heartbeat says besides its sequence number; `wait` is the
+    /// server the job waits for (empty: none, it waits for Redis's sake) and
+    /// until when, while it waits.
+    pub(super) fn beat_fields(
+        &self,
+        state: &BeatState,
         holding: Option<(&str, i64)>,
         child: Option<u32>,
         wait: Option<(&str, u64)>,
-    ) -> Result<(), Error> {
-        self.seq += 1;
+    ) -> Vec<(&'static str, String)> {
         let (field, fence) = holding.map(|(f, n)| (f.to_owned(), n.to_string())).unwrap_or_default();
         let (presence, presence_on) = match self.present.on() {
             Some(server) => (crate::work::presence::claim(&self.target), server),
             None => ("", String::new()),
         };
         let (waits_for, wait_until) = wait.map(|(node, ms)| (node.to_owned(), ms.to_string())).unwrap_or_default();
-        let pairs: [(&str, String); 17] = [
+        vec![
             (beat::NODE, self.opts.node.clone()),
             (beat::HOST, self.host.clone()),
             (beat::PID, std::process::id().to_string()),
             (beat::INVOCATION, crate::work::unit::invocation().to_owned()),
             (beat::LOCK_FIELD, field),
             (beat::FENCE, fence),
-            (beat::SEQ, self.seq.to_string()),
             (beat::STATE, state.as_str().to_owned()),
             (beat::VERSION, env!("CARGO_PKG_VERSION").to_owned()),
             (beat::CHILD_PID, child.map(|p| p.to_string()).unwrap_or_default()),
@@ -117,14 +116,31 @@ impl Worker {
             (beat::FLAGS_LOST, self.memory.lost().join(",")),
             (beat::LEASE_MS, crate::clock::millis(self.opts.lease.whole()).to_string()),
             (beat::HELD_UNTIL_MS, self.held_until.map(|ms| ms.to_string()).unwrap_or_default()),
-        ];
+            (beat::LAST_EXIT, self.last_exit.clone()),
+        ]
+    }
+
+    /// Whether the job's beat is due (this worker publishes it).
+    pub(super) fn publish_due(&self) -> bool {
+        // One beat per BEAT_EVERY, however often this loop turns; a little early is on time.
+        self.publishing && self.published_at.is_none_or(|at| at.elapsed() + Duration::from_millis(50) >= BEAT_EVERY)
+    }
+
+    /// Writes the heartbeat; `wait` is the server the job waits for (empty:
+    /// none, it waits for Redis's sake) and until when, while it waits.
+    pub(super) async fn beat(
+        &mut self,
+        state: BeatState,
+        holding: Option<(&str, i64)>,
+        child: Option<u32>,
+        wait: Option<(&str, u64)>,
+    ) -> Result<(), Error> {
+        let fields = self.beat_fields(&state, holding, child, wait);
+        self.seq += 1;
         let keys = (self.keys.node(&self.opts.node), self.keys.nodes());
         let node = self.opts.node.clone();
-        let last_exit = self.last_exit.clone();
         let host = self.target.endpoint().clone();
-        // One beat per BEAT_EVERY, however often this loop turns; a little early is on time.
-        let due = self.publishing
-            && self.published_at.is_none_or(|at| at.elapsed() + Duration::from_millis(50) >= BEAT_EVERY);
+        let due = self.publish_due();
         let publish = if due { self.conn().await?.publish_command() } else { "" };
         let sent = Instant::now();
         let keeps = millis(self.name_kept());
@@ -132,10 +148,10 @@ impl Worker {
         call.key(keys.1).arg(publish).arg(self.keys.beat_channel()).arg(&node);
         call.arg(&self.instance).arg(if self.claimed { "1" } else { "0" }).arg(&self.replaces).arg(keeps);
         call.arg(self.last_beat_ms);
-        for (k, v) in pairs {
-            call.arg(k).arg(v);
+        call.arg(beat::SEQ).arg(self.seq);
+        for (k, v) in &fields {
+            call.arg(*k).arg(v);
         }
-        call.arg(beat::LAST_EXIT).arg(last_exit);
         let answer: redis::Value =
             call.invoke_async(self.conn().await?).await.map_err(|e| describe(e, Action::WritingHeartbeat, &host))?;
         if let Ok((_, other_host, pid, age)) = redis::from_redis_value::<(String, String, String, u64)>(answer.clone())
@@ -149,6 +165,7 @@ impl Worker {
         if due {
             self.published_at = Some(sent);
         }
+        self.last_beat = Some((sent, fields));
         Ok(())
     }
 

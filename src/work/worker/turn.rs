@@ -72,14 +72,31 @@ impl Worker {
             return Ok(None);
         }
         self.tend(live).await?;
-        let l = live.as_ref();
-        let job = l.and_then(|l| l.job.as_ref());
+        self.publishing = crate::work::beat::publishes(&snap, &self.opts.node, live.is_some());
+        self.beat_now(live.as_ref()).await?;
+        Ok(self.engine.deadline().map(Boot::remaining))
+    }
+
+    /// Beats as the engine says now: between looks too, when the job's beat
+    /// is due before the next look (the holder publishes it for every desk).
+    pub(super) async fn beat_now(&mut self, live: Option<&Live>) -> Result<(), Error> {
+        let field = self.lock.field().to_owned();
+        let job = live.and_then(|l| l.job.as_ref());
         let now = self.engine.beat(Boot::now(), job.map(|j| j.liveness.silent_for()));
         let child = job.and_then(|j| j.pid);
-        self.publishing = crate::work::beat::publishes(&snap, &self.opts.node, l.is_some());
         let holding = now.fence.map(|f| (field.as_str(), f));
         self.held_until = now.held_until;
         let wait = now.wait.as_ref().map(|(node, ms)| (node.as_str(), *ms));
+        // A look between the job's beats that has nothing new to say
+        // leaves the heartbeat as it is, fresh enough.
+        let fields = self.beat_fields(&now.state, holding, child, wait);
+        let said_lately = self
+            .last_beat
+            .as_ref()
+            .is_some_and(|(at, said)| *said == fields && at.elapsed() + Duration::from_millis(100) < self.opts.tick);
+        if said_lately && !self.publish_due() {
+            return Ok(());
+        }
         match self.beat(now.state.clone(), holding, child, wait).await {
             Ok(()) if self.beat_state.as_ref() != Some(&now.state) => {
                 // Watchers glance seldom: a job turning stalled (or running
@@ -97,7 +114,7 @@ impl Worker {
                 self.conn = None;
             }
         }
-        Ok(self.engine.deadline().map(Boot::remaining))
+        Ok(())
     }
 
     /// Whether anybody has the job enabled, as the engine takes it (`None`:
