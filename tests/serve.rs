@@ -1135,3 +1135,76 @@ async fn three_serve_processes_keep_one_robots_rate_limit_between_them() {
     assert!(told(&got) <= 26, "nothing told twice");
     drop(server);
 }
+
+/// One serve process for three jobs on one Redis, each with two workers:
+/// the holder of one killed is one message naming that job, posted once,
+/// the other jobs untouched; `/metrics` carries each job's series.
+#[tokio::test]
+async fn one_serve_for_three_jobs_tells_the_killed_jobs_failover_once_and_labels_each_jobs_metrics() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let jobs = ["outbound", "inbound", "stock"];
+    let mut workers = Vec::new();
+    for job in jobs {
+        let _: () = redis::cmd("SET").arg(format!("{{{job}}}:fence")).arg(0).query(&mut c).unwrap();
+        flag(&mut c, job, "alice", true);
+        for node in ["srv-a", "srv-b"] {
+            let mut cmd = lockwatch_command();
+            cmd.args(["--redis", &server.url(), "--job", job]);
+            workers.push((job, node, WorkerProcess::spawn(worker_args(&mut cmd, node, "3s", &[], "sleep 1000"))));
+        }
+    }
+    let holder_of = |c: &mut redis::Connection, job: &str| -> Option<String> {
+        let fields: Vec<String> = redis::cmd("HKEYS").arg(format!("{{{job}}}:lock")).query(c).ok()?;
+        let field = fields.first()?;
+        ["srv-a", "srv-b"].into_iter().map(str::to_owned).find(|n| {
+            let f: Option<String> =
+                redis::cmd("HGET").arg(format!("{{{job}}}:node:{n}")).arg(beat::LOCK_FIELD).query(c).unwrap_or(None);
+            f.as_deref() == Some(field.as_str())
+        })
+    };
+    for job in jobs {
+        eventually("each job running", Duration::from_secs(15), || holder_of(&mut c, job)).await;
+    }
+    let hook = Robot::start(Play::Webhook);
+    let dir = tempfile::tempdir().unwrap();
+    let file = robots_file(dir.path(), &[(&hook, "")]);
+    let log = dir.path().join("s.log");
+    let port = free_port();
+    let mut cmd = lockwatch_command();
+    cmd.args(["--redis", &server.url(), "--job", "outbound,inbound,stock", "--interval", "200ms", "serve"])
+        .args(["--node", "serve-1", "--robots"])
+        .arg(&file)
+        .args(["--metrics", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let _s = WorkerProcess::spawn(&mut cmd);
+    eventually("every job's first look in the metrics", Duration::from_secs(10), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        let (_, _, body) = http_get(port, "/metrics");
+        jobs.iter()
+            .all(|job| body.contains(&format!("lockwatch_job_state{{job=\"{job}\",state=\"running\"}} 1")))
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let holder = holder_of(&mut c, "inbound").unwrap();
+    let pid = workers.iter().find(|(j, n, _)| *j == "inbound" && *n == holder).map(|w| w.2.pid()).unwrap();
+    // SAFETY: kill(2) on a worker this test started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    eventually("the failover's message", Duration::from_secs(15), || hook.taken().first().cloned()).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let taken = hook.taken();
+    println!("{:#?}", taken.iter().map(|t| t.body.clone()).collect::<Vec<_>>());
+    assert_eq!(taken.len(), 1, "one message: {taken:#?}\n{}", log_of(&log));
+    assert_eq!(taken[0].body["event"], "failover");
+    assert_eq!(taken[0].body["job"], "inbound");
+    let (_, _, text) = http_get(port, "/metrics");
+    for job in jobs {
+        let failovers = if job == "inbound" { 1 } else { 0 };
+        assert!(text.contains(&format!("lockwatch_failovers_total{{job=\"{job}\"}} {failovers}")), "{job}: {text}");
+        assert!(text.contains(&format!("lockwatch_lock_held{{job=\"{job}\"}} 1")), "{job}: {text}");
+    }
+    drop(workers);
+}

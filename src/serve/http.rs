@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn only_get_metrics_is_answered_with_openmetrics() {
-        let m = Metrics::new("outbound");
+        let m = Metrics::new(&["outbound".to_owned()]);
         let (status, kind, body) = respond(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &m);
         assert_eq!((status, kind), ("200 OK", CONTENT_TYPE));
         assert!(body.ends_with("# EOF\n"));

@@ -1,4 +1,4 @@
-//! The job as Prometheus sees it: the metrics `lockwatch serve --metrics`
+//! The jobs as Prometheus sees them: the metrics `lockwatch serve --metrics`
 //! serves, kept with the official client (`prometheus-client`) and
 //! written in the OpenMetrics text format.
 //!
@@ -9,11 +9,14 @@
 //! `lockwatch_last_heartbeat_timestamp_seconds{job}` (the holder's, else
 //! the newest of any server's), `lockwatch_fence{job}`,
 //! `lockwatch_enabled_users{job}`, `lockwatch_flags_lost{job}` (switches
-//! Redis lost while they were on: the job stays as it was); and `lockwatch_redis_up`,
+//! Redis lost while they were on: the job stays as it was); and `lockwatch_redis_up`
+//! (the last look at any job),
 //! `lockwatch_build_info{version}`. While Redis cannot be read, the
 //! state is `unknown`, `lockwatch_redis_up` 0, and the facts of the last
 //! read stay.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::text::encode;
@@ -31,14 +34,15 @@ type Float = Gauge<f64, AtomicU64>;
 /// The content type Prometheus asks for first and parses as OpenMetrics.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// Every metric of one job, and the registry that writes them.
+/// Every metric of the jobs served, and the registry that writes them.
 #[derive(Debug)]
 pub struct Metrics {
-    job: String,
     registry: Registry,
     state: Family<Labels, Gauge>,
     held: Family<Labels, Gauge>,
     holder: Family<Labels, Gauge>,
+    /// The holder each job's series names now, to drop it when it changes.
+    holders: Mutex<HashMap<String, Labels>>,
     failovers: Family<Labels, Counter>,
     ttl: Family<Labels, Float>,
     heartbeat: Family<Labels, Float>,
@@ -49,14 +53,14 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// The metrics of `job`, nothing read yet (`lockwatch_redis_up` 0).
-    pub fn new(job: &str) -> Metrics {
+    /// The metrics of `jobs`, nothing read yet (`lockwatch_redis_up` 0).
+    pub fn new(jobs: &[String]) -> Metrics {
         let mut registry = Registry::default();
         let m = Metrics {
-            job: job.to_owned(),
             state: Family::default(),
             held: Family::default(),
             holder: Family::default(),
+            holders: Mutex::default(),
             failovers: Family::default(),
             ttl: Family::default(),
             heartbeat: Family::default(),
@@ -89,35 +93,40 @@ impl Metrics {
             "lockwatch's version",
             Info::new(vec![("version", env!("CARGO_PKG_VERSION").to_owned())]),
         );
-        let job_label = m.job();
-        drop(m.failovers.get_or_create(&job_label));
-        for state in State::ALL {
-            m.state.get_or_create(&state_labels(job, state)).set(0);
+        for job in jobs {
+            drop(m.failovers.get_or_create(&job_labels(job)));
+            for state in State::ALL {
+                m.state.get_or_create(&state_labels(job, state)).set(0);
+            }
         }
         Metrics { registry, ..m }
     }
 
-    fn job(&self) -> Labels {
-        vec![("job", label(&self.job))]
-    }
-
-    /// Takes in a status the watcher published.
+    /// Takes in a status the watcher of its job published.
     pub fn update(&self, s: &Status) {
         for state in State::ALL {
-            self.state.get_or_create(&state_labels(&self.job, state)).set(i64::from(state == s.state));
+            self.state.get_or_create(&state_labels(&s.job, state)).set(i64::from(state == s.state));
         }
         let Some(checked) = s.checked_at_ms else {
             self.redis_up.set(0);
             return;
         };
         self.redis_up.set(1);
-        let job = self.job();
+        let job = job_labels(&s.job);
         let held = !s.lock.holders.is_empty();
         self.held.get_or_create(&job).set(i64::from(held));
-        self.holder.clear();
-        if let Some(h) = &s.holder {
+        let holder = s.holder.as_ref().map(|h| {
             let node = h.node.clone().unwrap_or_else(|| h.field.clone());
-            self.holder.get_or_create(&vec![("job", label(&self.job)), ("node", label(&node))]).set(1);
+            vec![("job", label(&s.job)), ("node", label(&node))]
+        });
+        if let Ok(mut holders) = self.holders.lock() {
+            if let Some(before) = holders.remove(&s.job).filter(|b| Some(b) != holder.as_ref()) {
+                self.holder.remove(&before);
+            }
+            if let Some(now) = holder {
+                self.holder.get_or_create(&now).set(1);
+                holders.insert(s.job.clone(), now);
+            }
         }
         self.ttl.get_or_create(&job).set(if held { s.lock.ttl_ms.unwrap_or(0) as f64 / 1000.0 } else { 0.0 });
         let beat = s
@@ -145,9 +154,9 @@ impl Metrics {
         self.flags_lost.get_or_create(&job).set(s.flags_lost.len() as i64);
     }
 
-    /// Counts a failover.
-    pub fn failover(&self) {
-        self.failovers.get_or_create(&self.job()).inc();
+    /// Counts a failover of `job`.
+    pub fn failover(&self, job: &str) {
+        self.failovers.get_or_create(&job_labels(job)).inc();
     }
 
     /// The OpenMetrics text, ending in `# EOF`.
@@ -157,6 +166,10 @@ impl Metrics {
         let _ = encode(&mut out, &self.registry);
         out
     }
+}
+
+fn job_labels(job: &str) -> Labels {
+    vec![("job", label(job))]
 }
 
 fn state_labels(job: &str, state: State) -> Labels {
@@ -197,19 +210,19 @@ mod tests {
 
     #[test]
     fn a_job_name_with_quotes_or_backslashes_is_escaped_in_its_labels() {
-        let m = Metrics::new("we\"ird\\x");
-        m.update(&running());
+        let m = Metrics::new(&["we\"ird\\x".to_owned()]);
+        m.update(&Status { job: "we\"ird\\x".into(), ..running() });
         let text = m.text();
         assert!(text.contains("lockwatch_job_state{job=\"we\\\"ird\\\\x\",state=\"running\"} 1"), "{text}");
     }
 
     #[test]
     fn a_running_job_is_written_as_openmetrics() {
-        let m = Metrics::new("outbound");
+        let m = Metrics::new(&["outbound".to_owned()]);
         let status = running();
         assert_eq!(status.state, State::Running, "{}", status.reason);
         m.update(&status);
-        m.failover();
+        m.failover("outbound");
         let text = m.text();
         for line in [
             "# TYPE lockwatch_job_state gauge",
@@ -236,8 +249,35 @@ mod tests {
     }
 
     #[test]
+    fn each_job_has_its_own_series_and_a_holder_change_of_one_leaves_the_others() {
+        let m = Metrics::new(&["outbound".to_owned(), "inbound".to_owned()]);
+        let text = m.text();
+        for job in ["outbound", "inbound"] {
+            assert!(text.contains(&format!("lockwatch_failovers_total{{job=\"{job}\"}} 0")), "{text}");
+        }
+        m.update(&running());
+        m.update(&Status { job: "inbound".into(), ..running() });
+        let mut moved = running();
+        if let Some(h) = moved.holder.as_mut() {
+            h.node = Some("wh-b".into());
+        }
+        m.update(&moved);
+        m.failover("inbound");
+        let text = m.text();
+        for line in [
+            "lockwatch_holder_info{job=\"outbound\",node=\"wh-b\"} 1",
+            "lockwatch_holder_info{job=\"inbound\",node=\"wh-a\"} 1",
+            "lockwatch_failovers_total{job=\"inbound\"} 1",
+            "lockwatch_failovers_total{job=\"outbound\"} 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing from:\n{text}");
+        }
+        assert!(!text.contains("job=\"outbound\",node=\"wh-a\""), "{text}");
+    }
+
+    #[test]
     fn redis_gone_is_unknown_and_down_not_a_blank() {
-        let m = Metrics::new("outbound");
+        let m = Metrics::new(&["outbound".to_owned()]);
         assert!(m.text().contains("lockwatch_redis_up 0"));
         m.update(&running());
         let mut engine = Engine::new("outbound", "{outbound}:lock", Config::default());

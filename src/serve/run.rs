@@ -1,8 +1,9 @@
-//! The serve process: a watcher on the job, its statuses into the
-//! metrics, its events agreed on in Redis and handed to one sender task
-//! per robot (`sender`); the claims this process holds renewed until each
-//! robot is done with them, and others' claims taken over when they run
-//! out unfinished (`ledger`, `lease`).
+//! The serve process: a watcher on each job served, their statuses into
+//! the metrics, their events agreed on in Redis (each job's among the serve
+//! processes of that job) and handed to one sender task per robot, shared
+//! by every job (`sender`; one rate limit per robot); the claims this
+//! process holds renewed until each robot is done with them, and others'
+//! claims taken over when they run out unfinished (`ledger`, `lease`).
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -15,7 +16,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::connect::{Conn, Target};
 use crate::keys::Keys;
-use crate::status::{Event, EventKind, Stall};
+use crate::status::{Event, EventKind, Stall, Status};
 use crate::watcher::{self, Watcher};
 
 use super::agree::{self, Closing, Family, Incidents, Post};
@@ -26,7 +27,7 @@ use super::message::{Now, Story};
 use super::metrics::Metrics;
 use super::peers;
 use super::robots::{Kind, Robot};
-use super::sender::{self, Parcel};
+use super::sender::{self, Claim, Parcel};
 
 mod claims;
 
@@ -71,13 +72,14 @@ const TAKEOVER_MARGIN: Duration = Duration::from_millis(200);
 /// [`ServeError::Listen`] when the metrics address cannot be bound.
 pub async fn run(
     target: Target,
-    keys: Keys,
+    jobs: Vec<Keys>,
     options: Options,
     stop: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     crate::work::worker::hide_from_jobs();
     let (stop_tx, stop_rx) = watch::channel(false);
-    let metrics = Arc::new(Metrics::new(&keys.job));
+    let names: Vec<String> = jobs.iter().map(|k| k.job.clone()).collect();
+    let metrics = Arc::new(Metrics::new(&names));
     let mut tasks: Vec<JoinHandle<()>> = Vec::new();
     if let Some(addr) = options.metrics {
         let listener =
@@ -96,83 +98,148 @@ pub async fn run(
         tasks.push(tokio::spawn(send));
     }
     drop((done_tx, confirm_tx));
-    let watcher = Watcher::spawn(target.clone(), keys.clone(), options.watch.clone());
-    let mut serve = Serve {
-        target,
-        keys,
-        node: options.node.clone(),
-        window: options.repeat_window,
-        senders,
-        conn: None,
-        peers: vec![options.node.clone()],
-        incidents: Incidents::default(),
-        closes: HashMap::new(),
-        told_unreachable: false,
-        held: Vec::new(),
-        settle: Duration::from_millis(options.watch.engine.failover_window_ms) + SETTLE_MARGIN,
-        ledger: Ledger::default(),
-    };
-    let mut statuses = watcher.status();
-    let mut events = watcher.events();
+    let (feed_tx, mut feed_rx) = mpsc::unbounded_channel();
+    let mut watchers = Vec::new();
+    let mut serves = Vec::new();
+    for (job, keys) in jobs.into_iter().enumerate() {
+        let watcher = Watcher::spawn(target.clone(), keys.clone(), options.watch.clone());
+        tasks.push(tokio::spawn(feed(job, watcher.status(), watcher.events(), feed_tx.clone(), stop_rx.clone())));
+        watchers.push(watcher);
+        serves.push(Serve {
+            job,
+            target: target.clone(),
+            keys,
+            node: options.node.clone(),
+            window: options.repeat_window,
+            senders: senders.clone(),
+            conn: None,
+            peers: vec![options.node.clone()],
+            incidents: Incidents::default(),
+            closes: HashMap::new(),
+            told_unreachable: false,
+            held: Vec::new(),
+            settle: Duration::from_millis(options.watch.engine.failover_window_ms) + SETTLE_MARGIN,
+            ledger: Ledger::default(),
+        });
+    }
+    drop(feed_tx);
+    // A process with no robot posts nothing: it takes no part in the agreement.
+    let posts = !senders.is_empty();
+    let status_of = |job: usize| watchers.get(job).and_then(|w| w.status().borrow().clone());
     let mut beat_at = Instant::now();
     let mut renew_at = Instant::now() + RENEW_EVERY;
     tokio::pin!(stop);
     loop {
         let far = Instant::now() + BEAT_EVERY * 100;
-        let close_at = serve.closes.values().min().copied().unwrap_or(far);
-        let held_at = serve.held.iter().map(|h| h.0).min().unwrap_or(far);
-        let watch_at = serve.ledger.next_due().unwrap_or(far);
-        // A process with no robot posts nothing: it takes no part in the agreement.
-        let posts = !serve.senders.is_empty();
+        let close_at = serves.iter().flat_map(|s| s.closes.values()).min().copied().unwrap_or(far);
+        let held_at = serves.iter().flat_map(|s| s.held.iter().map(|h| h.0)).min().unwrap_or(far);
+        let watch_at = serves.iter().filter_map(|s| s.ledger.next_due()).min().unwrap_or(far);
         tokio::select! {
             _ = &mut stop => break,
-            changed = statuses.changed() => {
-                if changed.is_err() { break; }
-                if let Some(status) = statuses.borrow_and_update().clone() {
-                    metrics.update(&status);
-                }
-            }
-            event = events.recv() => match event {
-                Ok(event) => {
+            fed = feed_rx.recv() => match fed {
+                None => break,
+                Some(Feed::Status(status)) => metrics.update(&status),
+                Some(Feed::Event(job, event)) => {
                     if event.event == EventKind::Failover {
-                        metrics.failover();
+                        metrics.failover(&event.job);
                     }
-                    let status = watcher.status().borrow().clone();
-                    if posts {
-                        serve.event(event, status.as_ref()).await;
+                    if posts && let Some(serve) = serves.get_mut(job) {
+                        serve.event(event, status_of(job).as_ref()).await;
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(n)) => tracing::warn!("{n} events came faster than they could be agreed on, and were not posted"),
-                Err(broadcast::error::RecvError::Closed) => break,
+                Some(Feed::Lagged(n)) => tracing::warn!("{n} events came faster than they could be agreed on, and were not posted"),
             },
             _ = sleep_until(beat_at), if posts => {
-                serve.beat().await;
+                for serve in &mut serves {
+                    serve.beat().await;
+                }
                 beat_at = Instant::now() + BEAT_EVERY;
             }
-            _ = sleep_until(close_at) => serve.close_due(watcher.status().borrow().as_ref()).await,
-            _ = sleep_until(held_at) => serve.release_held().await,
-            Some(ask) = confirm_rx.recv() => serve.ready(ask).await,
-            Some((ids, tag)) = done_rx.recv() => {
-                serve.ledger.posted(&ids, &tag);
-                serve.record().await;
+            _ = sleep_until(close_at) => {
+                for serve in &mut serves {
+                    serve.close_due(status_of(serve.job).as_ref()).await;
+                }
+            }
+            _ = sleep_until(held_at) => {
+                for serve in &mut serves {
+                    serve.release_held().await;
+                }
+            }
+            Some(ask) = confirm_rx.recv() => claims::ready(&mut serves, ask).await,
+            Some((done, tag)) = done_rx.recv() => {
+                for serve in &mut serves {
+                    let ids: Vec<String> = done.iter().filter(|c| c.job == serve.job).map(|c| c.id.clone()).collect();
+                    if !ids.is_empty() {
+                        serve.ledger.posted(&ids, &tag);
+                        serve.record().await;
+                    }
+                }
             }
             _ = sleep_until(renew_at) => {
-                serve.renew().await;
+                for serve in &mut serves {
+                    serve.renew().await;
+                }
                 renew_at = Instant::now() + RENEW_EVERY;
             }
-            _ = sleep_until(watch_at) => serve.take_over_due().await,
+            _ = sleep_until(watch_at) => {
+                for serve in &mut serves {
+                    serve.take_over_due().await;
+                }
+            }
         }
     }
     let _ = stop_tx.send(true);
-    watcher.stop().await;
+    for watcher in watchers {
+        watcher.stop().await;
+    }
     for task in tasks {
         let _ = task.await;
     }
     Ok(())
 }
 
-/// What the loop keeps between events.
+/// What the watchers of the jobs tell the loop.
+enum Feed {
+    Status(Box<Status>),
+    /// An event of the job at this place among those served.
+    Event(usize, Event),
+    Lagged(u64),
+}
+
+/// Passes what the watcher of the `job`-th job publishes on to the loop,
+/// until `stop` turns true or the loop is gone.
+async fn feed(
+    job: usize,
+    mut statuses: watch::Receiver<Option<Status>>,
+    mut events: broadcast::Receiver<Event>,
+    to: mpsc::UnboundedSender<Feed>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let fed = tokio::select! {
+            changed = statuses.changed() => match changed {
+                Ok(()) => statuses.borrow_and_update().clone().map(|s| Feed::Status(Box::new(s))),
+                Err(_) => return,
+            },
+            event = events.recv() => match event {
+                Ok(event) => Some(Feed::Event(job, event)),
+                Err(broadcast::error::RecvError::Lagged(n)) => Some(Feed::Lagged(n)),
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            _ = stop.changed() => return,
+        };
+        if let Some(fed) = fed
+            && to.send(fed).is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// What the loop keeps between events, for one job.
 struct Serve {
+    /// The job's place among those served.
+    job: usize,
     target: Target,
     keys: Keys,
     node: String,
@@ -198,6 +265,7 @@ struct Serve {
 }
 
 /// The way to one robot's sender task.
+#[derive(Clone)]
 struct Sender {
     kind: Kind,
     /// The robot's [`Robot::tag`], as claims record it.
@@ -240,7 +308,8 @@ impl Serve {
             self.ledger.own(id, chosen.iter().map(|s| s.tag.clone()));
         }
         for s in chosen {
-            let _ = s.tx.send(Parcel { claim: claim.map(str::to_owned), story: story.clone() });
+            let claim = claim.map(|id| Claim { job: self.job, id: id.to_owned() });
+            let _ = s.tx.send(Parcel { claim, story: story.clone() });
         }
     }
 

@@ -22,21 +22,29 @@ const GATHER: Duration = Duration::from_millis(100);
 /// A story for one robot, with the claimed incident it tells, if any.
 #[derive(Debug, Clone)]
 pub struct Parcel {
-    /// The incident's id, when this process claimed it: the robot's being
-    /// done with it is recorded in the claim.
-    pub claim: Option<String>,
+    /// The incident, when this process claimed it: the robot's being done
+    /// with it is recorded in the claim.
+    pub claim: Option<Claim>,
     pub story: Story,
 }
 
-/// A robot done with claimed incidents: their ids and the robot's tag.
-pub type Done = (Vec<String>, String);
+/// A claimed incident: the job it is of (its place among those served)
+/// and its id there.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Claim {
+    pub job: usize,
+    pub id: String,
+}
+
+/// A robot done with claimed incidents: them and the robot's tag.
+pub type Done = (Vec<Claim>, String);
 
 /// Asked of the serve loop right before a post: which of these claims are
 /// still this process's (renewing them), and, for a robot with a rate
 /// limit, a place for the post among every serve process's.
 #[derive(Debug)]
 pub struct Confirm {
-    pub claims: Vec<String>,
+    pub claims: Vec<Claim>,
     /// Whether the post tells more than these claims (then it goes even
     /// when none of them is still this process's).
     pub unclaimed: bool,
@@ -49,7 +57,7 @@ pub struct Confirm {
 #[derive(Debug)]
 pub struct Confirmed {
     /// The claims still this process's.
-    pub still: Vec<String>,
+    pub still: Vec<Claim>,
     /// Zero when the post is counted in the robot's limit among every
     /// serve process (or has none); else how long to wait before asking again.
     pub wait: Duration,
@@ -106,7 +114,7 @@ pub async fn send(
                     }
                 }
             }
-            let claims: Vec<String> = batch.iter().filter_map(|p| p.claim.clone()).collect();
+            let claims: Vec<Claim> = batch.iter().filter_map(|p| p.claim.clone()).collect();
             if claims.is_empty() && !limited {
                 break;
             }
@@ -138,7 +146,7 @@ pub async fn send(
         if batch.is_empty() {
             continue;
         }
-        let posts: Vec<(Vec<String>, serde_json::Value)> = match robot.kind {
+        let posts: Vec<(Vec<Claim>, serde_json::Value)> = match robot.kind {
             Kind::Webhook => batch
                 .iter()
                 .map(|p| (p.claim.iter().cloned().collect(), webhook_body(&p.story)))

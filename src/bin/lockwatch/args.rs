@@ -44,8 +44,8 @@ pub struct Global {
     /// --redis names any node of a Redis Cluster (LOCKWATCH_CLUSTER=1).
     #[arg(long, global = true, env = "LOCKWATCH_CLUSTER", hide_env_values = true, action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new(), conflicts_with = "sentinel")]
     pub cluster: bool,
-    /// The job's name; its keys are {JOB}:lock, {JOB}:fence, … `status`
-    /// reads several: JOB,JOB,…
+    /// The job's name; its keys are {JOB}:lock, {JOB}:fence, … `status`,
+    /// `watch`, `history` and `serve` read several: JOB,JOB,…
     #[arg(long, global = true, env = "LOCKWATCH_JOB", hide_env_values = true, default_value = DEFAULT_JOB, value_parser = parse_jobs, value_name = "JOB")]
     pub job: String,
     /// Lock key, when it is not {JOB}:lock (an existing Redisson lock name).

@@ -100,10 +100,13 @@ async fn run(cli: Cli) -> Result<u8> {
     let g = &cli.global;
     let jobs = g.jobs();
     if jobs.len() > 1
-        && !matches!(cli.command, Command::Status { .. } | Command::Watch { .. } | Command::History { .. })
+        && !matches!(
+            cli.command,
+            Command::Status { .. } | Command::Watch { .. } | Command::History { .. } | Command::Serve { .. }
+        )
     {
         anyhow::bail!(
-            "--job names {} jobs; only status, watch and history read several: give this command one job",
+            "--job names {} jobs; only status, watch, history and serve read several: give this command one job",
             jobs.len()
         );
     }

@@ -57,6 +57,7 @@ pub(super) async fn run(
         retry: Retry::default(),
         watch: g.watch_options(),
     };
-    lockwatch::serve::run(target, g.keys(), options, stop).await?;
+    let jobs = g.jobs().iter().map(|name| g.job_named(name).keys()).collect();
+    lockwatch::serve::run(target, jobs, options, stop).await?;
     Ok(0)
 }

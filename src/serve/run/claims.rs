@@ -2,7 +2,7 @@
 //! done with the claims this process holds, renew those still owed, and
 //! take over others' claims that ran out unfinished; and, right before a
 //! sender posts, confirm its claims and reserve the post in the robot's
-//! rate limit shared among the serve processes (`quota`).
+//! rate limit shared among the serve processes and the jobs (`quota`).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::super::agree::Post;
 use super::super::lease::{self, Takeover};
 use super::super::quota;
-use super::super::sender::{Confirm, Confirmed};
+use super::super::sender::{Claim, Confirm, Confirmed};
 use super::{Serve, TAKEOVER_MARGIN};
 
 impl Serve {
@@ -68,28 +68,6 @@ impl Serve {
                 self.conn = None;
             }
         }
-    }
-
-    /// Answers a sender right before it posts: the claims still this
-    /// process's and, when the post still goes, its place in the robot's
-    /// rate limit among every serve process. A Redis that does not answer
-    /// asks no wait: the sender's own limit still holds.
-    pub(super) async fn ready(&mut self, ask: Confirm) {
-        let still = if ask.claims.is_empty() { Vec::new() } else { self.confirm(ask.claims).await };
-        let mut wait = Duration::ZERO;
-        if let Some((tag, windows)) = ask.limit.filter(|_| ask.unclaimed || !still.is_empty()) {
-            let (keys, node) = (self.keys.clone(), self.node.clone());
-            if let Some(conn) = self.conn().await {
-                match quota::reserve(conn, &keys, &node, &tag, &windows).await {
-                    Ok(w) => wait = w,
-                    Err(err) => {
-                        tracing::debug!(error = %err, "reserving a post in the robot's shared rate limit failed; posting with this process's limit alone");
-                        self.conn = None;
-                    }
-                }
-            }
-        }
-        let _ = ask.answer.send(Confirmed { still, wait });
     }
 
     /// Which of the claims `ids` are still this process's, renewed: asked
@@ -149,4 +127,36 @@ impl Serve {
             }
         }
     }
+}
+
+/// Answers a sender right before it posts: the claims still this
+/// process's (each asked of its job's loop) and, when the post still goes,
+/// its place in the robot's rate limit among every serve process, kept
+/// with the first job served (every job's robots are the same). A Redis
+/// that does not answer asks no wait: the sender's own limit still holds.
+pub(super) async fn ready(serves: &mut [Serve], ask: Confirm) {
+    let mut still = Vec::new();
+    for serve in serves.iter_mut() {
+        let ids: Vec<String> = ask.claims.iter().filter(|c| c.job == serve.job).map(|c| c.id.clone()).collect();
+        if !ids.is_empty() {
+            let job = serve.job;
+            still.extend(serve.confirm(ids).await.into_iter().map(|id| Claim { job, id }));
+        }
+    }
+    let mut wait = Duration::ZERO;
+    if let (Some((tag, windows)), Some(first)) =
+        (ask.limit.filter(|_| ask.unclaimed || !still.is_empty()), serves.first_mut())
+    {
+        let (keys, node) = (first.keys.clone(), first.node.clone());
+        if let Some(conn) = first.conn().await {
+            match quota::reserve(conn, &keys, &node, &tag, &windows).await {
+                Ok(w) => wait = w,
+                Err(err) => {
+                    tracing::debug!(error = %err, "reserving a post in the robot's shared rate limit failed; posting with this process's limit alone");
+                    first.conn = None;
+                }
+            }
+        }
+    }
+    let _ = ask.answer.send(Confirmed { still, wait });
 }
