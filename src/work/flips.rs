@@ -23,7 +23,7 @@ use crate::keys::Keys;
 
 /// How often the tracking connection is asked whether it still tracks
 /// (`CLIENT TRACKINGINFO`): a connection that died silently would hear nothing.
-const CHECK_EVERY: Duration = Duration::from_secs(5);
+const CHECK_EVERY: Duration = Duration::from_secs(15);
 
 /// More writes than this in one second are no person's flips: a script's
 /// or a flood, heard no longer for a while.

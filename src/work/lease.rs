@@ -11,8 +11,8 @@ use std::time::Duration;
 /// broken link.
 const MAX_CONFIRM_WAIT: Duration = Duration::from_secs(2);
 
-/// The longest a worker goes without a look and a beat.
-pub const LONGEST_LOOK: Duration = Duration::from_millis(2_500);
+/// The longest a worker goes without a look.
+pub const LONGEST_LOOK: Duration = Duration::from_secs(5);
 
 /// A lock's lease: how long the lock lives after each acquisition or renewal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -47,13 +47,12 @@ impl Lease {
         self.0 * 7 / 8
     }
 
-    /// How often a worker looks at the job and beats when nothing woke it
-    /// sooner (a flip, an unlock, the lock written, its own deadlines): a
-    /// twelfth of the lease, from 1 s to [`LONGEST_LOOK`] (so a desk's
-    /// heartbeat grace, 7 s by default, spans two beats), and never less
-    /// often than the holder renews.
+    /// How often a worker looks at the job when nothing woke it sooner (a
+    /// flip, an unlock, the lock written, its own deadlines): a sixth of the
+    /// lease, from 1 s to [`LONGEST_LOOK`], and never less often than the
+    /// holder renews.
     pub fn look_every(self) -> Duration {
-        (self.0 / 12).clamp(Duration::from_secs(1), LONGEST_LOOK).min(self.renew_every())
+        (self.0 / 6).clamp(Duration::from_secs(1), LONGEST_LOOK).min(self.renew_every())
     }
 
     /// How long an acquisition or renewal waits for a replica's confirmation.
@@ -75,7 +74,7 @@ mod tests {
             assert!(lease.kill_after() < lease.whole(), "{ms}: the reaper kills before the lock expires");
             assert!(lease.confirm_within() < lease.renew_every(), "{ms}: a confirmation fits in a renewal");
             assert!(lease.look_every() <= lease.renew_every(), "{ms}: a look at least every renewal");
-            assert!(lease.look_every() <= LONGEST_LOOK, "{ms}: two beats within a desk's grace");
+            assert!(lease.look_every() <= LONGEST_LOOK, "{ms}: a look at least every {LONGEST_LOOK:?}");
         }
         assert_eq!(Lease::new(Duration::from_secs(30)).confirm_within(), Duration::from_secs(2));
         assert_eq!(Lease::new(Duration::from_secs(3)).look_every(), Duration::from_secs(1));

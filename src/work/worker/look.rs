@@ -18,7 +18,7 @@ use crate::work::{lost, trim};
 
 /// How often a standby counts the holder's presence subscription between
 /// its looks: one cheap command, a few a second from each standby server.
-const PEEK_EVERY: Duration = Duration::from_millis(200);
+const PEEK_EVERY: Duration = Duration::from_millis(1_000);
 
 /// A look later than this past its tick after the one before does not
 /// trust what this process heard: it was paused (or cut off) meanwhile.
@@ -73,7 +73,8 @@ impl Worker {
         // off) cannot tell what it missed, as the first cannot. By Redis's
         // clock, when each look read: a read begun before a pause and
         // answered after it is as old as it was sent.
-        let late = self.looked_at.is_some_and(|at| snap.time_ms.saturating_sub(at) > millis(self.opts.tick + LATE_BY));
+        let every = if since.tracking { self.opts.tick } else { self.opts.tick.min(super::UNTRACKED_LOOK) };
+        let late = self.looked_at.is_some_and(|at| snap.time_ms.saturating_sub(at) > millis(every + LATE_BY));
         self.looked_at = Some(snap.time_ms);
         let heard = if first || late || std::mem::take(&mut self.missed) || since.broken {
             lost::Heard::Broken

@@ -219,12 +219,17 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
             );
             presence = Some(tokio::spawn(keep));
         }
-        // The job's next beat on time, whatever woke the loop in between;
-        // alone, it needs no look.
-        let beat_due = w
-            .published_at
-            .filter(|_| w.publishing)
-            .map(|at| (at + BEAT_EVERY).saturating_duration_since(Instant::now()));
+        // The next heartbeat on time (the job's beat, for the holder that
+        // publishes it), whatever woke the loop in between; alone, it needs
+        // no look.
+        let beat_due = [
+            w.published_at.filter(|_| w.publishing).map(|at| at + BEAT_EVERY),
+            w.last_beat.as_ref().map(|(at, _)| *at + w.beat_every()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|at| at.saturating_duration_since(Instant::now()));
         let beat_first = beat_due.is_some_and(|due| due < wait);
         wait = beat_due.map_or(wait, |due| wait.min(due));
         beat_only = false;
@@ -281,6 +286,10 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
 
 /// How often a worker looks while nothing tells it of writes.
 const UNTRACKED_LOOK: Duration = Duration::from_secs(1);
+
+/// The longest between two heartbeats, looks or not: a desk's heartbeat
+/// grace (7 s by default) spans two.
+const LONGEST_BEAT: Duration = Duration::from_secs(3);
 
 struct Worker {
     target: Target,

@@ -20,6 +20,9 @@ use crate::work::lock::Acquire;
 
 static BEAT: LazyLock<redis::Script> = LazyLock::new(|| schema::script(include_str!("worker.lua")));
 
+/// Every how many beats one tidies the registry of servers gone for long.
+const TIDY_EVERY: u64 = 10;
+
 impl Worker {
     pub(super) async fn conn(&mut self) -> Result<&mut Conn, Error> {
         let conn = match self.conn.take() {
@@ -126,6 +129,20 @@ impl Worker {
         self.publishing && self.published_at.is_none_or(|at| at.elapsed() + Duration::from_millis(50) >= BEAT_EVERY)
     }
 
+    /// Publishes the job's beat alone, between heartbeats: a failure is
+    /// the next heartbeat's to find.
+    pub(super) async fn publish_beat(&mut self) {
+        let (channel, node) = (self.keys.beat_channel(), self.opts.node.clone());
+        let sent = Instant::now();
+        let Ok(conn) = self.conn().await else { return };
+        let published: Result<i64, _> =
+            redis::cmd(conn.publish_command()).arg(channel).arg(node).query_async(conn).await;
+        match published {
+            Ok(_) => self.published_at = Some(sent),
+            Err(err) => tracing::debug!(error = %err, "the job's beat was not published"),
+        }
+    }
+
     /// Writes the heartbeat; `wait` is the server the job waits for (empty:
     /// none, it waits for Redis's sake) and until when, while it waits.
     pub(super) async fn beat(
@@ -147,7 +164,8 @@ impl Worker {
         let mut call = BEAT.key(keys.0);
         call.key(keys.1).arg(publish).arg(self.keys.beat_channel()).arg(&node);
         call.arg(&self.instance).arg(if self.claimed { "1" } else { "0" }).arg(&self.replaces).arg(keeps);
-        call.arg(self.last_beat_ms);
+        // The registry tidied at every tenth beat (and the first).
+        call.arg(self.last_beat_ms).arg(if self.seq % TIDY_EVERY == 1 { "1" } else { "0" });
         call.arg(beat::SEQ).arg(self.seq);
         for (k, v) in &fields {
             call.arg(*k).arg(v);

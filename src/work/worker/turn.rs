@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::watchdog::watchdog;
-use super::{Live, Worker};
+use super::{LONGEST_BEAT, Live, Worker};
 use crate::clock::{Boot, millis};
 use crate::error::Error;
 use crate::history::{Cause, Record};
@@ -77,8 +77,15 @@ impl Worker {
         Ok(self.engine.deadline().map(Boot::remaining))
     }
 
-    /// Beats as the engine says now: between looks too, when the job's beat
-    /// is due before the next look (the holder publishes it for every desk).
+    /// How often this worker beats at least: at each look, and between
+    /// looks spaced wider than [`LONGEST_BEAT`].
+    pub(super) fn beat_every(&self) -> Duration {
+        self.opts.tick.min(LONGEST_BEAT)
+    }
+
+    /// Beats as the engine says now: between looks too, when a beat is due
+    /// before the next look (the holder's job's beat for every desk, or a
+    /// heartbeat fresh enough for their grace).
     pub(super) async fn beat_now(&mut self, live: Option<&Live>) -> Result<(), Error> {
         let field = self.lock.field().to_owned();
         let job = live.and_then(|l| l.job.as_ref());
@@ -93,8 +100,13 @@ impl Worker {
         let said_lately = self
             .last_beat
             .as_ref()
-            .is_some_and(|(at, said)| *said == fields && at.elapsed() + Duration::from_millis(100) < self.opts.tick);
+            .is_some_and(|(at, said)| *said == fields && at.elapsed() + Duration::from_millis(100) < self.beat_every());
         if said_lately && !self.publish_due() {
+            return Ok(());
+        }
+        if said_lately {
+            // The heartbeat is fresh and says the same: the job's beat alone.
+            self.publish_beat().await;
             return Ok(());
         }
         match self.beat(now.state.clone(), holding, child, wait).await {
