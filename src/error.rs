@@ -129,6 +129,10 @@ pub enum Action {
     ReadingTime,
     /// The registry of supervisors.
     ReadingUsers,
+    /// The registry of jobs (`--job '*'`).
+    ReadingJobs,
+    /// Adding the worker's job to the registry of jobs.
+    RegisteringJob,
     /// `INFO memory`: whether Redis may evict the job's keys.
     ReadingMemoryPolicy,
     /// Writing a supervisor's flag key.
@@ -181,6 +185,8 @@ impl fmt::Display for Action {
             Action::ReadingLock => f.write_str("reading the lock"),
             Action::ReadingTime => f.write_str("reading the time"),
             Action::ReadingUsers => f.write_str("reading the users"),
+            Action::ReadingJobs => write!(f, "reading the registry of jobs {}", crate::keys::JOBS),
+            Action::RegisteringJob => write!(f, "adding the job to {}", crate::keys::JOBS),
             Action::ReadingMemoryPolicy => f.write_str("reading the memory policy"),
             Action::WritingFlag { key } => write!(f, "writing {key}"),
             Action::SettingFlag { user, job } => write!(f, "setting {user}'s flag of job {job}"),

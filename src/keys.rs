@@ -4,6 +4,10 @@
 
 use serde::Serialize;
 
+/// The registry of the jobs a Redis knows (`registry`): outside every
+/// job's keys.
+pub const JOBS: &str = "lockwatch:jobs";
+
 /// Default job name when none is given.
 pub const DEFAULT_JOB: &str = "outbound";
 

@@ -53,6 +53,7 @@ pub mod input;
 pub mod keys;
 pub mod probe;
 pub mod refusal;
+pub mod registry;
 pub mod schema;
 #[cfg(feature = "serve")]
 pub mod serve;

@@ -327,6 +327,9 @@ fn a_supervisor_is_refused_everything_that_could_harm_the_job_and_keeps_status_w
     assert_eq!(status.status.code(), Some(0), "{}", String::from_utf8_lossy(&status.stderr));
     let json: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(json["state"], "running", "{json}");
+    // The registry of jobs is hers to read (empty here: no worker added one).
+    let every = cli(&["--job", "*", "status"]);
+    assert!(String::from_utf8_lossy(&every.stderr).contains("no job is registered"), "{every:?}");
     for flip in ["enable", "disable", "enable"] {
         let out = cli(&[flip]);
         assert!(out.status.success(), "{flip}: {}", String::from_utf8_lossy(&out.stderr));

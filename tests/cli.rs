@@ -131,6 +131,43 @@ fn status_reads_several_jobs_and_exits_with_the_worst_code() {
     );
 }
 
+/// `--job '*'` reads every job the workers registered on this Redis: none
+/// yet is one sentence; two jobs' workers started, both are read, and a
+/// command that takes one job refuses it.
+#[tokio::test]
+async fn every_job_this_redis_knows_is_read_with_a_star() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    let out = lockwatch(&url, &["--job", "*", "status"]);
+    assert_eq!(out.status.code(), Some(3));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.starts_with("lockwatch: no job is registered on 127.0.0.1:"), "{said}");
+    assert!(said.trim_end().ends_with("name the jobs with --job a,b,c"), "{said}");
+    flag(&mut c, "inbound", "bob", true);
+    let mut workers = Vec::new();
+    for job in ["outbound", "inbound"] {
+        let mut cmd = lockwatch_command();
+        cmd.args(["--redis", &url, "--job", job]);
+        workers.push(WorkerProcess::spawn(worker_args(&mut cmd, "srv-a", "3s", &[], "sleep 1000")));
+    }
+    let all = eventually("both jobs registered and running", Duration::from_secs(15), || {
+        let out = lockwatch(&url, &["--job", "*", "status", "--json"]);
+        let all: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let states: Vec<(String, String)> = all
+            .as_array()?
+            .iter()
+            .map(|s| (s["job"].as_str().unwrap_or("").to_owned(), s["state"].as_str().unwrap_or("").to_owned()))
+            .collect();
+        (states.len() == 2 && states.iter().all(|s| s.1 == "running")).then_some(states)
+    })
+    .await;
+    let jobs: Vec<&str> = all.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(jobs, ["inbound", "outbound"]);
+    let out = lockwatch(&url, &["--job", "*", "enable", "--user", "alice"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--job '*' names every job this Redis knows"));
+    drop(workers);
+}
+
 #[test]
 fn an_unreachable_redis_is_unknown_with_exit_3_and_one_sentence() {
     let url = format!("redis://127.0.0.1:{}", free_port());

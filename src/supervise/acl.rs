@@ -33,6 +33,8 @@ const READ: &[&str] = &[
     "+hstrlen",
     "+scard",
     "+smembers",
+    // The registry of jobs (`--job '*'`).
+    "+zrange",
     // The size of her own flag and "on it" hashes: no rule limits what she
     // writes there, so the probe measures it (`trim.rs` cuts junk away).
     "+memory|usage",
@@ -181,6 +183,7 @@ const WORKER: &[&str] = &[
     // `lockwatch serve`, which may log in as the workers do: each robot's
     // rate limit kept among the serve processes (`serve::quota`).
     "+zadd",
+    "+zrange",
     "+zcount",
     "+zrangebyscore",
     "+zremrangebyscore",
@@ -207,6 +210,8 @@ pub fn worker_rules(keys: &Keys, user: &str, server: Server, database: i64) -> V
         setuser.push(format!("+select|{database}"));
     }
     setuser.extend(job_keys(keys, "~"));
+    // The registry of jobs, where each worker adds its own.
+    setuser.push(format!("~{}", crate::keys::JOBS));
     setuser.push(format!("&{}:*", glob_escape(&keys.prefix)));
     setuser.push(format!("&{}", glob_escape(&keys.unlock_channel())));
     setuser.extend(keyspace_channels(keys));
@@ -254,6 +259,8 @@ pub fn rules(keys: &Keys, user: &str, server: Server, database: i64) -> Vec<Stri
     // Without selectors a key pattern grants reading and writing alike: she
     // is granted no write command there.
     setuser.extend(job_keys(keys, if modern { "%R~" } else { "~" }));
+    // Every job's name, to read them all with `--job '*'`.
+    setuser.push(format!("{}{}", if modern { "%R~" } else { "~" }, crate::keys::JOBS));
     if modern {
         setuser.push(selector(FLAG_WRITE, &keys.enabled(user)));
         setuser.push(selector(ACK_WRITE, &keys.ack(user)));

@@ -96,15 +96,18 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<u8> {
+async fn run(mut cli: Cli) -> Result<u8> {
+    if cli.global.jobs() == [lockwatch::registry::EVERY_JOB] && reads_several(&cli.command) {
+        cli.global.job = every_job(&cli.global).await?.join(",");
+    }
     let g = &cli.global;
     let jobs = g.jobs();
-    if jobs.len() > 1
-        && !matches!(
-            cli.command,
-            Command::Status { .. } | Command::Watch { .. } | Command::History { .. } | Command::Serve { .. }
-        )
-    {
+    if jobs == [lockwatch::registry::EVERY_JOB] {
+        anyhow::bail!(
+            "--job '*' names every job this Redis knows; only status, watch, history and serve read several: give this command one job"
+        );
+    }
+    if jobs.len() > 1 && !reads_several(&cli.command) {
         anyhow::bail!(
             "--job names {} jobs; only status, watch, history and serve read several: give this command one job",
             jobs.len()
@@ -440,4 +443,24 @@ fn whose(target: &lockwatch::connect::Target, user: Option<&str>) -> Result<Stri
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe))
+}
+
+/// Whether `command` reads several jobs (`--job a,b,c` or `'*'`).
+fn reads_several(command: &Command) -> bool {
+    matches!(command, Command::Status { .. } | Command::Watch { .. } | Command::History { .. } | Command::Serve { .. })
+}
+
+/// Every job the registry of this Redis names (`--job '*'`).
+async fn every_job(g: &args::Global) -> Result<Vec<String>> {
+    let target = g.target()?;
+    let mut conn = target.manager().await?;
+    let jobs = lockwatch::registry::jobs(&mut conn, target.endpoint()).await?;
+    if jobs.is_empty() {
+        anyhow::bail!(
+            "no job is registered on {} (each worker adds its job to {} when it starts): name the jobs with --job a,b,c",
+            target.endpoint(),
+            lockwatch::keys::JOBS
+        );
+    }
+    Ok(jobs)
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Worker;
+use super::{REDIS_PATIENCE, Worker};
 use crate::error::Error;
 use crate::history::Record;
 use crate::schema::BeatState;
@@ -53,6 +53,7 @@ impl Worker {
                 Ok(()) => {
                     self.claimed = true;
                     self.tell_dead_holding(snap).await;
+                    self.register(snap.time_ms).await;
                     return Ok(());
                 }
                 Err(err @ Error::NodeTaken { .. }) => {
@@ -113,4 +114,20 @@ pub(super) fn other_worker(pid: &str, host: Option<&str>, age_ms: Option<u64>) -
     let host = host.map(|h| format!(" on {h}")).unwrap_or_default();
     let age = age_ms.map(|ms| format!(", last beat {} ago", crate::duration::human_duration(ms))).unwrap_or_default();
     format!("{pid}{host}{age}")
+}
+
+impl Worker {
+    /// Adds the job to the registry of jobs (`--job '*'` reads it); a
+    /// refusal is said once and changes nothing else.
+    async fn register(&mut self, now_ms: u64) {
+        let (job, host) = (self.keys.job.clone(), self.target.endpoint().clone());
+        let Ok(conn) = self.conn().await else { return };
+        match tokio::time::timeout(REDIS_PATIENCE, crate::registry::register(conn, &job, now_ms, &host)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => {
+                tracing::warn!(error = %err, "the job is not in the registry of jobs, so --job '*' does not list it; grant what lockwatch acl --worker prints")
+            }
+            Err(_) => tracing::warn!("the job is not in the registry of jobs: Redis did not answer in time"),
+        }
+    }
 }
