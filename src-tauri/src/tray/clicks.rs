@@ -28,7 +28,12 @@ pub fn on_menu(app: &AppHandle, desk: &Desk, event: &MenuEvent) {
         MenuId::Ack(job) => off_main(desk, move |desk| toggle_ack(desk, &job)),
         // The status and a refused flip's short line lead to the details.
         MenuId::Status(_) | MenuId::Error(_) => desk.open(View::default()),
-        MenuId::Others(_) | MenuId::Standby(_) | MenuId::OnIt { .. } | MenuId::Confirm(_) | MenuId::MuteMenu => {}
+        MenuId::Others(_)
+        | MenuId::Standby(_)
+        | MenuId::OnIt { .. }
+        | MenuId::Confirm(_)
+        | MenuId::MuteMenu
+        | MenuId::Folded(_) => {}
     }
 }
 

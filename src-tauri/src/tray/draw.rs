@@ -124,9 +124,10 @@ pub fn redraw(app: &AppHandle, desk: &Desk) {
 
 /// What decides the menu's items: per job its name, whether it has an
 /// error line, a confirmation line and a no-standby line, how many "on it"
-/// lines, and whether "I'm on it" is offered; the fixed labels; the mute
+/// lines, whether "I'm on it" is offered, and its submenu's title when it is
+/// folded (in the menu's order); the fixed labels; the mute
 /// submenu's title, and whether it offers "Unmute".
-type Shape = (Vec<(String, (bool, bool, bool), usize, bool)>, Labels, String, bool);
+type Shape = (Vec<(String, (bool, bool, bool), usize, bool, Option<String>)>, Labels, String, bool);
 
 /// The menu as built, to update it in place.
 struct TrayMenu {
@@ -176,7 +177,7 @@ fn render(
             .iter()
             .map(|j| {
                 let lines = (j.error_line.is_some(), j.confirm_line.is_some(), j.standby_line.is_some());
-                (j.job.clone(), lines, j.on_it_lines.len(), j.ack_offered)
+                (j.job.clone(), lines, j.on_it_lines.len(), j.ack_offered, j.folded.clone())
             })
             .collect(),
         view.labels.clone(),
@@ -199,27 +200,18 @@ fn render(
                 None::<&str>,
             )?;
             let others = item(app, MenuId::Others(j.job.clone()), &j.others_line, false)?;
-            menu.append_items(&[&status, &flip, &others])?;
             let standby = match &j.standby_line {
                 Some(text) => Some(item(app, MenuId::Standby(j.job.clone()), text, false)?),
                 None => None,
             };
-            if let Some(standby) = &standby {
-                menu.append(standby)?;
-            }
             let mut on_it = Vec::new();
             for (line, user) in j.on_it_lines.iter().zip(&j.on_it_users) {
-                let on = item(app, MenuId::OnIt { job: j.job.clone(), user: user.clone() }, line, false)?;
-                menu.append(&on)?;
-                on_it.push(on);
+                on_it.push(item(app, MenuId::OnIt { job: j.job.clone(), user: user.clone() }, line, false)?);
             }
             let ack = match j.ack_offered {
                 true => Some(item(app, MenuId::Ack(j.job.clone()), &j.ack_label, j.own_ack.is_some())?),
                 false => None,
             };
-            if let Some(ack) = &ack {
-                menu.append(ack)?;
-            }
             let confirm = match &j.confirm_line {
                 Some(text) => Some(item(app, MenuId::Confirm(j.job.clone()), text, false)?),
                 None => None,
@@ -228,10 +220,26 @@ fn render(
                 Some(text) => Some(item(app, MenuId::Error(j.job.clone()), text, true)?),
                 None => None,
             };
-            for line in confirm.iter().chain(&error) {
-                menu.append(line)?;
+            let mut lines: Vec<&dyn IsMenuItem<Wry>> = vec![&status, &flip, &others];
+            lines.extend(standby.iter().map(|i| i as &dyn IsMenuItem<Wry>));
+            lines.extend(on_it.iter().map(|i| i as &dyn IsMenuItem<Wry>));
+            lines.extend(ack.iter().chain(&confirm).chain(&error).map(|i| i as &dyn IsMenuItem<Wry>));
+            match &j.folded {
+                // A job not in trouble among many: one click away.
+                Some(title) => {
+                    menu.append(&Submenu::with_id_and_items(
+                        app,
+                        MenuId::Folded(j.job.clone()).to_string(),
+                        title,
+                        true,
+                        &lines,
+                    )?)?;
+                }
+                None => {
+                    menu.append_items(&lines)?;
+                    menu.append(&PredefinedMenuItem::separator(app)?)?;
+                }
             }
-            menu.append(&PredefinedMenuItem::separator(app)?)?;
             jobs.push(JobItems { status, flip, others, standby, on_it, ack, confirm, error });
         }
         let labels = &view.labels;

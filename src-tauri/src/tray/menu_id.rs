@@ -38,6 +38,8 @@ pub enum MenuId {
     },
     /// A job's "I'm on it" / "I'm no longer on it".
     Ack(String),
+    /// The submenu that holds a job's lines, folded among many.
+    Folded(String),
     /// The "Mute notifications" submenu.
     MuteMenu,
     Mute(Mute),
@@ -59,6 +61,7 @@ impl fmt::Display for MenuId {
             // User names hold no ':' (input::name), job names may.
             MenuId::OnIt { job, user } => write!(f, "onit:{user}:{job}"),
             MenuId::Ack(job) => write!(f, "ack:{job}"),
+            MenuId::Folded(job) => write!(f, "job:{job}"),
             MenuId::MuteMenu => f.write_str("mute"),
             MenuId::Mute(m) => write!(f, "mute:{}", mute_id(*m)),
             MenuId::Open => f.write_str("open"),
@@ -89,6 +92,7 @@ impl MenuId {
                 Some(MenuId::OnIt { job: job.to_owned(), user: user.to_owned() })
             }
             "ack" => Some(MenuId::Ack(rest.to_owned())),
+            "job" => Some(MenuId::Folded(rest.to_owned())),
             "mute" => Mute::ALL.into_iter().find(|m| mute_id(*m) == rest).map(MenuId::Mute),
             _ => None,
         }
@@ -108,6 +112,7 @@ mod tests {
             let job = job.to_owned();
             all.extend([
                 MenuId::Status(job.clone()),
+                MenuId::Folded(job.clone()),
                 MenuId::Flip(job.clone()),
                 MenuId::Others(job.clone()),
                 MenuId::Standby(job.clone()),

@@ -110,7 +110,14 @@ pub struct JobMenu {
     /// Whether the menu offers the ack item: while the job is in trouble
     /// (stale, down, conflict, unknown), or to take back the user's own.
     pub ack_offered: bool,
+    /// With more than [`FOLD_AFTER`] jobs, one not in trouble has its lines
+    /// one click away, in a submenu titled `inbound: running`.
+    pub folded: Option<String>,
 }
+
+/// How many jobs the menu shows whole; past that, those not in trouble are
+/// folded into a submenu each, below those in trouble.
+pub const FOLD_AFTER: usize = 3;
 
 /// What the tray's words depend on besides the statuses: the language and
 /// how a Redis ms time reads as the desktop's time of day.
@@ -135,9 +142,19 @@ pub fn tray_view<'a>(
         .map(|j| j.status.as_ref().map_or(State::Unknown, |s| s.state))
         .max_by_key(|s| s.severity())
         .unwrap_or(State::Unknown);
+    // Those in trouble first, the worst first; the rest as configured.
+    let state = |j: &JobState| j.status.as_ref().map_or(State::Unknown, |s| s.state);
+    let mut menus: Vec<(State, JobMenu)> = jobs.iter().map(|j| (state(j), job_menu(j, user, words))).collect();
+    menus.sort_by_key(|(state, _)| std::cmp::Reverse(if state.in_trouble() { state.severity() } else { 0 }));
+    let fold = menus.len() > FOLD_AFTER;
+    for (state, menu) in &mut menus {
+        if fold && !state.in_trouble() {
+            menu.folded = Some(format!("{}: {}", menu.job, state_word(&words.tr, *state)));
+        }
+    }
     TrayView {
         icon,
-        jobs: jobs.iter().map(|j| job_menu(j, user, words)).collect(),
+        jobs: menus.into_iter().map(|(_, menu)| menu).collect(),
         mute_label: mute_label(mute_until_ms, desktop_now_ms, words),
         unmute_label: unmute_label(mute_until_ms, desktop_now_ms, &words.tr),
         labels: Labels::new(&words.tr),
@@ -167,6 +184,7 @@ fn job_menu(j: &JobState, user: &str, words: &Words) -> JobMenu {
             ack_label: tr.t("menu-ack"),
             standby_line: None,
             ack_offered: false,
+            folded: None,
         };
     };
     let own_ack = s.own_ack(user);
@@ -198,5 +216,6 @@ fn job_menu(j: &JobState, user: &str, words: &Words) -> JobMenu {
             .as_ref()
             .map(|_| tr.ta("menu-no-standby", &[("server", tr.list(&s.silent_standbys()).into())])),
         ack_offered: own_ack == Some(true) || s.state.in_trouble(),
+        folded: None,
     }
 }

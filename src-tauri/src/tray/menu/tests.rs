@@ -72,6 +72,35 @@ fn the_icon_is_the_worst_state_and_unknown_before_any_read() {
 }
 
 #[test]
+fn jobs_in_trouble_come_first_and_past_three_jobs_the_others_are_one_click_away() {
+    let named = |job: &str, state: State| JobState { job: job.into(), ..known(state, Some("a"), &["alice"]) };
+    let few = [named("outbound", State::Running), named("inbound", State::Down)];
+    let v = tray_view(&few, "alice", None, 0, &en());
+    let order: Vec<(&str, Option<&str>)> = v.jobs.iter().map(|j| (j.job.as_str(), j.folded.as_deref())).collect();
+    assert_eq!(order, [("inbound", None), ("outbound", None)], "a few jobs: all whole, trouble first");
+    let many = [
+        named("outbound", State::Running),
+        named("inbound", State::Stale),
+        named("stock", State::Stopped),
+        named("labels", State::Conflict),
+        named("erp", State::Pending),
+    ];
+    let v = tray_view(&many, "alice", None, 0, &en());
+    let order: Vec<(&str, Option<&str>)> = v.jobs.iter().map(|j| (j.job.as_str(), j.folded.as_deref())).collect();
+    assert_eq!(
+        order,
+        [
+            ("labels", None),
+            ("inbound", None),
+            ("outbound", Some("outbound: running")),
+            ("stock", Some("stock: stopped")),
+            ("erp", Some("erp: pending")),
+        ]
+    );
+    assert_eq!(v.icon, State::Conflict);
+}
+
+#[test]
 fn the_tooltip_names_each_jobs_holder_and_fits_a_windows_tray() {
     let v = tray_view(&[known(State::Running, Some("wh-east-1"), &["alice"])], "alice", None, 1_000_000, &en());
     assert_eq!(v.tooltip(), v.jobs[0].status_line);
