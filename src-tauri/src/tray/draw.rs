@@ -242,6 +242,9 @@ fn render(
             }
             jobs.push(JobItems { status, flip, others, standby, on_it, ack, confirm, error });
         }
+        if view.jobs.iter().any(|j| j.folded.is_some()) {
+            menu.append(&PredefinedMenuItem::separator(app)?)?;
+        }
         let labels = &view.labels;
         let unmute = match &view.unmute_label {
             Some(text) => Some(item(app, MenuId::Mute(Mute::Off), text, true)?),

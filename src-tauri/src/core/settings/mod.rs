@@ -152,7 +152,8 @@ impl Settings {
         }
     }
 
-    /// The jobs to watch; `job` and `lock_key` (the environment's) replace the stored ones.
+    /// The jobs to watch; `job` (one or several) and `lock_key` (the
+    /// environment's) replace the stored ones.
     fn job_specs(&self, job: Option<&str>, lock_key: Option<&str>) -> Vec<JobSpec> {
         let spec = |name: &str, lock: Option<&str>, heartbeats| JobSpec {
             name: name.to_owned(),
@@ -161,7 +162,12 @@ impl Settings {
             timing: self.timing(),
         };
         match job {
-            Some(job) => vec![spec(job, None, true)],
+            // Several, separated by commas, as `--job` takes them; a name
+            // that breaks the rule is kept whole, for its check to say so.
+            Some(job) => match input::job_names(job) {
+                Ok(names) => names.iter().map(|name| spec(name, None, true)).collect(),
+                Err(_) => vec![spec(job, None, true)],
+            },
             // An empty lock key was written by early versions for "none".
             None => self
                 .jobs

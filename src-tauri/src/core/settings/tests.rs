@@ -73,6 +73,14 @@ fn one_url_for_the_team_logs_each_supervisor_in_as_herself() {
 }
 
 #[test]
+fn the_environment_names_several_jobs_as_the_command_line_does() {
+    let o = Overrides { job: Some("outbound, inbound,stock".into()), ..Overrides::default() };
+    let e = Settings::default().effective(&o, &NoKeyring).unwrap();
+    let jobs: Vec<&str> = e.jobs.iter().map(|j| j.0.job.as_str()).collect();
+    assert_eq!(jobs, ["outbound", "inbound", "stock"]);
+}
+
+#[test]
 fn environment_overrides_the_store_and_the_user_order_holds() {
     let s = Settings { redis_url: "redis://alice@db:6379".into(), user: "carol".into(), ..Settings::default() };
     let o = Overrides {
