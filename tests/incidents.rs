@@ -421,6 +421,65 @@ async fn an_unreadable_or_missing_on_is_no_switch_off() {
     drop((a, b));
 }
 
+/// Her flag unreadable under the running job (`on` deleted alone), then
+/// lost: it was on before it turned unreadable, so its loss keeps the job
+/// running, named, and is no switch-off.
+#[tokio::test]
+async fn a_flag_unreadable_then_lost_is_lost_not_a_switch_off() {
+    let server = RedisServer::start();
+    let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
+    let mut c = server.conn();
+    let fence: i64 =
+        redis::cmd("HGET").arg(format!("{{outbound}}:node:{holder}")).arg(beat::FENCE).query(&mut c).unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let _: () = redis::cmd("HDEL").arg("{outbound}:enabled:alice").arg(flag::ON).query(&mut c).unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
+    let at = now_ns();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (json, code) = status_json(&server.url(), &[]);
+    println!("unreadable, then lost: {json}");
+    assert!(journal(&j).iter().any(|l| l.0 == fence && l.2 > at + 2_500_000_000), "the job stopped: {json}");
+    assert_eq!((code, &json["state"], &json["flags_lost"]), (1, &json!("running"), &json!(["alice"])), "{json}");
+    assert_eq!(switch_offs(&mut c, "alice"), 0);
+    drop((a, b));
+}
+
+/// Her own flood of writes turns the workers' hearing off for a while;
+/// her switch-off and then a loss of her flag in that while is a
+/// switch-off: nothing heard, nothing proves a loss.
+#[tokio::test]
+async fn after_her_flood_her_switch_off_then_a_loss_is_a_switch_off() {
+    let server = RedisServer::start();
+    let Two { j: _j, a, b, _dir, .. } = Two::start(&server, "3s").await;
+    let mut c = server.conn();
+    let now = redis_ms(&mut c);
+    // One write a round trip, as fast as Redis answers, for 2 s.
+    let began = std::time::Instant::now();
+    let mut written = 0;
+    while began.elapsed() < Duration::from_secs(2) {
+        let _: () = redis::cmd("HSET")
+            .arg("{outbound}:enabled:alice")
+            .arg(flag::ON)
+            .arg(1)
+            .arg(flag::TIME)
+            .arg(now)
+            .query(&mut c)
+            .unwrap();
+        written += 1;
+    }
+    println!("{written} writes of her flag in 2 s");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    flag(&mut c, "outbound", "alice", false);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (json, code) = status_json(&server.url(), &[]);
+    println!("her flood, then her switch-off and a loss: {json}");
+    assert_eq!((code, &json["state"], &json["flags_lost"]), (0, &json!("stopped"), &json!([])), "{json}");
+    drop((a, b));
+}
+
 #[test]
 fn a_job_this_redis_has_never_seen_is_unknown() {
     let (_server, url, _) = server_with_flag("alice", true);

@@ -7,11 +7,13 @@
 //! tracking heard exactly one write to it since (the one that took it away).
 //! Two writes or more: something came between, maybe her switch-off, so not
 //! lost. Where what came between was not heard (tracking cut or begun since,
-//! a look that came late, the first look), the latest heartbeat's word
-//! decides; where nothing tracks at all (a Cluster, tracking refused, a
-//! flood's calm), this worker's own looks do. The shell then lets the
-//! history veto a new loss: a switch-off recorded after the last switch-on.
-//! Pure: events in, a verdict out.
+//! a look that came late, the first look, and wherever nothing tracks: a
+//! Cluster, tracking refused, a flood's calm), only the latest heartbeat's
+//! word says a flag is lost: a worker that could not hear proves nothing,
+//! so there a vanished flag counts as off. A flag that turned unreadable
+//! (neither on nor off) after it was read on is still remembered on. The
+//! shell then lets the history veto a new loss: a switch-off recorded after
+//! the last switch-on. Pure: events in, a verdict out.
 
 /// What tracking heard between the last look and this one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,11 +21,9 @@ pub enum Heard {
     /// Every write was heard: how many reached each user's flag (users
     /// left out: none).
     Every(Vec<(String, u32)>),
-    /// Tracking was cut or began since, or the look came late (a pause):
-    /// what came between is not known.
+    /// Tracking was cut or began since, nothing tracks, or the look came
+    /// late (a pause): what came between is not known.
     Broken,
-    /// Nothing tracks writes: only the looks tell.
-    Unheard,
 }
 
 impl Heard {
@@ -32,19 +32,20 @@ impl Heard {
     }
 }
 
-/// A flag as one look found it: its user, and whether it is on, off (or
-/// unreadable), or missing.
+/// A flag as one look found it: on, off, neither (unreadable), or missing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Found {
     On,
-    Other,
+    Off,
+    Unreadable,
     Missing,
 }
 
 /// What the worker remembers between looks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Memory {
-    /// The users whose flags the last look read on.
+    /// The users whose flags the last look read on, or unreadable after
+    /// they were on.
     on: Vec<String>,
     /// Those whose flag was judged lost, and still counts as on.
     lost: Vec<String>,
@@ -78,7 +79,6 @@ impl Memory {
             let was_on = self.on.contains(user) || self.waiting.contains(user);
             let lost = match heard {
                 Heard::Broken => said,
-                Heard::Unheard => was_lost || was_on,
                 Heard::Every(writes) => match Heard::writes_to(writes, user) {
                     // Nothing written: as it was, or the write is on its way.
                     0 if was_lost => true,
@@ -104,7 +104,12 @@ impl Memory {
     /// Remembers this look: the flags read on, and those found lost (after
     /// the history's veto) and waiting.
     pub fn settle(&mut self, flags: &[(String, Found)], lost: Vec<String>, waiting: Vec<String>) {
-        self.on = flags.iter().filter(|(_, f)| *f == Found::On).map(|(u, _)| u.clone()).collect();
+        let was_on = |u: &String| self.on.contains(u) || self.lost.contains(u);
+        self.on = flags
+            .iter()
+            .filter(|(u, f)| *f == Found::On || (*f == Found::Unreadable && was_on(u)))
+            .map(|(u, _)| u.clone())
+            .collect();
         self.lost = lost;
         self.waiting = waiting;
     }
@@ -173,7 +178,7 @@ mod tests {
     #[test]
     fn a_flag_read_off_is_never_lost_while_tracking_heard_everything() {
         let mut m = Memory::default();
-        m.settle(&flags(&[("alice", Found::Other)]), Vec::new(), Vec::new());
+        m.settle(&flags(&[("alice", Found::Off)]), Vec::new(), Vec::new());
         let v = m.judge(&flags(&[("alice", Found::Missing)]), &heard(&[("alice", 1)]), &["alice".into()]);
         assert_eq!(v, Verdict::default());
     }
@@ -186,10 +191,16 @@ mod tests {
     }
 
     #[test]
-    fn without_tracking_the_looks_alone_tell() {
-        let m = on(&["alice"]);
-        let v = m.judge(&flags(&[("alice", Found::Missing), ("bob", Found::Missing)]), &Heard::Unheard, &[]);
-        assert_eq!(v.new, names(&["alice"]));
+    fn a_flag_unreadable_after_it_was_on_is_remembered_on() {
+        let mut m = on(&["alice", "bob"]);
+        m.settle(
+            &flags(&[("alice", Found::Unreadable), ("bob", Found::Off), ("carol", Found::Unreadable)]),
+            vec![],
+            vec![],
+        );
+        let gone = flags(&[("alice", Found::Missing), ("bob", Found::Missing), ("carol", Found::Missing)]);
+        let v = m.judge(&gone, &heard(&[("alice", 1), ("bob", 1), ("carol", 1)]), &[]);
+        assert_eq!(v.new, names(&["alice"]), "carol was never read on, bob was switched off");
     }
 
     #[test]
@@ -198,14 +209,13 @@ mod tests {
         let missing = flags(&[("alice", Found::Missing)]);
         m.settle(&missing, names(&["alice"]), Vec::new());
         assert_eq!(m.judge(&missing, &heard(&[]), &[]).kept, names(&["alice"]));
-        assert_eq!(m.judge(&missing, &Heard::Unheard, &[]).kept, names(&["alice"]));
         assert_eq!(m.judge(&missing, &Heard::Broken, &[]), Verdict::default());
         assert_eq!(m.judge(&missing, &heard(&[("alice", 2)]), &[]), Verdict::default());
         assert_eq!(m.judge(&flags(&[("alice", Found::On)]), &heard(&[("alice", 1)]), &[]), Verdict::default());
     }
 
     fn found() -> impl Strategy<Value = Found> {
-        prop_oneof![Just(Found::On), Just(Found::Other), Just(Found::Missing)]
+        prop_oneof![Just(Found::On), Just(Found::Off), Just(Found::Unreadable), Just(Found::Missing)]
     }
 
     proptest! {

@@ -30,7 +30,7 @@ use crate::cause::{Cause, WaitCause};
 use crate::clock::{Boot, millis};
 use crate::schema::BeatState;
 use crate::snapshot::Snapshot;
-use crate::work::handover::{Taken, before_busy, busy_elsewhere};
+use crate::work::handover::{Busy, Taken, before_busy, busy_elsewhere};
 use crate::work::lease::Lease;
 use crate::work::outcome::{Acquire, Before, HeldSeen, Wait, is_lockwatch_field};
 
@@ -84,6 +84,12 @@ pub struct Holding {
     /// Another server that may still run the job, looked at again each
     /// turn until the job first starts.
     waits_for: Option<(String, Until)>,
+    /// While nothing names the holding before ([`Before::Unknown`]), the
+    /// end of the longest wait counted for it: a look that sees less (a
+    /// heartbeat gone since) never shortens it.
+    unknown_until: Option<Boot>,
+    /// Whether the fence counter was there when the lock was taken.
+    counter_found: bool,
     /// The holding before, as the acquisition found it, when the lock
     /// was taken (Redis ms), and since when only a foreign holder can have
     /// held it before this holding (Redis ms), if known.
@@ -312,6 +318,8 @@ impl Engine {
                     next_start: waits_until.map_or(now, |w| w.at),
                     waits_until,
                     waits_for: None,
+                    unknown_until: None,
+                    counter_found: counter.is_some(),
                     before,
                     acquired_ms: at_ms,
                     foreign_since,
@@ -462,12 +470,21 @@ impl Engine {
     fn wait_for_others(&mut self, now: Boot, snap: &Snapshot, field: &str) -> Option<Action> {
         let (node, lease) = (&self.rules.node, self.rules.lease);
         let h = self.holding.as_mut().filter(|h| !h.started)?;
-        let taken =
-            Taken { instance: &self.rules.instance, acquired_ms: h.acquired_ms, foreign_since: h.foreign_since };
-        let busy = [busy_elsewhere(snap, node, field, lease), before_busy(snap, &h.before, taken, lease)]
-            .into_iter()
-            .flatten()
-            .max_by_key(|b| b.left);
+        let taken = Taken {
+            instance: &self.rules.instance,
+            acquired_ms: h.acquired_ms,
+            foreign_since: h.foreign_since,
+            counter_found: h.counter_found,
+        };
+        let mut before = before_busy(snap, &h.before, taken, lease);
+        if h.before == Before::Unknown {
+            let longest = [h.unknown_until, before.as_ref().map(|b| now + b.left)].into_iter().flatten().max();
+            h.unknown_until = longest;
+            before = longest
+                .filter(|at| *at > now)
+                .map(|at| Busy { node: String::new(), left: Duration::from_millis(at.as_millis() - now.as_millis()) });
+        }
+        let busy = [busy_elsewhere(snap, node, field, lease), before].into_iter().flatten().max_by_key(|b| b.left);
         let news = busy.as_ref().filter(|b| h.waits_for.as_ref().is_none_or(|(n, _)| *n != b.node)).cloned();
         h.waits_for = busy.map(|b| (b.node, Until::after(now, b.left, snap.time_ms)));
         news.map(Action::Waits)

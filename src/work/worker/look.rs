@@ -76,17 +76,17 @@ impl Worker {
         let every = if since.tracking { self.opts.tick } else { self.opts.tick.min(super::UNTRACKED_LOOK) };
         let late = self.looked_at.is_some_and(|at| snap.time_ms.saturating_sub(at) > millis(every + LATE_BY));
         self.looked_at = Some(snap.time_ms);
-        let heard = if first || late || std::mem::take(&mut self.missed) || since.broken {
+        // Not heard (tracking cut, begun, or absent; a pause; the first
+        // look): only the heartbeats' word says a flag was lost.
+        let heard = if first || late || std::mem::take(&mut self.missed) || since.broken || !since.tracking {
             lost::Heard::Broken
-        } else if since.tracking {
+        } else {
             let writes = snap
                 .flags
                 .iter()
                 .filter_map(|f| Some((f.user.clone(), *since.keys.get(self.keys.enabled(&f.user).as_bytes())?)))
                 .collect();
             lost::Heard::Every(writes)
-        } else {
-            lost::Heard::Unheard
         };
         self.judge_lost(&snap, &heard).await;
         let seen = self.flags_seen.as_deref().unwrap_or_default();
@@ -144,7 +144,8 @@ impl Worker {
                 let found = match f.on {
                     Some(true) => lost::Found::On,
                     _ if f.is_missing() => lost::Found::Missing,
-                    _ => lost::Found::Other,
+                    Some(false) => lost::Found::Off,
+                    None => lost::Found::Unreadable,
                 };
                 (f.user.clone(), found)
             })
