@@ -385,32 +385,6 @@ async fn a_worker_with_a_shorter_lease_waits_by_the_holders_lease_when_its_heart
     assert_no_overlap(&lines);
 }
 
-/// And with the handover record deleted as well (eviction takes any key):
-/// nothing names the holding before, and the wait counted for it is never
-/// shortened by a later look that sees less.
-#[tokio::test]
-async fn a_worker_with_a_shorter_lease_waits_when_the_heartbeat_and_the_handover_record_are_gone() {
-    let Mixed { server: _server, mut c, _dir, path, a, _b } = Mixed::start().await;
-    {
-        let _frozen = freeze(a.pid());
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(cut_connections(&mut c, a.pid()) > 0);
-        for key in ["{outbound}:node:srv-a", "{outbound}:handover"] {
-            let _: () = redis::cmd("DEL").arg(key).query(&mut c).unwrap();
-        }
-        force_unlock(&mut c).unwrap();
-        tokio::time::sleep(Duration::from_secs(9)).await;
-    }
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let lines = journal(&path);
-    println!(
-        "srv-a (lease 8 s) frozen, cut off, its heartbeat, the handover record and the lock deleted; srv-b (2 s): {} ms of two runs",
-        overlap_ms(&lines)
-    );
-    assert_eq!(overlap_ms(&lines), 0, "two runs at once");
-    assert_no_overlap(&lines);
-}
-
 /// The name of a frozen holder with a longer lease is kept by that lease:
 /// srv-a (8 s) is frozen, its connections cut and its lock force-unlocked,
 /// and a new worker started under its name with a 2 s lease must not take

@@ -91,10 +91,6 @@ pub struct Taken<'a> {
     /// Since when (Redis ms) only a foreign holder can have held the lock
     /// before this holding, if that is known.
     pub foreign_since: Option<u64>,
-    /// Whether the fence counter was there when the lock was taken: Redis
-    /// kept the job's data, so a handover record missing was evicted or
-    /// deleted, and the holding it named is not known at all.
-    pub counter_found: bool,
 }
 
 /// The holding `before` this one, if it may still run the job as `snap`
@@ -111,11 +107,7 @@ pub fn before_busy(snap: &Snapshot, before: &Before, taken: Taken<'_>, lease: Le
         Before::Unknown => {
             let alive = |b: &&Beat| b.beat_ms.max(b.renewed_ms).is_some_and(|s| s + lease_of(b) > snap.time_ms);
             run_for = may_run(lease, snap.beats.iter().filter(alive).map(lease_of).max());
-            // The record lost alone (no foreign holder seen): the holding it
-            // named may have had any lease; the default one at least.
-            if taken.counter_found && taken.foreign_since.is_none() {
-                run_for = run_for.max(OLDER_LEASE_MS);
-            }
+
             (String::new(), taken.foreign_since)
         }
         Before::Running { node: other, fence, instance, lease_ms } => {
@@ -182,7 +174,7 @@ mod tests {
     }
 
     fn taken(acquired_ms: u64) -> Taken<'static> {
-        Taken { instance: "b-1", acquired_ms, foreign_since: None, counter_found: false }
+        Taken { instance: "b-1", acquired_ms, foreign_since: None }
     }
 
     #[test]
@@ -259,7 +251,7 @@ mod tests {
 
     #[test]
     fn after_a_foreign_holder_nothing_unnamed_is_waited_for_past_a_lease_from_when_it_was_seen() {
-        let t = |since| Taken { instance: "b-1", acquired_ms: 10_000, foreign_since: Some(since), counter_found: true };
+        let t = |since| Taken { instance: "b-1", acquired_ms: 10_000, foreign_since: Some(since) };
         // Seen a lease and more ago: nothing to wait for.
         assert_eq!(before_busy(&snap(10_001, vec![]), &Before::Unknown, t(2_000), LEASE), None);
         // Seen just before: a lease from then.

@@ -88,8 +88,6 @@ pub struct Holding {
     /// end of the longest wait counted for it: a look that sees less (a
     /// heartbeat gone since) never shortens it.
     unknown_until: Option<Boot>,
-    /// Whether the fence counter was there when the lock was taken.
-    counter_found: bool,
     /// The holding before, as the acquisition found it, when the lock
     /// was taken (Redis ms), and since when only a foreign holder can have
     /// held it before this holding (Redis ms), if known.
@@ -319,7 +317,6 @@ impl Engine {
                     waits_until,
                     waits_for: None,
                     unknown_until: None,
-                    counter_found: counter.is_some(),
                     before,
                     acquired_ms: at_ms,
                     foreign_since,
@@ -470,12 +467,8 @@ impl Engine {
     fn wait_for_others(&mut self, now: Boot, snap: &Snapshot, field: &str) -> Option<Action> {
         let (node, lease) = (&self.rules.node, self.rules.lease);
         let h = self.holding.as_mut().filter(|h| !h.started)?;
-        let taken = Taken {
-            instance: &self.rules.instance,
-            acquired_ms: h.acquired_ms,
-            foreign_since: h.foreign_since,
-            counter_found: h.counter_found,
-        };
+        let taken =
+            Taken { instance: &self.rules.instance, acquired_ms: h.acquired_ms, foreign_since: h.foreign_since };
         let mut before = before_busy(snap, &h.before, taken, lease);
         if h.before == Before::Unknown {
             let longest = [h.unknown_until, before.as_ref().map(|b| now + b.left)].into_iter().flatten().max();
