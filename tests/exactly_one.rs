@@ -385,6 +385,32 @@ async fn a_worker_with_a_shorter_lease_waits_by_the_holders_lease_when_its_heart
     assert_no_overlap(&lines);
 }
 
+/// With both the heartbeat and the handover record lost nothing names a
+/// longer lease: a worker with a shorter one says so once, at start.
+#[tokio::test]
+async fn a_worker_with_a_shorter_lease_says_to_give_every_worker_the_same() {
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    seed_fence(&mut c);
+    flag(&mut c, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let _a = journal_worker(&server.url(), "srv-a", "8s", &dir.path().join("journal"));
+    let log = dir.path().join("srv-b.log");
+    let mut cmd = lockwatch_command();
+    cmd.args(["--redis", &server.url(), "worker", "--node", "srv-b", "--lease", "2s", "--", "sleep", "1000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let _b = WorkerProcess::spawn(&mut cmd);
+    let said = eventually("srv-b's warning", Duration::from_secs(10), || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.lines().find(|l| l.contains("runs the job with a lease of")).map(str::to_owned)
+    })
+    .await;
+    println!("{said}");
+    assert!(said.contains("srv-a runs the job with a lease of 8 s, this worker with 2 s"), "{said}");
+    assert!(said.contains("give every worker of the job the same --lease"), "{said}");
+}
+
 /// The name of a frozen holder with a longer lease is kept by that lease:
 /// srv-a (8 s) is frozen, its connections cut and its lock force-unlocked,
 /// and a new worker started under its name with a 2 s lease must not take

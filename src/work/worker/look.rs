@@ -114,6 +114,7 @@ impl Worker {
         if !first && (!changed.is_empty() || acks_changed) {
             self.announce().await;
         }
+        self.tell_other_leases(&snap);
         self.tell_if_holder_gone(&snap).await;
         self.peek = snap
             .holder_beat()
@@ -237,6 +238,22 @@ impl Worker {
             && (beat.present == Some(false) || beat.presence_elsewhere)
         {
             self.present.subscribe_again();
+        }
+    }
+
+    /// Says once when another worker of the job runs with a longer lease:
+    /// a new holder waits by it only while that worker's heartbeat or the
+    /// handover record names it.
+    fn tell_other_leases(&mut self, snap: &Snapshot) {
+        let own = millis(self.opts.lease.whole());
+        let Some(other) = snap.beats.iter().find(|b| b.node != self.opts.node && b.lease_ms.is_some_and(|l| l > own))
+        else {
+            return;
+        };
+        if !std::mem::replace(&mut self.told_lease, true) {
+            let theirs = crate::duration::human_duration(other.lease_ms.unwrap_or_default());
+            let mine = crate::duration::human_duration(own);
+            tracing::warn!(node = %self.opts.node, "{} runs the job with a lease of {theirs}, this worker with {mine}: should its heartbeat and the handover record both be lost, this one would not know to wait the longer lease; give every worker of the job the same --lease", other.node);
         }
     }
 

@@ -154,6 +154,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         enabled: None,
         memory: lost::Memory::default(),
         missed: false,
+        told_lease: false,
         held_until: None,
         flags_seen: None,
         acks_seen: Vec::new(),
@@ -311,6 +312,8 @@ struct Worker {
     /// Whether a look failed since the last that read: what tracking heard
     /// meanwhile went with it.
     missed: bool,
+    /// Whether another worker's longer lease was said.
+    told_lease: bool,
     /// Until when (Redis ms) it holds back from starting the job again, as
     /// the engine last said.
     held_until: Option<u64>,
