@@ -888,8 +888,11 @@ async fn a_holder_that_lets_go_during_the_wait_leaves_the_rest_of_it_to_the_next
     wait_holder(&mut c, Some("srv-a")).await;
     assert_eq!(beat_field(&mut c, "srv-b", beat::STATE).as_deref(), Some("starting"));
     eventually("srv-b's job", Duration::from_millis(lease_ms + 5_000), || journal(&j).first().cloned()).await;
-    let events = stream_events(&mut c);
-    let job_started = events.iter().find(|e| e.kind == kind::JOB_STARTED).unwrap();
+    // The job may write before its worker records that it started.
+    let job_started = eventually("the job's start in the stream", Duration::from_secs(5), || {
+        stream_events(&mut c).into_iter().find(|e| e.kind == kind::JOB_STARTED)
+    })
+    .await;
     assert_eq!(job_started.field(entry::NODE), Some("srv-b"));
     let job_started_ms = job_started.ms;
     println!("srv-b's job started {} ms after srv-a's acquisition", job_started_ms - acquired_ms);
