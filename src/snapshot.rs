@@ -65,17 +65,6 @@ impl Snapshot {
         Enabled::Unknown { reason }
     }
 
-    /// The users of `were_on`, whose flags were on at an earlier look, whose
-    /// flag hash is gone now although they are still registered: Redis lost
-    /// it (evicted, deleted), and nobody switched it off.
-    pub fn flags_lost<'a>(&self, were_on: &'a [String]) -> Vec<&'a str> {
-        were_on
-            .iter()
-            .filter(|user| self.flags.iter().any(|f| &f.user == *user && f.is_missing()))
-            .map(String::as_str)
-            .collect()
-    }
-
     /// The flags Redis lost as the latest word says: the `flags_lost` of the
     /// heartbeat that beat last among those `counted`. An older heartbeat
     /// (a worker dead since) may name a flag its user wrote again since.

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::journal::{Two, journal, journal_worker_via};
+use common::journal::{Two, holder_of, journal, journal_worker_via};
 use common::robots::{Play, Robot, SECRET, TOKEN};
 use common::server::connect;
 use common::topology::{RedisCluster, SentinelSet};
@@ -1154,15 +1154,6 @@ async fn one_serve_for_three_jobs_tells_the_killed_jobs_failover_once_and_labels
             workers.push((job, node, WorkerProcess::spawn(worker_args(&mut cmd, node, "3s", &[], "sleep 1000"))));
         }
     }
-    let holder_of = |c: &mut redis::Connection, job: &str| -> Option<String> {
-        let fields: Vec<String> = redis::cmd("HKEYS").arg(format!("{{{job}}}:lock")).query(c).ok()?;
-        let field = fields.first()?;
-        ["srv-a", "srv-b"].into_iter().map(str::to_owned).find(|n| {
-            let f: Option<String> =
-                redis::cmd("HGET").arg(format!("{{{job}}}:node:{n}")).arg(beat::LOCK_FIELD).query(c).unwrap_or(None);
-            f.as_deref() == Some(field.as_str())
-        })
-    };
     for job in jobs {
         eventually("each job running", Duration::from_secs(15), || holder_of(&mut c, job)).await;
     }

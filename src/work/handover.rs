@@ -107,7 +107,6 @@ pub fn before_busy(snap: &Snapshot, before: &Before, taken: Taken<'_>, lease: Le
         Before::Unknown => {
             let alive = |b: &&Beat| b.beat_ms.max(b.renewed_ms).is_some_and(|s| s + lease_of(b) > snap.time_ms);
             run_for = may_run(lease, snap.beats.iter().filter(alive).map(lease_of).max());
-
             (String::new(), taken.foreign_since)
         }
         Before::Running { node: other, fence, instance, lease_ms } => {

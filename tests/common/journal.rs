@@ -164,11 +164,16 @@ pub fn overlap_ms(lines: &[(i64, String, u128)]) -> u64 {
 
 /// The node whose heartbeat names the lock's holder field.
 fn holder(c: &mut redis::Connection) -> Option<String> {
-    let fields: Vec<String> = redis::cmd("HKEYS").arg("{outbound}:lock").query(c).ok()?;
+    holder_of(c, "outbound")
+}
+
+/// Of srv-a and srv-b, the one whose heartbeat names `job`'s lock holder field.
+pub fn holder_of(c: &mut redis::Connection, job: &str) -> Option<String> {
+    let fields: Vec<String> = redis::cmd("HKEYS").arg(format!("{{{job}}}:lock")).query(c).ok()?;
     let field = fields.first()?;
     ["srv-a", "srv-b"].into_iter().map(str::to_owned).find(|n| {
         let f: Option<String> =
-            redis::cmd("HGET").arg(format!("{{outbound}}:node:{n}")).arg(beat::LOCK_FIELD).query(c).unwrap_or(None);
+            redis::cmd("HGET").arg(format!("{{{job}}}:node:{n}")).arg(beat::LOCK_FIELD).query(c).unwrap_or(None);
         f.as_deref() == Some(field.as_str())
     })
 }

@@ -106,17 +106,7 @@ impl Worker {
         let theirs = snap.beats.iter().find(|b| b.node == self.opts.node).and_then(|b| b.lease_ms);
         self.name_kept().max(Duration::from_millis(theirs.unwrap_or(0)) + Duration::from_secs(1))
     }
-}
 
-/// Another worker process as an error names it: its pid, host and last beat.
-pub(super) fn other_worker(pid: &str, host: Option<&str>, age_ms: Option<u64>) -> String {
-    let pid = if pid.is_empty() { "pid unknown".to_owned() } else { format!("pid {pid}") };
-    let host = host.map(|h| format!(" on {h}")).unwrap_or_default();
-    let age = age_ms.map(|ms| format!(", last beat {} ago", crate::duration::human_duration(ms))).unwrap_or_default();
-    format!("{pid}{host}{age}")
-}
-
-impl Worker {
     /// Adds the job to the registry of jobs (`--job '*'` reads it); a
     /// refusal is said once and changes nothing else.
     async fn register(&mut self, now_ms: u64) {
@@ -130,4 +120,12 @@ impl Worker {
             Err(_) => tracing::warn!("the job is not in the registry of jobs: Redis did not answer in time"),
         }
     }
+}
+
+/// Another worker process as an error names it: its pid, host and last beat.
+pub(super) fn other_worker(pid: &str, host: Option<&str>, age_ms: Option<u64>) -> String {
+    let pid = if pid.is_empty() { "pid unknown".to_owned() } else { format!("pid {pid}") };
+    let host = host.map(|h| format!(" on {h}")).unwrap_or_default();
+    let age = age_ms.map(|ms| format!(", last beat {} ago", crate::duration::human_duration(ms))).unwrap_or_default();
+    format!("{pid}{host}{age}")
 }

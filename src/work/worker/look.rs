@@ -73,7 +73,7 @@ impl Worker {
         // off) cannot tell what it missed, as the first cannot. By Redis's
         // clock, when each look read: a read begun before a pause and
         // answered after it is as old as it was sent.
-        let every = if since.tracking { self.opts.tick } else { self.opts.tick.min(super::UNTRACKED_LOOK) };
+        let every = self.look_every(since.tracking);
         let late = self.looked_at.is_some_and(|at| snap.time_ms.saturating_sub(at) > millis(every + LATE_BY));
         self.looked_at = Some(snap.time_ms);
         // Not heard (tracking cut, begun, or absent; a pause; the first
@@ -129,6 +129,13 @@ impl Worker {
             self.known.forget();
         }
         Ok(snap)
+    }
+
+    /// How often this worker looks when nothing wakes it: seldom while
+    /// `tracking` tells of writes; without it (refused, a Cluster, a
+    /// flood's calm) every second, which finds a flip.
+    pub(super) fn look_every(&self, tracking: bool) -> Duration {
+        if tracking { self.opts.tick } else { self.opts.tick.min(super::UNTRACKED_LOOK) }
     }
 
     /// Judges which flags Redis lost (evicted, deleted, expired: nobody

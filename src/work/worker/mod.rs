@@ -193,9 +193,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
                 break Err(err);
             }
         } else {
-            // Looks come seldom while tracking tells of writes; without it
-            // (refused, a Cluster, a flood's calm), every second finds a flip.
-            let mut wait = if w.writes.tracked() { w.opts.tick } else { w.opts.tick.min(UNTRACKED_LOOK) };
+            let mut wait = w.look_every(w.writes.tracked());
             match w.step(&mut live).await {
                 Ok(Some(hint)) => wait = wait.min(hint),
                 Ok(None) => {}

@@ -77,13 +77,17 @@ impl Worker {
     /// full read. Supervisors may not publish (a message's size has no ACL
     /// rule), so the workers announce their writes too.
     pub(super) async fn announce(&mut self) {
-        let channel = self.keys.wake_channel();
-        let node = self.opts.node.clone();
-        let Ok(conn) = self.conn().await else { return };
-        let woken: Result<i64, _> = redis::cmd(conn.publish_command()).arg(channel).arg(node).query_async(conn).await;
-        if let Err(err) = woken {
+        if let Some(Err(err)) = self.publish_node(self.keys.wake_channel()).await {
             tracing::debug!(error = %err, "the change was made but not announced");
         }
+    }
+
+    /// Publishes this server's name on `channel`; `None` when there is no
+    /// connection to send it on.
+    async fn publish_node(&mut self, channel: String) -> Option<redis::RedisResult<()>> {
+        let node = self.opts.node.clone();
+        let conn = self.conn().await.ok()?;
+        Some(redis::cmd(conn.publish_command()).arg(channel).arg(node).query_async::<i64>(conn).await.map(drop))
     }
 
     /// What the heartbeat says besides its sequence number; `wait` is the
@@ -132,14 +136,11 @@ impl Worker {
     /// Publishes the job's beat alone, between heartbeats: a failure is
     /// the next heartbeat's to find.
     pub(super) async fn publish_beat(&mut self) {
-        let (channel, node) = (self.keys.beat_channel(), self.opts.node.clone());
         let sent = Instant::now();
-        let Ok(conn) = self.conn().await else { return };
-        let published: Result<i64, _> =
-            redis::cmd(conn.publish_command()).arg(channel).arg(node).query_async(conn).await;
-        match published {
-            Ok(_) => self.published_at = Some(sent),
-            Err(err) => tracing::debug!(error = %err, "the job's beat was not published"),
+        match self.publish_node(self.keys.beat_channel()).await {
+            Some(Ok(())) => self.published_at = Some(sent),
+            Some(Err(err)) => tracing::debug!(error = %err, "the job's beat was not published"),
+            None => {}
         }
     }
 
