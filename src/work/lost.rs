@@ -6,7 +6,8 @@
 //! The proof is what this worker heard and read: it read the flag on, and
 //! tracking heard exactly one write to it since (the one that took it away).
 //! Two writes or more: something came between, maybe her switch-off, so not
-//! lost. Where what came between was not heard (tracking cut or begun since,
+//! lost. A flag found missing before and not written since takes the word
+//! below: whatever took it came when this worker may not have heard. Where what came between was not heard (tracking cut or begun since,
 //! a look that came late, the first look, and wherever nothing tracks: a
 //! Cluster, tracking refused, a flood's calm), only the latest heartbeat's
 //! word says a flag is lost: a worker that could not hear proves nothing,
@@ -52,6 +53,8 @@ pub struct Memory {
     /// Those whose flag went missing with no write heard yet: the write
     /// that took it is on its way; judged at the next look.
     waiting: Vec<String>,
+    /// Those whose flag the last look found missing.
+    gone: Vec<String>,
 }
 
 /// One look's verdict: the flags lost (new ones before the history's veto)
@@ -86,7 +89,10 @@ impl Memory {
                         verdict.waiting.push(user.clone());
                         false
                     }
-                    0 => self.waiting.contains(user) && said,
+                    // Found missing before and written since by nobody:
+                    // whatever took it came before, when this worker may
+                    // not have heard it; the word decides.
+                    0 => (self.waiting.contains(user) || self.gone.contains(user)) && said,
                     // The one write that took it.
                     1 => was_on,
                     _ => false,
@@ -110,6 +116,7 @@ impl Memory {
             .filter(|(u, f)| *f == Found::On || (*f == Found::Unreadable && was_on(u)))
             .map(|(u, _)| u.clone())
             .collect();
+        self.gone = flags.iter().filter(|(_, f)| *f == Found::Missing).map(|(u, _)| u.clone()).collect();
         self.lost = lost;
         self.waiting = waiting;
     }
@@ -173,6 +180,19 @@ mod tests {
         // Still nothing heard: the word decides.
         assert_eq!(m.judge(&missing, &heard(&[]), &[]), Verdict::default());
         assert_eq!(m.judge(&missing, &heard(&[]), &["alice".into()]).new, names(&["alice"]));
+    }
+
+    #[test]
+    fn a_flag_missing_and_not_written_since_takes_the_word() {
+        let mut m = on(&["alice"]);
+        let missing = flags(&[("alice", Found::Missing)]);
+        // Tracking began as it went: nothing proved, nothing said yet.
+        assert_eq!(m.judge(&missing, &Heard::Broken, &[]), Verdict::default());
+        m.settle(&missing, Vec::new(), Vec::new());
+        assert_eq!(m.judge(&missing, &heard(&[]), &[]), Verdict::default());
+        // Another worker proved it: nothing written since, its word holds.
+        assert_eq!(m.judge(&missing, &heard(&[]), &["alice".into()]).new, names(&["alice"]));
+        assert_eq!(m.judge(&missing, &heard(&[("alice", 1)]), &["alice".into()]), Verdict::default());
     }
 
     #[test]
@@ -246,7 +266,9 @@ mod tests {
             for user in v.new.iter().chain(&v.kept) {
                 let i = users.iter().position(|u| u == user).unwrap();
                 prop_assert_eq!(now[i], Found::Missing);
-                if tracked {
+                if tracked && before[i] == Found::Missing {
+                    prop_assert!(writes[i] == 0 && word.contains(user), "{user}: {:?}", (&writes, &word));
+                } else if tracked {
                     prop_assert!(writes[i] == 1 && before[i] == Found::On, "{user}: {:?}", (&before, &writes));
                 } else {
                     prop_assert!(word.contains(user));

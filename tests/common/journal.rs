@@ -34,6 +34,16 @@ pub fn journal(path: &Path) -> Vec<(i64, String, u128)> {
     lines
 }
 
+/// Waits until the run of `fence` writes 2.5 s after `since_ns` (past a
+/// 2 s start grace, so it was not stopped): a tick may come late on a
+/// loaded machine, a stopped run never writes again under its fence.
+pub async fn still_runs(path: &Path, fence: i64, since_ns: u128, what: &str) {
+    eventually(&format!("{what}: the run of fence {fence} going on"), Duration::from_secs(5), || {
+        journal(path).iter().any(|l| l.0 == fence && l.2 > since_ns + 2_500_000_000).then_some(())
+    })
+    .await;
+}
+
 /// The node whose job wrote the journal's last line less than 300 ms ago
 /// (it runs now), unless that is `not`.
 pub fn running_now(path: &Path, not: Option<&str>) -> Option<String> {

@@ -135,11 +135,15 @@ pub fn worker_args<'c>(cmd: &'c mut Command, node: &str, lease: &str, extra: &[&
     cmd.args(extra).args(["--", "sh", "-c", script]).stdout(Stdio::null()).stderr(worker_log(node))
 }
 
-/// Where a test worker's log goes: nowhere, or `$LOCKWATCH_TEST_LOGS/<node>.log`
-/// (appended) when that is set, to see what the workers did in a failed run.
+/// Where a test worker's log goes: nowhere, or
+/// `$LOCKWATCH_TEST_LOGS/<test>/<node>.log` (appended) when that is set, to
+/// see what the workers did in a failed run.
 fn worker_log(node: &str) -> Stdio {
     let Some(dir) = std::env::var_os("LOCKWATCH_TEST_LOGS") else { return Stdio::null() };
-    let path = Path::new(&dir).join(format!("{node}.log"));
+    let test = std::thread::current().name().unwrap_or("main").replace("::", "-");
+    let dir = Path::new(&dir).join(test);
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join(format!("{node}.log"));
     std::fs::OpenOptions::new().create(true).append(true).open(path).map_or_else(|_| Stdio::null(), Stdio::from)
 }
 
