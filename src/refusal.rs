@@ -14,6 +14,10 @@ use crate::duration::{DurationError, format_duration};
 /// The shortest lease: renewals every third of it must still fit.
 pub const MIN_LEASE: Duration = Duration::from_millis(300);
 
+/// The longest lease: a worker that froze keeps the job from every other
+/// server for that long, and Redis takes no longer expiry.
+pub const MAX_LEASE: Duration = Duration::from_secs(3600);
+
 /// The longest note an acknowledgement carries, in characters: what one is
 /// doing, not a report. The probe reads at most 1024 bytes of it, which
 /// this many characters of any script fit in.
@@ -121,6 +125,12 @@ pub enum Problem {
     /// A lease too short for three renewals and the clock's jitter.
     #[error("too short; give {} or more (default 30s)", format_duration(MIN_LEASE))]
     LeaseTooShort,
+    /// A lease so long that a frozen worker would keep the job for good.
+    #[error(
+        "too long; give {} or less: a worker that froze would keep the job from every other server that long (default 30s)",
+        format_duration(MAX_LEASE)
+    )]
+    LeaseTooLong,
     #[error("a job name is 1 to 100 characters without spaces or braces")]
     JobName,
     #[error("no job is given; give one or more job names separated by commas")]

@@ -215,6 +215,32 @@ async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stoppe
     assert!(!stdout.to_lowercase().contains("stopped"), "{stdout}");
 }
 
+/// The registry of users lost together with the fence counter (one
+/// eviction can take both): the lock and the servers still show the job
+/// ran, so whose flags count cannot be told. The holder neither stops nor
+/// lets go, and the status names the loss, never "stopped, nobody enabled".
+#[tokio::test]
+async fn the_users_registry_lost_with_the_fence_counter_neither_stops_the_job_nor_reads_as_stopped() {
+    let server = RedisServer::start();
+    let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
+    let mut c = server.conn();
+    let fence: i64 =
+        redis::cmd("HGET").arg(format!("{{outbound}}:node:{holder}")).arg(beat::FENCE).query(&mut c).unwrap();
+    settled(&mut c).await;
+    let _: () = redis::cmd("DEL").arg("{outbound}:users").arg("{outbound}:fence").query(&mut c).unwrap();
+    let at = now_ns();
+    // Past the start grace and a few looks.
+    still_runs(&j, fence, at, "the registry and the fence counter lost").await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    still_runs(&j, fence, at + 3_000_000_000, "the registry and the fence counter lost").await;
+    let (json, code) = status_json(&server.url(), &[]);
+    println!("the registry and the fence counter lost: {json}");
+    assert_ne!(json["state"], json!("stopped"), "{json}");
+    assert_ne!(code, 0, "{json}");
+    assert!(json["problems"].to_string().contains("Redis lost the registry {outbound}:users"), "{json}");
+    drop((a, b));
+}
+
 /// A lost flag is remembered in Redis, not only in a worker's memory: after
 /// the holder's `kill -9` and after both workers restart, the status still
 /// names it and never reads "stopped, nobody enabled, no problem".

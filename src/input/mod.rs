@@ -15,7 +15,8 @@ mod names;
 mod timing;
 
 pub use crate::refusal::{
-    CLUSTER_NO_CA, CLUSTER_NO_SOCKET, Field, Invalid, MAX_ACK_NOTE_CHARS, MAX_REASON_CHARS, MIN_LEASE, Problem,
+    CLUSTER_NO_CA, CLUSTER_NO_SOCKET, Field, Invalid, MAX_ACK_NOTE_CHARS, MAX_LEASE, MAX_REASON_CHARS, MIN_LEASE,
+    Problem,
 };
 pub use connection::{ConnectionSpec, Topology};
 pub use job::JobSpec;

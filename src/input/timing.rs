@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::duration::{format_duration, parse_duration};
 use crate::{status, watcher};
 
-use super::{Field, Invalid, MAX_ACK_NOTE_CHARS, MIN_LEASE, Problem};
+use super::{Field, Invalid, MAX_ACK_NOTE_CHARS, MAX_LEASE, MIN_LEASE, Problem};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -84,6 +84,9 @@ pub fn lease(s: &str) -> Result<Duration, Problem> {
     let lease = parse_duration(s)?;
     if lease < MIN_LEASE {
         return Err(Problem::LeaseTooShort);
+    }
+    if lease > MAX_LEASE {
+        return Err(Problem::LeaseTooLong);
     }
     Ok(lease)
 }
@@ -168,6 +171,9 @@ mod tests {
     fn a_lease_fits_three_renewals() {
         assert_eq!(lease("300ms"), Ok(MIN_LEASE));
         assert_eq!(lease("299ms"), Err(Problem::LeaseTooShort));
+        assert_eq!(lease("1h"), Ok(MAX_LEASE));
+        assert_eq!(lease("61m"), Err(Problem::LeaseTooLong));
+        assert_eq!(lease("99999999999999h"), Err(Problem::LeaseTooLong));
         assert_eq!(lease("299ms").unwrap_err().to_string(), "too short; give 300ms or more (default 30s)");
         assert_eq!(lease("30"), Err(Problem::Duration(DurationError::NoUnit)));
     }

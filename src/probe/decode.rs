@@ -67,12 +67,15 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         })
         .collect();
     snap.flags.sort_by(|a, b| a.user.cmp(&b.user));
-    // A fence counter above 0 means a server took the job, which needs a
-    // registered user's flag on: a missing registry was lost, not never made.
-    let registry_lost = redis_type(users).as_deref() == Some("none") && snap.fence.is_some_and(|f| f > 0);
+    let node_names = decode_set(&keys.nodes(), nodes, &mut snap.problems).unwrap_or_default();
+    // A fence counter above 0, a lock held or a server registered means a
+    // server took the job, which needs a registered user's flag on: a
+    // missing registry was lost (with the fence counter, maybe), not never made.
+    let ran = snap.fence.is_some_and(|f| f > 0) || snap.lock.is_held() || !node_names.is_empty();
+    let registry_lost = redis_type(users).as_deref() == Some("none") && ran;
     if registry_lost {
         snap.problems.push(format!(
-            "Redis lost the registry {} (the fence counter shows the job ran), so whose flags count cannot be told; provision the supervisors again (lockwatch acl prints the SADD) or have each switch their flag again",
+            "Redis lost the registry {} (the job's fence counter, lock or servers show it ran), so whose flags count cannot be told; provision the supervisors again (lockwatch acl prints the SADD) or have each switch their flag again",
             keys.users()
         ));
     }
@@ -81,7 +84,6 @@ pub fn decode(keys: &Keys, reply: &Value, lock_reply: Option<&Value>) -> Result<
         // status, a worker) takes them for "nobody has it enabled".
         snap.flags.push(Flag { user: keys.users(), on: None, at_ms: None, host: None });
     }
-    let node_names = decode_set(&keys.nodes(), nodes, &mut snap.problems).unwrap_or_default();
     snap.beats = decode_beats(keys, &node_names, beats, later, &mut snap.problems);
     snap.recent_events = later
         .iter()

@@ -148,17 +148,22 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, writes: Arc<Wri
     let mut calm = Calm::default();
     let mut said = false;
     while !*stop.borrow() {
-        let closed = Arc::new(Notify::new());
+        let (closed, flooded) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
         let count = Arc::new(AtomicU32::new(0));
         let on_push = {
-            let (wake, closed, count, writes, lock) =
-                (wake.clone(), closed.clone(), count.clone(), writes.clone(), lock.clone());
+            let (wake, closed, flooded, count, writes, lock) =
+                (wake.clone(), closed.clone(), flooded.clone(), count.clone(), writes.clone(), lock.clone());
             move |push: redis::PushInfo| match push.kind {
-                // Past a flood, the loop below hangs up: no more wake-ups.
-                redis::PushKind::Invalidate if count.fetch_add(1, Ordering::Relaxed) < FLOOD => {
-                    writes.heard(&push.data, &lock);
-                    wake.notify_one();
-                }
+                redis::PushKind::Invalidate => match count.fetch_add(1, Ordering::Relaxed) {
+                    n if n < FLOOD => {
+                        writes.heard(&push.data, &lock);
+                        wake.notify_one();
+                    }
+                    // A flood: the loop below hangs up at once, so the
+                    // rest costs this process no more parsing.
+                    FLOOD => flooded.notify_one(),
+                    _ => {}
+                },
                 redis::PushKind::Disconnection => closed.notify_one(),
                 _ => {}
             }
@@ -187,10 +192,9 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, writes: Arc<Wri
         let flooded = loop {
             tokio::select! {
                 _ = closed.notified() => break false,
+                _ = flooded.notified() => break true,
                 _ = second.tick() => {
-                    if count.swap(0, Ordering::Relaxed) > FLOOD {
-                        break true;
-                    }
+                    count.store(0, Ordering::Relaxed);
                     if checked.elapsed() < CHECK_EVERY {
                         continue;
                     }
