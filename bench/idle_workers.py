@@ -16,20 +16,13 @@ SETTLE_S (default 15) before the window (a desk settles to its steady pace
 after three poll intervals: give desks 45).
 """
 import os
-import socket
 import subprocess
 import sys
 import time
 
 import redis
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from common import free_port
 
 
 def cpu_s(r):

@@ -16,7 +16,6 @@ times its note. Needs python3-redis, python3-dbus and python3-xlib, as
 the rest of the bench.
 """
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,18 +25,11 @@ import time
 import redis
 
 sys.path[:0] = [os.path.dirname(__file__), os.path.join(os.path.dirname(__file__), "..", "src-tauri", "tests", "e2e")]
+from common import free_port  # noqa: E402
 from desktop import Desktop, app_env, start_app, until  # noqa: E402
 from memory import rollup  # noqa: E402
 
 SETTLE = 20
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def connections(pid, port):

@@ -139,6 +139,11 @@ async fn an_older_snapshot_restored_neither_repeats_a_fence_nor_starts_a_second_
     verdict("Redis restored from an older snapshot, lease 6 s", &j, vec![a, b]);
 }
 
+/// The fence `holder`'s heartbeat names: its run's.
+fn fence_of(c: &mut redis::Connection, holder: &str) -> i64 {
+    redis::cmd("HGET").arg(format!("{{outbound}}:node:{holder}")).arg(beat::FENCE).query(c).unwrap()
+}
+
 /// Waits until both workers hear every write (their tracking connections
 /// up, and a look after): a loss the moment tracking begins is not proved
 /// by that worker, and these tests are about the loss of a settled pair.
@@ -168,17 +173,14 @@ async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stoppe
     let server = RedisServer::start();
     let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
     let mut c = server.conn();
-    let fence_of = |c: &mut redis::Connection| -> i64 {
-        redis::cmd("HGET").arg(format!("{{outbound}}:node:{holder}")).arg(beat::FENCE).query(c).unwrap()
-    };
-    let fence = fence_of(&mut c);
+    let fence = fence_of(&mut c, &holder);
     settled(&mut c).await;
 
     // alice's flag evicted or deleted: nobody switched it off.
     let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut c).unwrap();
     let deleted_at = now_ns();
     still_runs(&j, fence, deleted_at, "alice's flag deleted").await;
-    assert_eq!(fence_of(&mut c), fence, "the holder let go");
+    assert_eq!(fence_of(&mut c, &holder), fence, "the holder let go");
     // Named wherever it is seen: never "running, nobody enabled, no problem".
     let status = || status_json(&server.url(), &[]);
     let (json, code) = status();
@@ -198,7 +200,7 @@ async fn a_lost_flag_or_users_registry_neither_stops_the_job_nor_reads_as_stoppe
     // The registry of users gone too: a look says Redis lost it.
     let _: () = redis::cmd("DEL").arg("{outbound}:users").query(&mut c).unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(fence_of(&mut c), fence, "the holder let go");
+    assert_eq!(fence_of(&mut c, &holder), fence, "the holder let go");
     let out = lockwatch(&server.url(), &["status"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     // Both workers stopped (SIGTERM releases the lock): nobody holds it, and
@@ -224,8 +226,7 @@ async fn the_users_registry_lost_with_the_fence_counter_neither_stops_the_job_no
     let server = RedisServer::start();
     let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
     let mut c = server.conn();
-    let fence: i64 =
-        redis::cmd("HGET").arg(format!("{{outbound}}:node:{holder}")).arg(beat::FENCE).query(&mut c).unwrap();
+    let fence = fence_of(&mut c, &holder);
     settled(&mut c).await;
     let _: () = redis::cmd("DEL").arg("{outbound}:users").arg("{outbound}:fence").query(&mut c).unwrap();
     let at = now_ns();
@@ -469,8 +470,7 @@ async fn an_unreadable_or_missing_on_is_no_switch_off() {
     let server = RedisServer::start();
     let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
     let mut c = server.conn();
-    let fence: i64 =
-        redis::cmd("HGET").arg(format!("{{outbound}}:node:{holder}")).arg(beat::FENCE).query(&mut c).unwrap();
+    let fence = fence_of(&mut c, &holder);
     let long_on = "1".repeat(20_000);
     let writes = [
         (
@@ -504,8 +504,7 @@ async fn a_flag_unreadable_then_lost_is_lost_not_a_switch_off() {
     let server = RedisServer::start();
     let Two { j, a, b, holder, _dir } = Two::start(&server, "3s").await;
     let mut c = server.conn();
-    let fence: i64 =
-        redis::cmd("HGET").arg(format!("{{outbound}}:node:{holder}")).arg(beat::FENCE).query(&mut c).unwrap();
+    let fence = fence_of(&mut c, &holder);
     settled(&mut c).await;
     let _: () = redis::cmd("HDEL").arg("{outbound}:enabled:alice").arg(flag::ON).query(&mut c).unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
