@@ -17,6 +17,10 @@ use crate::schema;
 
 static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| schema::script(include_str!("lock.lua")));
 
+/// How many primaries seen with a replica a lock client remembers: a job's
+/// Sentinel set has a handful of nodes.
+const REMEMBERED_PRIMARIES: usize = 16;
+
 /// What one script call answered.
 pub(super) struct Reply {
     pub(super) ok: bool,
@@ -163,9 +167,15 @@ impl Lock {
     /// would run beside the promoted replica's holder.
     fn needs_replica_on(&self, replicas: usize, primary: &str) -> bool {
         let mut replicated_on = self.replicated_on.lock().unwrap_or_else(PoisonError::into_inner);
-        let needed = replicated_on.as_deref() == Some(primary);
-        if replicas > 0 {
-            *replicated_on = Some(primary.to_owned());
+        let needed = replicated_on.iter().any(|p| p == primary);
+        if replicas > 0 && !needed {
+            // Every primary seen with a replica, not only the latest: a
+            // connection that comes back to a deposed one (still writable
+            // until a sentinel converts it) after the promoted one was seen.
+            if replicated_on.len() >= REMEMBERED_PRIMARIES {
+                replicated_on.remove(0);
+            }
+            replicated_on.push(primary.to_owned());
         }
         needed
     }
@@ -196,5 +206,10 @@ mod tests {
         assert!(lock.needs_replica_on(0, "a"));
         // Another primary (the promoted replica) does not need one.
         assert!(!lock.needs_replica_on(0, "b"));
+        // Once it had a replica too, the deposed one still needs one when a
+        // connection comes back to it.
+        assert!(!lock.needs_replica_on(1, "b"));
+        assert!(lock.needs_replica_on(0, "a"));
+        assert!(lock.needs_replica_on(0, "b"));
     }
 }

@@ -78,9 +78,9 @@ pub struct Lock {
     /// Whether the lock's script was loaded on this Redis (`SCRIPT LOAD`
     /// goes with a confirmed call only until it was, or once it is lost).
     loaded: Arc<AtomicBool>,
-    /// The replication id of the primary on which the current holding saw a
-    /// replica online: writes there count only with a replica's confirmation.
-    replicated_on: Arc<Mutex<Option<String>>>,
+    /// The replication ids of the primaries on which a replica was seen
+    /// online: writes there count only with a replica's confirmation.
+    replicated_on: Arc<Mutex<Vec<String>>>,
     /// On a Redis Cluster the unlock message goes out with `SPUBLISH` as
     /// well as `PUBLISH`: Redisson 3.22+ waiters listen sharded, older ones plain.
     sharded: bool,
