@@ -157,6 +157,20 @@ impl Target {
         Ok(Target { kind: Kind::Cluster(Arc::new(Nodes { commands, info })), endpoint, host, user, database: 0 })
     }
 
+    /// Whether a sentinel that answers names another server than the one
+    /// at the other end of `conn` as the primary: a failover under way (a
+    /// sentinel names the promoted replica as soon as it begins) or done,
+    /// while `conn` still reaches the deposed primary, writable until a
+    /// sentinel converts it and confirmed by a replica that still follows
+    /// it. Servers are told apart by run id; one that cannot be read counts
+    /// as another. Never, but through Sentinel.
+    pub async fn other_primary_named(&self, conn: &mut Conn) -> bool {
+        let Kind::Sentinel(sentinels) = &self.kind else { return false };
+        let info = redis::cmd("INFO").arg("server").query_async::<String>(conn).await;
+        let Some(ours) = info.ok().as_deref().and_then(parse_run_id) else { return true };
+        sentinels.names_another(&ours, &self.endpoint).await
+    }
+
     /// Whether this is a Redis Cluster: sharded pub/sub, and every script's
     /// keys in one slot.
     pub fn is_cluster(&self) -> bool {

@@ -88,6 +88,40 @@ impl Sentinels {
         })
     }
 
+    /// Whether a sentinel that answers names a primary whose run id is not
+    /// `ours` (or whose run id cannot be read).
+    pub(super) async fn names_another(&self, ours: &str, shown: &Endpoint) -> bool {
+        let action = Action::Resolving { master: self.master.clone() };
+        let asking = self.addrs.iter().map(|(host, port)| {
+            let sentinel = Endpoint::new(format!("{host}:{port}"), shown.tls());
+            let action = action.clone();
+            async move { tokio::time::timeout(TIMEOUT, self.ask(host, *port, &sentinel, &action)).await }
+        });
+        let mut named: Vec<(String, u16)> = Vec::new();
+        for asked in futures_util::future::join_all(asking).await {
+            if let Ok(Ok(Some(addr))) = asked
+                && !named.contains(&addr)
+            {
+                named.push(addr);
+            }
+        }
+        for addr in named {
+            let theirs = tokio::time::timeout(TIMEOUT, self.run_id_at(&addr)).await.ok().flatten();
+            if theirs.as_deref() != Some(ours) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The run id of the server at `addr`, when it answers.
+    async fn run_id_at(&self, addr: &(String, u16)) -> Option<String> {
+        let info = self.info.clone().set_addr(self.addr(addr.0.clone(), addr.1));
+        let client = client_for(info, self.ca.as_deref()).ok()?;
+        let mut conn = client.get_multiplexed_async_connection().await.ok()?;
+        super::run_id(&mut conn).await
+    }
+
     /// `SENTINEL GET-MASTER-ADDR-BY-NAME`: `None` when this sentinel knows no such primary.
     async fn ask(
         &self,

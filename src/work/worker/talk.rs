@@ -36,9 +36,23 @@ impl Worker {
     /// lease can have begun.
     pub(super) async fn try_acquire(&mut self) -> Result<(Acquire, Boot), Error> {
         let lock = self.lock.clone();
+        let target = self.target.clone();
         let conn = self.conn().await?;
         let sent = Boot::now();
-        Ok((lock.acquire(conn).await?, sent))
+        let acquired = lock.acquire(conn).await?;
+        // Taken on a primary the sentinels no longer all name (deposed,
+        // still writable, a replica still following it): not a holding. It
+        // expires; the next attempt asks the sentinels where the primary is.
+        if let Acquire::Acquired { fence, before, at_ms, counter, .. } = &acquired
+            && target.other_primary_named(conn).await
+        {
+            tracing::warn!(node = %self.opts.node, fence, "took the lock on a primary another sentinel no longer names; not starting the job");
+            let unconfirmed =
+                Acquire::Unconfirmed { fence: *fence, before: before.clone(), at_ms: *at_ms, counter: *counter };
+            self.conn = None;
+            return Ok((unconfirmed, sent));
+        }
+        Ok((acquired, sent))
     }
 
     /// Notes that this holding starts its job; `false` when it must not
