@@ -10,7 +10,8 @@ rest of the bench does.
 
 Environment: JOBS (default 1) jobs; WORKERS (default 2) per job, 0 for the
 baseline of the same Redis with nothing but the data; DESKS (default 0)
-separate `lockwatch watch` processes on the first job, the desks' cost;
+separate `lockwatch watch` processes, each on the first DESK_JOBS (default
+1) jobs, the desks' cost (the connections Redis has are printed too);
 SETTLE_S (default 15) before the window (a desk settles to its steady pace
 after three poll intervals: give desks 45).
 """
@@ -65,8 +66,9 @@ def main():
                      "--", "sleep", "100000"], stdout=subprocess.DEVNULL, stderr=log))
             # The first server of each job holds it.
             time.sleep(0.2)
+        watched = ",".join(jobs[: int(os.environ.get("DESK_JOBS", "1"))])
         for _ in range(desks):
-            children.append(subprocess.Popen([lockwatch, "--redis", url, "--job", jobs[0], "watch", "--json"],
+            children.append(subprocess.Popen([lockwatch, "--redis", url, "--job", watched, "watch", "--json"],
                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(float(os.environ.get("SETTLE_S", "15")))
         r.config_resetstat()
@@ -75,8 +77,10 @@ def main():
         c1, t1 = cpu_s(r), time.monotonic()
         stats = {k.removeprefix("cmdstat_"): v for k, v in r.info("commandstats").items()}
         per_30s = 1000 * (c1 - c0) * 30 / (t1 - t0)
-        print(f"{len(jobs)} job(s), {len(nodes)} worker(s) each, {desks} desk(s), lease {lease}: "
-              f"Redis CPU {per_30s:.0f} ms per 30 s ({per_30s / 300:.2f} % of a core)")
+        clients = r.info("clients")["connected_clients"]
+        print(f"{len(jobs)} job(s), {len(nodes)} worker(s) each, {desks} desk(s) on {watched.count(',') + 1} job(s), "
+              f"lease {lease}: Redis CPU {per_30s:.0f} ms per 30 s ({per_30s / 300:.2f} % of a core), "
+              f"{clients} connections")
         for name, v in sorted(stats.items(), key=lambda kv: -kv[1]["usec"])[:10]:
             print(f"  {name:14} {v['calls']:7} calls  {v['usec_per_call']:8.1f} µs/call  {v['usec'] / 1000:8.1f} ms")
     finally:

@@ -114,6 +114,10 @@ pub(crate) struct Listeners {
     heard: Option<Arc<Heard>>,
     beat_channel: String,
     unlock_channel: String,
+    wake_channel: String,
+    /// The job's keys, whose keyspace notifications it follows.
+    prefix: String,
+    lock: String,
 }
 
 impl Listeners {
@@ -125,6 +129,9 @@ impl Listeners {
             heard: None,
             beat_channel: keys.beat_channel(),
             unlock_channel: keys.unlock_channel(),
+            wake_channel: keys.wake_channel(),
+            prefix: format!("{}:", keys.prefix),
+            lock: keys.lock.clone(),
         }
     }
 
@@ -141,6 +148,24 @@ impl Listeners {
     /// The beat channel, when the beats are listened for.
     pub(crate) fn beat_channel(&self) -> Option<&str> {
         self.heard.as_ref().map(|_| self.beat_channel.as_str())
+    }
+
+    /// Whether a message on `channel` is this job's: one of its channels,
+    /// or a keyspace notification of one of its keys.
+    pub(crate) fn owns(&self, channel: &[u8]) -> bool {
+        let channel = String::from_utf8_lossy(channel);
+        if [&self.beat_channel, &self.unlock_channel, &self.wake_channel].iter().any(|c| **c == channel) {
+            return true;
+        }
+        let key = channel.strip_prefix("__keyspace@").and_then(|rest| rest.split_once("__:")).map(|(_, key)| key);
+        key.is_some_and(|key| key.starts_with(&self.prefix) || key == self.lock)
+    }
+
+    /// Notes that Redis said something, for a message another job owned.
+    pub(crate) fn something(&self) {
+        if let Some(heard) = &self.heard {
+            heard.something();
+        }
     }
 
     /// Tells a message on `channel` to whoever listens for it.
@@ -190,6 +215,8 @@ mod tests {
         assert!(woken(&unlocked) && !woken(&wake));
         listeners.message(b"{outbound}:wake", b"alice");
         assert!(woken(&wake) && !woken(&unlocked));
+        assert!(listeners.owns(b"__keyspace@0__:{outbound}:enabled:alice") && listeners.owns(b"{outbound}:wake"));
+        assert!(!listeners.owns(b"{inbound}:wake") && !listeners.owns(b"__keyspace@0__:{inbound}:lock"));
         let plain = Listeners::new(&keys, wake.clone());
         plain.message(b"{outbound}:beat", b"srv-a");
         assert!(woken(&wake), "a follower not listening for beats wakes on anything it hears");

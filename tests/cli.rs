@@ -529,6 +529,8 @@ fn watch_follows_several_jobs_and_tells_each_ones_incident_by_its_name() {
         .collect();
     first.sort();
     assert_eq!(first, ["inbound", "outbound", "stock"]);
+    // One set of connections for the three: looks, streams, channels.
+    assert_eq!(tcp_ports(watch.id() as i32, Some(server.port)).len(), 3);
 
     // inbound's only worker killed: its job died; the others say nothing.
     workers[1].kill9();

@@ -101,8 +101,8 @@ pub async fn run(
     let (feed_tx, mut feed_rx) = mpsc::unbounded_channel();
     let mut watchers = Vec::new();
     let mut serves = Vec::new();
-    for (job, keys) in jobs.into_iter().enumerate() {
-        let watcher = Watcher::spawn(target.clone(), keys.clone(), options.watch.clone());
+    let watched = Watcher::spawn_all(target.clone(), jobs.iter().map(|k| (k.clone(), options.watch.clone())).collect());
+    for (job, (keys, watcher)) in jobs.into_iter().zip(watched).enumerate() {
         tasks.push(tokio::spawn(feed(job, watcher.status(), watcher.events(), feed_tx.clone(), stop_rx.clone())));
         watchers.push(watcher);
         serves.push(Serve {

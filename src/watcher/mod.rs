@@ -22,29 +22,29 @@
 //! When to look, check or wait is [`pace`]'s to decide, without I/O; this
 //! file sends what it asks and listens.
 
+mod listen;
 mod pace;
+mod shared;
 
 use std::sync::Arc;
 use std::time::Duration;
-
-use futures_util::StreamExt;
-use redis::Value;
 
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::clock::millis;
-use crate::connect::Backoff;
-use crate::connect::{Conn, Target};
+use crate::connect::Target;
 use crate::error::{Error, RedisFailure};
 use crate::heard::{BEAT_EVERY, BEAT_LATE, Heard, Listeners};
 use crate::keys::Keys;
-use crate::keys::keyspace_pattern;
 use crate::probe::{Known, look};
 use crate::snapshot::Snapshot;
 use crate::status::{self, Engine, Event, Status, Step};
 use pace::{Ask, Ears, Knobs, Looked, Pace};
+use shared::Shared;
+
+pub(crate) use listen::follow_channels;
 
 /// How a watcher looks.
 #[derive(Debug, Clone)]
@@ -95,26 +95,79 @@ pub struct Watcher {
     wake: Arc<Notify>,
     stop: watch::Sender<bool>,
     task: Option<JoinHandle<()>>,
+    /// What it listens with, shared with the other watchers of its group.
+    group: Option<Arc<Group>>,
+}
+
+/// The listeners of a group of watchers, which end with the last of them.
+struct Group {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Group {
+    async fn end(mut self) {
+        let _ = self.stop.send(true);
+        for task in std::mem::take(&mut self.tasks) {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
 }
 
 impl Watcher {
     /// Starts watching `keys` on `target`.
     pub fn spawn(target: Target, keys: Keys, options: Options) -> Watcher {
-        let (status_tx, status) = watch::channel(None);
-        let (events, _) = broadcast::channel(256);
-        let (stop, stop_rx) = watch::channel(false);
-        let wake = Arc::new(Notify::new());
-        let shell = Shell {
-            target,
-            keys,
-            options,
-            status: status_tx,
-            events: events.clone(),
-            wake: wake.clone(),
-            stop: stop_rx,
-        };
-        let task = tokio::spawn(shell.run());
-        Watcher { status, events, wake, stop, task: Some(task) }
+        let mut one = Watcher::spawn_all(target, vec![(keys, options)]);
+        one.swap_remove(0)
+    }
+
+    /// Starts watching each of `jobs` on `target`, all on one set of
+    /// connections: one for the looks, one reading the event streams, one
+    /// subscribed to the channels (on a Cluster, each job's streams and
+    /// channels on the node that owns them).
+    pub fn spawn_all(target: Target, jobs: Vec<(Keys, Options)>) -> Vec<Watcher> {
+        let shared = Arc::new(Shared::new(target.clone()));
+        let (group_stop, group_stop_rx) = watch::channel(false);
+        let (mut watchers, mut streams, mut channels) = (Vec::new(), Vec::new(), Vec::new());
+        for (keys, options) in jobs {
+            let (status_tx, status) = watch::channel(None);
+            let (events, _) = broadcast::channel(256);
+            let (stop, stop_rx) = watch::channel(false);
+            let (wake, entry, heard) = (Arc::new(Notify::new()), Arc::new(Notify::new()), Arc::new(Heard::default()));
+            streams.push(listen::Stream { key: keys.events(), entry: entry.clone(), heard: heard.clone() });
+            channels.push((keys.clone(), Listeners::new(&keys, wake.clone()).hearing(heard.clone())));
+            let shell = Shell {
+                shared: shared.clone(),
+                keys,
+                options,
+                status: status_tx,
+                events: events.clone(),
+                wake: wake.clone(),
+                entry,
+                heard,
+                stop: stop_rx,
+            };
+            let task = tokio::spawn(shell.run());
+            watchers.push(Watcher { status, events, wake, stop, task: Some(task), group: None });
+        }
+        // A blocking read of streams on different nodes is refused.
+        let streams = if target.is_cluster() { streams.into_iter().map(|s| vec![s]).collect() } else { vec![streams] };
+        let mut tasks: Vec<JoinHandle<()>> = streams
+            .into_iter()
+            .map(|streams| tokio::spawn(listen::follow_streams(target.clone(), streams, group_stop_rx.clone())))
+            .collect();
+        tasks.push(tokio::spawn(follow_channels(target, channels, group_stop_rx)));
+        let group = Arc::new(Group { stop: group_stop, tasks });
+        for watcher in &mut watchers {
+            watcher.group = Some(group.clone());
+        }
+        watchers
     }
 
     /// The latest status (`None` until the first probe answered or failed).
@@ -132,11 +185,15 @@ impl Watcher {
         self.wake.notify_one();
     }
 
-    /// Stops the watcher and waits until its tasks are gone.
+    /// Stops the watcher and waits until its tasks are gone (the
+    /// listeners too, when it was the last of its group).
     pub async fn stop(mut self) {
         let _ = self.stop.send(true);
         if let Some(task) = self.task.take() {
             let _ = task.await;
+        }
+        if let Some(group) = self.group.take().and_then(Arc::into_inner) {
+            group.end().await;
         }
     }
 }
@@ -148,31 +205,22 @@ impl Drop for Watcher {
 }
 
 struct Shell {
-    target: Target,
+    shared: Arc<Shared>,
     keys: Keys,
     options: Options,
     status: watch::Sender<Option<Status>>,
     events: broadcast::Sender<Event>,
+    /// A message (a flip announced, an unlock, a keyspace event) or a
+    /// refresh: a full read. A stream entry: a look (a glance sees it).
     wake: Arc<Notify>,
+    entry: Arc<Notify>,
+    heard: Arc<Heard>,
     stop: watch::Receiver<bool>,
 }
 
 impl Shell {
     async fn run(self) {
-        let Shell { target, keys, options, status, events, wake, mut stop } = self;
-        // A stream entry changes the fingerprint (a glance sees it); a message
-        // (a flip announced, an unlock, a keyspace event) or a refresh asks for a full read.
-        let entry = Arc::new(Notify::new());
-        let heard = Arc::new(Heard::default());
-        let wakers = [
-            tokio::spawn(follow_stream(target.clone(), keys.clone(), entry.clone(), heard.clone(), stop.clone())),
-            tokio::spawn(follow_pubsub(
-                target.clone(),
-                keys.clone(),
-                Listeners::new(&keys, wake.clone()).hearing(heard.clone()),
-                stop.clone(),
-            )),
-        ];
+        let Shell { shared, keys, options, status, events, wake, entry, heard, mut stop } = self;
         // The pacing's clock: ms since this task began.
         let start = Instant::now();
         let at = move |i: Instant| millis(i.saturating_duration_since(start));
@@ -188,7 +236,6 @@ impl Shell {
         let mut pace = Pace::new(knobs, 0, spread());
         let mut known = Known::default();
         let mut engine = Engine::new(&keys.job, &keys.lock, options.engine.clone());
-        let mut conn: Option<Conn> = None;
         let mut last = Instant::now();
         let mut settle = WakePace::new();
         let alive_key = keys.fence();
@@ -211,6 +258,9 @@ impl Shell {
             let asked = Instant::now();
             let (last_heard, beat) = heard_since(&heard, start);
             let mut ask = pace.ask(at(asked), &Ears { last: last_heard, beat: &beat });
+            // The shared connection as it is now: one another watcher saw
+            // break is not used again, here either.
+            let mut conn = shared.current();
             if conn.is_none() {
                 ask = Ask::Look { full: matches!(ask, Ask::Look { full: true }) };
             }
@@ -222,7 +272,7 @@ impl Shell {
                 silences = 1;
                 let reason = format!(
                     "Redis on {} has sent nothing for {:.1} s, not even the workers' beat",
-                    target.host(),
+                    shared.target().host(),
                     heard.last().elapsed().as_secs_f64()
                 );
                 let elapsed_ms = millis(std::mem::replace(&mut last, Instant::now()).elapsed());
@@ -231,11 +281,11 @@ impl Shell {
             }
             let reply = {
                 let request = async {
-                    if let (Ask::Check { quiet, .. }, Some(node)) = (&ask, conn.as_mut()) {
+                    if let (Ask::Check { quiet, .. }, Some((_, node))) = (&ask, conn.as_mut()) {
                         let asking = quiet.as_deref().map(|q| keys.alive_channel(q));
                         return Reply::Alive(node.ask_owner(&alive_key, asking.as_deref()).await);
                     }
-                    Reply::Look(read(&target, &keys, &mut conn, &mut known).await)
+                    Reply::Look(read(&shared, &keys, &mut known).await)
                 };
                 tokio::pin!(request);
                 loop {
@@ -247,7 +297,7 @@ impl Shell {
                             let waited = asked.elapsed().as_secs_f64();
                             let reason = format!(
                                 "Redis on {} has not answered for {waited:.1} s; check the server's load and the network",
-                                target.host()
+                                shared.target().host()
                             );
                             let elapsed_ms = millis(std::mem::replace(&mut last, Instant::now()).elapsed());
                             let _ = publish(engine.handle_failure(reason, elapsed_ms));
@@ -340,9 +390,6 @@ impl Shell {
                 }
             }
         }
-        for task in wakers {
-            let _ = task.await;
-        }
     }
 }
 
@@ -367,116 +414,17 @@ fn present_holder(snapshot: &Snapshot) -> Option<String> {
     snapshot.holder_beat().filter(|b| b.present == Some(true)).map(|b| b.node.clone())
 }
 
-/// One look, on a connection made when there is none.
-async fn read(target: &Target, keys: &Keys, conn: &mut Option<Conn>, known: &mut Known) -> Result<Snapshot, Error> {
-    let manager = match conn {
-        Some(manager) => manager,
-        None => conn.insert(target.manager().await?),
-    };
-    let result = look(manager, keys, target.endpoint(), known).await;
+/// One look, on the shared connection (made when there is none).
+async fn read(shared: &Shared, keys: &Keys, known: &mut Known) -> Result<Snapshot, Error> {
+    let (made, mut manager) = shared.get().await?;
+    let result = look(&mut manager, keys, shared.target().endpoint(), known).await;
     if result.as_ref().err().and_then(Error::redis_failure) == Some(RedisFailure::Unreachable) {
-        // A fresh connection next time, rather than trusting a dead one.
-        *conn = None;
+        // A fresh connection next time, for every watcher, rather than
+        // trusting a dead one (which may come back to a demoted server).
+        shared.broke(made).await;
     }
     result
 }
-
-/// Wakes the watcher on every new entry of the job's event stream.
-async fn follow_stream(
-    target: Target,
-    keys: Keys,
-    wake: Arc<Notify>,
-    heard: Arc<Heard>,
-    mut stop: watch::Receiver<bool>,
-) {
-    // Long: each answer is a round trip Redis pays for, and an entry ends it at once.
-    const BLOCK: Duration = Duration::from_secs(30);
-    let stream = keys.events();
-    let mut last_id = "$".to_owned();
-    let mut backoff = Backoff::default();
-    while !*stop.borrow() {
-        let mut conn = tokio::select! {
-            conn = target.dedicated(BLOCK) => match conn {
-                Ok(conn) => conn,
-                Err(_) => { backoff.wait(&mut stop).await; continue; }
-            },
-            _ = stop.changed() => return,
-        };
-        loop {
-            let mut xread = redis::cmd("XREAD");
-            xread.arg("COUNT").arg(100).arg("BLOCK").arg(millis(BLOCK)).arg("STREAMS").arg(&stream).arg(&last_id);
-            let read = xread.query_async::<Value>(&mut conn);
-            let reply = tokio::select! {
-                reply = read => reply,
-                _ = stop.changed() => return,
-            };
-            match reply {
-                Ok(value) => {
-                    backoff.reset();
-                    heard.something();
-                    if let Some(id) = last_stream_id(&value) {
-                        last_id = id;
-                        wake.notify_one();
-                    }
-                }
-                Err(err) => {
-                    tracing::debug!(stream = %stream, error = %err, "event stream read failed");
-                    backoff.wait(&mut stop).await;
-                    break;
-                }
-            }
-        }
-    }
-}
-
-/// Tells `listeners` of Redisson unlock messages, flip announcements,
-/// keyspace notifications (when the server sends them) and, where they
-/// listen for them, the workers' beats.
-pub(crate) async fn follow_pubsub(target: Target, keys: Keys, listeners: Listeners, mut stop: watch::Receiver<bool>) {
-    if target.is_cluster() {
-        return crate::connect::sharded::follow(target, keys, listeners, stop).await;
-    }
-    let mut backoff = Backoff::default();
-    while !*stop.borrow() {
-        let mut pubsub = tokio::select! {
-            conn = target.pubsub() => match conn {
-                Ok(conn) => conn,
-                Err(_) => { backoff.wait(&mut stop).await; continue; }
-            },
-            _ = stop.changed() => return,
-        };
-        // A server that accepted the connection may still never answer: the
-        // subscriptions are bounded, and a stop request ends them at once.
-        let subscribed = tokio::select! {
-            result = tokio::time::timeout(SUBSCRIBE_PATIENCE, subscribe(&mut pubsub, &keys, listeners.beat_channel())) => result,
-            _ = stop.changed() => return,
-        };
-        if let Err(err) = subscribed
-            .unwrap_or_else(|_| Err(redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut))))
-        {
-            tracing::debug!(error = %err, "subscribing to the unlock channel failed");
-            backoff.wait(&mut stop).await;
-            continue;
-        }
-        backoff.reset();
-        let mut messages = pubsub.on_message();
-        loop {
-            tokio::select! {
-                message = messages.next() => match message {
-                    Some(message) => listeners.message(message.get_channel_name().as_bytes(), message.get_payload_bytes()),
-                    None => break,
-                },
-                _ = stop.changed() => return,
-            }
-        }
-        // A connection that closed is news too: Redis may be gone, so look now.
-        listeners.wake.notify_one();
-        backoff.wait(&mut stop).await;
-    }
-}
-
-/// How long subscribing may take before the connection counts as dead.
-const SUBSCRIBE_PATIENCE: Duration = Duration::from_secs(3);
 
 /// The shortest time between two reads a wake-up asks for. Anyone allowed
 /// to publish on `{job}:wake` (a supervisor, for her flips) could otherwise
@@ -501,46 +449,6 @@ impl WakePace {
     pub(crate) async fn wait(&mut self, settle: Duration) {
         self.last = (Instant::now() + settle).max(self.last + WAKE_GAP);
         sleep_until(self.last).await;
-    }
-}
-
-/// Subscribes to Redisson's unlock channel and, where the server sends them,
-/// the keyspace notifications of the job's keys.
-async fn subscribe(pubsub: &mut redis::aio::PubSub, keys: &Keys, beats: Option<&str>) -> redis::RedisResult<()> {
-    pubsub.subscribe(keys.unlock_channel()).await?;
-    // A supervisor's flip and the workers' beats: optional, as a user
-    // provisioned before them may lack the channels (the watcher then asks).
-    let mut optional = vec![keys.wake_channel()];
-    optional.extend(beats.map(str::to_owned));
-    for channel in optional {
-        if let Err(err) = pubsub.subscribe(&channel).await {
-            tracing::debug!(channel = %channel, error = %err, "channel unavailable");
-        }
-    }
-    // Keyspace notifications are a bonus: a server without them, or an ACL
-    // without the pattern, still leaves the unlock channel and the stream.
-    let mut patterns = vec![keyspace_pattern(&keys.prefix, true)];
-    if !keys.lock.starts_with(&keys.prefix) {
-        patterns.push(keyspace_pattern(&keys.lock, false));
-    }
-    for pattern in patterns {
-        if let Err(err) = pubsub.psubscribe(&pattern).await {
-            tracing::debug!(pattern = %pattern, error = %err, "keyspace notifications unavailable");
-        }
-    }
-    Ok(())
-}
-
-/// The id of the last entry in an `XREAD` reply, if it has any.
-fn last_stream_id(value: &Value) -> Option<String> {
-    let Value::Array(streams) = value else { return None };
-    let Some(Value::Array(stream)) = streams.first() else { return None };
-    let Some(Value::Array(entries)) = stream.get(1) else { return None };
-    let Some(Value::Array(entry)) = entries.last() else { return None };
-    match entry.first() {
-        Some(Value::BulkString(id)) => Some(String::from_utf8_lossy(id).into_owned()),
-        Some(Value::SimpleString(id)) => Some(id.clone()),
-        _ => None,
     }
 }
 

@@ -315,25 +315,7 @@ pub fn redis_major(conn: &mut redis::Connection) -> u32 {
 /// Redis behind `admin` (as a proxy's reset or an admin's `CLIENT KILL`
 /// would); returns how many.
 pub fn cut_connections(admin: &mut redis::Connection, pid: i32) -> usize {
-    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .filter_map(|l| l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']').map(str::to_owned))
-        .collect();
-    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
-    // Each line: sl local_address rem_address st … uid timeout inode.
-    let ports: Vec<u16> = tcp
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            let inode = cols.get(9)?;
-            if !inodes.iter().any(|i| i == inode) {
-                return None;
-            }
-            u16::from_str_radix(cols.get(1)?.split(':').nth(1)?, 16).ok()
-        })
-        .collect();
+    let ports = tcp_ports(pid, None);
     let mut cut = 0;
     for port in ports {
         let killed: redis::RedisResult<i64> =
@@ -341,6 +323,31 @@ pub fn cut_connections(admin: &mut redis::Connection, pid: i32) -> usize {
         cut += usize::from(killed.is_ok());
     }
     cut
+}
+
+/// The local ports of process `pid`'s TCP connections (to `remote` only,
+/// when given), from `/proc`.
+pub fn tcp_ports(pid: i32, remote: Option<u16>) -> Vec<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']').map(str::to_owned))
+        .collect();
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let port = |address: &str| u16::from_str_radix(address.split(':').nth(1)?, 16).ok();
+    // Each line: sl local_address rem_address st … uid timeout inode.
+    tcp.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let inode = cols.get(9)?;
+            let to = port(cols.get(2)?);
+            if !inodes.iter().any(|i| i == inode) || remote.is_some_and(|r| to != Some(r)) {
+                return None;
+            }
+            port(cols.get(1)?)
+        })
+        .collect()
 }
 
 /// Whether the `redis-server` on PATH has ACL selectors (Redis 7+, Valkey),

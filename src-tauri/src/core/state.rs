@@ -114,11 +114,17 @@ pub struct WatchedJob {
 }
 
 impl WatchedJob {
-    /// Starts watching `keys` on the connection `target`.
-    pub fn spawn(target: lockwatch::connect::Target, keys: Keys, options: watcher::Options) -> WatchedJob {
-        let watcher = Watcher::spawn(target, keys.clone(), options.clone());
-        let known = JobState { job: keys.job.clone(), ..JobState::default() };
-        WatchedJob { id: JobId::next(), keys, options, watcher, known }
+    /// Starts watching each of `jobs` on the connection `target`, all on
+    /// one set of connections.
+    pub fn spawn_all(target: lockwatch::connect::Target, jobs: Vec<(Keys, watcher::Options)>) -> Vec<WatchedJob> {
+        let watchers = Watcher::spawn_all(target, jobs.clone());
+        jobs.into_iter()
+            .zip(watchers)
+            .map(|((keys, options), watcher)| {
+                let known = JobState { job: keys.job.clone(), ..JobState::default() };
+                WatchedJob { id: JobId::next(), keys, options, watcher, known }
+            })
+            .collect()
     }
 }
 

@@ -1,6 +1,7 @@
-//! The watchers: one [`WatchedJob`] per job the settings name, started from
-//! the settings that take effect, and their statuses and events carried
-//! into the app state and to the process's surface. Also what of that news
+//! The watchers: one [`WatchedJob`] per job the settings name, all on one
+//! set of connections to Redis, started from the settings that take
+//! effect, and their statuses and events carried into the app state and to
+//! the process's surface. Also what of that news
 //! the notification policy makes a notification ([`note_for`],
 //! [`sign_in_note`]), for the process that notifies.
 
@@ -38,8 +39,7 @@ pub fn restart(desk: &Desk) {
                 tracing::warn!("{warning}");
             }
             tracing::info!(redis = %effective.shown_url, user = %effective.user, jobs = effective.jobs.len(), "watching");
-            for (keys, options) in std::mem::take(&mut effective.jobs) {
-                let job = WatchedJob::spawn(effective.target.clone(), keys, options);
+            for job in WatchedJob::spawn_all(effective.target.clone(), std::mem::take(&mut effective.jobs)) {
                 runtime::spawn(follow(desk.clone(), job.id, job.watcher.status(), job.watcher.events()));
                 inner.jobs.push(job);
             }

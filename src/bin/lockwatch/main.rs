@@ -315,14 +315,8 @@ fn worst(codes: impl Iterator<Item = u8>) -> u8 {
 /// event of any of them as it comes (each names its job), until Ctrl-C.
 async fn watch(g: &Global, json: bool) -> Result<u8> {
     let target = g.target()?;
-    let watchers: Vec<Watcher> = g
-        .jobs()
-        .iter()
-        .map(|name| {
-            let job = g.job_named(name);
-            Watcher::spawn(target.clone(), job.keys(), job.watch_options())
-        })
-        .collect();
+    let jobs = g.jobs().iter().map(|name| g.job_named(name)).map(|job| (job.keys(), job.watch_options())).collect();
+    let watchers = Watcher::spawn_all(target, jobs);
     // Every watcher's events on one channel, in the order they come.
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     for watcher in &watchers {

@@ -30,7 +30,7 @@ use crate::keys::Keys;
 use crate::probe::Known;
 use crate::schema::BeatState;
 use crate::snapshot::Flag;
-use crate::watcher::{WakePace, follow_pubsub};
+use crate::watcher::{WakePace, follow_channels};
 use crate::work::engine::{Action, Engine, Renewal, Rules};
 use crate::work::job::{Job, Killer, Work};
 use crate::work::lease::Lease;
@@ -127,7 +127,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
     // may flip a flag may publish on the wake channel).
     let unlocked = Arc::new(Notify::new());
     let listeners = Listeners::new(&keys, wake.clone()).unlocking(unlocked.clone());
-    let waker = tokio::spawn(follow_pubsub(target.clone(), keys.clone(), listeners, stop_rx.clone()));
+    let waker = tokio::spawn(follow_channels(target.clone(), vec![(keys.clone(), listeners)], stop_rx.clone()));
     let writes = Arc::new(flips::Writes::default());
     let flips = tokio::spawn(flips::hear(target.clone(), keys.clone(), wake.clone(), writes.clone(), stop_rx.clone()));
     let present = Arc::new(Held::default());
