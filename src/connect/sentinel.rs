@@ -116,8 +116,7 @@ impl Sentinels {
 
     /// The run id of the server at `addr`, when it answers.
     async fn run_id_at(&self, addr: &(String, u16)) -> Option<String> {
-        let info = self.info.clone().set_addr(self.addr(addr.0.clone(), addr.1));
-        let client = client_for(info, self.ca.as_deref()).ok()?;
+        let client = self.node_client(addr).ok()?;
         let mut conn = client.get_multiplexed_async_connection().await.ok()?;
         super::run_id(&mut conn).await
     }
@@ -148,8 +147,7 @@ impl Sentinels {
     async fn check_primary(&self, addr: &(String, u16), action: &Action) -> Result<Client, Error> {
         let at =
             Endpoint::new(format!("{}:{}", addr.0, addr.1), matches!(self.info.addr(), ConnectionAddr::TcpTls { .. }));
-        let info = self.info.clone().set_addr(self.addr(addr.0.clone(), addr.1));
-        let client = client_for(info, self.ca.as_deref()).map_err(|e| self.fail(e, &at, action))?;
+        let client = self.node_client(addr).map_err(|e| self.fail(e, &at, action))?;
         let fail = |e: RedisError| describe(e, action.clone(), &at);
         let mut conn = client.get_multiplexed_async_connection().await.map_err(fail)?;
         let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut conn).await.map_err(fail)?;
@@ -163,6 +161,11 @@ impl Sentinels {
                 kind: RedisFailure::Unreachable,
             }),
         }
+    }
+
+    /// A client of the data node at `addr`, logged in as the URL says.
+    fn node_client(&self, addr: &(String, u16)) -> Result<Client, Fail> {
+        client_for(self.info.clone().set_addr(self.addr(addr.0.clone(), addr.1)), self.ca.as_deref())
     }
 
     /// `host:port` with the URL's TLS settings.
