@@ -1017,9 +1017,10 @@ async fn a_serve_process_frozen_past_its_claim_does_not_post_what_another_took_o
     drop(server);
 }
 
-/// Redis restarted without the ACL user serve logs in as: serve's log says
-/// the password is refused, not only that the connection was, once Redis
-/// answers again.
+/// A job that is unknown stays unknown for each new cause, and each is
+/// logged: no such job, then Redis gone, then Redis restarted without the
+/// ACL user serve logs in as (the password refused, not only the
+/// connection).
 #[tokio::test]
 async fn serve_logs_a_new_cause_while_redis_still_cannot_be_read() {
     let mut server = RedisServer::start();
@@ -1054,11 +1055,14 @@ async fn serve_logs_a_new_cause_while_redis_still_cannot_be_read() {
     .stdout(Stdio::null())
     .stderr(std::fs::File::create(&log).unwrap());
     let _s = WorkerProcess::spawn(&mut cmd);
-    eventually("the metrics", Duration::from_secs(10), || std::net::TcpStream::connect(("127.0.0.1", port)).ok()).await;
-    server.kill();
     let said = || std::fs::read_to_string(&log).unwrap_or_default();
-    eventually("unreachable logged", Duration::from_secs(20), || said().contains("Connection refused").then_some(()))
-        .await;
+    // Redis answered first: the job is unknown because there is none, and
+    // then because Redis is gone, each said once.
+    eventually("no such job logged", Duration::from_secs(20), || said().contains("no job named").then_some(())).await;
+    server.kill();
+    if common::wait::within(Duration::from_secs(20), || said().contains("Connection refused").then_some(())).is_none() {
+        panic!("serve did not log that Redis refused the connection within 20 s; its log:\n{}", said());
+    }
     server.restart();
     let text = eventually("the refused password logged", Duration::from_secs(30), || {
         let text = said();

@@ -40,7 +40,7 @@ use crate::heard::{BEAT_EVERY, BEAT_LATE, Heard, Listeners};
 use crate::keys::Keys;
 use crate::probe::{Known, look};
 use crate::snapshot::Snapshot;
-use crate::status::{self, Engine, Event, Status, Step};
+use crate::status::{self, Engine, Event, State, Status, Step};
 use pace::{Ask, Ears, Knobs, Looked, Pace};
 use shared::Shared;
 
@@ -239,9 +239,11 @@ impl Shell {
         let mut last = Instant::now();
         let mut settle = WakePace::new();
         let alive_key = keys.fence();
-        // Why Redis could not be read, as last said: a new cause while it
-        // still cannot (refused, then a password refused) is said too.
-        let mut cause: Option<crate::error::RedisFailure> = None;
+        // Why the job is unknown, as last said: `Some(None)` when Redis
+        // answered but the job cannot be told (no such job). A new cause
+        // while it stays unknown (no job, then refused; refused, then a
+        // password refused) is said too: the state alone does not change.
+        let mut cause: Option<Option<RedisFailure>> = None;
         let publish = |step: Step| {
             status.send_if_modified(|shown| {
                 let changed = shown.as_ref() != Some(&step.status);
@@ -314,7 +316,6 @@ impl Shell {
                     let mut looked = Looked::default();
                     let step = match answer {
                         Ok(snapshot) => {
-                            cause = None;
                             heard.something();
                             let found = present_holder(&snapshot);
                             // A holder newly found present counts as heard: its beats are awaited from now.
@@ -322,7 +323,9 @@ impl Shell {
                                 heard.vouch(node);
                             }
                             looked = Looked { answered: true, holder: found, held: snapshot.lock.is_held(), ..looked };
-                            engine.handle_read(&snapshot)
+                            let step = engine.handle_read(&snapshot);
+                            cause = (step.status.state == State::Unknown).then_some(None);
+                            step
                         }
                         Err(err) => {
                             tracing::debug!(job = %keys.job, error = %err, "probe failed");
@@ -330,11 +333,11 @@ impl Shell {
                             if step.status.checked_at_ms.is_none() {
                                 step.status.failure = err.redis_failure();
                             }
-                            if step.status.state == crate::status::State::Unknown && step.status.failure != cause {
+                            if step.status.state == State::Unknown && cause != Some(step.status.failure) {
                                 if cause.is_some() {
-                                    tracing::info!(job = %keys.job, reason = %err, "Redis still cannot be read, now for another reason");
+                                    tracing::info!(job = %keys.job, reason = %err, "the job is still unknown, now for another reason");
                                 }
-                                cause = step.status.failure;
+                                cause = Some(step.status.failure);
                             }
                             step
                         }
