@@ -10,8 +10,13 @@ import { language, t } from "./i18n.js";
 import { offForm } from "./off.js";
 
 export function renderLive(root, app) {
+  // Among several jobs, a list (the worst trouble first, as the tray's menu)
+  // opens one job's card at a time; one job is its card alone.
+  const many = app.statuses.size > 1;
+  if (many) renderList(root, app);
+  else root.querySelector(".job-list")?.remove();
   for (const [job, entry] of app.statuses) {
-    let card = root.querySelector(`[data-job="${CSS.escape(job)}"]`);
+    let card = root.querySelector(`article.card[data-job="${CSS.escape(job)}"]`);
     if (card && card.dataset.lang !== language()) {
       card.remove();
       card = null;
@@ -76,8 +81,60 @@ export function renderLive(root, app) {
       });
       root.append(card);
     }
+    card.hidden = many && job !== app.selected;
     fill(card, entry, app.state.user);
   }
+}
+
+/** The jobs in the list's order: the app's rank first (trouble, the worst on top), then as configured. */
+export function listOrder(statuses) {
+  return [...statuses.values()].map((entry, i) => ({ entry, i })).sort((a, b) => (b.entry.rank ?? 0) - (a.entry.rank ?? 0) || a.i - b.i).map(({ entry }) => entry);
+}
+
+/** The list of jobs: state, name, server and what it means; a click (or Enter) opens the job's card below. */
+function renderList(root, app) {
+  const ordered = listOrder(app.statuses);
+  if (!app.statuses.has(app.selected)) app.selected = ordered[0]?.job;
+  let list = root.querySelector(".job-list");
+  if (list && list.dataset.lang !== language()) {
+    list.remove();
+    list = null;
+  }
+  if (!list) {
+    list = document.createElement("table");
+    list.className = "job-list";
+    list.dataset.lang = language();
+    list.innerHTML = `<caption>${t("page-jobs")}</caption>
+      <thead><tr><th>${t("page-col-state")}</th><th>${t("page-col-job")}</th><th>${t("page-server")}</th><th>${t("page-col-meaning")}</th></tr></thead><tbody></tbody>`;
+    root.prepend(list);
+  }
+  const body = list.querySelector("tbody");
+  const rows = ordered.map(({ job, status }) => {
+    let row = [...body.rows].find((r) => r.dataset.job === job);
+    if (!row) {
+      row = document.createElement("tr");
+      row.dataset.job = job;
+      row.innerHTML = `<td class="state"><span class="glyph" aria-hidden="true"><span></span></span><span class="word"></span></td><td><button type="button" class="open"></button></td><td class="server"></td><td class="meaning"></td>`;
+      row.querySelector(".open").textContent = job;
+      row.addEventListener("click", () => {
+        app.selected = job;
+        renderLive(root, app);
+      });
+    }
+    const state = status?.state ?? "unknown";
+    const info = stateInfo(state);
+    row.querySelector(".state").className = `state state-${state}`;
+    row.querySelector(".state").title = info.hint;
+    row.querySelector(".glyph span").textContent = info.glyph;
+    row.querySelector(".word").textContent = info.word;
+    row.querySelector(".server").textContent = holderName(status?.holder);
+    row.querySelector(".meaning").textContent = reasonText(status);
+    if (job === app.selected) row.setAttribute("aria-current", "true");
+    else row.removeAttribute("aria-current");
+    return row;
+  });
+  // Moved only when the order changed, so a focused row keeps its focus.
+  if (rows.some((row, i) => body.rows[i] !== row)) body.replaceChildren(...rows);
 }
 
 function fill(card, entry, user) {

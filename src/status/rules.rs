@@ -51,6 +51,13 @@ impl State {
     pub fn in_trouble(self) -> bool {
         matches!(self, State::Stale | State::Down | State::Conflict | State::Unknown)
     }
+
+    /// How far up a list of jobs it goes (the tray's menu, the dashboard's
+    /// list): its severity when in trouble, else 0, so the worst trouble
+    /// comes first and the rest keep their order.
+    pub fn trouble_rank(self) -> u8 {
+        if self.in_trouble() { self.severity() } else { 0 }
+    }
 }
 
 impl EventKind {
@@ -153,6 +160,16 @@ mod tests {
         assert_eq!(s.silent_standbys(), ["srv-b"]);
         s.holder = None;
         assert_eq!(s.silent_standbys(), ["srv-a", "srv-b"], "with no holder, every silent server");
+    }
+
+    #[test]
+    fn a_list_of_jobs_puts_the_worst_trouble_first_and_ranks_the_rest_alike() {
+        use State::*;
+        let ranks: Vec<u8> = [Conflict, Down, Unknown, Stale].map(State::trouble_rank).to_vec();
+        assert!(ranks.windows(2).all(|w| w[0] > w[1]), "{ranks:?}");
+        for state in [Running, Pending, Stopped] {
+            assert_eq!(state.trouble_rank(), 0, "{state:?}");
+        }
     }
 
     #[test]

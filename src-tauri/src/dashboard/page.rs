@@ -7,8 +7,8 @@
 //! silent standbys) and how long an outage lasted are the library's rules,
 //! worked out here so the page decides nothing.
 
-use lockwatch::Status;
 use lockwatch::history::{History, Item, Outage};
+use lockwatch::{State, Status};
 use serde::Serialize;
 
 use crate::core::settings::{Overrides, Settings, SettingsForm};
@@ -163,6 +163,9 @@ pub struct LiveJob {
     pub last_one_on: bool,
     /// The servers other than the holder's that are silent.
     pub silent_standbys: Vec<String>,
+    /// Where it goes in the list of jobs: the higher, the nearer the top
+    /// ([`State::trouble_rank`], as the tray's menu orders them).
+    pub rank: u8,
 }
 
 impl LiveJob {
@@ -177,6 +180,7 @@ impl LiveJob {
             silent_standbys: status
                 .map(|s| s.silent_standbys().into_iter().map(str::to_owned).collect())
                 .unwrap_or_default(),
+            rank: status.map_or(State::Unknown, |s| s.state).trouble_rank(),
         }
     }
 }

@@ -145,7 +145,7 @@ pub fn tray_view<'a>(
     // Those in trouble first, the worst first; the rest as configured.
     let state = |j: &JobState| j.status.as_ref().map_or(State::Unknown, |s| s.state);
     let mut menus: Vec<(State, JobMenu)> = jobs.iter().map(|j| (state(j), job_menu(j, user, words))).collect();
-    menus.sort_by_key(|(state, _)| std::cmp::Reverse(if state.in_trouble() { state.severity() } else { 0 }));
+    menus.sort_by_key(|(state, _)| std::cmp::Reverse(state.trouble_rank()));
     let fold = menus.len() > FOLD_AFTER;
     for (state, menu) in &mut menus {
         if fold && !state.in_trouble() {
