@@ -30,5 +30,5 @@ fn the_dashboard_shows_the_truth_in_the_real_webview() {
     let shots = std::env::var_os("LOCKWATCH_SCREENSHOTS").unwrap_or_default();
     let stdout =
         common::run_e2e("dashboard.py", &[("TAURI_DRIVER", driver.as_os_str()), ("SCREENSHOT_DIR", shots.as_os_str())]);
-    assert!(stdout.contains("11 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("12 passed, 0 failed"), "{stdout}");
 }

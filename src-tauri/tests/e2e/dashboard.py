@@ -301,6 +301,19 @@ def main():
         run.ok(f"Send a test notification: {said!r}, and the tray sent it to the desktop")
         s.close()
 
+        # 4d. several jobs: a list, the one in trouble (stock: no such job, unknown) on top; a click opens a job's card
+        s = open_app(LOCKWATCH_REDIS_URL=url, LOCKWATCH_JOB="outbound,stock")
+        rows_js = "return [...document.querySelectorAll('table.job-list tbody tr')].map(r => [r.dataset.job, r.querySelector('.word').textContent])"
+        rows = until("the list, stock first", lambda: (lambda r: r if r and r[0] == ["stock", "Unknown"] and r[1] == ["outbound", "Running"] else None)(s.js(rows_js)), 15)
+        shown = "return [...document.querySelectorAll('article.card')].filter(c => !c.hidden).map(c => c.dataset.job)"
+        assert s.js(shown) == ["stock"], s.js(shown)
+        s.click('table.job-list tr[data-job="outbound"] button.open')
+        until("the outbound card alone", lambda: s.js(shown) == ["outbound"], 5)
+        assert s.text('article.card[data-job="outbound"] .badge .word') == "Running"
+        s.screenshot("dashboard-jobs.png")
+        run.ok(f"two jobs listed, trouble first: {rows}; a click opened outbound's card")
+        s.close()
+
         # 5. settings saved in one run hold in the next
         s = open_app()
         s.view("settings")
