@@ -395,3 +395,43 @@ async fn an_asked_failover_with_a_short_lease_never_runs_the_job_on_two_servers(
     assert_no_overlap(&lines);
     assert!(lines.iter().any(|l| l.2 > promoted_ns + 10_000_000_000), "the job runs again after the failover");
 }
+
+/// A split brain: the sentinels promote the replica while the old primary,
+/// cut off from them (here: forgotten by them), stays a writable primary
+/// with a replica of its own that confirms every renewal there. The holder
+/// on the old primary must stop before its lease on the new one runs out
+/// and another server starts there (or renew on the new one, where its lock
+/// was replicated): a renewal counts only while a majority of the sentinels
+/// names its server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_the_sentinels_left_behind_with_a_replica_of_its_own_keeps_no_holding() {
+    let mut set = SentinelSet::start();
+    let old = set.primary_port();
+    enabled_and_replicated(old);
+    let follower = common::server::RedisServer::start();
+    let mut f = follower.conn();
+    let _: () = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(old).query(&mut f).unwrap();
+    eventually("the second replica's link", Duration::from_secs(10), || {
+        let info: String = query(follower.port, redis::cmd("INFO").arg("replication")).ok()?;
+        info.contains("master_link_status:up").then_some(())
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("journal");
+    let _a = worker(&set, "srv-a", &j);
+    eventually("the job to run", Duration::from_secs(20), || (!journal(&j).is_empty()).then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let started_ns = now_ns();
+    let new = tokio::task::block_in_place(|| set.leave_primary_behind());
+    assert_ne!(old, new);
+    let _b = worker(&set, "srv-b", &j);
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    drop(_a);
+    drop(_b);
+
+    let lines = journal(&j);
+    eprintln!("runs: {:#?}", describe_runs(&lines, started_ns));
+    assert_no_overlap(&lines);
+    assert!(lines.iter().any(|l| l.2 > started_ns + 8_000_000_000), "the job runs on the primary the sentinels name");
+}

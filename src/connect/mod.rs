@@ -157,18 +157,18 @@ impl Target {
         Ok(Target { kind: Kind::Cluster(Arc::new(Nodes { commands, info })), endpoint, host, user, database: 0 })
     }
 
-    /// Whether a sentinel that answers names another server than the one
-    /// at the other end of `conn` as the primary: a failover under way (a
-    /// sentinel names the promoted replica as soon as it begins) or done,
-    /// while `conn` still reaches the deposed primary, writable until a
-    /// sentinel converts it and confirmed by a replica that still follows
-    /// it. Servers are told apart by run id; one that cannot be read counts
-    /// as another. Never, but through Sentinel.
-    pub async fn other_primary_named(&self, conn: &mut Conn) -> bool {
-        let Kind::Sentinel(sentinels) = &self.kind else { return false };
+    /// Whether the server at the other end of `conn` is the primary as the
+    /// sentinels have it: a majority of them name it, and none that answers
+    /// names another ([`Sentinels::vouch_for`]; servers told apart by run
+    /// id). A deposed primary stays writable until a sentinel converts it,
+    /// and one cut off from the sentinels stays writable for good, each
+    /// with whatever replicas still follow it and confirm its writes; a lock
+    /// taken or renewed there is no holding. Always, but through Sentinel.
+    pub async fn primary_vouched_for(&self, conn: &mut Conn) -> bool {
+        let Kind::Sentinel(sentinels) = &self.kind else { return true };
         let info = redis::cmd("INFO").arg("server").query_async::<String>(conn).await;
-        let Some(ours) = info.ok().as_deref().and_then(parse_run_id) else { return true };
-        sentinels.names_another(&ours, &self.endpoint).await
+        let Some(ours) = info.ok().as_deref().and_then(parse_run_id) else { return false };
+        sentinels.vouch_for(&ours, &self.endpoint).await
     }
 
     /// Whether this is a Redis Cluster: sharded pub/sub, and every script's

@@ -88,30 +88,35 @@ impl Sentinels {
         })
     }
 
-    /// Whether a sentinel that answers names a primary whose run id is not
-    /// `ours` (or whose run id cannot be read).
-    pub(super) async fn names_another(&self, ours: &str, shown: &Endpoint) -> bool {
+    /// Whether the sentinels vouch for the server whose run id is `ours` as
+    /// the primary: a majority of them name it, and none that answers names
+    /// another (a server whose run id cannot be read counts as another).
+    /// A primary cut off from most sentinels, or one they have moved away
+    /// from, is not vouched for, whatever replicas still follow it.
+    pub(super) async fn vouch_for(&self, ours: &str, shown: &Endpoint) -> bool {
         let action = Action::Resolving { master: self.master.clone() };
         let asking = self.addrs.iter().map(|(host, port)| {
             let sentinel = Endpoint::new(format!("{host}:{port}"), shown.tls());
             let action = action.clone();
             async move { tokio::time::timeout(TIMEOUT, self.ask(host, *port, &sentinel, &action)).await }
         });
-        let mut named: Vec<(String, u16)> = Vec::new();
-        for asked in futures_util::future::join_all(asking).await {
-            if let Ok(Ok(Some(addr))) = asked
-                && !named.contains(&addr)
-            {
-                named.push(addr);
+        let named: Vec<(String, u16)> = futures_util::future::join_all(asking)
+            .await
+            .into_iter()
+            .filter_map(|asked| asked.ok().and_then(Result::ok).flatten())
+            .collect();
+        let mut checked: Vec<&(String, u16)> = Vec::new();
+        for addr in &named {
+            if checked.contains(&addr) {
+                continue;
             }
-        }
-        for addr in named {
-            let theirs = tokio::time::timeout(TIMEOUT, self.run_id_at(&addr)).await.ok().flatten();
+            let theirs = tokio::time::timeout(TIMEOUT, self.run_id_at(addr)).await.ok().flatten();
             if theirs.as_deref() != Some(ours) {
-                return true;
+                return false;
             }
+            checked.push(addr);
         }
-        false
+        named.len() > self.addrs.len() / 2
     }
 
     /// The run id of the server at `addr`, when it answers.

@@ -192,6 +192,27 @@ impl SentinelSet {
         new
     }
 
+    /// The sentinels move to the replica while the primary carries on: as
+    /// when a partition cuts the primary off from the sentinels and the
+    /// replica but not from a client (and from another replica of its
+    /// own). The replica is promoted and monitored; the old primary is
+    /// left as it is, still a writable primary. Returns the new primary's port.
+    pub fn leave_primary_behind(&mut self) -> u16 {
+        let old = self.primary_port();
+        let new = self.server_ports().into_iter().find(|&p| p != old).expect("a replica");
+        for sentinel in self.sentinel_ports() {
+            let _: () = query(sentinel, redis::cmd("SENTINEL").arg("REMOVE").arg(&self.master_name)).unwrap();
+        }
+        let _: () = query(new, redis::cmd("REPLICAOF").arg("NO").arg("ONE")).unwrap();
+        for sentinel in self.sentinel_ports() {
+            let monitor =
+                redis::cmd("SENTINEL").arg("MONITOR").arg(&self.master_name).arg("127.0.0.1").arg(new).arg(2).clone();
+            let _: () = query(sentinel, &monitor).unwrap();
+        }
+        self.replaced = Some(old);
+        new
+    }
+
     /// Waits until a sentinel names a primary other than the one replaced
     /// last (or than the first one) and that node answers `ROLE` as a primary.
     pub fn wait_for_new_primary(&self, timeout: Duration) -> u16 {

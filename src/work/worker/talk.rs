@@ -40,13 +40,13 @@ impl Worker {
         let conn = self.conn().await?;
         let sent = Boot::now();
         let acquired = lock.acquire(conn).await?;
-        // Taken on a primary the sentinels no longer all name (deposed,
-        // still writable, a replica still following it): not a holding. It
-        // expires; the next attempt asks the sentinels where the primary is.
+        // Taken on a primary the sentinels do not vouch for (deposed or cut
+        // off, still writable, a replica still following it): not a holding.
+        // It expires; the next attempt asks the sentinels where the primary is.
         if let Acquire::Acquired { fence, before, at_ms, counter, .. } = &acquired
-            && target.other_primary_named(conn).await
+            && !target.primary_vouched_for(conn).await
         {
-            tracing::warn!(node = %self.opts.node, fence, "took the lock on a primary another sentinel no longer names; not starting the job");
+            tracing::warn!(node = %self.opts.node, fence, "took the lock on a primary most sentinels do not name; not starting the job");
             let unconfirmed =
                 Acquire::Unconfirmed { fence: *fence, before: before.clone(), at_ms: *at_ms, counter: *counter };
             self.conn = None;

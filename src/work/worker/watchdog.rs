@@ -25,16 +25,25 @@ pub(super) async fn watchdog(target: Target, lock: Lock, report: watch::Sender<R
         let sent = Boot::now();
         let deadline = Instant::now() + renewer.deadline().remaining();
         let attempt = async {
-            let c = match conn.take() {
+            let mut c = match conn.take() {
                 Some(c) => c,
                 None => target.manager().await?,
             };
-            lock.renew(conn.insert(c)).await
+            let renewed = lock.renew(&mut c).await?;
+            // Renewed on a primary the sentinels do not vouch for: the
+            // renewal counts for nothing, and the next one finds the
+            // primary anew.
+            if renewed == Renew::Renewed && !target.primary_vouched_for(&mut c).await {
+                return Ok(None);
+            }
+            conn = Some(c);
+            Ok::<_, crate::error::Error>(Some(renewed))
         };
         let (answer, failure) = match tokio::time::timeout_at(deadline, attempt).await {
-            Ok(Ok(Renew::Renewed)) => (Answer::Renewed, None),
-            Ok(Ok(Renew::NotOurs)) => (Answer::NotOurs, None),
-            Ok(Ok(Renew::Unconfirmed)) => (Answer::Unconfirmed, None),
+            Ok(Ok(Some(Renew::Renewed))) => (Answer::Renewed, None),
+            Ok(Ok(Some(Renew::NotOurs))) => (Answer::NotOurs, None),
+            Ok(Ok(Some(Renew::Unconfirmed))) => (Answer::Unconfirmed, None),
+            Ok(Ok(None)) => (Answer::Unconfirmed, Some("most sentinels do not name this primary".to_owned())),
             Ok(Err(err)) => {
                 conn = None;
                 (Answer::Failed, Some(err.to_string()))
@@ -49,11 +58,16 @@ pub(super) async fn watchdog(target: Target, lock: Lock, report: watch::Sender<R
             }
             Verdict::Retry { at, say } => {
                 if say {
-                    match &failure {
-                        Some(err) => {
+                    match (&answer, &failure) {
+                        (Answer::Unconfirmed, Some(why)) => {
+                            tracing::warn!(
+                                "the lease renewal does not count: {why}; retrying until the lease runs out"
+                            );
+                        }
+                        (_, Some(err)) => {
                             tracing::warn!(error = %err, "lease renewal failed; retrying until the lease runs out");
                         }
-                        None => tracing::warn!("no replica confirmed the lease renewal in time; retrying"),
+                        (_, None) => tracing::warn!("no replica confirmed the lease renewal in time; retrying"),
                     }
                 }
                 next = at;
