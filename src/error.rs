@@ -240,7 +240,7 @@ pub fn describe(err: RedisError, action: Action, host: &Endpoint) -> Error {
         // supervisor, who may not load it (see `probe::run_read_only`).
         (
             RedisFailure::Permission,
-            "lockwatch's read function is not loaded on this Redis, and only a worker or an admin may load it: a lockwatch worker loads it when it starts, and `lockwatch acl` when the admin runs it against this Redis",
+            "lockwatch's read function is not loaded on this Redis, and only an admin may load it: `lockwatch acl` loads it when the admin runs it against this Redis, and so does a worker logging in as an admin",
         )
     } else if code == "WRONGPASS"
         || code == "NOAUTH"

@@ -700,3 +700,53 @@ async fn workers_with_only_the_worker_rules_run_the_job_and_are_refused_nothing(
     common::journal::assert_no_overlap(&common::journal::journal(&j));
     println!("first ran on {first}, then {holder}; after kill -9 the other; ACL log empty");
 }
+
+/// lockwatch's read function is shared by every job on a Redis and run by
+/// every supervisor: a worker's rules (for any job) may call it but not
+/// load or replace it, and the admin's `lockwatch acl` puts back one that
+/// was replaced.
+#[tokio::test]
+async fn a_workers_rules_cannot_replace_the_read_function_and_the_admins_acl_run_puts_it_back() {
+    let server = RedisServer::start();
+    let mut admin = server.conn();
+    if redis_major(&mut admin) < 7 {
+        println!("Redis 6 has no Functions: nothing to replace");
+        return;
+    }
+    let out = lockwatch(&server.url(), &["--job", "other", "acl", "--worker", "mallory"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    run_lines(&mut admin, &String::from_utf8(out.stdout).unwrap());
+    let _: () = redis::cmd("ACL").arg("SETUSER").arg("mallory").arg(">m-pw").query(&mut admin).unwrap();
+    flag(&mut admin, "outbound", "alice", true);
+    let libraries: Vec<redis::Value> = redis::cmd("FUNCTION").arg("LIST").query(&mut admin).unwrap();
+    let listed = format!("{libraries:?}");
+    let name = listed
+        .split('"')
+        .find(|s| s.starts_with("lockwatch_probe_"))
+        .or_else(|| {
+            listed.split(|c: char| !c.is_alphanumeric() && c != '_').find(|s| s.starts_with("lockwatch_probe_"))
+        })
+        .expect("lockwatch acl loaded the read function")
+        .to_owned();
+    let fake = format!(
+        "#!lua name={name}\nredis.register_function{{function_name='{name}', callback=function() return redis.error_reply('hijacked') end, flags={{'no-writes'}}}}"
+    );
+
+    let mut mallory = redis::Client::open(format!("redis://mallory:m-pw@127.0.0.1:{}", server.port))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let refused = redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE").arg(&fake).query::<String>(&mut mallory);
+    assert_eq!(refused.as_ref().err().and_then(|e| e.code()), Some("NOPERM"), "{refused:?}");
+
+    // An admin's mistake (or an old grant) replaced it: status says so, and the admin's next acl run mends it.
+    let _: String = redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE").arg(&fake).query(&mut admin).unwrap();
+    let said = lockwatch(&server.url(), &["status", "--json"]);
+    assert!(String::from_utf8_lossy(&said.stdout).contains("hijacked"), "{}", String::from_utf8_lossy(&said.stdout));
+    let out = lockwatch(&server.url(), &["acl", "--user", "alice"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = lockwatch(&server.url(), &["status", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&said.stdout).unwrap();
+    assert!(!json.to_string().contains("hijacked"), "{json}");
+    assert_ne!(json["state"], "unknown", "{json}");
+}

@@ -66,7 +66,8 @@ pub(super) async fn run_read_only<C: ConnectionLike>(
             Way::Script => run_script(conn, "EVALSHA", "EVAL", keys, args).await,
         };
         match result {
-            Err(e) if e.code() == Some("NOPERM") || unknown_command(&e) => {
+            // Not loaded, and this user may not load it: the scripts may do.
+            Err(e) if e.code() == Some("NOPERM") || unknown_command(&e) || not_loaded(&e) => {
                 refused.get_or_insert(e);
             }
             other => {
@@ -81,27 +82,25 @@ pub(super) async fn run_read_only<C: ConnectionLike>(
 }
 
 /// Loads lockwatch's read function on the server behind `conn` (Redis 7+),
-/// as an admin setting up supervisors does; a worker's probe loads it too.
+/// as an admin setting up supervisors does, replacing whatever library
+/// has its name (one loaded by somebody else is not lockwatch's word); a
+/// worker's probe loads it too where its user may.
 ///
 /// # Errors
 /// Redis's: no Functions (Redis 6), or a user who may not load them.
 pub async fn load_function<C: ConnectionLike>(conn: &mut C) -> redis::RedisResult<()> {
-    let loaded: redis::RedisResult<Value> = redis::cmd("FUNCTION").arg("LOAD").arg(&LIBRARY.1).query_async(conn).await;
-    match loaded {
-        // Already there: loaded by a worker, or another process meanwhile.
-        Err(e) if !e.to_string().contains("already exists") => Err(e),
-        _ => Ok(()),
-    }
+    redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE").arg(&LIBRARY.1).query_async::<Value>(conn).await.map(drop)
 }
 
 /// The probe as the function of [`LIBRARY`], loaded first when the server
-/// does not have it (workers and admins may; a supervisor cannot, and is
-/// told who loads it).
+/// does not have it (an admin may, and a worker logging in as one; a
+/// supervisor or a worker with its own rules cannot: the supervisor is told
+/// who loads it, the worker reads with a script).
 async fn run_function<C: ConnectionLike>(conn: &mut C, keys: &[String], args: &[String]) -> redis::RedisResult<Value> {
     let name = &LIBRARY.0;
     let fcall = || redis::cmd("FCALL_RO").arg(name).arg(keys.len()).arg(keys).arg(args).clone();
     match fcall().query_async::<Value>(conn).await {
-        Err(e) if e.to_string().contains("Function not found") => match load_function(conn).await {
+        Err(e) if not_loaded(&e) => match load_function(conn).await {
             Err(l) => {
                 tracing::debug!("loading {name}: {l}");
                 Err(e)
@@ -110,6 +109,10 @@ async fn run_function<C: ConnectionLike>(conn: &mut C, keys: &[String], args: &[
         },
         other => other,
     }
+}
+
+fn not_loaded(e: &redis::RedisError) -> bool {
+    e.to_string().contains("Function not found")
 }
 
 fn unknown_command(e: &redis::RedisError) -> bool {

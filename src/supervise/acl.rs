@@ -66,7 +66,7 @@ const READ: &[&str] = &[
 ];
 
 /// What reading needs on Redis 7 and later: the probe as the read-only
-/// function workers load, and sharded pub/sub on a Cluster (the channels
+/// function an admin loads, and sharded pub/sub on a Cluster (the channels
 /// Redisson 3.22+ and lockwatch use there).
 const READ_7: &[&str] = &["+fcall_ro", "+pubsub|shardnumsub", "+ssubscribe", "+sunsubscribe"];
 
@@ -190,10 +190,12 @@ const WORKER: &[&str] = &[
 ];
 
 /// What a worker needs on Redis 7 and later besides: the probe as a
-/// function it loads (and calls, as supervisors do), and sharded pub/sub on
-/// a Cluster.
-const WORKER_7: &[&str] =
-    &["+function|load", "+fcall", "+fcall_ro", "+spublish", "+ssubscribe", "+sunsubscribe", "+pubsub|shardnumsub"];
+/// function it calls, as supervisors do, and sharded pub/sub on a Cluster.
+/// Not `FUNCTION LOAD`: the read function is one for every job on the
+/// server, so a job's worker that could load it could replace what every
+/// supervisor of every job reads (the admin's `lockwatch acl` loads it; a
+/// worker finding it missing reads with a script).
+const WORKER_7: &[&str] = &["+fcall", "+fcall_ro", "+spublish", "+ssubscribe", "+sunsubscribe", "+pubsub|shardnumsub"];
 
 /// Redis commands (one per line) that give a job's workers, logging in as
 /// `user`, what they need and no more: every key and channel of the job

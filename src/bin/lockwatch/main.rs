@@ -218,8 +218,8 @@ async fn run(mut cli: Cli) -> Result<u8> {
 
 /// The kind of server `lockwatch acl` writes rules for: the one `--redis`
 /// names when it answers, else Redis 7 (said on stderr). On Redis 7 it also
-/// loads lockwatch's read function there, which the rules let a supervisor
-/// call (a worker loads it too when it starts).
+/// loads lockwatch's read function there, which the rules let supervisors
+/// and workers call, replacing any library of its name.
 async fn server_of(g: &Global) -> Result<Server> {
     let target = g.target()?;
     let asked = async {
@@ -229,7 +229,7 @@ async fn server_of(g: &Global) -> Result<Server> {
             && !err.to_string().contains("unknown command")
         {
             eprintln!(
-                "lockwatch: could not load lockwatch's read function on {} ({err}); a worker loads it when it starts",
+                "lockwatch: could not load lockwatch's read function on {} ({err}); run this again as an admin of that Redis",
                 target.endpoint()
             );
         }
