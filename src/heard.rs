@@ -40,6 +40,9 @@ struct Inner {
     /// The last beat of any worker.
     beat: Option<Instant>,
     beats: HashMap<String, Instant>,
+    /// The holder whose presence the last look counted: whom a roll call
+    /// of many jobs asks after instead of hearing its beat.
+    holder: Option<String>,
 }
 
 impl Inner {
@@ -54,7 +57,7 @@ impl Inner {
 
 impl Default for Heard {
     fn default() -> Self {
-        Heard(Mutex::new(Inner { any: Instant::now(), beat: None, beats: HashMap::new() }))
+        Heard(Mutex::new(Inner { any: Instant::now(), beat: None, beats: HashMap::new(), holder: None }))
     }
 }
 
@@ -86,6 +89,26 @@ impl Heard {
         self.inner().beat_of(node, Instant::now());
     }
 
+    /// `node`'s presence subscription was counted just now: as good as its
+    /// beat (which is published while it holds and lives).
+    pub fn present(&self, node: &str) {
+        let now = Instant::now();
+        let mut inner = self.inner();
+        inner.any = now;
+        inner.beat_of(node, now);
+        inner.beat = Some(now);
+    }
+
+    /// Notes the holder the last look found present (none: nobody to ask after).
+    pub fn holding(&self, node: Option<String>) {
+        self.inner().holder = node;
+    }
+
+    /// The holder the last look found present.
+    pub fn holder(&self) -> Option<String> {
+        self.inner().holder.clone()
+    }
+
     /// When anything was last heard.
     pub fn last(&self) -> Instant {
         self.inner().any
@@ -110,8 +133,12 @@ pub(crate) struct Listeners {
     /// waiting for the lock acts on it at once, unpaced (only those that
     /// may unlock publish there; a supervisor's rights do not reach it).
     unlocked: Option<Arc<Notify>>,
-    /// Told of the workers' beats (a watcher's), which wake nothing.
+    /// Told of the workers' beats (a watcher's), which wake nothing, and
+    /// of anything Redis says.
     heard: Option<Arc<Heard>>,
+    /// Whether the beats are listened for (a watcher of many jobs asks
+    /// after their holders instead: [`Heard::present`]).
+    beats: bool,
     beat_channel: String,
     unlock_channel: String,
     wake_channel: String,
@@ -127,6 +154,7 @@ impl Listeners {
             wake,
             unlocked: None,
             heard: None,
+            beats: false,
             beat_channel: keys.beat_channel(),
             unlock_channel: keys.unlock_channel(),
             wake_channel: keys.wake_channel(),
@@ -137,7 +165,12 @@ impl Listeners {
 
     /// The same, also told of the workers' beats.
     pub(crate) fn hearing(self, heard: Arc<Heard>) -> Listeners {
-        Listeners { heard: Some(heard), ..self }
+        Listeners { heard: Some(heard), beats: true, ..self }
+    }
+
+    /// The same, told that Redis answers but not listening for the beats.
+    pub(crate) fn hearing_no_beats(self, heard: Arc<Heard>) -> Listeners {
+        Listeners { heard: Some(heard), beats: false, ..self }
     }
 
     /// The same, with unlock messages to `unlocked` rather than `wake`.
@@ -147,7 +180,7 @@ impl Listeners {
 
     /// The beat channel, when the beats are listened for.
     pub(crate) fn beat_channel(&self) -> Option<&str> {
-        self.heard.as_ref().map(|_| self.beat_channel.as_str())
+        self.beats.then_some(self.beat_channel.as_str())
     }
 
     /// Whether a message on `channel` is this job's: one of its channels,
@@ -172,7 +205,7 @@ impl Listeners {
     pub(crate) fn message(&self, channel: &[u8], payload: &[u8]) {
         if let Some(heard) = &self.heard {
             heard.message(channel, payload, &self.beat_channel);
-            if channel == self.beat_channel.as_bytes() {
+            if self.beats && channel == self.beat_channel.as_bytes() {
                 return;
             }
         }

@@ -129,3 +129,80 @@ async fn redis_frozen_while_the_beat_comes_is_unknown_within_seconds_never_stopp
     assert_eq!(told, [EventKind::Unreachable, EventKind::Reachable]);
     w.stop().await;
 }
+
+/// Jobs watched together, each run by its own lone worker: the watcher
+/// hears none of their beats but calls the roll of their holders in one
+/// command twice a second, and a holder killed with its reaper (nobody
+/// left to tell it) is told within seconds, for its job only.
+#[tokio::test]
+async fn many_jobs_watched_together_call_the_roll_of_their_holders_and_a_lone_death_is_told() {
+    const JOBS: [&str; 4] = ["outbound", "inbound", "stock", "labels"];
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut c = server.conn();
+    let mut workers = Vec::new();
+    for job in JOBS {
+        flag(&mut c, job, "alice", true);
+        let _: () = redis::cmd("SET").arg(format!("{{{job}}}:fence")).arg(0).query(&mut c).unwrap();
+        let mut cmd = lockwatch_command();
+        cmd.args(["--redis", &url, "--job", job]);
+        workers.push(WorkerProcess::spawn(worker_args(&mut cmd, "srv-a", "30s", &[], JOB)));
+    }
+    // The workers' own counts (a worker asks after its own presence now and then).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    reset_stats(&mut c);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let workers_own = calls(&mut c, "pubsub|numsub");
+    let target = Target::new(&url, None).unwrap();
+    let watchers = Watcher::spawn_all(target, JOBS.iter().map(|j| (Keys::new(j), Options::default())).collect());
+    for w in &watchers {
+        wait_state(w, State::Running, Duration::from_secs(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    reset_stats(&mut c);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let (rolls, pings) = (calls(&mut c, "pubsub|numsub").saturating_sub(workers_own), calls(&mut c, "ping"));
+    println!("6 s of {} jobs watched together: {rolls} roll calls, {pings} PINGs", JOBS.len());
+    assert!((9..=14).contains(&rolls), "a roll call every half second: {rolls}");
+    assert_eq!(pings, 0, "the roll call tells that Redis answers");
+    for job in JOBS {
+        let listening: Vec<(String, i64)> =
+            redis::cmd("PUBSUB").arg("NUMSUB").arg(format!("{{{job}}}:beat")).query(&mut c).unwrap();
+        assert_eq!(listening[0].1, 0, "nobody hears {job}'s beat");
+    }
+
+    let mut events: Vec<_> = watchers.iter().map(Watcher::events).collect();
+    let killed = Instant::now();
+    workers[1].kill9_with_reaper();
+    let event = tokio::time::timeout(Duration::from_secs(8), events[1].recv()).await.expect("nothing told").unwrap();
+    let took = killed.elapsed();
+    println!("inbound's lone holder's death told after {took:?}: {}", event.reason);
+    assert_eq!((event.job.as_str(), event.event, event.stall), ("inbound", EventKind::Stalled, Some(Stall::Dying)));
+    assert!(took < Duration::from_secs(3), "told after {took:?}");
+    for i in [0, 2, 3] {
+        assert!(events[i].try_recv().is_err(), "{} was told something", JOBS[i]);
+    }
+
+    // Redis frozen: every job is unknown within seconds, none stopped.
+    let frozen = Instant::now();
+    server.pause();
+    let _resume = Resume(server.pid().unwrap() as i32);
+    for (w, job) in watchers.iter().zip(JOBS) {
+        let status = w.status();
+        loop {
+            let state = status.borrow().as_ref().map(|s| s.state);
+            assert_ne!(state, Some(State::Stopped), "{job}: a frozen Redis was shown as stopped");
+            if state == Some(State::Unknown) {
+                break;
+            }
+            assert!(frozen.elapsed() < Duration::from_secs(4), "{job}: still {state:?} 4 s after Redis froze");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    println!("Redis frozen: all {} jobs unknown within {:?}", JOBS.len(), frozen.elapsed());
+    drop(_resume);
+    for w in watchers {
+        w.stop().await;
+    }
+}

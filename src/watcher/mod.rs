@@ -24,6 +24,7 @@
 
 mod listen;
 mod pace;
+mod roll_call;
 mod shared;
 
 use std::sync::Arc;
@@ -134,14 +135,25 @@ impl Watcher {
     pub fn spawn_all(target: Target, jobs: Vec<(Keys, Options)>) -> Vec<Watcher> {
         let shared = Arc::new(Shared::new(target.clone()));
         let (group_stop, group_stop_rx) = watch::channel(false);
-        let (mut watchers, mut streams, mut channels) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut watchers, mut streams, mut channels, mut roll) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        // Many jobs' beats would cost Redis a message to this process for
+        // each; a roll call of their holders costs it one command. (On a
+        // Cluster each job's holders are counted on its own node.)
+        let calling = jobs.len() >= ROLL_CALL_FROM && !target.is_cluster();
+        let pace = jobs.first().map(|(_, o)| (o.alive_every / 2, o.patience));
         for (keys, options) in jobs {
             let (status_tx, status) = watch::channel(None);
             let (events, _) = broadcast::channel(256);
             let (stop, stop_rx) = watch::channel(false);
             let (wake, entry, heard) = (Arc::new(Notify::new()), Arc::new(Notify::new()), Arc::new(Heard::default()));
             streams.push(listen::Stream { key: keys.events(), entry: entry.clone(), heard: heard.clone() });
-            channels.push((keys.clone(), Listeners::new(&keys, wake.clone()).hearing(heard.clone())));
+            let listeners = Listeners::new(&keys, wake.clone());
+            if calling {
+                channels.push((keys.clone(), listeners.hearing_no_beats(heard.clone())));
+                roll.push(roll_call::Roll { keys: keys.clone(), heard: heard.clone(), entry: entry.clone() });
+            } else {
+                channels.push((keys.clone(), listeners.hearing(heard.clone())));
+            }
             let shell = Shell {
                 shared: shared.clone(),
                 keys,
@@ -162,7 +174,10 @@ impl Watcher {
             .into_iter()
             .map(|streams| tokio::spawn(listen::follow_streams(target.clone(), streams, group_stop_rx.clone())))
             .collect();
-        tasks.push(tokio::spawn(follow_channels(target, channels, group_stop_rx)));
+        tasks.push(tokio::spawn(follow_channels(target, channels, group_stop_rx.clone())));
+        if let (false, Some((every, patience))) = (roll.is_empty(), pace) {
+            tasks.push(tokio::spawn(roll_call::roll_call(shared, roll, every, patience, group_stop_rx)));
+        }
         let group = Arc::new(Group { stop: group_stop, tasks });
         for watcher in &mut watchers {
             watcher.group = Some(group.clone());
@@ -322,6 +337,7 @@ impl Shell {
                             if let Some(node) = found.as_deref().filter(|_| found.as_deref() != pace.holder()) {
                                 heard.vouch(node);
                             }
+                            heard.holding(found.clone());
                             looked = Looked { answered: true, holder: found, held: snapshot.lock.is_held(), ..looked };
                             let step = engine.handle_read(&snapshot);
                             cause = (step.status.state == State::Unknown).then_some(None);
@@ -428,6 +444,11 @@ async fn read(shared: &Shared, keys: &Keys, known: &mut Known) -> Result<Snapsho
     }
     result
 }
+
+/// From how many jobs on one Redis a process calls the roll of their
+/// holders rather than hearing each one's beat ([`roll_call`]): one job's
+/// beat is about half a message a second, a roll call two commands.
+const ROLL_CALL_FROM: usize = 4;
 
 /// The shortest time between two reads a wake-up asks for. Anyone allowed
 /// to publish on `{job}:wake` (a supervisor, for her flips) could otherwise

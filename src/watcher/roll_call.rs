@@ -1,0 +1,117 @@
+//! The roll call of a process watching many jobs on one Redis: instead of
+//! hearing every job's beat (each one a message Redis writes to this
+//! process, about one a second for every two jobs), it asks twice per
+//! liveness interval, in one `PUBSUB NUMSUB`, after the presence
+//! subscription of each job's holder. An answer tells every job that Redis
+//! answers, a holder counted is as good as its beat, and a holder not
+//! counted wakes its job for a look. A roll call left unanswered tells
+//! nothing: each job's own checks then go out as they would without it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::Value;
+use tokio::sync::{Notify, watch};
+
+use super::shared::Shared;
+use crate::error::{Error, RedisFailure, describe};
+use crate::heard::Heard;
+use crate::keys::Keys;
+
+/// One job as the roll call sees it.
+pub(super) struct Roll {
+    pub keys: Keys,
+    pub heard: Arc<Heard>,
+    /// Woken for a look when its holder was not counted.
+    pub entry: Arc<Notify>,
+}
+
+/// Calls the roll every `every` on the shared connection, each answer
+/// awaited at most `patience`, until `stop`.
+pub(super) async fn roll_call(
+    shared: Arc<Shared>,
+    jobs: Vec<Roll>,
+    every: Duration,
+    patience: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.changed() => return,
+        }
+        // A connection being made is the looks' to wait for.
+        let Some((made, mut conn)) = shared.current() else { continue };
+        let asked: Vec<(usize, String)> =
+            jobs.iter().enumerate().filter_map(|(i, job)| job.heard.holder().map(|node| (i, node))).collect();
+        let mut numsub = redis::cmd("PUBSUB");
+        numsub.arg("NUMSUB");
+        for (i, node) in &asked {
+            numsub.arg(jobs[*i].keys.alive_channel(node));
+        }
+        let answer = tokio::select! {
+            answer = tokio::time::timeout(patience, numsub.query_async::<Value>(&mut conn)) => answer,
+            _ = stop.changed() => return,
+        };
+        match answer {
+            Ok(Ok(reply)) => {
+                for job in &jobs {
+                    job.heard.something();
+                }
+                for ((i, node), count) in asked.iter().zip(counts(&reply, asked.len())) {
+                    if count > 0 {
+                        jobs[*i].heard.present(node);
+                    } else {
+                        jobs[*i].entry.notify_one();
+                    }
+                }
+            }
+            Ok(Err(err)) => {
+                tracing::debug!(error = %err, "roll call failed");
+                let err = describe(err, crate::error::Action::ReadingJob, shared.target().endpoint());
+                if Error::redis_failure(&err) == Some(RedisFailure::Unreachable) {
+                    shared.broke(made).await;
+                }
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// The subscriber counts of a `PUBSUB NUMSUB` reply, in the order asked:
+/// `[channel, count, …]`, or a map in RESP3. Anything unreadable counts as
+/// present (1): the next look tells.
+fn counts(reply: &Value, asked: usize) -> Vec<i64> {
+    let numbers: Vec<i64> = match reply {
+        Value::Array(flat) => flat.chunks(2).map(|pair| count_of(pair.get(1))).collect(),
+        Value::Map(pairs) => pairs.iter().map(|(_, count)| count_of(Some(count))).collect(),
+        _ => Vec::new(),
+    };
+    (0..asked).map(|i| numbers.get(i).copied().unwrap_or(1)).collect()
+}
+
+fn count_of(value: Option<&Value>) -> i64 {
+    match value {
+        Some(Value::Int(n)) => *n,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn each_holder_gets_its_own_count_and_an_unreadable_one_counts_as_present() {
+        let flat = Value::Array(vec![bulk("{a}:alive:srv-a"), Value::Int(1), bulk("{b}:alive:srv-b"), Value::Int(0)]);
+        assert_eq!(counts(&flat, 2), vec![1, 0]);
+        let map = Value::Map(vec![(bulk("{a}:alive:srv-a"), Value::Int(0))]);
+        assert_eq!(counts(&map, 1), vec![0]);
+        assert_eq!(counts(&Value::Nil, 2), vec![1, 1], "a reply that names nothing wakes nobody");
+        assert_eq!(counts(&Value::Array(vec![]), 0), Vec::<i64>::new());
+    }
+}
