@@ -1137,3 +1137,34 @@ async fn idle_workers_load_their_script_once_and_glance_until_a_flag_is_written(
     eventually("the flags read again", Duration::from_secs(3), || (calls(&stats(&mut c), "hstrlen") > 0).then_some(()))
         .await;
 }
+
+/// Redis refusing writes (`maxmemory` reached under `noeviction`): the
+/// heartbeat fails and is tried again, paced, and said once, not written
+/// and logged hundreds of times a second.
+#[tokio::test]
+async fn a_heartbeat_redis_refuses_is_tried_again_paced_and_said_once() {
+    let (_server, url, mut c) = server_with_flag("alice", true);
+    seed_fence(&mut c);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("worker.log");
+    let mut cmd = worker_command(&url, "srv-a", "30s", &[], "while :; do sleep 0.2; done");
+    cmd.env("LOCKWATCH_LOG", "info").stderr(std::fs::File::create(&log).unwrap());
+    let _a = WorkerProcess::spawn(&mut cmd);
+    wait_holder(&mut c, None).await;
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory-policy").arg("noeviction").query(&mut c).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(1).query(&mut c).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let info: String = redis::cmd("INFO").arg("commandstats").query(&mut c).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(0).query(&mut c).unwrap();
+    let said = std::fs::read_to_string(&log).unwrap();
+    let failed = said.lines().filter(|l| l.contains("heartbeat failed")).count();
+    let refused: u64 = info
+        .lines()
+        .filter_map(|l| l.split("rejected_calls=").nth(1))
+        .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
+        .sum();
+    println!("4 s of refused writes: {refused} commands rejected, \"heartbeat failed\" said {failed} times");
+    assert!(failed <= 1, "said {failed} times:\n{said}");
+    assert!(refused < 40, "{refused} writes refused in 4 s: {info}");
+}

@@ -163,6 +163,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         known: Known::default(),
         writes,
         last_beat: None,
+        beat_failing: None,
         full_at: None,
         looked_at: None,
         told_gone: None,
@@ -228,6 +229,8 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         .into_iter()
         .flatten()
         .min()
+        // A heartbeat Redis refused is tried again paced, not at once.
+        .map(|at| w.beat_failing.map_or(at, |(retry, _)| at.max(retry)))
         .map(|at| at.saturating_duration_since(Instant::now()));
         let beat_first = beat_due.is_some_and(|due| due < wait);
         wait = beat_due.map_or(wait, |due| wait.min(due));
@@ -329,6 +332,9 @@ struct Worker {
     writes: Arc<flips::Writes>,
     /// When the last heartbeat was sent, and what it said besides its number.
     last_beat: Option<(Instant, Vec<(&'static str, String)>)>,
+    /// While heartbeats fail: when the next may be tried, and how many
+    /// failed in a row (said once, then again when one is written).
+    beat_failing: Option<(Instant, u32)>,
     /// When the next look reads everything, whatever was heard.
     full_at: Option<Instant>,
     /// Redis time (ms) of the last look's read.

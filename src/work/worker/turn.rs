@@ -15,6 +15,10 @@ use crate::error::Error;
 use crate::history::{Cause, Record};
 use crate::schema::BeatState;
 use crate::snapshot::{Enabled, Snapshot};
+
+/// How soon a heartbeat Redis refused (out of memory, read-only, a slot
+/// moving) is tried again: each try is a write Redis refuses, and a line.
+const BEAT_RETRY: Duration = Duration::from_millis(500);
 use crate::work::engine::{Action, Renewal};
 use crate::work::handover::Busy;
 use crate::work::job::{Job, JobEnv, Killer, Work};
@@ -122,9 +126,19 @@ impl Worker {
             Ok(()) => {}
             Err(err @ Error::NodeTaken { .. }) => return Err(err),
             Err(err) => {
-                tracing::warn!(error = %err, "heartbeat failed");
+                let failed = self.beat_failing.map_or(0, |(_, n)| n) + 1;
+                if failed == 1 {
+                    tracing::warn!(error = %err, "heartbeat failed; trying again every {} ms until one is written", BEAT_RETRY.as_millis());
+                } else {
+                    tracing::debug!(error = %err, failed, "heartbeat failed again");
+                }
+                self.beat_failing = Some((Instant::now() + BEAT_RETRY, failed));
                 self.conn = None;
+                return Ok(());
             }
+        }
+        if let Some((_, failed)) = self.beat_failing.take() {
+            tracing::info!("heartbeat written again, after {failed} failed");
         }
         Ok(())
     }
