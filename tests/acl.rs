@@ -750,3 +750,70 @@ async fn a_workers_rules_cannot_replace_the_read_function_and_the_admins_acl_run
     assert!(!json.to_string().contains("hijacked"), "{json}");
     assert_ne!(json["state"], "unknown", "{json}");
 }
+
+/// Another job's worker rules may turn on tracking redirected to this
+/// job's worker (Redis does not tie `CLIENT TRACKING … REDIRECT` to a
+/// user) and write keys of its own job at Redis's speed: this job's worker
+/// counts none of it, so it neither stops hearing its supervisors' flips
+/// nor takes a flag an admin then deletes for a switch-off.
+#[tokio::test]
+async fn another_jobs_writes_redirected_to_a_workers_tracking_are_not_its_flood() {
+    let server = RedisServer::start();
+    let mut admin = server.conn();
+    if redis_major(&mut admin) < 7 {
+        println!("Redis 6 grants no writes by key to check here");
+        return;
+    }
+    let out = lockwatch(&server.url(), &["--job", "other", "acl", "--worker", "mallory"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    run_lines(&mut admin, &String::from_utf8(out.stdout).unwrap());
+    let _: () = redis::cmd("ACL").arg("SETUSER").arg("mallory").arg(">m-pw").query(&mut admin).unwrap();
+    seed_fence(&mut admin);
+    flag(&mut admin, "outbound", "alice", true);
+    let dir = tempfile::tempdir().unwrap();
+    let (j, log) = (dir.path().join("journal"), dir.path().join("worker.log"));
+    let mut cmd = lockwatch_command();
+    cmd.args(["--redis", &server.url()]).env("JOURNAL", &j).env("LOCKWATCH_LOG", "info");
+    common::worker_args(&mut cmd, "srv-a", "3s", &[], common::journal::JOURNAL_LOOP);
+    let _a = WorkerProcess::spawn(cmd.stderr(std::fs::File::create(&log).unwrap()));
+    eventually("the job to run", Duration::from_secs(15), || common::journal::running_now(&j, None)).await;
+    let tracking = eventually("the worker's tracking connection", Duration::from_secs(10), || {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut admin).ok()?;
+        list.lines()
+            .find(|l| l.contains(" flags=t"))
+            .and_then(|l| l.split(' ').next()?.strip_prefix("id=").map(str::to_owned))
+    })
+    .await;
+
+    let mut mallory = redis::Client::open(format!("redis://mallory:m-pw@127.0.0.1:{}", server.port))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("TRACKING")
+        .arg("on")
+        .arg("REDIRECT")
+        .arg(&tracking)
+        .arg("BCAST")
+        .arg("PREFIX")
+        .arg("{other}:zz")
+        .query(&mut mallory)
+        .unwrap();
+    let until = std::time::Instant::now() + Duration::from_secs(2);
+    let mut n = 0u64;
+    while std::time::Instant::now() < until {
+        let mut pipe = redis::pipe();
+        for _ in 0..200 {
+            pipe.cmd("SET").arg(format!("{{other}}:zz{}", n % 50)).arg(n).ignore();
+            n += 1;
+        }
+        let _: () = pipe.query(&mut mallory).unwrap();
+    }
+    // An admin's DEL of the flag that keeps the job on: a loss, heard as one.
+    let _: () = redis::cmd("DEL").arg("{outbound}:enabled:alice").query(&mut admin).unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let said = std::fs::read_to_string(&log).unwrap();
+    println!("{n} writes of another job's keys redirected to the worker's tracking");
+    assert!(!said.contains("more than 50 times a second"), "{said}");
+    assert!(common::journal::running_now(&j, None).is_some(), "the job stopped:\n{said}");
+}

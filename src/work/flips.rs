@@ -130,6 +130,17 @@ impl Writes {
     }
 }
 
+/// Whether an invalidation names a key under one of `prefixes`, or none
+/// at all (a flush, which drops every key, the job's too).
+fn names_ours(data: &[redis::Value], prefixes: &[Vec<u8>]) -> bool {
+    match data.first() {
+        Some(redis::Value::Array(keys)) => keys
+            .iter()
+            .any(|key| matches!(key, redis::Value::BulkString(name) if prefixes.iter().any(|p| name.starts_with(p)))),
+        _ => true,
+    }
+}
+
 /// Wakes `wake` at every write to a flag or an acknowledgement of the job,
 /// and says so in `writes`, until `stop` turns true.
 pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, writes: Arc<Writes>, mut stop: watch::Receiver<bool>) {
@@ -144,6 +155,7 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, writes: Arc<Wri
         prefixes.push(keys.lock.clone());
     }
     let lock = keys.lock.clone().into_bytes();
+    let ours: Arc<[Vec<u8>]> = prefixes.iter().map(|p| p.clone().into_bytes()).collect();
     let mut backoff = Backoff::default();
     let mut calm = Calm::default();
     let mut said = false;
@@ -151,9 +163,20 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, writes: Arc<Wri
         let (closed, flooded) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
         let count = Arc::new(AtomicU32::new(0));
         let on_push = {
-            let (wake, closed, flooded, count, writes, lock) =
-                (wake.clone(), closed.clone(), flooded.clone(), count.clone(), writes.clone(), lock.clone());
+            let (wake, closed, flooded, count, writes, lock, ours) = (
+                wake.clone(),
+                closed.clone(),
+                flooded.clone(),
+                count.clone(),
+                writes.clone(),
+                lock.clone(),
+                ours.clone(),
+            );
             move |push: redis::PushInfo| match push.kind {
+                // Another client may redirect its own tracking here (Redis
+                // does not tie `REDIRECT` to a user): what names none of
+                // this job's keys is not ours to count or look at.
+                redis::PushKind::Invalidate if !names_ours(&push.data, &ours) => {}
                 redis::PushKind::Invalidate => match count.fetch_add(1, Ordering::Relaxed) {
                     n if n < FLOOD => {
                         writes.heard(&push.data, &lock);
@@ -230,6 +253,19 @@ pub async fn hear(target: Target, keys: Keys, wake: Arc<Notify>, writes: Arc<Wri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_invalidations_of_the_jobs_own_keys_or_a_flush_count() {
+        let ours = [b"{billing}:enabled:".to_vec(), b"{billing}:ack:".to_vec()];
+        let named = |keys: &[&str]| {
+            vec![redis::Value::Array(keys.iter().map(|k| redis::Value::BulkString(k.as_bytes().to_vec())).collect())]
+        };
+        assert!(names_ours(&named(&["{billing}:enabled:bob"]), &ours));
+        assert!(names_ours(&named(&["{outbound}:zz1", "{billing}:ack:bob"]), &ours));
+        assert!(!names_ours(&named(&["{outbound}:zz1"]), &ours), "another job's key, redirected here");
+        assert!(!names_ours(&named(&["{billing}:enabledX"]), &ours));
+        assert!(names_ours(&[redis::Value::Nil], &ours), "a flush drops the job's keys too");
+    }
 
     #[test]
     fn floods_one_after_another_are_heard_ever_less_and_a_calm_spell_forgives() {
