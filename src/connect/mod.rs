@@ -42,6 +42,7 @@ pub use conn::Conn;
 use cluster::{Nodes, cluster_client, node_addr, owner_in_slots};
 use conn::Inner;
 use sentinel::Sentinels;
+pub use sentinel::Vouch;
 
 /// Default when neither `--redis` nor `LOCKWATCH_REDIS_URL` is given.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
@@ -164,10 +165,10 @@ impl Target {
     /// and one cut off from the sentinels stays writable for good, each
     /// with whatever replicas still follow it and confirm its writes; a lock
     /// taken or renewed there is no holding. Always, but through Sentinel.
-    pub async fn primary_vouched_for(&self, conn: &mut Conn) -> bool {
-        let Kind::Sentinel(sentinels) = &self.kind else { return true };
+    pub async fn primary_vouched_for(&self, conn: &mut Conn) -> Vouch {
+        let Kind::Sentinel(sentinels) = &self.kind else { return Vouch::Yes };
         let info = redis::cmd("INFO").arg("server").query_async::<String>(conn).await;
-        let Some(ours) = info.ok().as_deref().and_then(parse_run_id) else { return false };
+        let Some(ours) = info.ok().as_deref().and_then(parse_run_id) else { return Vouch::TooFew };
         sentinels.vouch_for(&ours, &self.endpoint).await
     }
 

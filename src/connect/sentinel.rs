@@ -9,6 +9,18 @@ use super::{Fail, TIMEOUT, client_for, error_cause, node_addr};
 use crate::address::Endpoint;
 use crate::error::{Action, Error, RedisFailure, describe};
 
+/// What the sentinels say of a server as the primary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vouch {
+    /// A majority of them name it, and none that answers names another.
+    Yes,
+    /// One that answers names another server (or one whose run id cannot
+    /// be read): it is deposed, or being deposed.
+    Another,
+    /// Too few of them answer to tell.
+    TooFew,
+}
+
 /// The sentinels of one primary, and how to log in to the data nodes.
 pub(super) struct Sentinels {
     /// The name the sentinels know the primary by.
@@ -93,7 +105,7 @@ impl Sentinels {
     /// another (a server whose run id cannot be read counts as another).
     /// A primary cut off from most sentinels, or one they have moved away
     /// from, is not vouched for, whatever replicas still follow it.
-    pub(super) async fn vouch_for(&self, ours: &str, shown: &Endpoint) -> bool {
+    pub(super) async fn vouch_for(&self, ours: &str, shown: &Endpoint) -> Vouch {
         let action = Action::Resolving { master: self.master.clone() };
         let asking = self.addrs.iter().map(|(host, port)| {
             let sentinel = Endpoint::new(format!("{host}:{port}"), shown.tls());
@@ -112,11 +124,11 @@ impl Sentinels {
             }
             let theirs = tokio::time::timeout(TIMEOUT, self.run_id_at(addr)).await.ok().flatten();
             if theirs.as_deref() != Some(ours) {
-                return false;
+                return Vouch::Another;
             }
             checked.push(addr);
         }
-        named.len() > self.addrs.len() / 2
+        if named.len() > self.addrs.len() / 2 { Vouch::Yes } else { Vouch::TooFew }
     }
 
     /// The run id of the server at `addr`, when it answers.

@@ -126,7 +126,16 @@ pub fn before_busy(snap: &Snapshot, before: &Before, taken: Taken<'_>, lease: Le
                         return None;
                     }
                     run_for = run_for.max(lease_of(b));
-                    (other.clone(), b.beat_ms.max(b.renewed_ms))
+                    // Its heartbeat written on another server process than
+                    // the one this holding's worker is on (a primary left
+                    // behind by a failover, a partition): its renewals there
+                    // did not reach this copy, so its last sign here says
+                    // nothing of its last renewal.
+                    let elsewhere = match (ours_on(snap, taken), b.presence_on.as_deref()) {
+                        (Some(ours), Some(theirs)) => !theirs.is_empty() && ours != theirs,
+                        _ => false,
+                    };
+                    (other.clone(), if elsewhere { None } else { b.beat_ms.max(b.renewed_ms) })
                 }
             }
         }
@@ -138,6 +147,16 @@ pub fn before_busy(snap: &Snapshot, before: &Before, taken: Taken<'_>, lease: Le
     let acquired_ms = taken.acquired_ms;
     let until = last_sign.map_or(acquired_ms, |s| s.min(acquired_ms)).saturating_add(run_for);
     (until > snap.time_ms).then(|| Busy { node: who, left: Duration::from_millis(until - snap.time_ms) })
+}
+
+/// The server process (run id) this holding's own worker holds its
+/// presence subscription on, as its heartbeat says.
+fn ours_on<'s>(snap: &'s Snapshot, taken: Taken<'_>) -> Option<&'s str> {
+    snap.beats
+        .iter()
+        .find(|b| !taken.instance.is_empty() && b.instance.as_deref() == Some(taken.instance))
+        .and_then(|b| b.presence_on.as_deref())
+        .filter(|on| !on.is_empty())
 }
 
 #[cfg(test)]
@@ -210,6 +229,29 @@ mod tests {
         let s = snap(10_000, vec![cut_off]);
         assert_eq!(busy_elsewhere(&s, "b", "fb", LEASE).map(|b| b.left.as_millis()), Some(7_000));
         assert_eq!(before_busy(&s, &a_running(), taken(10_000), LEASE).map(|b| b.left.as_millis()), Some(7_000));
+    }
+
+    #[test]
+    fn a_holding_before_on_another_server_process_is_waited_for_a_lease_from_the_acquisition() {
+        // The holder before beat last on the old primary (its run id): its
+        // renewals there, after this copy was cut off, are not seen here.
+        let mut theirs = beat("a", "running", "fa", 2_000);
+        theirs.fence = Some(5);
+        theirs.presence_on = Some("old-primary".to_owned());
+        let mut ours = beat("b", "starting", "fb", 10_000);
+        ours.presence_on = Some("new-primary".to_owned());
+        let s = snap(10_500, vec![theirs.clone(), ours.clone()]);
+        let busy = before_busy(&s, &a_running(), taken(10_000), LEASE).map(|b| b.left.as_millis());
+        assert_eq!(busy, Some(10_000 + 8_000 - 10_500));
+        // On the same server process, its last sign counts (long past here).
+        ours.presence_on = theirs.presence_on.clone();
+        assert_eq!(
+            before_busy(&snap(10_500, vec![theirs.clone(), ours.clone()]), &a_running(), taken(10_000), LEASE),
+            None
+        );
+        // Where either does not say, as before.
+        ours.presence_on = None;
+        assert_eq!(before_busy(&snap(10_500, vec![theirs, ours]), &a_running(), taken(10_000), LEASE), None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::claim::other_worker;
 use super::{REDIS_PATIENCE, Worker};
 use crate::clock::{Boot, millis};
-use crate::connect::Conn;
+use crate::connect::{Conn, Vouch};
 use crate::error::{Action, Error, describe};
 use crate::heard::BEAT_EVERY;
 use crate::history::{self, Record};
@@ -44,7 +44,7 @@ impl Worker {
         // off, still writable, a replica still following it): not a holding.
         // It expires; the next attempt asks the sentinels where the primary is.
         if let Acquire::Acquired { fence, before, at_ms, counter, .. } = &acquired
-            && !target.primary_vouched_for(conn).await
+            && target.primary_vouched_for(conn).await != Vouch::Yes
         {
             tracing::warn!(node = %self.opts.node, fence, "took the lock on a primary most sentinels do not name; not starting the job");
             let unconfirmed =

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep};
 
 use crate::clock::Boot;
-use crate::connect::{Conn, Target};
+use crate::connect::{Conn, Target, Vouch};
 use crate::work::engine::Renewal;
 use crate::work::engine::renewer::{Answer, Renewer, Verdict};
 use crate::work::job::Killer;
@@ -31,19 +31,25 @@ pub(super) async fn watchdog(target: Target, lock: Lock, report: watch::Sender<R
             };
             let renewed = lock.renew(&mut c).await?;
             // Renewed on a primary the sentinels do not vouch for: the
-            // renewal counts for nothing, and the next one finds the
-            // primary anew.
-            if renewed == Renew::Renewed && !target.primary_vouched_for(&mut c).await {
-                return Ok(None);
+            // renewal counts for nothing (deposed: the holding is over),
+            // and the next one finds the primary anew.
+            let vouched = if renewed == Renew::Renewed { target.primary_vouched_for(&mut c).await } else { Vouch::Yes };
+            if vouched == Vouch::Yes {
+                conn = Some(c);
             }
-            conn = Some(c);
-            Ok::<_, crate::error::Error>(Some(renewed))
+            Ok::<_, crate::error::Error>((renewed, vouched))
         };
         let (answer, failure) = match tokio::time::timeout_at(deadline, attempt).await {
-            Ok(Ok(Some(Renew::Renewed))) => (Answer::Renewed, None),
-            Ok(Ok(Some(Renew::NotOurs))) => (Answer::NotOurs, None),
-            Ok(Ok(Some(Renew::Unconfirmed))) => (Answer::Unconfirmed, None),
-            Ok(Ok(None)) => (Answer::Unconfirmed, Some("most sentinels do not name this primary".to_owned())),
+            Ok(Ok((_, Vouch::Another))) => {
+                tracing::warn!("a sentinel names another server as the primary: this holding is over");
+                (Answer::NotOurs, None)
+            }
+            Ok(Ok((_, Vouch::TooFew))) => {
+                (Answer::Unconfirmed, Some("too few sentinels answer to vouch for this primary".to_owned()))
+            }
+            Ok(Ok((Renew::Renewed, Vouch::Yes))) => (Answer::Renewed, None),
+            Ok(Ok((Renew::NotOurs, Vouch::Yes))) => (Answer::NotOurs, None),
+            Ok(Ok((Renew::Unconfirmed, Vouch::Yes))) => (Answer::Unconfirmed, None),
             Ok(Err(err)) => {
                 conn = None;
                 (Answer::Failed, Some(err.to_string()))
