@@ -164,12 +164,13 @@ impl Target {
     /// id). A deposed primary stays writable until a sentinel converts it,
     /// and one cut off from the sentinels stays writable for good, each
     /// with whatever replicas still follow it and confirm its writes; a lock
-    /// taken or renewed there is no holding. Always, but through Sentinel.
-    pub async fn primary_vouched_for(&self, conn: &mut Conn) -> Vouch {
-        let Kind::Sentinel(sentinels) = &self.kind else { return Vouch::Yes };
+    /// taken or renewed there is no holding. Always, but through Sentinel;
+    /// with the server's run id, when it was read.
+    pub async fn primary_vouched_for(&self, conn: &mut Conn) -> (Vouch, Option<String>) {
+        let Kind::Sentinel(sentinels) = &self.kind else { return (Vouch::Yes, None) };
         let info = redis::cmd("INFO").arg("server").query_async::<String>(conn).await;
-        let Some(ours) = info.ok().as_deref().and_then(parse_run_id) else { return Vouch::TooFew };
-        sentinels.vouch_for(&ours, &self.endpoint).await
+        let Some(ours) = info.ok().as_deref().and_then(parse_run_id) else { return (Vouch::TooFew, None) };
+        (sentinels.vouch_for(&ours, &self.endpoint).await, Some(ours))
     }
 
     /// Whether this is a Redis Cluster: sharded pub/sub, and every script's

@@ -91,6 +91,8 @@ pub struct Taken<'a> {
     /// Since when (Redis ms) only a foreign holder can have held the lock
     /// before this holding, if that is known.
     pub foreign_since: Option<u64>,
+    /// The run id of the server process the lock was taken on, if read.
+    pub server: Option<&'a str>,
 }
 
 /// The holding `before` this one, if it may still run the job as `snap`
@@ -149,14 +151,17 @@ pub fn before_busy(snap: &Snapshot, before: &Before, taken: Taken<'_>, lease: Le
     (until > snap.time_ms).then(|| Busy { node: who, left: Duration::from_millis(until - snap.time_ms) })
 }
 
-/// The server process (run id) this holding's own worker holds its
-/// presence subscription on, as its heartbeat says.
-fn ours_on<'s>(snap: &'s Snapshot, taken: Taken<'_>) -> Option<&'s str> {
-    snap.beats
-        .iter()
-        .find(|b| !taken.instance.is_empty() && b.instance.as_deref() == Some(taken.instance))
-        .and_then(|b| b.presence_on.as_deref())
-        .filter(|on| !on.is_empty())
+/// The server process (run id) this holding is on: as read when the lock
+/// was taken, else as its own worker's heartbeat names its presence
+/// subscription's (which may lag behind a move).
+fn ours_on<'s>(snap: &'s Snapshot, taken: Taken<'s>) -> Option<&'s str> {
+    taken.server.filter(|on| !on.is_empty()).or_else(|| {
+        snap.beats
+            .iter()
+            .find(|b| !taken.instance.is_empty() && b.instance.as_deref() == Some(taken.instance))
+            .and_then(|b| b.presence_on.as_deref())
+            .filter(|on| !on.is_empty())
+    })
 }
 
 #[cfg(test)]
@@ -192,7 +197,7 @@ mod tests {
     }
 
     fn taken(acquired_ms: u64) -> Taken<'static> {
-        Taken { instance: "b-1", acquired_ms, foreign_since: None }
+        Taken { instance: "b-1", acquired_ms, foreign_since: None, server: None }
     }
 
     #[test]
@@ -249,7 +254,11 @@ mod tests {
             before_busy(&snap(10_500, vec![theirs.clone(), ours.clone()]), &a_running(), taken(10_000), LEASE),
             None
         );
-        // Where either does not say, as before.
+        // The server read at the acquisition counts over a heartbeat that lags.
+        let read = Taken { server: Some("new-primary"), ..taken(10_000) };
+        let s = snap(10_500, vec![theirs.clone(), ours.clone()]);
+        assert_eq!(before_busy(&s, &a_running(), read, LEASE).map(|b| b.left.as_millis()), Some(7_500));
+        // Where neither says, as before.
         ours.presence_on = None;
         assert_eq!(before_busy(&snap(10_500, vec![theirs, ours]), &a_running(), taken(10_000), LEASE), None);
     }
@@ -292,7 +301,7 @@ mod tests {
 
     #[test]
     fn after_a_foreign_holder_nothing_unnamed_is_waited_for_past_a_lease_from_when_it_was_seen() {
-        let t = |since| Taken { instance: "b-1", acquired_ms: 10_000, foreign_since: Some(since) };
+        let t = |since| Taken { instance: "b-1", acquired_ms: 10_000, foreign_since: Some(since), server: None };
         // Seen a lease and more ago: nothing to wait for.
         assert_eq!(before_busy(&snap(10_001, vec![]), &Before::Unknown, t(2_000), LEASE), None);
         // Seen just before: a lease from then.

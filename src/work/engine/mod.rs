@@ -146,6 +146,9 @@ pub struct Engine {
     restarts: Restarts,
     held: Option<Until>,
     held_said: bool,
+    /// The run id of the server the last acquisition was made on, when the
+    /// shell read it (through Sentinel).
+    server: Option<String>,
 }
 
 /// Foreign holders seen by refused attempts, with no lockwatch holding between.
@@ -188,6 +191,7 @@ impl Engine {
             restarts: Restarts::default(),
             held: None,
             held_said: false,
+            server: None,
         }
     }
 
@@ -440,6 +444,13 @@ impl Engine {
         BeatNow { state, fence: Some(h.fence), wait, held_until: None }
     }
 
+    /// The run id of the server an acquisition is being made on, as the
+    /// shell read it (`None`: not known): a holding before whose heartbeat
+    /// names another server process is not counted from its last sign there.
+    pub fn on_server(&mut self, run_id: Option<String>) {
+        self.server = run_id;
+    }
+
     /// When the engine must be asked again at the latest: the lease's
     /// safety deadline, the job's start, a held lock's expiry, the end of
     /// holding back.
@@ -467,8 +478,12 @@ impl Engine {
     fn wait_for_others(&mut self, now: Boot, snap: &Snapshot, field: &str) -> Option<Action> {
         let (node, lease) = (&self.rules.node, self.rules.lease);
         let h = self.holding.as_mut().filter(|h| !h.started)?;
-        let taken =
-            Taken { instance: &self.rules.instance, acquired_ms: h.acquired_ms, foreign_since: h.foreign_since };
+        let taken = Taken {
+            instance: &self.rules.instance,
+            acquired_ms: h.acquired_ms,
+            foreign_since: h.foreign_since,
+            server: self.server.as_deref(),
+        };
         let mut before = before_busy(snap, &h.before, taken, lease);
         if h.before == Before::Unknown {
             let longest = [h.unknown_until, before.as_ref().map(|b| now + b.left)].into_iter().flatten().max();

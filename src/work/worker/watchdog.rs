@@ -33,7 +33,8 @@ pub(super) async fn watchdog(target: Target, lock: Lock, report: watch::Sender<R
             // Renewed on a primary the sentinels do not vouch for: the
             // renewal counts for nothing (deposed: the holding is over),
             // and the next one finds the primary anew.
-            let vouched = if renewed == Renew::Renewed { target.primary_vouched_for(&mut c).await } else { Vouch::Yes };
+            let vouched =
+                if renewed == Renew::Renewed { target.primary_vouched_for(&mut c).await.0 } else { Vouch::Yes };
             if vouched == Vouch::Yes {
                 conn = Some(c);
             }
