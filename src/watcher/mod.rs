@@ -143,7 +143,7 @@ impl Watcher {
         let pace = jobs.first().map(|(_, o)| (o.alive_every / 2, o.patience));
         for (keys, options) in jobs {
             let (status_tx, status) = watch::channel(None);
-            let (events, _) = broadcast::channel(256);
+            let (events, _) = broadcast::channel(EVENTS_KEPT);
             let (stop, stop_rx) = watch::channel(false);
             let (wake, entry, heard) = (Arc::new(Notify::new()), Arc::new(Notify::new()), Arc::new(Heard::default()));
             streams.push(listen::Stream { key: keys.events(), entry: entry.clone(), heard: heard.clone() });
@@ -444,6 +444,12 @@ async fn read(shared: &Shared, keys: &Keys, known: &mut Known) -> Result<Snapsho
     }
     result
 }
+
+/// How many of a job's events wait for a slow subscriber before the oldest
+/// are dropped (it is told how many). Each slot is allocated up front, for
+/// every job a process watches: events come one or two at a time, and a
+/// burst of a flapping job is still far below this.
+const EVENTS_KEPT: usize = 32;
 
 /// From how many jobs on one Redis a process calls the roll of their
 /// holders rather than hearing each one's beat ([`roll_call`]): one job's

@@ -11,6 +11,7 @@
 
 use std::cell::RefCell;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use lockwatch::State;
 use tauri::image::Image;
@@ -32,6 +33,11 @@ thread_local! {
 /// Serializes working out views and handing them over, so the main thread
 /// draws them in the order the state had them.
 static HANDOVER: Mutex<()> = Mutex::new(());
+
+/// The last view handed over: the main thread draws only that one of those
+/// still waiting (many jobs' statuses come in bursts, and a folded job's
+/// new state rebuilds the whole menu).
+static LATEST: AtomicU64 = AtomicU64::new(0);
 
 struct Drawn {
     icon: TrayIcon,
@@ -108,7 +114,11 @@ pub fn redraw(app: &AppHandle, desk: &Desk) {
         (view, inner.settings.autostart)
     };
     let handle = app.clone();
+    let this = LATEST.fetch_add(1, Ordering::SeqCst) + 1;
     let drawn = app.run_on_main_thread(move || {
+        if LATEST.load(Ordering::SeqCst) != this {
+            return;
+        }
         TRAY.with(|t| {
             if let Some(drawn) = t.borrow_mut().as_mut()
                 && let Err(err) = render(&handle, &drawn.icon, &mut drawn.menu, &view, autostart)
