@@ -701,6 +701,16 @@ async fn workers_with_only_the_worker_rules_run_the_job_and_are_refused_nothing(
     println!("first ran on {first}, then {holder}; after kill -9 the other; ACL log empty");
 }
 
+/// A connection as `mallory`, with the rules `lockwatch acl --worker`
+/// prints for the workers of another job, `other`.
+fn other_jobs_worker(server: &RedisServer, admin: &mut redis::Connection) -> redis::Connection {
+    let out = lockwatch(&server.url(), &["--job", "other", "acl", "--worker", "mallory"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    run_lines(admin, &String::from_utf8(out.stdout).unwrap());
+    let _: () = redis::cmd("ACL").arg("SETUSER").arg("mallory").arg(">m-pw").query(admin).unwrap();
+    redis::Client::open(format!("redis://mallory:m-pw@127.0.0.1:{}", server.port)).unwrap().get_connection().unwrap()
+}
+
 /// lockwatch's read function is shared by every job on a Redis and run by
 /// every supervisor: a worker's rules (for any job) may call it but not
 /// load or replace it, and the admin's `lockwatch acl` puts back one that
@@ -713,10 +723,7 @@ async fn a_workers_rules_cannot_replace_the_read_function_and_the_admins_acl_run
         println!("Redis 6 has no Functions: nothing to replace");
         return;
     }
-    let out = lockwatch(&server.url(), &["--job", "other", "acl", "--worker", "mallory"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    run_lines(&mut admin, &String::from_utf8(out.stdout).unwrap());
-    let _: () = redis::cmd("ACL").arg("SETUSER").arg("mallory").arg(">m-pw").query(&mut admin).unwrap();
+    let mut mallory = other_jobs_worker(&server, &mut admin);
     flag(&mut admin, "outbound", "alice", true);
     let libraries: Vec<redis::Value> = redis::cmd("FUNCTION").arg("LIST").query(&mut admin).unwrap();
     let listed = format!("{libraries:?}");
@@ -732,10 +739,6 @@ async fn a_workers_rules_cannot_replace_the_read_function_and_the_admins_acl_run
         "#!lua name={name}\nredis.register_function{{function_name='{name}', callback=function() return redis.error_reply('hijacked') end, flags={{'no-writes'}}}}"
     );
 
-    let mut mallory = redis::Client::open(format!("redis://mallory:m-pw@127.0.0.1:{}", server.port))
-        .unwrap()
-        .get_connection()
-        .unwrap();
     let refused = redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE").arg(&fake).query::<String>(&mut mallory);
     assert_eq!(refused.as_ref().err().and_then(|e| e.code()), Some("NOPERM"), "{refused:?}");
 
@@ -764,10 +767,7 @@ async fn another_jobs_writes_redirected_to_a_workers_tracking_are_not_its_flood(
         println!("Redis 6 grants no writes by key to check here");
         return;
     }
-    let out = lockwatch(&server.url(), &["--job", "other", "acl", "--worker", "mallory"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    run_lines(&mut admin, &String::from_utf8(out.stdout).unwrap());
-    let _: () = redis::cmd("ACL").arg("SETUSER").arg("mallory").arg(">m-pw").query(&mut admin).unwrap();
+    let mut mallory = other_jobs_worker(&server, &mut admin);
     seed_fence(&mut admin);
     flag(&mut admin, "outbound", "alice", true);
     let dir = tempfile::tempdir().unwrap();
@@ -785,10 +785,6 @@ async fn another_jobs_writes_redirected_to_a_workers_tracking_are_not_its_flood(
     })
     .await;
 
-    let mut mallory = redis::Client::open(format!("redis://mallory:m-pw@127.0.0.1:{}", server.port))
-        .unwrap()
-        .get_connection()
-        .unwrap();
     let _: () = redis::cmd("CLIENT")
         .arg("TRACKING")
         .arg("on")

@@ -171,16 +171,9 @@ impl SentinelSet {
     /// `READONLY`. Returns the new primary's port.
     pub fn demote_primary(&mut self) -> u16 {
         let old = self.primary_port();
-        let new = self.server_ports().into_iter().find(|&p| p != old).expect("a replica");
-        for sentinel in self.sentinel_ports() {
-            let _: () = query(sentinel, redis::cmd("SENTINEL").arg("REMOVE").arg(&self.master_name)).unwrap();
-        }
-        let _: () = query(new, redis::cmd("REPLICAOF").arg("NO").arg("ONE")).unwrap();
+        let new = self.leave_primary_behind();
         let _: () = query(old, redis::cmd("REPLICAOF").arg("127.0.0.1").arg(new)).unwrap();
         for sentinel in self.sentinel_ports() {
-            let monitor =
-                redis::cmd("SENTINEL").arg("MONITOR").arg(&self.master_name).arg("127.0.0.1").arg(new).arg(2).clone();
-            let _: () = query(sentinel, &monitor).unwrap();
             let down = redis::cmd("SENTINEL")
                 .arg("SET")
                 .arg(&self.master_name)
