@@ -177,6 +177,7 @@ pub async fn run(target: Target, keys: Keys, opts: Options, shutdown: impl Futur
         claimed: false,
         replaces: String::new(),
         refused_since: None,
+        unconfirmed: None,
         last_exit: String::new(),
         present,
     };
@@ -358,6 +359,9 @@ struct Worker {
     replaces: String,
     /// Since when claiming the name is refused for a beat too recent.
     refused_since: Option<Instant>,
+    /// Why the acquisitions since the last that counted did not, as said
+    /// once (`None`: the last counted, or none was refused yet).
+    unconfirmed: Option<Unconfirmed>,
     /// When the memory policy was last asked, and what was said of it.
     eviction_asked: Option<Instant>,
     eviction_said: Option<String>,
@@ -366,4 +370,13 @@ struct Worker {
     /// in which server process, which the heartbeat says so that watchers
     /// may read a closed one as a death, on that process only.
     present: Arc<Held>,
+}
+
+/// Why a lock taken did not count as a holding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unconfirmed {
+    /// No replica confirmed it in time.
+    Replica,
+    /// The sentinels did not vouch for the primary it was taken on.
+    Sentinels,
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::claim::other_worker;
-use super::{REDIS_PATIENCE, Worker};
+use super::{REDIS_PATIENCE, Unconfirmed, Worker};
 use crate::clock::{Boot, millis};
 use crate::connect::{Conn, Vouch};
 use crate::error::{Action, Error, describe};
@@ -54,7 +54,9 @@ impl Worker {
         if let Acquire::Acquired { fence, before, at_ms, counter, .. } = &acquired
             && vouched != Vouch::Yes
         {
-            tracing::warn!(node = %self.opts.node, fence, "took the lock on a primary most sentinels do not name; not starting the job");
+            if self.unconfirmed.replace(Unconfirmed::Sentinels) != Some(Unconfirmed::Sentinels) {
+                tracing::warn!(node = %self.opts.node, fence, "took the lock on a primary most sentinels do not name (said once until a lock taken counts); not starting the job");
+            }
             let unconfirmed =
                 Acquire::Unconfirmed { fence: *fence, before: before.clone(), at_ms: *at_ms, counter: *counter };
             self.conn = None;

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::watchdog::watchdog;
-use super::{LONGEST_BEAT, Live, Worker};
+use super::{LONGEST_BEAT, Live, Unconfirmed, Worker};
 use crate::clock::{Boot, millis};
 use crate::error::Error;
 use crate::history::{Cause, Record};
@@ -198,14 +198,20 @@ impl Worker {
                 ),
                 Action::Guard { since, .. } => *live = Some(self.guard(since)),
                 Action::Acquired { fence, wait, prev_beat_ms, after_foreign } => {
+                    self.unconfirmed = None;
                     self.note_acquired(fence, wait, prev_beat_ms, after_foreign).await;
                 }
-                Action::Unconfirmed { fence } => tracing::warn!(
-                    node = %self.opts.node,
-                    fence,
-                    "took the lock, but no replica confirmed it within {:?}; not starting the job",
-                    self.lock.lease().confirm_within()
-                ),
+                // Said once until a lock taken counts; the sentinels' refusal was said where it was made.
+                Action::Unconfirmed { .. } if self.unconfirmed.is_some() => {}
+                Action::Unconfirmed { fence } => {
+                    self.unconfirmed = Some(Unconfirmed::Replica);
+                    tracing::warn!(
+                        node = %self.opts.node,
+                        fence,
+                        "took the lock, but no replica confirmed it within {:?}; not starting the job (said once until a lock taken counts)",
+                        self.lock.lease().confirm_within()
+                    )
+                }
                 Action::Waits(busy) => {
                     tracing::warn!(node = %self.opts.node, other = %busy.node, "{}", waiting_sentence(&busy))
                 }
