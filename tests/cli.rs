@@ -493,6 +493,23 @@ fn acl_without_user_shows_only_what_is_required() {
     assert!(text(&out.stdout).contains("ACL SETUSER alice"));
 }
 
+/// The design's `acl --worker --user U` and the shorter `acl --worker U`
+/// print the same rules; two different names are one sentence.
+#[test]
+fn acl_takes_the_workers_user_either_way() {
+    let short = lockwatch("redis://127.0.0.1:1", &["acl", "--redis-version", "7", "--worker", "jobs"]);
+    let long = lockwatch("redis://127.0.0.1:1", &["acl", "--redis-version", "7", "--worker", "--user", "jobs"]);
+    assert_eq!(short.status.code(), Some(0), "{}", text(&short.stderr));
+    assert_eq!(text(&long.stdout), text(&short.stdout));
+    assert!(text(&long.stdout).starts_with("ACL SETUSER jobs "), "{}", text(&long.stdout));
+    let both = lockwatch("redis://127.0.0.1:1", &["acl", "--redis-version", "7", "--worker", "a", "--user", "b"]);
+    assert_ne!(both.status.code(), Some(0));
+    assert!(text(&both.stdout).is_empty());
+    let said = text(&both.stderr);
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("name the workers' Redis user once"), "{said}");
+}
+
 /// `watch` follows several jobs of one Redis: each one's first status, then
 /// one incident for the job whose holder was killed, naming it, and
 /// nothing from the others.

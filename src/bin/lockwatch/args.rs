@@ -186,15 +186,16 @@ pub enum Command {
     Demo,
     /// Print the Redis ACL rules that let USER read the job and write only USER's flag
     /// (or, with --worker, the rules the job's workers need).
-    #[command(group(clap::ArgGroup::new("whom").required(true).args(["user", "worker"])))]
+    #[command(group(clap::ArgGroup::new("whom").required(true).multiple(true).args(["user", "worker"])))]
     Acl {
         /// The supervisor's name (also their Redis user name).
         #[arg(long, value_parser = parse_user)]
         user: Option<String>,
         /// Rules for the job's workers instead, logging in as this Redis
-        /// user: what a worker sends, on the job's keys and channels only.
-        #[arg(long, value_parser = parse_user, value_name = "USER")]
-        worker: Option<String>,
+        /// user (or the one --user names): what a worker sends, on the
+        /// job's keys and channels only.
+        #[arg(long, value_parser = parse_user, value_name = "USER", num_args = 0..=1)]
+        worker: Option<Option<String>>,
         /// The Redis version the rules are for (6.2 gets read-only rules);
         /// by default asked of the Redis that --redis names, else 7.
         #[arg(long, value_name = "VERSION")]

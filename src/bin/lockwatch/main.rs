@@ -187,8 +187,18 @@ async fn run(mut cli: Cli) -> Result<u8> {
             let database = g.target()?.database();
             let mut out = io::stdout().lock();
             if let Some(worker) = worker {
-                // Checked by its parser, as --user is.
-                let worker = worker.as_str();
+                // Checked by its parser, as --user is; `--worker --user U` as well as `--worker U`.
+                let worker = match (worker.as_deref(), user.as_deref()) {
+                    (Some(w), Some(u)) if w != u => {
+                        anyhow::bail!(
+                            "acl --worker {w} --user {u}: name the workers' Redis user once, as --worker USER or --worker --user USER"
+                        )
+                    }
+                    (Some(w), _) | (None, Some(w)) => w,
+                    (None, None) => anyhow::bail!(
+                        "acl --worker: name the workers' Redis user, as --worker USER or --worker --user USER"
+                    ),
+                };
                 for line in lockwatch::supervise::acl::worker_rules(&g.keys(), worker, server, database) {
                     writeln!(out, "{line}")?;
                 }
