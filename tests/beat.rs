@@ -164,7 +164,7 @@ async fn many_jobs_watched_together_call_the_roll_of_their_holders_and_a_lone_de
     tokio::time::sleep(Duration::from_secs(6)).await;
     let (rolls, pings) = (calls(&mut c, "pubsub|numsub").saturating_sub(workers_own), calls(&mut c, "ping"));
     println!("6 s of {} jobs watched together: {rolls} roll calls, {pings} PINGs", JOBS.len());
-    assert!((9..=14).contains(&rolls), "a roll call every half second: {rolls}");
+    assert!((8..=20).contains(&rolls), "a roll call every half second, not one per job: {rolls}");
     assert_eq!(pings, 0, "the roll call tells that Redis answers");
     for job in JOBS {
         let listening: Vec<(String, i64)> =
@@ -196,7 +196,7 @@ async fn many_jobs_watched_together_call_the_roll_of_their_holders_and_a_lone_de
             if state == Some(State::Unknown) {
                 break;
             }
-            assert!(frozen.elapsed() < Duration::from_secs(4), "{job}: still {state:?} 4 s after Redis froze");
+            assert!(frozen.elapsed() < Duration::from_secs(6), "{job}: still {state:?} 6 s after Redis froze");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
