@@ -79,18 +79,25 @@ impl Conn {
             Inner::Managed(node) => cmd.query_async(node).await?,
             Inner::Plain(node) => cmd.query_async(node).await?,
         };
-        // [channel, count] (a map in RESP3 on some servers); anything else
-        // counts as present: the next look tells.
-        let count = match &reply {
-            Value::Array(pair) => pair.get(1),
-            Value::Map(pairs) => pairs.first().map(|(_, count)| count),
-            _ => None,
-        };
-        Ok(match count {
-            Some(Value::Int(count)) => *count,
-            _ => 1,
-        })
+        Ok(numsub_counts(&reply, 1)[0])
     }
+}
+
+/// The subscriber counts of a `PUBSUB NUMSUB` (or `SHARDNUMSUB`) reply
+/// naming `asked` channels, in their order: `[channel, count, …]`, or a map
+/// in RESP3 on some servers. A count that cannot be read counts as present
+/// (1): the next look tells.
+pub(crate) fn numsub_counts(reply: &Value, asked: usize) -> Vec<i64> {
+    let count = |value: Option<&Value>| match value {
+        Some(Value::Int(n)) => *n,
+        _ => 1,
+    };
+    let numbers: Vec<i64> = match reply {
+        Value::Array(flat) => flat.chunks(2).map(|pair| count(pair.get(1))).collect(),
+        Value::Map(pairs) => pairs.iter().map(|(_, n)| count(Some(n))).collect(),
+        _ => Vec::new(),
+    };
+    (0..asked).map(|i| numbers.get(i).copied().unwrap_or(1)).collect()
 }
 
 impl ConnectionLike for Conn {
@@ -121,5 +128,24 @@ impl ConnectionLike for Conn {
             Inner::Plain(c) => c.get_db(),
             Inner::Cluster(c) => c.get_db(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn each_channel_gets_its_own_count_and_an_unreadable_one_counts_as_present() {
+        let flat = Value::Array(vec![bulk("{a}:alive:srv-a"), Value::Int(1), bulk("{b}:alive:srv-b"), Value::Int(0)]);
+        assert_eq!(numsub_counts(&flat, 2), vec![1, 0]);
+        let map = Value::Map(vec![(bulk("{a}:alive:srv-a"), Value::Int(0))]);
+        assert_eq!(numsub_counts(&map, 1), vec![0]);
+        assert_eq!(numsub_counts(&Value::Nil, 2), vec![1, 1], "a reply that names nothing counts all as present");
+        assert_eq!(numsub_counts(&Value::Array(vec![]), 0), Vec::<i64>::new());
     }
 }

@@ -38,6 +38,7 @@ pub(crate) mod sharded;
 
 pub use backoff::Backoff;
 pub use conn::Conn;
+pub(crate) use conn::numsub_counts;
 
 use cluster::{Nodes, cluster_client, node_addr, owner_in_slots};
 use conn::Inner;

@@ -14,7 +14,8 @@ use redis::Value;
 use tokio::sync::{Notify, watch};
 
 use super::shared::Shared;
-use crate::error::{Error, RedisFailure, describe};
+use crate::connect::numsub_counts;
+use crate::error::{Action, RedisFailure, describe};
 use crate::heard::Heard;
 use crate::keys::Keys;
 
@@ -58,7 +59,7 @@ pub(super) async fn roll_call(
                 for job in &jobs {
                     job.heard.something();
                 }
-                for ((i, node), count) in asked.iter().zip(counts(&reply, asked.len())) {
+                for ((i, node), count) in asked.iter().zip(numsub_counts(&reply, asked.len())) {
                     if count > 0 {
                         jobs[*i].heard.present(node);
                     } else {
@@ -68,50 +69,12 @@ pub(super) async fn roll_call(
             }
             Ok(Err(err)) => {
                 tracing::debug!(error = %err, "roll call failed");
-                let err = describe(err, crate::error::Action::ReadingJob, shared.target().endpoint());
-                if Error::redis_failure(&err) == Some(RedisFailure::Unreachable) {
+                let err = describe(err, Action::ReadingJob, shared.target().endpoint());
+                if err.redis_failure() == Some(RedisFailure::Unreachable) {
                     shared.broke(made).await;
                 }
             }
             Err(_) => {}
         }
-    }
-}
-
-/// The subscriber counts of a `PUBSUB NUMSUB` reply, in the order asked:
-/// `[channel, count, …]`, or a map in RESP3. Anything unreadable counts as
-/// present (1): the next look tells.
-fn counts(reply: &Value, asked: usize) -> Vec<i64> {
-    let numbers: Vec<i64> = match reply {
-        Value::Array(flat) => flat.chunks(2).map(|pair| count_of(pair.get(1))).collect(),
-        Value::Map(pairs) => pairs.iter().map(|(_, count)| count_of(Some(count))).collect(),
-        _ => Vec::new(),
-    };
-    (0..asked).map(|i| numbers.get(i).copied().unwrap_or(1)).collect()
-}
-
-fn count_of(value: Option<&Value>) -> i64 {
-    match value {
-        Some(Value::Int(n)) => *n,
-        _ => 1,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn bulk(s: &str) -> Value {
-        Value::BulkString(s.as_bytes().to_vec())
-    }
-
-    #[test]
-    fn each_holder_gets_its_own_count_and_an_unreadable_one_counts_as_present() {
-        let flat = Value::Array(vec![bulk("{a}:alive:srv-a"), Value::Int(1), bulk("{b}:alive:srv-b"), Value::Int(0)]);
-        assert_eq!(counts(&flat, 2), vec![1, 0]);
-        let map = Value::Map(vec![(bulk("{a}:alive:srv-a"), Value::Int(0))]);
-        assert_eq!(counts(&map, 1), vec![0]);
-        assert_eq!(counts(&Value::Nil, 2), vec![1, 1], "a reply that names nothing wakes nobody");
-        assert_eq!(counts(&Value::Array(vec![]), 0), Vec::<i64>::new());
     }
 }

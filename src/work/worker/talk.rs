@@ -43,17 +43,10 @@ impl Worker {
         // Taken on a primary the sentinels do not vouch for (deposed or cut
         // off, still writable, a replica still following it): not a holding.
         // It expires; the next attempt asks the sentinels where the primary is.
-        let vouched = match &acquired {
-            Acquire::Acquired { .. } => {
-                let (vouch, server) = target.primary_vouched_for(conn).await;
-                self.engine.on_server(server);
-                vouch
-            }
-            _ => Vouch::Yes,
-        };
-        if let Acquire::Acquired { fence, before, at_ms, counter, .. } = &acquired
-            && vouched != Vouch::Yes
-        {
+        let Acquire::Acquired { fence, before, at_ms, counter, .. } = &acquired else { return Ok((acquired, sent)) };
+        let (vouch, server) = target.primary_vouched_for(conn).await;
+        self.engine.on_server(server);
+        if vouch != Vouch::Yes {
             if self.unconfirmed.replace(Unconfirmed::Sentinels) != Some(Unconfirmed::Sentinels) {
                 tracing::warn!(node = %self.opts.node, fence, "took the lock on a primary most sentinels do not name (said once until a lock taken counts); not starting the job");
             }

@@ -15,15 +15,15 @@ use crate::error::Error;
 use crate::history::{Cause, Record};
 use crate::schema::BeatState;
 use crate::snapshot::{Enabled, Snapshot};
-
-/// How soon a heartbeat Redis refused (out of memory, read-only, a slot
-/// moving) is tried again: each try is a write Redis refuses, and a line.
-const BEAT_RETRY: Duration = Duration::from_millis(500);
 use crate::work::engine::{Action, Renewal};
 use crate::work::handover::Busy;
 use crate::work::job::{Job, JobEnv, Killer, Work};
 use crate::work::lock::Wait;
 use crate::work::orphan::Orphan;
+
+/// How soon a heartbeat Redis refused (out of memory, read-only, a slot
+/// moving) is tried again: each try is a write Redis refuses, and a line.
+const BEAT_RETRY: Duration = Duration::from_millis(500);
 
 impl Worker {
     /// One turn; returns how soon to look again at the latest.
