@@ -813,3 +813,49 @@ async fn another_jobs_writes_redirected_to_a_workers_tracking_are_not_its_flood(
     assert!(!said.contains("more than 50 times a second"), "{said}");
     assert!(common::journal::running_now(&j, None).is_some(), "the job stopped:\n{said}");
 }
+
+/// A supervisor watching three jobs, her rules covering one: the looks the
+/// watcher sends together are refused for the other two, so it reads one
+/// job at a time: hers is told as it is, the others unknown for her rights.
+#[test]
+fn jobs_watched_together_beyond_her_rules_are_each_told_apart() {
+    if !has_selectors("jobs_watched_together_beyond_her_rules_are_each_told_apart") {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let server = RedisServer::start();
+    provision(&server, "alice", "alice-pw");
+    let mut admin = server.conn();
+    for job in ["outbound", "inbound", "stock"] {
+        flag(&mut admin, job, "alice", false);
+    }
+    let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
+    let mut watch = lockwatch_command()
+        .args(["--redis", &url, "--job", "outbound,inbound,stock", "watch", "--json"])
+        .env("LOCKWATCH_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut seen = std::collections::BTreeMap::new();
+    while seen.len() < 3 {
+        let v: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if v["event"] == "status" {
+            let s = &v["status"];
+            seen.insert(s["job"].as_str().unwrap().to_owned(), (s["state"].clone(), s["reason"].clone()));
+        }
+    }
+    watch.kill().unwrap();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut log).unwrap();
+    let _ = watch.wait();
+    assert_eq!(log.matches("looks go one call each").count(), 1, "the call together was refused once: {log}");
+    assert_eq!(seen["outbound"].0, "stopped", "{seen:?}");
+    for job in ["inbound", "stock"] {
+        let (state, reason) = &seen[job];
+        assert_eq!(state, "unknown", "{seen:?}");
+        assert!(reason.as_str().unwrap().to_lowercase().contains("noperm"), "{job}: {reason}");
+    }
+}

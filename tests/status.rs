@@ -390,3 +390,54 @@ async fn a_job_just_enabled_is_pending_and_the_cli_exits_1() {
     assert!(text.starts_with("outbound: PENDING — enabled by alice; waiting"), "{text}");
     assert_eq!(out.status.code(), Some(1), "{text}");
 }
+
+/// The `calls` of one command in `INFO commandstats` (0 when never called).
+fn calls(c: &mut redis::Connection, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+    let line = info.lines().find(|l| l.starts_with(&format!("cmdstat_{command}:"))).unwrap_or("");
+    line.split([':', ',']).find_map(|part| part.strip_prefix("calls=")).map_or(0, |n| n.parse().unwrap())
+}
+
+#[tokio::test]
+async fn several_jobs_looked_at_in_one_call_read_as_each_alone() {
+    use lockwatch::probe::{Known, Way, look, look_many};
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    // Running, stopped, and one whose flag is of the wrong type.
+    let field = "6a1e2bf4-3c1d-4f0a-9a57-5e0c1f3b2d11:57";
+    redisson_lock(&mut c, "{inbound}:lock", field, 30_000);
+    beat(&mut c, "inbound", "srv-a", field, 4, "running", 300);
+    flag(&mut c, "inbound", "alice", true);
+    flag(&mut c, "stock", "bob", false);
+    flag(&mut c, "labels", "carol", true);
+    let _: () = redis::cmd("DEL").arg("{labels}:enabled:carol").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET").arg("{labels}:enabled:carol").arg("junk").query(&mut c).unwrap();
+    let keys = ["inbound", "stock", "labels"].map(Keys::new);
+
+    let target = Target::new(&server.url(), None).unwrap();
+    let mut conn = target.manager().await.unwrap();
+    let (mut alone, mut together) = ([(); 3].map(|_| Known::default()), [(); 3].map(|_| Known::default()));
+    let mut way = Way::default();
+    for round in ["full reads", "glances"] {
+        let mut each = Vec::new();
+        for (k, known) in keys.iter().zip(alone.iter_mut()) {
+            each.push(look(&mut conn, k, target.endpoint(), known).await.unwrap());
+        }
+        let before = calls(&mut c, "fcall_ro");
+        let mut jobs: Vec<_> = keys.iter().zip(together.iter_mut()).collect();
+        let all = look_many(&mut conn, &mut jobs, target.endpoint(), &mut way).await.unwrap();
+        assert_eq!(calls(&mut c, "fcall_ro") - before, 1, "{round}: one call for three jobs");
+        assert_eq!(all.len(), 3);
+        for ((one, many), k) in each.iter().zip(all).zip(&keys) {
+            let mut many = many.unwrap();
+            // Read a moment apart: Redis's clock and the lease moved on.
+            assert!(many.time_ms >= one.time_ms && many.time_ms < one.time_ms + 1_000, "{round} {}", k.job);
+            many.time_ms = one.time_ms;
+            many.lock.ttl_ms = one.lock.ttl_ms;
+            assert_eq!(&many, one, "{round}: {}", k.job);
+        }
+    }
+    let judged = Engine::new("labels", "{labels}:lock", Config::default())
+        .handle_read(&look(&mut conn, &keys[2], target.endpoint(), &mut Known::default()).await.unwrap());
+    assert!(judged.status.reason.contains("{labels}:enabled:carol"), "{}", judged.status.reason);
+}

@@ -63,6 +63,24 @@ impl Known {
     pub fn forget(&mut self) {
         self.last = None;
     }
+
+    /// The last full read's fingerprint, or `""` (a full read) with none.
+    fn fingerprint(&self) -> String {
+        self.last.as_ref().map_or("", |(f, _)| f.as_str()).to_owned()
+    }
+
+    /// A look's reply decoded over the last full read, which a new full
+    /// read replaces.
+    fn take(&mut self, keys: &Keys, reply: &Value) -> Result<Snapshot, Error> {
+        let (snap, fingerprint) = decode_look(keys, reply, self.last.as_ref().map(|(_, s)| s))?;
+        if !snap.problems.is_empty() {
+            // Something odd: read it whole next time, with every sentence about it.
+            self.forget();
+        } else if let Some(f) = fingerprint.filter(|f| !f.is_empty()) {
+            self.last = Some((f, snap.clone()));
+        }
+        Ok(snap)
+    }
 }
 
 /// One look in one round trip: a glance (Redis time, the lock, the
@@ -83,17 +101,47 @@ pub async fn look<C: ConnectionLike>(
         known.forget();
         return read(conn, keys, host, &mut known.way).await;
     }
-    let fingerprint = known.last.as_ref().map_or("", |(f, _)| f.as_str()).to_owned();
+    let fingerprint = known.fingerprint();
     let (reply, _) = send(conn, keys, host, &mut known.way, Some(fingerprint)).await?;
-    let (snap, fingerprint) = decode_look(keys, &reply, known.last.as_ref().map(|(_, s)| s))?;
-    if !snap.problems.is_empty() {
-        // Something odd: read it whole next time, with every sentence about it.
-        known.forget();
-    } else if let Some(f) = fingerprint.filter(|f| !f.is_empty()) {
-        known.last = Some((f, snap.clone()));
-    }
-    Ok(snap)
+    known.take(keys, &reply)
 }
+
+/// The looks at several jobs of one server in one call, as [`look`] does
+/// each: the jobs' replies in their order, each decoded apart (one job's
+/// odd reply is that job's error). Every job's lock must share its slot
+/// ([`Keys::lock_shares_slot`]), and all keys one node: not for a Cluster,
+/// which refuses keys of different slots in one call. `way` is the way the
+/// last such call worked, as for [`read`].
+///
+/// # Errors
+/// As [`probe`], for the call as a whole: Redis could not be reached or
+/// refused it (one job's key its user may not read refuses them all).
+pub async fn look_many<C: ConnectionLike>(
+    conn: &mut C,
+    jobs: &mut [(&Keys, &mut Known)],
+    host: &Endpoint,
+    way: &mut Way,
+) -> Result<Vec<Result<Snapshot, Error>>, Error> {
+    let (mut all_keys, mut args) = (Vec::new(), vec![MANY.to_owned()]);
+    for (keys, known) in jobs.iter() {
+        let (job_keys, job_args) = call_of(keys, Some(known.fingerprint()));
+        all_keys.extend(job_keys);
+        args.extend(job_args);
+    }
+    let reply = run_read_only(conn, way, &all_keys, &args).await.map_err(|e| describe(e, Action::ReadingJob, host))?;
+    let replies = match &reply {
+        Value::Array(replies) if replies.len() == jobs.len() => replies,
+        _ => {
+            let what = "the probe's reply for several jobs is not one part per job".to_owned();
+            return Err(Error::Unreadable { key: jobs.first().map(|(k, _)| k.job.clone()).unwrap_or_default(), what });
+        }
+    };
+    Ok(jobs.iter_mut().zip(replies).map(|((keys, known), reply)| known.take(keys, reply)).collect())
+}
+
+/// What the probe script takes as its first argument for a call about
+/// several jobs (`MANY` in `probe.lua`).
+const MANY: &str = "lockwatch:many";
 
 /// Sends the probe script (and, when the lock lives in another slot, the
 /// second call that reads it); `fingerprint` asks for a glance when it
@@ -106,14 +154,7 @@ async fn send<C: ConnectionLike>(
     fingerprint: Option<String>,
 ) -> Result<(Value, Option<Value>), Error> {
     let together = keys.lock_shares_slot();
-    // A lock read apart leaves its place to a key of the job's slot (its
-    // reading is not used): a cluster routes by the first key and refuses
-    // keys of two slots in one call.
-    let fence = keys.fence();
-    let lock_arg = if together { keys.lock.as_str() } else { fence.as_str() };
-    let job_keys = [lock_arg, &fence, &keys.users(), &keys.nodes(), &keys.events()].map(str::to_owned);
-    let mut args = vec![keys.enabled_prefix(), keys.node_prefix(), keys.ack_prefix(), keys.alive_prefix()];
-    args.extend(fingerprint);
+    let (job_keys, args) = call_of(keys, fingerprint);
     let reply = run_read_only(conn, way, &job_keys, &args).await.map_err(|e| describe(e, Action::ReadingJob, host))?;
     let lock_reply = if together {
         None
@@ -127,4 +168,17 @@ async fn send<C: ConnectionLike>(
         Some(reply)
     };
     Ok((reply, lock_reply))
+}
+
+/// The keys and arguments of one job's part of a probe call.
+fn call_of(keys: &Keys, fingerprint: Option<String>) -> ([String; 5], Vec<String>) {
+    // A lock read apart leaves its place to a key of the job's slot (its
+    // reading is not used): a cluster routes by the first key and refuses
+    // keys of two slots in one call.
+    let fence = keys.fence();
+    let lock_arg = if keys.lock_shares_slot() { keys.lock.clone() } else { fence.clone() };
+    let job_keys = [lock_arg, fence, keys.users(), keys.nodes(), keys.events()];
+    let mut args = vec![keys.enabled_prefix(), keys.node_prefix(), keys.ack_prefix(), keys.alive_prefix()];
+    args.extend(fingerprint);
+    (job_keys, args)
 }

@@ -1,4 +1,5 @@
--- Reads the whole state of one job at one Redis TIME.
+-- Reads the whole state of one job at one Redis TIME, or of several jobs in one call.
+-- For one job:
 -- KEYS[1] lock key ('' when it lives in another slot and is read apart)
 -- KEYS[2] fence, KEYS[3] users set, KEYS[4] nodes set, KEYS[5] event stream (optional)
 -- ARGV[1] prefix of the enable flags, ARGV[2] prefix of the heartbeats,
@@ -6,24 +7,26 @@
 -- ARGV[5] (optional) the fingerprint of the caller's last full read: when nothing it covers
 -- has changed, only a glance is returned (what changes every second: time, lock, heartbeats,
 -- presence), else the full read with its new fingerprint. '' asks for a full read with one.
+-- For several (a process watching many jobs on one server): ARGV[1] is MANY, then for each
+-- job its five keys in KEYS and its five arguments in ARGV, in the same order; the reply is
+-- the list of the jobs' replies.
 -- Every read checks the key's type first, so a key of the wrong type is reported, not an
 -- error; big values are capped so a stray huge key cannot stall the server or the desktop.
 -- Of a flag or heartbeat only the fields lockwatch uses are read; a registry is read
 -- whole, or not at all when it has more than MEMBER_LIMIT names.
+local MANY = 'lockwatch:many'
 local HASH_LIMIT = 64
 local MEMBER_LIMIT = 5000
 local STRING_LIMIT = 1024
 local FIELD_LIMIT = 1024
 local SIZE_LIMIT = 16384
 
--- What is read of each kind of hash, by key prefix (the field lists come from
--- lockwatch's schema, put before this script). Flags are written by the
--- supervisors themselves (their ACL allows it), so each field is measured
--- with HSTRLEN before it is fetched; heartbeats only workers may write.
-local READ = {
-  [ARGV[1]] = {measure = true, fields = FLAG_FIELDS},
-  [ARGV[2]] = {measure = false, fields = BEAT_FIELDS},
-}
+-- What is read of each kind of hash (the field lists come from lockwatch's
+-- schema, put before this script). Flags are written by the supervisors
+-- themselves (their ACL allows it), so each field is measured with HSTRLEN
+-- before it is fetched; heartbeats only workers may write.
+local FLAG_READ = {measure = true, fields = FLAG_FIELDS}
+local BEAT_READ = {measure = false, fields = BEAT_FIELDS}
 
 -- Acknowledgements, like flags, are written by the supervisors: measured first.
 local ACK_READ = {measure = true, fields = ACK_FIELDS}
@@ -101,10 +104,10 @@ local function read_set(key)
   return {t, n, {}}
 end
 
-local function read_each(members, prefix)
+local function read_each(members, prefix, how)
   local out = {}
   for i, name in ipairs(members) do
-    out[i] = read_fields(prefix .. name, READ[prefix])
+    out[i] = read_fields(prefix .. name, how)
   end
   return out
 end
@@ -303,51 +306,64 @@ end
 -- (workers record every acquisition, release and flag flip there) and the registries' sizes.
 -- Flags and acknowledgements themselves are not covered: their writers announce them on
 -- the wake channel, and the watcher then asks for a full read.
-local function fingerprint()
+local function fingerprint(K)
   local function part(reply)
     if type(reply) == 'table' and reply.err then
       return 'x'
     end
     return tostring(reply)
   end
-  local fence = redis.pcall('GETRANGE', KEYS[2], 0, 63)
-  local top = redis.pcall('XREVRANGE', KEYS[5], '+', '-', 'COUNT', 1)
+  local fence = redis.pcall('GETRANGE', K[2], 0, 63)
+  local top = redis.pcall('XREVRANGE', K[5], '+', '-', 'COUNT', 1)
   local top_id = 'x'
   if type(top) == 'table' and not top.err then
     top_id = (top[1] and top[1][1]) or ''
   end
   return table.concat({
-    part(fence), top_id, part(redis.pcall('SCARD', KEYS[3])), part(redis.pcall('SCARD', KEYS[4])),
+    part(fence), top_id, part(redis.pcall('SCARD', K[3])), part(redis.pcall('SCARD', K[4])),
   }, '|')
 end
 
-local known = ARGV[5]
-local seen = nil
-if known ~= nil and KEYS[5] ~= nil then
-  seen = fingerprint()
-  if seen == known then
-    local names = redis.call('SMEMBERS', KEYS[4])
-    local beats = read_each(names, ARGV[2])
-    local lock = read_lock(KEYS[1])
-    return {'glance', seen, redis.call('TIME'), lock, names, beats,
-            read_presence(names, beats, ARGV[4], holders_of(lock))}
+-- One job's reply, its keys K and arguments A as KEYS and ARGV above.
+local function read_job(K, A)
+  local known = A[5]
+  local seen = nil
+  if known ~= nil and K[5] ~= nil then
+    seen = fingerprint(K)
+    if seen == known then
+      local names = redis.call('SMEMBERS', K[4])
+      local beats = read_each(names, A[2], BEAT_READ)
+      local lock = read_lock(K[1])
+      return {'glance', seen, redis.call('TIME'), lock, names, beats,
+              read_presence(names, beats, A[4], holders_of(lock))}
+    end
   end
+
+  local users = read_set(K[3])
+  local nodes = read_set(K[4])
+  local beats = read_each(nodes[3], A[2], BEAT_READ)
+  local lock = read_lock(K[1])
+  return {
+    redis.call('TIME'),
+    lock,
+    read_fence(K[2]),
+    users,
+    read_each(users[3], A[1], FLAG_READ),
+    nodes,
+    beats,
+    read_tail(K[5]),
+    read_acks(users[3], A[3]),
+    read_presence(nodes[3], beats, A[4], holders_of(lock)),
+    {'fingerprint', seen or ''},
+  }
 end
 
-local users = read_set(KEYS[3])
-local nodes = read_set(KEYS[4])
-local beats = read_each(nodes[3], ARGV[2])
-local lock = read_lock(KEYS[1])
-return {
-  redis.call('TIME'),
-  lock,
-  read_fence(KEYS[2]),
-  users,
-  read_each(users[3], ARGV[1]),
-  nodes,
-  beats,
-  read_tail(KEYS[5]),
-  read_acks(users[3], ARGV[3]),
-  read_presence(nodes[3], beats, ARGV[4], holders_of(lock)),
-  {'fingerprint', seen or ''},
-}
+if ARGV[1] ~= MANY then
+  return read_job(KEYS, ARGV)
+end
+local out = {}
+for j = 1, #KEYS / 5 do
+  out[j] = read_job({KEYS[5 * j - 4], KEYS[5 * j - 3], KEYS[5 * j - 2], KEYS[5 * j - 1], KEYS[5 * j]},
+                    {ARGV[5 * j - 3], ARGV[5 * j - 2], ARGV[5 * j - 1], ARGV[5 * j], ARGV[5 * j + 1]})
+end
+return out

@@ -23,6 +23,7 @@
 //! file sends what it asks and listens.
 
 mod listen;
+mod looks;
 mod pace;
 mod roll_call;
 mod shared;
@@ -39,9 +40,10 @@ use crate::connect::Target;
 use crate::error::{Error, RedisFailure};
 use crate::heard::{BEAT_EVERY, BEAT_LATE, Heard, Listeners};
 use crate::keys::Keys;
-use crate::probe::{Known, look};
+use crate::probe::Known;
 use crate::snapshot::Snapshot;
 use crate::status::{self, Engine, Event, State, Status, Step};
+use looks::Looks;
 use pace::{Ask, Ears, Knobs, Looked, Pace};
 use shared::Shared;
 
@@ -131,10 +133,20 @@ impl Watcher {
     /// Starts watching each of `jobs` on `target`, all on one set of
     /// connections: one for the looks, one reading the event streams, one
     /// subscribed to the channels (on a Cluster, each job's streams and
-    /// channels on the node that owns them).
+    /// channels on the node that owns them). Their looks fall on one grid
+    /// and go together, one call for all of them, where the server allows
+    /// ([`looks`]).
     pub fn spawn_all(target: Target, jobs: Vec<(Keys, Options)>) -> Vec<Watcher> {
         let shared = Arc::new(Shared::new(target.clone()));
         let (group_stop, group_stop_rx) = watch::channel(false);
+        let (start, spread) = (Instant::now(), spread());
+        let (looks, gatherer) = if jobs.len() > 1 && !target.is_cluster() {
+            let (asked, gathered) = tokio::sync::mpsc::unbounded_channel();
+            let gatherer = tokio::spawn(looks::gather(shared.clone(), gathered, group_stop_rx.clone()));
+            (Looks::Together(shared.clone(), asked), Some(gatherer))
+        } else {
+            (Looks::Alone(shared.clone()), None)
+        };
         let (mut watchers, mut streams, mut channels, mut roll) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         // Many jobs' beats would cost Redis a message to this process for
         // each; a roll call of their holders costs it one command. (On a
@@ -156,6 +168,9 @@ impl Watcher {
             }
             let shell = Shell {
                 shared: shared.clone(),
+                looks: looks.clone(),
+                start,
+                spread,
                 keys,
                 options,
                 status: status_tx,
@@ -175,6 +190,7 @@ impl Watcher {
             .map(|streams| tokio::spawn(listen::follow_streams(target.clone(), streams, group_stop_rx.clone())))
             .collect();
         tasks.push(tokio::spawn(follow_channels(target, channels, group_stop_rx.clone())));
+        tasks.extend(gatherer);
         if let (false, Some((every, patience))) = (roll.is_empty(), pace) {
             tasks.push(tokio::spawn(roll_call::roll_call(shared, roll, every, patience, group_stop_rx)));
         }
@@ -221,6 +237,11 @@ impl Drop for Watcher {
 
 struct Shell {
     shared: Arc<Shared>,
+    looks: Looks,
+    /// The group's clock and grid: when it began, and where in the poll
+    /// interval its looks fall (0 to 1).
+    start: Instant,
+    spread: f64,
     keys: Keys,
     options: Options,
     status: watch::Sender<Option<Status>>,
@@ -235,9 +256,8 @@ struct Shell {
 
 impl Shell {
     async fn run(self) {
-        let Shell { shared, keys, options, status, events, wake, entry, heard, mut stop } = self;
-        // The pacing's clock: ms since this task began.
-        let start = Instant::now();
+        let Shell { shared, looks, start, spread, keys, options, status, events, wake, entry, heard, mut stop } = self;
+        // The pacing's clock: ms since the group began.
         let at = move |i: Instant| millis(i.saturating_duration_since(start));
         let knobs = Knobs {
             poll: millis(options.poll),
@@ -248,7 +268,8 @@ impl Shell {
             beat_every: millis(BEAT_EVERY),
             beat_late: millis(BEAT_LATE),
         };
-        let mut pace = Pace::new(knobs, 0, spread());
+        let phase = (knobs.poll as f64 * spread) as u64;
+        let mut pace = Pace::new(knobs, at(Instant::now()), spread).on_grid(phase);
         let mut known = Known::default();
         let mut engine = Engine::new(&keys.job, &keys.lock, options.engine.clone());
         let mut last = Instant::now();
@@ -302,7 +323,7 @@ impl Shell {
                         let asking = quiet.as_deref().map(|q| keys.alive_channel(q));
                         return Reply::Alive(node.ask_owner(&alive_key, asking.as_deref()).await);
                     }
-                    Reply::Look(read(&shared, &keys, &mut known).await)
+                    Reply::Look(looks.look(&keys, &mut known).await)
                 };
                 tokio::pin!(request);
                 loop {
@@ -431,18 +452,6 @@ fn heard_since(heard: &Heard, start: Instant) -> (u64, impl Fn(Option<&str>) -> 
 /// subscription: its beat going quiet is worth counting it again.
 fn present_holder(snapshot: &Snapshot) -> Option<String> {
     snapshot.holder_beat().filter(|b| b.present == Some(true)).map(|b| b.node.clone())
-}
-
-/// One look, on the shared connection (made when there is none).
-async fn read(shared: &Shared, keys: &Keys, known: &mut Known) -> Result<Snapshot, Error> {
-    let (made, mut manager) = shared.get().await?;
-    let result = look(&mut manager, keys, shared.target().endpoint(), known).await;
-    if result.as_ref().err().and_then(Error::redis_failure) == Some(RedisFailure::Unreachable) {
-        // A fresh connection next time, for every watcher, rather than
-        // trusting a dead one (which may come back to a demoted server).
-        shared.broke(made).await;
-    }
-    result
 }
 
 /// How many of a job's events wait for a slow subscriber before the oldest

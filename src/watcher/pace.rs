@@ -6,7 +6,10 @@
 //! A look comes at the poll interval, sooner when the status engine says
 //! the state may change, backed off while looks fail, and three polls apart
 //! while the beats of the node that vouches for a steady job keep coming;
-//! every `full_every` it is a full read. Between looks, while the last look
+//! every `full_every` it is a full read. Looks that come by the clock fall
+//! on a grid (every poll interval from a phase), so that the watchers of
+//! one process, sharing the grid, look together and their looks go to
+//! Redis as one call. Between looks, while the last look
 //! answered, a check once nothing was heard for a while (a `PING`), or, when
 //! the holder's beat went quiet, a count of its presence subscription. A
 //! wake, or a check that found something, asks for a look at once.
@@ -98,6 +101,8 @@ pub struct Pace {
     /// Whether Redis answered the last look and nothing failed since: only
     /// then is it checked between looks (else the looks retry, backed off).
     checking: bool,
+    /// Where the grid of looks by the clock starts (ms).
+    phase: u64,
 }
 
 impl Pace {
@@ -106,7 +111,20 @@ impl Pace {
     /// at once do not read in step.
     pub fn new(knobs: Knobs, now: u64, spread: f64) -> Pace {
         let first_full = (knobs.full_every as f64 * spread.clamp(0.0, 1.0)) as u64;
-        Pace { knobs, look_at: now, trusted: None, full_at: now + first_full, holder: None, checking: false }
+        Pace { knobs, look_at: now, trusted: None, full_at: now + first_full, holder: None, checking: false, phase: 0 }
+    }
+
+    /// The same pacing with its grid of looks starting at `phase` (ms),
+    /// as the other watchers of its process have theirs.
+    pub fn on_grid(self, phase: u64) -> Pace {
+        Pace { phase, ..self }
+    }
+
+    /// The first point of the grid of `polls` poll intervals at or after `t`.
+    fn grid(&self, t: u64, polls: u64) -> u64 {
+        let period = (self.knobs.poll * polls).max(1);
+        let past = (t + period - self.phase % period) % period;
+        if past == 0 { t } else { t + period - past }
     }
 
     /// When the next look is due, given the beats heard so far.
@@ -149,11 +167,12 @@ impl Pace {
         if looked.answered {
             self.holder = looked.holder.clone();
         }
+        // By the clock: the grid point about a poll interval on; backed off past it.
         let regular = if looked.failures > self.knobs.confirmations {
             let factor = 1u64 << (looked.failures - self.knobs.confirmations).min(6);
             (self.knobs.poll * factor).min(self.knobs.max_backoff)
         } else {
-            self.knobs.poll
+            self.grid(now + self.knobs.poll / 2, 1) - now
         };
         self.look_at = now + looked.next_check_ms.map_or(regular, |wait| regular.min(wait));
         // Whose beats vouch for a steady job: the holder's, or, with none, any worker's.
@@ -162,7 +181,9 @@ impl Pace {
             (true, false) => Some(None),
             (false, _) => None,
         };
-        self.trusted = vouch.filter(|_| looked.steady).map(|node| (now + self.knobs.poll * TRUSTED_POLLS, node));
+        // The grid point of the steady period at least a poll interval on.
+        let trusted_at = self.grid(now + self.knobs.poll, TRUSTED_POLLS);
+        self.trusted = vouch.filter(|_| looked.steady).map(|node| (trusted_at, node));
     }
 
     /// The holder whose presence the last look counted.
@@ -293,6 +314,38 @@ mod tests {
         assert_eq!(p.ask(6_000, &ears(4_000, &beats)), Ask::Look { full: true });
         p.looked(6_000, steady_on("a"));
         p.failed();
-        assert_eq!(p.wait_until(6_000, &ears(6_000, &beats)), 6_000 + 10_000, "the next look, no check");
+        assert_eq!(p.wait_until(6_000, &ears(6_000, &beats)), 20_000, "the next look on the grid, no check");
+    }
+
+    #[test]
+    fn watchers_on_one_grid_that_looked_at_different_times_look_next_at_the_same_time() {
+        let beats = |_: Option<&str>| Some(40_000);
+        let (mut a, mut b) = (Pace::new(KNOBS, 0, 1.0).on_grid(5_000), Pace::new(KNOBS, 0, 1.0).on_grid(5_000));
+        a.looked(3_000, steady_on("a"));
+        b.looked(17_000, steady_on("b"));
+        assert_eq!(a.wait_until(40_000, &ears(40_000, &beats)), 65_000 - 30_000);
+        assert_eq!(b.wait_until(40_000, &ears(40_000, &beats)), 35_000);
+        let none = |_: Option<&str>| None;
+        let (mut c, mut d) = (Pace::new(KNOBS, 0, 1.0).on_grid(5_000), Pace::new(KNOBS, 0, 1.0).on_grid(5_000));
+        c.looked(2_000, Looked::default());
+        d.looked(8_000, Looked::default());
+        assert_eq!((c.wait_until(9_000, &ears(0, &none)), d.wait_until(9_000, &ears(0, &none))), (15_000, 15_000));
+    }
+
+    proptest::proptest! {
+        /// Whatever the grid, a look by the clock comes about a poll interval
+        /// on (half to one and a half), and a steady job's one to four.
+        #[test]
+        fn looks_by_the_clock_stay_near_their_interval(now in 0u64..10_000_000, phase in 0u64..100_000) {
+            let beats = move |_: Option<&str>| Some(now);
+            let mut p = Pace::new(KNOBS, 0, 1.0).on_grid(phase);
+            p.looked(now, Looked { answered: false, ..Looked::default() });
+            let next = p.look_due(now, &ears(now, &beats));
+            proptest::prop_assert!((now + 5_000..now + 15_000).contains(&next), "{next} after {now}");
+            p.looked(now, steady_on("a"));
+            let next = p.look_due(now, &ears(now, &beats));
+            proptest::prop_assert!((now + 10_000..now + 40_000).contains(&next), "{next} after {now}");
+            proptest::prop_assert_eq!((next + 30_000 - phase % 30_000) % 30_000, 0, "on the grid");
+        }
     }
 }
