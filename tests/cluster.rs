@@ -655,3 +655,76 @@ async fn a_shard_failover_never_tells_the_healthy_holder_dying() {
         assert!(!matches!(event, EventKind::Stalled | EventKind::Died), "the watcher told {event:?}: {reason}");
     }
 }
+
+/// Three jobs on their own slots, watched by one process through a seed
+/// node; one job's slot migrated to another primary while all run: that job
+/// runs on once, and no job is said stopped, nor any but the moved one told
+/// anything at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_of_several_watched_jobs_whose_slot_moves_runs_on_and_the_others_hear_nothing() {
+    let cluster = tokio::task::block_in_place(RedisCluster::start);
+    let jobs = ["outbound", "inbound", "stock"];
+    let seed = cluster.url(cluster.a_node_not_owning(LOCK_KEY));
+    for job in jobs {
+        let mut c = connect(cluster.owner_of(&format!("{{{job}}}:lock"))).unwrap();
+        flag(&mut c, job, "alice", true);
+        let _: () = redis::cmd("SET").arg(format!("{{{job}}}:fence")).arg(0).query(&mut c).unwrap();
+    }
+    let options = Options { poll: Duration::from_millis(200), ..Options::default() };
+    let target = cluster_spec(&seed).target().unwrap();
+    let watchers = Watcher::spawn_all(target, jobs.iter().map(|j| (Keys::new(j), options.clone())).collect());
+    let recorded: Vec<_> = watchers.iter().map(|w| (record_statuses(w), record_events(w))).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let journals: Vec<_> = jobs.iter().map(|job| dir.path().join(job)).collect();
+    let mut workers = Vec::new();
+    for (job, j) in jobs.iter().zip(&journals) {
+        for node in ["srv-a", "srv-b"] {
+            workers.push(journal_worker_via(lockwatch(&seed).args(["--job", job]), node, "3s", j));
+        }
+    }
+    let all_running = || {
+        recorded
+            .iter()
+            .all(|((statuses, _), _)| statuses.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running))
+    };
+    eventually("every job to run", Duration::from_secs(30), || all_running().then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let owner = cluster.owner_of(LOCK_KEY);
+    let slot = cluster.slot_of(LOCK_KEY);
+    let to = cluster.ports().into_iter().find(|&p| p != owner).unwrap();
+    let started = Instant::now();
+    tokio::task::block_in_place(|| cluster.migrate_slot(slot, to));
+    let moved_ns = now_ns();
+    eventually("outbound to run after the move", Duration::from_secs(10), || {
+        journal(&journals[0]).iter().any(|l| l.2 > moved_ns + 500_000_000).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    eventually("every job to be running", Duration::from_secs(10), || all_running().then_some(())).await;
+    drop(workers);
+    for watcher in watchers {
+        watcher.stop().await;
+    }
+
+    for ((job, j), ((statuses, s_task), (events, e_task))) in jobs.iter().zip(&journals).zip(recorded) {
+        s_task.abort();
+        e_task.abort();
+        assert_no_overlap(&journal(j));
+        let statuses = statuses.lock().unwrap();
+        let said: Vec<String> = statuses
+            .iter()
+            .filter(|(t, ..)| *t >= started)
+            .map(|(t, s, r)| format!("{:+.2}s {s:?}: {r}", t.duration_since(started).as_secs_f64()))
+            .collect();
+        eprintln!("{job}: {said:#?}");
+        for (_, state, reason) in statuses.iter() {
+            assert_ne!(*state, State::Stopped, "{job} was said stopped: {reason}");
+        }
+        if *job != "outbound" {
+            assert!(said.iter().all(|s| s.contains("Running")), "{job} heard of another job's move: {said:?}");
+            let told = events.lock().unwrap().iter().filter(|(t, ..)| *t >= started).count();
+            assert_eq!(told, 0, "{job} was told of another job's move");
+        }
+    }
+}

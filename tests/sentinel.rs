@@ -435,3 +435,79 @@ async fn a_primary_the_sentinels_left_behind_with_a_replica_of_its_own_keeps_no_
     assert_no_overlap(&lines);
     assert!(lines.iter().any(|l| l.2 > started_ns + 8_000_000_000), "the job runs on the primary the sentinels name");
 }
+
+/// Three jobs watched by one process through the sentinels, their looks
+/// sent together, each job run by two workers; the primary killed: each job
+/// runs on after the failover on one server at a time, and none is told
+/// stopped or stale, nor `died` or `stalled`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_jobs_watched_together_ride_out_a_kill_9_of_the_primary() {
+    let mut set = SentinelSet::start();
+    let primary = set.primary_port();
+    let jobs = ["outbound", "inbound", "stock"];
+    let mut c = connect(primary).unwrap();
+    for job in jobs {
+        flag(&mut c, job, "alice", true);
+        let _: () = redis::cmd("SET").arg(format!("{{{job}}}:fence")).arg(0).query(&mut c).unwrap();
+    }
+    let acked: u32 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+    assert_eq!(acked, 1);
+
+    let target = sentinel_spec(&set).target().unwrap();
+    let watchers = Watcher::spawn_all(target, jobs.iter().map(|j| (Keys::new(j), Options::default())).collect());
+    let recorded: Vec<_> = watchers.iter().map(|w| (record_statuses(w), record_events(w))).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let journals: Vec<_> = jobs.iter().map(|job| dir.path().join(job)).collect();
+    let mut workers = Vec::new();
+    for (job, j) in jobs.iter().zip(&journals) {
+        for node in ["srv-a", "srv-b"] {
+            let mut cmd = lockwatch(&set, &set.master_name);
+            cmd.args(["--job", job]);
+            workers.push(journal_worker_via(&mut cmd, node, "30s", j));
+        }
+    }
+    let all_running = || {
+        recorded
+            .iter()
+            .all(|((statuses, _), _)| statuses.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running))
+    };
+    eventually("every job to run", Duration::from_secs(30), || all_running().then_some(())).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let started = Instant::now();
+    tokio::task::block_in_place(|| set.kill_primary());
+    tokio::task::block_in_place(|| set.wait_for_new_primary(Duration::from_secs(30)));
+    let promoted_ns = now_ns();
+    for j in &journals {
+        eventually("each job to run after the failover", Duration::from_secs(40), || {
+            journal(j).iter().any(|l| l.2 > promoted_ns + 500_000_000).then_some(())
+        })
+        .await;
+    }
+    // The heartbeats' grace and a lease's worth of renewals on the new primary.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    eventually("every job to be running", Duration::from_secs(10), || all_running().then_some(())).await;
+    drop(workers);
+    for watcher in watchers {
+        watcher.stop().await;
+    }
+
+    for ((job, j), ((statuses, s_task), (events, e_task))) in jobs.iter().zip(&journals).zip(recorded) {
+        s_task.abort();
+        e_task.abort();
+        assert_no_overlap(&journal(j));
+        let statuses = statuses.lock().unwrap();
+        let said: Vec<String> = statuses
+            .iter()
+            .filter(|(t, ..)| *t >= started)
+            .map(|(t, s, r)| format!("{:+.2}s {s:?}: {r}", t.duration_since(started).as_secs_f64()))
+            .collect();
+        eprintln!("{job}: {said:#?}");
+        for (_, state, reason) in statuses.iter() {
+            assert!(!matches!(state, State::Stopped | State::Stale), "{job} was said {state:?}: {reason}");
+        }
+        for (_, event, reason) in events.lock().unwrap().iter() {
+            assert!(!matches!(event, EventKind::Stalled | EventKind::Died), "{job} was told {event:?}: {reason}");
+        }
+    }
+}
