@@ -23,8 +23,8 @@ local SIZE_LIMIT = 16384
 
 -- What is read of each kind of hash (the field lists come from lockwatch's
 -- schema, put before this script). Flags are written by the supervisors
--- themselves (their ACL allows it), so each field is measured with HSTRLEN
--- before it is fetched; heartbeats only workers may write.
+-- themselves (their ACL allows it), so each is measured before it is
+-- fetched; heartbeats only workers may write.
 local FLAG_READ = {measure = true, fields = FLAG_FIELDS}
 local BEAT_READ = {measure = false, fields = BEAT_FIELDS}
 
@@ -63,16 +63,17 @@ local function read_fields(key, how)
     return {'hash', n, {}, 'has ' .. n .. ' fields'}
   end
   if how.measure then
-    for _, field in ipairs(how.fields) do
-      local len = redis.call('HSTRLEN', key, field)
-      if len > FIELD_LIMIT then
-        return {'hash', n, {}, 'has a ' .. field .. ' of ' .. len .. ' bytes'}
-      end
-    end
     -- A supervisor may write anything into her own hash (no ACL limits a
-    -- value's size): its whole size tells junk in fields lockwatch never reads.
+    -- value's size): its whole size bounds what the fetch below returns, and
+    -- only a hash too big is measured field by field, to say which.
     local size = redis.call('MEMORY', 'USAGE', key, 'SAMPLES', 0)
     if size > SIZE_LIMIT then
+      for _, field in ipairs(how.fields) do
+        local len = redis.call('HSTRLEN', key, field)
+        if len > FIELD_LIMIT then
+          return {'hash', n, {}, 'has a ' .. field .. ' of ' .. len .. ' bytes'}
+        end
+      end
       return {'hash', n, {}, 'takes ' .. size .. ' bytes'}
     end
   end
