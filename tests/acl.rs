@@ -814,21 +814,24 @@ async fn another_jobs_writes_redirected_to_a_workers_tracking_are_not_its_flood(
     assert!(common::journal::running_now(&j, None).is_some(), "the job stopped:\n{said}");
 }
 
-/// A supervisor watching three jobs, her rules covering one: the looks the
-/// watcher sends together are refused for the other two, so it reads one
-/// job at a time: hers is told as it is, the others unknown for her rights.
+/// A supervisor of two jobs, her rules for both from one `lockwatch acl`,
+/// watches three: the looks the watcher sends together are refused for the
+/// third, so it reads one job at a time from then on: hers are told as they
+/// are, the other unknown for her rights; and she flips her own flag of
+/// either job, and no one else's.
 #[test]
-fn jobs_watched_together_beyond_her_rules_are_each_told_apart() {
-    if !has_selectors("jobs_watched_together_beyond_her_rules_are_each_told_apart") {
+fn a_supervisor_of_two_jobs_reads_and_flips_both_and_a_third_is_told_apart() {
+    if !has_selectors("a_supervisor_of_two_jobs_reads_and_flips_both_and_a_third_is_told_apart") {
         return;
     }
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let server = RedisServer::start();
-    provision(&server, "alice", "alice-pw");
+    provision_with(&server, "alice", "alice-pw", &["--job", "outbound,inbound"]);
     let mut admin = server.conn();
     for job in ["outbound", "inbound", "stock"] {
         flag(&mut admin, job, "alice", false);
+        flag(&mut admin, job, "bob", false);
     }
     let url = format!("redis://alice:alice-pw@127.0.0.1:{}", server.port);
     let mut watch = lockwatch_command()
@@ -852,10 +855,22 @@ fn jobs_watched_together_beyond_her_rules_are_each_told_apart() {
     std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut log).unwrap();
     let _ = watch.wait();
     assert_eq!(log.matches("looks go one call each").count(), 1, "the call together was refused once: {log}");
-    assert_eq!(seen["outbound"].0, "stopped", "{seen:?}");
-    for job in ["inbound", "stock"] {
-        let (state, reason) = &seen[job];
-        assert_eq!(state, "unknown", "{seen:?}");
-        assert!(reason.as_str().unwrap().to_lowercase().contains("noperm"), "{job}: {reason}");
+    assert_eq!((&seen["outbound"].0, &seen["inbound"].0), (&"stopped".into(), &"stopped".into()), "{seen:?}");
+    let (state, reason) = &seen["stock"];
+    assert_eq!(state, "unknown", "{seen:?}");
+    assert!(reason.as_str().unwrap().to_lowercase().contains("noperm"), "stock: {reason}");
+
+    for job in ["outbound", "inbound"] {
+        let out = lockwatch(&url, &["--job", job, "enable", "--user", "alice"]);
+        assert!(out.status.success(), "{job}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = lockwatch(&url, &["--job", job, "enable", "--user", "bob"]);
+        assert!(!out.status.success(), "{job}: bob's flag flipped by alice");
     }
+    let out = lockwatch(&url, &["--job", "stock", "enable", "--user", "alice"]);
+    assert!(!out.status.success(), "a job her rules do not name");
+    let on = |job: &str, user: &str| -> Option<String> {
+        redis::cmd("HGET").arg(format!("{{{job}}}:enabled:{user}")).arg("on").query(&mut server.conn()).unwrap()
+    };
+    assert_eq!((on("outbound", "alice"), on("inbound", "alice")), (Some("1".into()), Some("1".into())));
+    assert_eq!((on("outbound", "bob"), on("stock", "alice")), (Some("0".into()), Some("0".into())));
 }

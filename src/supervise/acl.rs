@@ -240,11 +240,13 @@ fn keyspace_channels(keys: &Keys) -> Vec<String> {
     patterns
 }
 
-/// Redis commands (one per line) that give `user` read access to the job
-/// kept in `database` and, on `server`s with selectors, write access to
-/// `{job}:enabled:<user>` and `{job}:ack:<user>` only, and register the
-/// user. The password is left out: set it with `ACL SETUSER <user> ><password>`.
-pub fn rules(keys: &Keys, user: &str, server: Server, database: i64) -> Vec<String> {
+/// Redis commands (one per line) that give `user` read access to each of
+/// `jobs`, kept in `database`, and, on `server`s with selectors, write access
+/// to each one's `{job}:enabled:<user>` and `{job}:ack:<user>` only, and
+/// register the user with each. The rules replace the user's earlier ones:
+/// a supervisor of several jobs gets them in one call. The password is left
+/// out: set it with `ACL SETUSER <user> ><password>`.
+pub fn rules(jobs: &[Keys], user: &str, server: Server, database: i64) -> Vec<String> {
     let mut setuser = vec![format!("ACL SETUSER {user} on resetkeys resetchannels -@all")];
     setuser.extend(READ.iter().map(|c| (*c).to_owned()));
     // The job's database only: in any other she could keep keys no worker trims.
@@ -258,20 +260,24 @@ pub fn rules(keys: &Keys, user: &str, server: Server, database: i64) -> Vec<Stri
         // The probe as a script: it may call only what she is granted, all reads.
         setuser.extend(["+eval".to_owned(), "+evalsha".to_owned()]);
     }
-    // Without selectors a key pattern grants reading and writing alike: she
-    // is granted no write command there.
-    setuser.extend(job_keys(keys, if modern { "%R~" } else { "~" }));
     // Every job's name, to read them all with `--job '*'`.
     setuser.push(format!("{}{}", if modern { "%R~" } else { "~" }, crate::keys::JOBS));
-    if modern {
-        setuser.push(selector(FLAG_WRITE, &keys.enabled(user)));
-        setuser.push(selector(ACK_WRITE, &keys.ack(user)));
+    for keys in jobs {
+        // Without selectors a key pattern grants reading and writing alike: she
+        // is granted no write command there.
+        setuser.extend(job_keys(keys, if modern { "%R~" } else { "~" }));
+        if modern {
+            setuser.push(selector(FLAG_WRITE, &keys.enabled(user)));
+            setuser.push(selector(ACK_WRITE, &keys.ack(user)));
+        }
+        setuser.push(format!("&{}", glob_escape(&keys.unlock_channel())));
+        setuser.push(format!("&{}", glob_escape(&keys.wake_channel())));
+        setuser.push(format!("&{}", glob_escape(&keys.beat_channel())));
+        setuser.extend(keyspace_channels(keys));
     }
-    setuser.push(format!("&{}", glob_escape(&keys.unlock_channel())));
-    setuser.push(format!("&{}", glob_escape(&keys.wake_channel())));
-    setuser.push(format!("&{}", glob_escape(&keys.beat_channel())));
-    setuser.extend(keyspace_channels(keys));
-    vec![setuser.join(" "), format!("SADD {} {user}", keys.users())]
+    let mut lines = vec![setuser.join(" ")];
+    lines.extend(jobs.iter().map(|keys| format!("SADD {} {user}", keys.users())));
+    lines
 }
 
 /// An ACL selector granting `commands` on the one key `key` and nothing
@@ -306,7 +312,7 @@ mod tests {
 
     #[test]
     fn rules_grant_read_on_the_job_and_write_on_the_own_flag_only() {
-        let lines = rules(&Keys::new("outbound"), "alice", Server::Modern, 0);
+        let lines = rules(&[Keys::new("outbound")], "alice", Server::Modern, 0);
         assert!(lines[0].starts_with("ACL SETUSER alice on resetkeys resetchannels -@all "));
         assert!(lines[0].contains(" %R~{outbound}:* "));
         // Each write tied to its key: a key pattern alone would grant every
@@ -319,18 +325,31 @@ mod tests {
     }
 
     #[test]
+    fn a_supervisor_of_several_jobs_gets_each_ones_rules_in_one_line() {
+        let lines = rules(&[Keys::new("outbound"), Keys::new("inbound")], "alice", Server::Modern, 0);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert_eq!(lines[0].matches("ACL SETUSER").count(), 1, "one line replaces her rules once");
+        for job in ["outbound", "inbound"] {
+            assert!(lines[0].contains(&format!(" %R~{{{job}}}:* ")), "{}", lines[0]);
+            assert!(lines[0].contains(&format!(r#" "(~{{{job}}}:enabled:alice +hset)" "#)), "{}", lines[0]);
+            assert!(lines[0].contains(&format!(" &{{{job}}}:wake ")), "{}", lines[0]);
+        }
+        assert_eq!(lines[1..], ["SADD {outbound}:users alice", "SADD {inbound}:users alice"]);
+    }
+
+    #[test]
     fn rules_grant_no_other_database_transaction_or_message() {
-        let line = &rules(&Keys::new("outbound"), "alice", Server::Modern, 0)[0];
+        let line = &rules(&[Keys::new("outbound")], "alice", Server::Modern, 0)[0];
         for unbounded in ["+select", "+multi", "+exec", "+publish", "+spublish"] {
             assert!(!line.contains(unbounded), "{unbounded} in {line}");
         }
-        let line = &rules(&Keys::new("outbound"), "alice", Server::Modern, 3)[0];
+        let line = &rules(&[Keys::new("outbound")], "alice", Server::Modern, 3)[0];
         assert!(line.contains(" +select|3 "), "the job's own database only: {line}");
     }
 
     #[test]
     fn rules_grant_no_command_that_reaches_beyond_the_own_connection() {
-        let line = &rules(&Keys::new("outbound"), "alice", Server::Modern, 0)[0];
+        let line = &rules(&[Keys::new("outbound")], "alice", Server::Modern, 0)[0];
         let granted: Vec<&str> = line.split(' ').filter(|w| w.starts_with('+')).collect();
         for wide in [
             "+@",
@@ -356,7 +375,7 @@ mod tests {
 
     #[test]
     fn a_lock_outside_the_job_prefix_gets_its_own_read_rule() {
-        let lines = rules(&Keys::new("outbound").with_lock_key("outbound*Lock"), "bob", Server::Modern, 0);
+        let lines = rules(&[Keys::new("outbound").with_lock_key("outbound*Lock")], "bob", Server::Modern, 0);
         assert!(lines[0].contains(" %R~outbound\\*Lock "), "{}", lines[0]);
         assert!(lines[0].contains("&redisson_lock__channel:{outbound\\*Lock}"), "{}", lines[0]);
         assert!(lines[0].contains(" &__keyspace@*__:outbound\\*Lock"), "{}", lines[0]);
@@ -364,7 +383,7 @@ mod tests {
 
     #[test]
     fn redis_6_gets_read_only_rules_it_accepts_and_a_sentence_on_what_stays_open() {
-        let line = &rules(&Keys::new("outbound"), "alice", Server::Redis6, 0)[0];
+        let line = &rules(&[Keys::new("outbound")], "alice", Server::Redis6, 0)[0];
         assert!(line.contains(" ~{outbound}:* "), "{line}");
         for seven in ["%R~", "%RW~", "(", "+fcall_ro", "+eval_ro", "+ssubscribe", "+pubsub|shardnumsub", "+hset"] {
             assert!(!line.contains(seven), "{seven} in {line}");

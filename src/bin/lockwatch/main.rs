@@ -104,12 +104,12 @@ async fn run(mut cli: Cli) -> Result<u8> {
     let jobs = g.jobs();
     if jobs == [lockwatch::registry::EVERY_JOB] {
         anyhow::bail!(
-            "--job '*' names every job this Redis knows; only status, watch, history and serve read several: give this command one job"
+            "--job '*' names every job this Redis knows; only status, watch, history, serve and a supervisor's acl take several: give this command one job"
         );
     }
     if jobs.len() > 1 && !reads_several(&cli.command) {
         anyhow::bail!(
-            "--job names {} jobs; only status, watch, history and serve read several: give this command one job",
+            "--job names {} jobs; only status, watch, history, serve and a supervisor's acl take several: give this command one job",
             jobs.len()
         );
     }
@@ -208,7 +208,8 @@ async fn run(mut cli: Cli) -> Result<u8> {
                 return Ok(0);
             }
             let user = user.as_deref().ok_or(lockwatch::Error::NoUser)?;
-            for line in lockwatch::supervise::acl::rules(&g.keys(), user, server, database) {
+            let jobs: Vec<_> = jobs.iter().map(|name| g.job_named(name).keys()).collect();
+            for line in lockwatch::supervise::acl::rules(&jobs, user, server, database) {
                 writeln!(out, "{line}")?;
             }
             writeln!(out, "{}", lockwatch::supervise::acl::SERVER_LIMITS)?;
@@ -451,7 +452,14 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 
 /// Whether `command` reads several jobs (`--job a,b,c` or `'*'`).
 fn reads_several(command: &Command) -> bool {
-    matches!(command, Command::Status { .. } | Command::Watch { .. } | Command::History { .. } | Command::Serve { .. })
+    matches!(
+        command,
+        Command::Status { .. }
+            | Command::Watch { .. }
+            | Command::History { .. }
+            | Command::Serve { .. }
+            | Command::Acl { worker: None, .. }
+    )
 }
 
 /// Every job the registry of this Redis names (`--job '*'`).
