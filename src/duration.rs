@@ -1,5 +1,5 @@
 //! Durations as text: read from what people type (`500ms`, `30s`, `1.5m`,
-//! `1h`), written back the same way, and said to people (`4 min 5 s`).
+//! `1h`, `7d`), written back the same way, and said to people (`4 min 5 s`).
 
 use std::time::Duration;
 
@@ -13,15 +13,15 @@ pub enum DurationError {
     /// No number in front of the unit.
     #[error("not a duration; write a number and a unit: 500ms, 10s, 5m or 1h")]
     NotANumber,
-    /// A unit other than ms, s, m (min) or h.
-    #[error("{0:?} is not a unit of time; use ms, s, m or h")]
+    /// A unit other than ms, s, m (min), h or d.
+    #[error("{0:?} is not a unit of time; use ms, s, m, h or d")]
     UnknownUnit(String),
     /// More than a `Duration` holds.
     #[error("too long; give at most a few years")]
     OutOfRange,
 }
 
-/// Parses `500ms`, `30s`, `1.5m`, `5min`, `1h`. A number needs its unit.
+/// Parses `500ms`, `30s`, `1.5m`, `5min`, `1h`, `7d`. A number needs its unit.
 ///
 /// # Errors
 /// [`DurationError`] saying what is missing or wrong.
@@ -36,6 +36,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
         "s" => 1.0,
         "m" | "min" => 60.0,
         "h" => 3600.0,
+        "d" => 86_400.0,
         other => return Err(DurationError::UnknownUnit(other.to_owned())),
     };
     Duration::try_from_secs_f64(value * factor).map_err(|_| DurationError::OutOfRange)
@@ -106,6 +107,7 @@ mod tests {
         assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("5min"), Ok(Duration::from_secs(300)));
         assert_eq!(parse_duration(" 1h "), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
     }
 
     #[test]

@@ -127,7 +127,7 @@ fn status_reads_several_jobs_and_exits_with_the_worst_code() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
-        "lockwatch: --job names 2 jobs; only status, watch, history, serve and a supervisor's acl take several: give this command one job"
+        "lockwatch: --job names 2 jobs; only status, watch, history, report, serve and a supervisor's acl take several: give this command one job"
     );
 }
 

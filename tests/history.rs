@@ -300,3 +300,95 @@ async fn her_on_and_off_flood_starts_the_job_a_bounded_number_of_times_then_hold
     .await;
     println!("after bob switched on: {}", state["reason"]);
 }
+
+/// A day scripted on the stream, as workers would have written it: alice
+/// switches the job on, srv-a runs it, fails over to srv-b after 30 s,
+/// srv-b loses it and nobody runs it for 10 minutes, srv-a again, then
+/// alice switches it off with a reason. `report` adds it up: runs,
+/// failovers, the death, the outages, the uptime, and who switched it off,
+/// the same in JSON, CSV and text.
+#[test]
+fn the_report_adds_up_a_scripted_day() {
+    use lockwatch::history::{Cause, FlagFlip, Record};
+    const H: u64 = 3_600_000;
+    const M: u64 = 60_000;
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let t0 = redis_ms(&mut c) - 10 * H;
+    let mut add = |at: u64, node: &str, record: Record| {
+        let mut cmd = redis::cmd("XADD");
+        cmd.arg("{outbound}:events").arg(format!("{at}-0"));
+        for (name, value) in record.encode(node) {
+            cmd.arg(name).arg(value);
+        }
+        let _: String = cmd.query(&mut c).unwrap();
+    };
+    let flip = |at: u64, on: bool, reason: Option<&str>| {
+        Record::FlagsChanged(FlagFlip {
+            user: "alice".into(),
+            on,
+            at_ms: Some(at),
+            host: Some("pc-7".into()),
+            reason: reason.map(Into::into),
+        })
+    };
+    let acquired = |fence: i64, field: &str, prev_beat_ms: Option<u64>| Record::Acquired {
+        fence: Some(fence),
+        field: Some(field.into()),
+        wait: None,
+        prev_beat_ms,
+    };
+    add(t0, "srv-a", flip(t0, true, None));
+    add(t0 + 1, "srv-a", acquired(1, "a:1", None));
+    add(t0 + 2 * H + 30_000, "srv-b", acquired(2, "b:1", Some(t0 + 2 * H)));
+    add(t0 + 5 * H, "srv-b", Record::Lost { fence: Some(2), cause: Some(Cause::Expired) });
+    add(t0 + 5 * H + 10 * M, "srv-a", acquired(3, "a:2", None));
+    add(t0 + 8 * H, "srv-a", flip(t0 + 8 * H, false, Some("stock count")));
+    add(t0 + 8 * H + 1, "srv-a", Record::Released { fence: Some(3), cause: Some(Cause::Disabled) });
+    let _: () = redis::cmd("HSET")
+        .arg("{outbound}:enabled:alice")
+        .arg(flag::ON)
+        .arg("0")
+        .arg(flag::TIME)
+        .arg(t0 + 8 * H)
+        .arg(flag::REASON)
+        .arg("stock count")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("SADD").arg("{outbound}:users").arg("alice").query(&mut c).unwrap();
+
+    let out = lockwatch(&server.url(), &["report", "--since", "12h", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["job"], "outbound");
+    let counts: Vec<i64> = ["runs", "failovers", "restarts", "deaths"].map(|k| r[k].as_i64().unwrap()).into();
+    assert_eq!(counts, [3, 1, 0, 1], "{r}");
+    let down = 30_000 + 10 * M;
+    assert_eq!(r["enabled_ms"].as_u64(), Some(8 * H), "{r}");
+    // srv-a's first run ends at its last heartbeat the next holder found.
+    assert_eq!(r["not_running_ms"].as_u64(), Some(down + 1), "{r}");
+    assert_eq!((r["outage_total_ms"].as_u64(), r["outage_longest_ms"].as_u64()), (Some(down), Some(10 * M)), "{r}");
+    let uptime = r["uptime"].as_f64().unwrap();
+    assert!((uptime - (8 * H - down - 1) as f64 / (8 * H) as f64).abs() < 1e-9, "{r}");
+    assert_eq!(r["switched_off"][0]["user"], "alice");
+    assert_eq!(r["switched_off"][0]["reason"], "stock count");
+
+    let csv = String::from_utf8(lockwatch(&server.url(), &["report", "--since", "12h", "--csv"]).stdout).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert!(rows[0].starts_with("job,from,to,enabled_s,"), "{csv}");
+    assert!(rows[1].starts_with("outbound,") && rows[1].contains(",3,1,0,1,630.0,600.0,"), "{csv}");
+    let text = String::from_utf8(lockwatch(&server.url(), &["report", "--since", "12h"]).stdout).unwrap();
+    assert!(text.contains("runs          3 (1 failover, 0 restarts, 1 death)"), "{text}");
+    assert!(text.contains("by alice from pc-7: stock count"), "{text}");
+    // A window before any of it: nothing happened, nobody had it on.
+    let out = lockwatch(&server.url(), &["report", "--since", "1h", "--json"]);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((r["runs"].as_i64(), r["enabled_ms"].as_u64(), r["uptime"].as_f64()), (Some(0), Some(0), None), "{r}");
+    // A job name Redis holds nothing of is said, not reported as idle.
+    let out = lockwatch(&server.url(), &["--job", "outbound,outbnd", "report", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1, "outbound's report alone");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("nothing of the job outbnd is on") && said.lines().count() == 1, "{said}");
+}

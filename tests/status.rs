@@ -423,10 +423,12 @@ async fn several_jobs_looked_at_in_one_call_read_as_each_alone() {
         for (k, known) in keys.iter().zip(alone.iter_mut()) {
             each.push(look(&mut conn, k, target.endpoint(), known).await.unwrap());
         }
-        let before = calls(&mut c, "fcall_ro");
+        // Redis 6.2 has no functions: the probe is a script there.
+        let looks = |c: &mut redis::Connection| calls(c, "fcall_ro") + calls(c, "evalsha");
+        let before = looks(&mut c);
         let mut jobs: Vec<_> = keys.iter().zip(together.iter_mut()).collect();
         let all = look_many(&mut conn, &mut jobs, target.endpoint(), &mut way).await.unwrap();
-        assert_eq!(calls(&mut c, "fcall_ro") - before, 1, "{round}: one call for three jobs");
+        assert_eq!(looks(&mut c) - before, 1, "{round}: one call for three jobs");
         assert_eq!(all.len(), 3);
         for ((one, many), k) in each.iter().zip(all).zip(&keys) {
             let mut many = many.unwrap();

@@ -1122,7 +1122,9 @@ async fn idle_workers_load_their_script_once_and_glance_until_a_flag_is_written(
     let info = stats(&mut c);
     // Redis 6.2 has no functions (the probe is a script there) and counts SCRIPT LOAD as `script`.
     let loads = calls(&info, "script|load") + calls(&info, "script");
-    let (measured, looks) = (calls(&info, "memory|usage"), calls(&info, "fcall_ro") + calls(&info, "evalsha"));
+    // Redis 6.2 counts subcommands with their command: `memory` there.
+    let measured = |info: &str| calls(info, "memory|usage") + calls(info, "memory");
+    let (measured, looks) = (measured(&info), calls(&info, "fcall_ro") + calls(&info, "evalsha"));
     let infos = calls(&info, "info");
     println!("5 s of two idle workers: {looks} looks, {measured} MEMORY USAGE, {loads} SCRIPT LOAD, {infos} INFO");
     assert!(looks >= 5, "the workers looked {looks} times");
@@ -1134,7 +1136,10 @@ async fn idle_workers_load_their_script_once_and_glance_until_a_flag_is_written(
     assert_eq!(measured, 0, "the flags were read again with nothing written");
     // A flag written is read at once.
     flag(&mut c, "outbound", "user00", false);
-    let read_again = || (calls(&stats(&mut c), "memory|usage") > 0).then_some(());
+    let read_again = || {
+        let info = stats(&mut c);
+        (calls(&info, "memory|usage") + calls(&info, "memory") > 0).then_some(())
+    };
     eventually("the flags read again", Duration::from_secs(3), read_again).await;
 }
 

@@ -9,12 +9,15 @@
 //! - [`build`](mod@build): entries, flags and heartbeats → runs, failovers, restarts,
 //!   deaths, stops and flag flips (pure).
 //! - [`outage`]: how long nobody ran the job around each incident (pure).
+//! - [`report`]: a stretch of it in figures: uptime, incidents, outages,
+//!   who switched it off (pure).
 
 pub mod budget;
 pub mod build;
 pub mod entry;
 pub mod outage;
 pub mod read;
+pub mod report;
 
 use std::time::Duration;
 
@@ -23,6 +26,7 @@ use redis::aio::ConnectionLike;
 pub use build::{End, History, Item, What, build};
 pub use entry::{Cause, Entry, FlagFlip, Record, WaitCause};
 pub use outage::Outage;
+pub use report::{Report, SwitchedOff};
 
 use crate::address::Endpoint;
 use crate::error::{Action, Error, describe};

@@ -109,6 +109,19 @@ pub enum Command {
         #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
         since: Option<Duration>,
     },
+    /// Print each job's figures over the last DURATION: uptime, runs, failovers, restarts, deaths,
+    /// outages, who switched it off and why.
+    Report {
+        /// The stretch reported, ending now (by Redis time), e.g. 24h or 168h.
+        #[arg(long, value_parser = parse_duration, value_name = "DURATION", default_value = "24h")]
+        since: Duration,
+        /// One JSON object per job instead of text.
+        #[arg(long, conflicts_with = "csv")]
+        json: bool,
+        /// CSV for a spreadsheet: a header, then one row per job.
+        #[arg(long)]
+        csv: bool,
+    },
     /// Run CMD on exactly one server of the cluster, while somebody has the job enabled.
     Worker {
         /// This server's name, as supervisors see it [default: the host name, or HOST@ADDRESS
@@ -234,6 +247,20 @@ const SHOWN: &[(&str, &[&str])] = &[
     ("unack", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     (
         "history",
+        &[
+            "redis",
+            "tls_ca",
+            "sentinel",
+            "sentinel_master",
+            "cluster",
+            "job",
+            "lock_key",
+            "heartbeat_grace",
+            "failover_window",
+        ],
+    ),
+    (
+        "report",
         &[
             "redis",
             "tls_ca",

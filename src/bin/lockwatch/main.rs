@@ -14,6 +14,7 @@ mod demo;
 mod history;
 mod log;
 mod render;
+mod report;
 mod serve;
 mod usage;
 
@@ -104,12 +105,12 @@ async fn run(mut cli: Cli) -> Result<u8> {
     let jobs = g.jobs();
     if jobs == [lockwatch::registry::EVERY_JOB] {
         anyhow::bail!(
-            "--job '*' names every job this Redis knows; only status, watch, history, serve and a supervisor's acl take several: give this command one job"
+            "--job '*' names every job this Redis knows; only status, watch, history, report, serve and a supervisor's acl take several: give this command one job"
         );
     }
     if jobs.len() > 1 && !reads_several(&cli.command) {
         anyhow::bail!(
-            "--job names {} jobs; only status, watch, history, serve and a supervisor's acl take several: give this command one job",
+            "--job names {} jobs; only status, watch, history, report, serve and a supervisor's acl take several: give this command one job",
             jobs.len()
         );
     }
@@ -124,6 +125,14 @@ async fn run(mut cli: Cli) -> Result<u8> {
         Command::Ack { user, lasts, note } => ack(g, user.as_deref(), *lasts, note.as_deref()).await,
         Command::Unack { user } => unack(g, user.as_deref()).await,
         Command::History { json, since } => history::run(g, *json, *since).await,
+        Command::Report { since, json, csv } => {
+            let format = match (json, csv) {
+                (true, _) => report::Format::Json,
+                (_, true) => report::Format::Csv,
+                _ => report::Format::Text,
+            };
+            report::run(g, *since, format).await
+        }
         Command::Worker { node, lease, every, stall_after, stop_grace, command } => {
             // Before anything else: a stop request from now on is a clean stop.
             let stop =
@@ -457,6 +466,7 @@ fn reads_several(command: &Command) -> bool {
         Command::Status { .. }
             | Command::Watch { .. }
             | Command::History { .. }
+            | Command::Report { .. }
             | Command::Serve { .. }
             | Command::Acl { worker: None, .. }
     )
