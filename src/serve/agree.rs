@@ -44,6 +44,9 @@ pub enum Family {
     Failover,
     Restart,
     Standby,
+    /// An incident told again to the escalation robots: each once, never
+    /// counted as a repeat (its window is zero).
+    Escalation,
 }
 
 impl Family {
@@ -56,6 +59,7 @@ impl Family {
             Family::Failover => "failover",
             Family::Restart => "restart",
             Family::Standby => "standby",
+            Family::Escalation => "escalation",
         }
     }
 }

@@ -46,6 +46,9 @@ pub enum Story {
     Repeats { job: String, counts: Vec<(EventKind, u32)>, first_ms: u64, last_ms: u64, now: Now },
     /// `lockwatch serve --check`.
     Test { node: String, at_ms: u64 },
+    /// An incident still there with nobody on it `after_ms` after its
+    /// message, for the escalation robots; `told` names the robots told first.
+    Escalation { event: Event, now: Now, after_ms: u64, told: Vec<String> },
 }
 
 /// A story told in one language: a title and its lines.
@@ -116,6 +119,20 @@ pub fn render(story: &Story, lang: Language, offset_min: i32) -> Message {
             lines: vec![say(lang, Say::TestBody { node }), say(lang, Say::Time { at: &time(*at_ms) })],
             alarm: false,
         },
+        Story::Escalation { event: e, now, after_ms, told } => {
+            let (from, to) = (e.from.as_ref().map(|h| h.to_string()), e.to.as_ref().map(|h| h.to_string()));
+            let what = say(
+                lang,
+                Say::Title { kind: e.event, job: &e.job, from: from.as_deref(), to: to.as_deref(), stall: e.stall },
+            );
+            let title = say(lang, Say::EscalatedTitle { after: &duration(lang, *after_ms), what: &what });
+            let mut lines = vec![
+                say(lang, Say::ToldFirst { robots: &list(lang, told) }),
+                say(lang, Say::Time { at: &time(e.at_ms) }),
+            ];
+            close(&mut lines, lang, now);
+            Message { title, lines, alarm: true }
+        }
     }
 }
 
@@ -372,6 +389,31 @@ mod tests {
         let zh = render(&story, Language::ZhCn, 480);
         assert_eq!(zh.title, "outbound：自上条消息以来又发生 6 次");
         assert!(zh.lines[0].starts_with("意外停止 3×、恢复运行 3×"), "{}", zh.lines[0]);
+    }
+
+    #[test]
+    fn an_escalation_says_how_long_nobody_took_it_on_and_who_was_told_first() {
+        let story = Story::Escalation {
+            event: Event { to: None, ..event(EventKind::Died) },
+            now: Now { state: Some(State::Down), server: None, on_it: vec![], ..now() },
+            after_ms: 300_000,
+            told: vec!["dingtalk robot \"warehouse\" (oapi.dingtalk.com)".into()],
+        };
+        let m = render(&story, Language::En, 0);
+        assert_eq!(m.title, "Nobody on it after 5 min 0 s: outbound died on wh-a");
+        assert_eq!(
+            m.lines,
+            [
+                "Told first: dingtalk robot \"warehouse\" (oapi.dingtalk.com); nobody has said they are on it.",
+                "Time: 2023-11-14 22:13:20 (UTC)",
+                "Now: down",
+                "On it: nobody yet (lockwatch ack, or \"I'm on it\" in the tray)"
+            ]
+        );
+        assert!(m.alarm);
+        let zh = render(&story, Language::ZhCn, 480);
+        assert_eq!(zh.title, "5 分 0 秒内无人处理：outbound 在 wh-a 上意外停止");
+        assert!(zh.lines[0].starts_with("已先通知：dingtalk robot"), "{}", zh.lines[0]);
     }
 
     fn robot(kind: &str, extra: &str) -> Robot {

@@ -74,6 +74,11 @@ pub struct Robot {
     /// (`limit = "10/1m"`): at most this many posts (`.1`) within this
     /// many ms (`.0`).
     pub limit: Option<(u64, usize)>,
+    /// An escalation robot (`escalate_after = "5m"`): told nothing at once,
+    /// only of a trouble (a death, a stall, a conflict, lost data, the last
+    /// standby gone) still there and with nobody on it this long after its
+    /// message: the shift lead's group, the on-call's phone.
+    pub escalate_after: Option<std::time::Duration>,
 }
 
 impl fmt::Debug for Robot {
@@ -160,6 +165,7 @@ struct Raw {
     language: Option<String>,
     utc_offset: Option<String>,
     limit: Option<String>,
+    escalate_after: Option<String>,
 }
 
 /// Reads and checks the robots file at `path`; `env` looks up the
@@ -220,7 +226,12 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Vec<Rob
     if file.robot.is_empty() {
         return Err("no [[robot]] table: add one per robot (kind, url, …)".to_owned());
     }
-    file.robot.into_iter().enumerate().map(|(i, raw)| robot(i + 1, raw, &env)).collect()
+    let robots: Vec<Robot> =
+        file.robot.into_iter().enumerate().map(|(i, raw)| robot(i + 1, raw, &env)).collect::<Result<_, _>>()?;
+    if robots.iter().all(|r| r.escalate_after.is_some()) {
+        return Err("every robot has escalate_after, so none is told of an incident at once: give at least one robot without it".to_owned());
+    }
+    Ok(robots)
 }
 
 fn robot(n: usize, raw: Raw, env: &impl Fn(&str) -> Option<String>) -> Result<Robot, String> {
@@ -275,6 +286,15 @@ fn robot(n: usize, raw: Raw, env: &impl Fn(&str) -> Option<String>) -> Result<Ro
         ),
         None => None,
     };
+    let escalate_after = match raw.escalate_after.as_deref() {
+        Some(text) => Some(
+            crate::duration::parse_duration(text)
+                .ok()
+                .filter(|d| (std::time::Duration::from_secs(1)..=std::time::Duration::from_secs(86_400)).contains(d))
+                .ok_or_else(|| format!("{at}: escalate_after \"{text}\" is not a time from 1s to 24h, like \"5m\""))?,
+        ),
+        None => None,
+    };
     let host = match url.port() {
         Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
         None => url.host_str().unwrap_or_default().to_owned(),
@@ -283,7 +303,7 @@ fn robot(n: usize, raw: Raw, env: &impl Fn(&str) -> Option<String>) -> Result<Ro
         Some(name) => format!("{} robot \"{name}\" ({host})", kind.as_str()),
         None => format!("{} robot {n} ({host})", kind.as_str()),
     };
-    Ok(Robot { kind, label, url, secret, mention: raw.mention, language, utc_offset_min, limit })
+    Ok(Robot { kind, label, url, secret, mention: raw.mention, language, utc_offset_min, limit, escalate_after })
 }
 
 /// `10/1m` → (60 000 ms, 10): at most 10 posts within a minute.
@@ -433,6 +453,23 @@ url = "http://relay.intranet:8080/lockwatch"
             let err = robot(bad).err().unwrap();
             assert!(err.contains("robot 1 (dingtalk): limit") && err.contains("10/1m"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn an_escalation_robot_takes_a_delay_and_one_robot_at_least_is_told_at_once() {
+        let first = "[[robot]]\nkind = \"dingtalk\"\nurl = \"https://x.example/a\"\n";
+        let lead = |after: &str| {
+            format!("[[robot]]\nkind = \"wecom\"\nurl = \"https://x.example/b\"\nescalate_after = \"{after}\"\n")
+        };
+        let robots = parse(&format!("{first}{}", lead("5m")), env).unwrap();
+        assert_eq!(robots[0].escalate_after, None);
+        assert_eq!(robots[1].escalate_after, Some(std::time::Duration::from_secs(300)));
+        for bad in ["5", "0s", "25h", "soon"] {
+            let err = parse(&format!("{first}{}", lead(bad)), env).err().unwrap();
+            assert!(err.contains("robot 2 (wecom): escalate_after") && err.contains("1s to 24h"), "{bad}: {err}");
+        }
+        let err = parse(&lead("5m"), env).err().unwrap();
+        assert!(err.contains("every robot has escalate_after"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! processes of that job) and handed to one sender task per robot, shared
 //! by every job (`sender`; one rate limit per robot); the claims this
 //! process holds renewed until each robot is done with them, and others'
-//! claims taken over when they run out unfinished (`ledger`, `lease`).
+//! claims taken over when they run out unfinished (`ledger`, `lease`); and
+//! a trouble still there with nobody on it told again, once, to the
+//! escalation robots (`escalate_after`), agreed as an incident is.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -19,11 +21,11 @@ use crate::keys::Keys;
 use crate::status::{Event, EventKind, Stall, Status};
 use crate::watcher::{self, Watcher};
 
-use super::agree::{self, Closing, Family, Incidents, Post};
+use super::agree::{self, Closing, Family, Incident, Incidents, Post, Role, Verdict};
 use super::deliver::{self, Retry};
 use super::lease::RENEW_EVERY;
 use super::ledger::Ledger;
-use super::message::{Now, Story};
+use super::message::{Now, Story, is_alarm};
 use super::metrics::Metrics;
 use super::peers;
 use super::robots::{Kind, Robot};
@@ -92,12 +94,14 @@ pub async fn run(
     let mut senders = Vec::new();
     for robot in &options.robots {
         let (tx, rx) = mpsc::unbounded_channel();
-        senders.push(Sender { kind: robot.kind, tag: robot.tag(), tx });
+        senders.push(Sender { kind: robot.kind, tag: robot.tag(), tx, escalate_after: robot.escalate_after });
         let links = sender::Loop { done: done_tx.clone(), confirm: confirm_tx.clone() };
         let send = sender::send(robot.clone(), rx, links, agent.clone(), options.retry, stop_rx.clone());
         tasks.push(tokio::spawn(send));
     }
     drop((done_tx, confirm_tx));
+    let first_told: Vec<String> =
+        options.robots.iter().filter(|r| r.escalate_after.is_none()).map(|r| r.label.clone()).collect();
     let (feed_tx, mut feed_rx) = mpsc::unbounded_channel();
     let mut watchers = Vec::new();
     let mut serves = Vec::new();
@@ -120,6 +124,8 @@ pub async fn run(
             held: Vec::new(),
             settle: Duration::from_millis(options.watch.engine.failover_window_ms) + SETTLE_MARGIN,
             ledger: Ledger::default(),
+            escalations: Vec::new(),
+            first_told: first_told.clone(),
         });
     }
     drop(feed_tx);
@@ -134,6 +140,7 @@ pub async fn run(
         let close_at = serves.iter().flat_map(|s| s.closes.values()).min().copied().unwrap_or(far);
         let held_at = serves.iter().flat_map(|s| s.held.iter().map(|h| h.0)).min().unwrap_or(far);
         let watch_at = serves.iter().filter_map(|s| s.ledger.next_due()).min().unwrap_or(far);
+        let escalate_at = serves.iter().flat_map(|s| s.escalations.iter().map(|e| e.at)).min().unwrap_or(far);
         tokio::select! {
             _ = &mut stop => break,
             fed = feed_rx.recv() => match fed {
@@ -184,6 +191,11 @@ pub async fn run(
             _ = sleep_until(watch_at) => {
                 for serve in &mut serves {
                     serve.take_over_due().await;
+                }
+            }
+            _ = sleep_until(escalate_at) => {
+                for serve in &mut serves {
+                    serve.escalate_due(status_of(serve.job).as_ref()).await;
                 }
             }
         }
@@ -262,6 +274,19 @@ struct Serve {
     settle: Duration,
     /// The claims this process owes robots, and others' it may take over.
     ledger: Ledger,
+    /// The troubles to tell the escalation robots of when still there.
+    escalations: Vec<Escalation>,
+    /// The robots told of each incident at once, as an escalation names them.
+    first_told: Vec<String>,
+}
+
+/// A trouble to tell again: when, after how long (the escalation robots'
+/// `escalate_after`), which incident, and its event.
+struct Escalation {
+    at: Instant,
+    after: Duration,
+    id: String,
+    event: Event,
 }
 
 /// The way to one robot's sender task.
@@ -271,6 +296,8 @@ struct Sender {
     /// The robot's [`Robot::tag`], as claims record it.
     tag: String,
     tx: mpsc::UnboundedSender<Parcel>,
+    /// An escalation robot's delay: told only of escalations after it.
+    escalate_after: Option<Duration>,
 }
 
 impl Serve {
@@ -300,10 +327,19 @@ impl Serve {
 
     /// Hands `story` to the robots (`everyone`, or the webhooks alone)
     /// but those in `skip`; with the claim `id` it tells, when this process
-    /// holds one, which it then owes those robots.
+    /// holds one, which it then owes those robots. An escalation goes to the
+    /// escalation robots of its delay, everything else to the others.
     fn tell(&mut self, claim: Option<&str>, story: &Story, everyone: bool, skip: &HashSet<String>) {
-        let chosen: Vec<&Sender> =
-            self.senders.iter().filter(|s| (everyone || s.kind == Kind::Webhook) && !skip.contains(&s.tag)).collect();
+        let after = match story {
+            Story::Escalation { after_ms, .. } => Some(*after_ms),
+            _ => None,
+        };
+        let chosen: Vec<&Sender> = self
+            .senders
+            .iter()
+            .filter(|s| s.escalate_after.map(|d| d.as_millis() as u64) == after)
+            .filter(|s| (everyone || s.kind == Kind::Webhook) && !skip.contains(&s.tag))
+            .collect();
         if let Some(id) = claim {
             self.ledger.own(id, chosen.iter().map(|s| s.tag.clone()));
         }
@@ -317,6 +353,12 @@ impl Serve {
         use EventKind::*;
         if matches!(event.event, Failover | Died | Recovered | Restarted | Stopped | Conflict | DataLost) {
             self.held.clear();
+        }
+        // The trouble ended (the job runs again, or nobody wants it): nothing to escalate.
+        match event.event {
+            Recovered | Started | Stopped => self.escalations.retain(|e| e.event.event == StandbyLost),
+            StandbyBack => self.escalations.retain(|e| e.event.event != StandbyLost),
+            _ => {}
         }
         if let (Stalled, Some(Stall::Dying), Some(left)) = (event.event, event.stall, event.ms) {
             let at = Instant::now() + Duration::from_millis(left) + self.settle;
@@ -359,24 +401,7 @@ impl Serve {
             _ => {}
         }
         let Some(incident) = self.incidents.name(&event, fence) else { return };
-        let (keys, node, window) = (self.keys.clone(), self.node.clone(), self.window);
-        let mut verdict = None;
-        for _ in 0..3 {
-            if let Some(conn) = self.conn().await {
-                match agree::claim(conn, &keys, &node, &incident, window).await {
-                    Ok(v) => {
-                        verdict = Some(v);
-                        break;
-                    }
-                    Err(err) => {
-                        tracing::debug!(error = %err, "claim failed");
-                        self.conn = None;
-                    }
-                }
-            }
-            sleep(Duration::from_millis(200)).await;
-        }
-        let Some(verdict) = verdict else {
+        let Some(verdict) = self.claim(&incident, self.window).await else {
             tracing::warn!(
                 "could not agree through Redis on {} about job {}: not posted here (a serve process that reaches Redis posts it)",
                 event.event.as_str(),
@@ -397,6 +422,104 @@ impl Serve {
         }
         if let Some(left) = verdict.window_left {
             self.closes.insert(incident.family, Instant::now() + left);
+        }
+        // Every serve process keeps the escalation of a trouble, whoever
+        // posted it: whichever is alive then tells it, once.
+        if verdict.post != Post::Counted && incident.role == Role::Problem && is_alarm(incident.kind) {
+            let mut delays: Vec<Duration> = self.senders.iter().filter_map(|s| s.escalate_after).collect();
+            delays.sort();
+            delays.dedup();
+            for after in delays {
+                let id = incident.id.clone();
+                self.escalations.push(Escalation { at: Instant::now() + after, after, id, event: event.clone() });
+            }
+        }
+    }
+
+    /// Claims `incident` in Redis, trying three times; `None` when Redis
+    /// could not be asked (another serve process that reaches it tells it).
+    async fn claim(&mut self, incident: &Incident, window: Duration) -> Option<Verdict> {
+        let (keys, node) = (self.keys.clone(), self.node.clone());
+        for _ in 0..3 {
+            if let Some(conn) = self.conn().await {
+                match agree::claim(conn, &keys, &node, incident, window).await {
+                    Ok(verdict) => return Some(verdict),
+                    Err(err) => {
+                        tracing::debug!(error = %err, "claim failed");
+                        self.conn = None;
+                    }
+                }
+            }
+            sleep(Duration::from_millis(200)).await;
+        }
+        None
+    }
+
+    /// Tells the escalation robots of each trouble that is due, still there
+    /// and with nobody on it ("I'm on it" in force): once among the serve
+    /// processes, claimed as an incident is.
+    async fn escalate_due(&mut self, status: Option<&crate::status::Status>) {
+        let now = Instant::now();
+        let (due, kept): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.escalations).into_iter().partition(|e| e.at <= now);
+        self.escalations = kept;
+        for escalation in due {
+            let Some(status) = status else {
+                // Not known yet: look again in a second.
+                self.escalations.push(Escalation { at: now + Duration::from_secs(1), ..escalation });
+                continue;
+            };
+            let still = match escalation.event.event {
+                EventKind::StandbyLost => status.no_standby.is_some(),
+                _ => status.state.severity() > crate::status::State::Pending.severity(),
+            };
+            let mut now_facts = Now::of(status);
+            if !still {
+                continue;
+            }
+            // Who is on it, read now: nobody announces an acknowledgement
+            // while no worker runs, and the watcher's read may predate it.
+            let (keys, target) = (self.keys.clone(), self.target.clone());
+            match self.conn().await {
+                Some(conn) => match crate::probe::probe(conn, &keys, target.endpoint()).await {
+                    Ok(snapshot) => {
+                        now_facts.on_it = snapshot.acks.iter().map(|a| (a.user.clone(), a.note.clone())).collect()
+                    }
+                    Err(err) => tracing::debug!(error = %err, "reading who is on it failed; the last read counts"),
+                },
+                None => tracing::debug!("no connection to read who is on it; the last read counts"),
+            }
+            if !now_facts.on_it.is_empty() {
+                continue;
+            }
+            let after_ms = escalation.after.as_millis() as u64;
+            let incident = Incident {
+                id: format!("escalated:{after_ms}:{}", escalation.id),
+                family: Family::Escalation,
+                role: Role::Problem,
+                kind: escalation.event.event,
+                at_ms: escalation.event.at_ms,
+            };
+            let Some(verdict) = self.claim(&incident, Duration::ZERO).await else {
+                tracing::warn!(
+                    "could not agree through Redis on escalating {} about job {}: not posted here",
+                    escalation.event.event.as_str(),
+                    escalation.event.job
+                );
+                continue;
+            };
+            let story =
+                Story::Escalation { event: escalation.event, now: now_facts, after_ms, told: self.first_told.clone() };
+            match verdict.post {
+                Post::Post | Post::Counted => {
+                    self.tell(Some(&incident.id), &story, true, &HashSet::new());
+                    self.record().await;
+                }
+                Post::Taken(Some(left)) => {
+                    self.ledger.watch(&incident.id, story, Instant::now() + left + TAKEOVER_MARGIN)
+                }
+                Post::Taken(None) => {}
+            }
         }
     }
 

@@ -194,8 +194,9 @@ fn report(robot: &Robot, answer: &Answer, folded: usize, tries: u32) {
 }
 
 /// A webhook's body: the event as `lockwatch watch --json` prints it; a
-/// test as an event named `test`; repeats are not sent (the webhook had
-/// each as it came).
+/// test as an event named `test`; an escalation as one named `escalated`,
+/// the incident inside; repeats are not sent (the webhook had each as it
+/// came).
 fn webhook_body(story: &Story) -> Option<serde_json::Value> {
     match story {
         Story::Incident { event, .. } => serde_json::to_value(event).ok(),
@@ -203,6 +204,10 @@ fn webhook_body(story: &Story) -> Option<serde_json::Value> {
             "event": "test", "at_ms": at_ms, "reason": format!("lockwatch serve --check on {node}"),
         })),
         Story::Repeats { .. } => None,
+        Story::Escalation { event, after_ms, told, .. } => Some(serde_json::json!({
+            "event": "escalated", "job": event.job, "at_ms": event.at_ms, "after_ms": after_ms, "told": told,
+            "incident": event,
+        })),
     }
 }
 

@@ -69,6 +69,15 @@ pub enum Say<'a> {
     TestBody {
         node: &'a str,
     },
+    /// The title of an escalation: `what` (an incident's title) with nobody on it `after` its message.
+    EscalatedTitle {
+        after: &'a str,
+        what: &'a str,
+    },
+    /// Who was told of it first, and that nobody took it on.
+    ToldFirst {
+        robots: &'a str,
+    },
 }
 
 /// The sentence for `what` in `lang`.
@@ -132,6 +141,8 @@ fn en(what: Say<'_>) -> String {
         Say::TestBody { node } => {
             format!("Sent by lockwatch serve on {node}: this robot works, incidents of the job will arrive here.")
         }
+        Say::EscalatedTitle { after, what } => format!("Nobody on it after {after}: {what}"),
+        Say::ToldFirst { robots } => format!("Told first: {robots}; nobody has said they are on it."),
     }
 }
 
@@ -184,6 +195,8 @@ fn zh(what: Say<'_>) -> String {
         Say::TestBody { node } => {
             format!("由 {node} 上的 lockwatch serve 发送：此机器人工作正常，任务的事件将发到这里。")
         }
+        Say::EscalatedTitle { after, what } => format!("{after}内无人处理：{what}"),
+        Say::ToldFirst { robots } => format!("已先通知：{robots}；至今无人表示正在处理。"),
     }
 }
 
