@@ -13,7 +13,7 @@ use redis::RedisError;
 use crate::address::Endpoint;
 
 /// Everything the library reports to its callers.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The Redis URL could not be understood; `url` is shown with its

@@ -165,6 +165,22 @@ async fn every_job_this_redis_knows_is_read_with_a_star() {
     let out = lockwatch(&url, &["--job", "*", "enable", "--user", "alice"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--job '*' names every job this Redis knows"));
+    // Any worker's user may write the registry: a name that would be more
+    // than a word in a command line or an ACL rule is left out, and said.
+    for odd in ["x +@all ~*", "y\nACL SETUSER evil on >pw +@all ~*", "z\"q"] {
+        let _: () = redis::cmd("ZADD").arg("lockwatch:jobs").arg(1).arg(odd).query(&mut c).unwrap();
+    }
+    let out = lockwatch(&url, &["--job", "*", "status", "--json"]);
+    let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let jobs: Vec<&str> = all.as_array().unwrap().iter().map(|s| s["job"].as_str().unwrap()).collect();
+    assert_eq!(jobs, ["inbound", "outbound"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("holds 3 name(s) that are no job's name, left out"), "{said}");
+    // Nor are rights granted from it.
+    let out = lockwatch(&url, &["--job", "*", "acl", "--user", "alice", "--redis-version", "7.2"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("acl --job '*': name the jobs whose rules to print"));
     drop(workers);
 }
 

@@ -49,10 +49,9 @@ pub struct SwitchedOff {
 }
 
 impl History {
-    /// The report of the window from `from_ms` to `to_ms` (the later of the
-    /// two when they are given the wrong way round). A flag counts from its
-    /// own time: before a supervisor's first flip the history holds, she
-    /// counts as off.
+    /// The report of the window from `from_ms` to `to_ms` (an empty one when
+    /// `to_ms` comes first). A flag counts from its own time: before a
+    /// supervisor's first flip the history holds, she counts as off.
     pub fn report(&self, from_ms: u64, to_ms: u64) -> Report {
         let to_ms = to_ms.max(from_ms);
         let within = |at: u64| (from_ms..to_ms).contains(&at);
@@ -122,8 +121,13 @@ impl History {
                 _ => {}
             }
             if let Some(down) = self.outage(index).and_then(|o| o.down_ms) {
-                // A death still going counts to the window's end, not beyond.
-                let down = down.min(to_ms.saturating_sub(item.at_ms));
+                // Only what falls in the window: a death's outage follows it
+                // (to the window's end at most), a takeover's comes before it
+                // (from the window's start at most).
+                let down = match item.what {
+                    What::Death { .. } => down.min(to_ms.saturating_sub(item.at_ms)),
+                    _ => down.min(item.at_ms.saturating_sub(from_ms)),
+                };
                 report.outage_total_ms += down;
                 report.outage_longest_ms = report.outage_longest_ms.max(down);
             }
@@ -215,6 +219,10 @@ mod tests {
         assert_eq!((r.runs, r.failovers, r.deaths), (1, 0, 1), "srv-a's last run begins in it, the death too");
         assert_eq!(r.outage_total_ms, 10 * M);
         assert!(r.switched_off.is_empty());
+        // A failover whose outage began before the window counts from its start.
+        let r = day(t0).report(t0 + 2 * H + 10_000, t0 + 3 * H);
+        assert_eq!((r.failovers, r.outage_total_ms), (1, 20_000));
+        assert_eq!(r.not_running_ms, Some(20_000));
         // A death nobody took over from counts to the window's end.
         let mut h = day(t0);
         h.items.retain(|i| i.at_ms < t0 + 5 * H + 10 * M);

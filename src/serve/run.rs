@@ -424,8 +424,10 @@ impl Serve {
             self.closes.insert(incident.family, Instant::now() + left);
         }
         // Every serve process keeps the escalation of a trouble, whoever
-        // posted it: whichever is alive then tells it, once.
-        if verdict.post != Post::Counted && incident.role == Role::Problem && is_alarm(incident.kind) {
+        // posted it or counted it as a repeat: whichever is alive then tells
+        // it, once. One of a kind at a time: a flapping job is one trouble.
+        let pending = self.escalations.iter().any(|e| e.event.event == incident.kind);
+        if incident.role == Role::Problem && is_alarm(incident.kind) && !pending {
             let mut delays: Vec<Duration> = self.senders.iter().filter_map(|s| s.escalate_after).collect();
             delays.sort();
             delays.dedup();
@@ -464,19 +466,15 @@ impl Serve {
             std::mem::take(&mut self.escalations).into_iter().partition(|e| e.at <= now);
         self.escalations = kept;
         for escalation in due {
-            let Some(status) = status else {
-                // Not known yet: look again in a second.
+            let Some(status) = status.filter(|s| s.state != crate::status::State::Unknown) else {
+                // Not known now (Redis away): look again in a second.
                 self.escalations.push(Escalation { at: now + Duration::from_secs(1), ..escalation });
                 continue;
             };
-            let still = match escalation.event.event {
-                EventKind::StandbyLost => status.no_standby.is_some(),
-                _ => status.state.severity() > crate::status::State::Pending.severity(),
-            };
-            let mut now_facts = Now::of(status);
-            if !still {
+            if !persists(escalation.event.event, status) {
                 continue;
             }
+            let mut now_facts = Now::of(status);
             // Who is on it, read now: nobody announces an acknowledgement
             // while no worker runs, and the watcher's read may predate it.
             let (keys, target) = (self.keys.clone(), self.target.clone());
@@ -501,11 +499,9 @@ impl Serve {
                 at_ms: escalation.event.at_ms,
             };
             let Some(verdict) = self.claim(&incident, Duration::ZERO).await else {
-                tracing::warn!(
-                    "could not agree through Redis on escalating {} about job {}: not posted here",
-                    escalation.event.event.as_str(),
-                    escalation.event.job
-                );
+                // Redis away for now (a failover, say): every serve process tries again.
+                tracing::debug!(incident = %incident.id, "could not agree on an escalation; trying again");
+                self.escalations.push(Escalation { at: Instant::now() + Duration::from_secs(1), ..escalation });
                 continue;
             };
             let story =
@@ -550,6 +546,18 @@ impl Serve {
                 }
             }
         }
+    }
+}
+
+/// Whether the trouble an event told is still there, as `status` has it.
+fn persists(kind: EventKind, status: &crate::status::Status) -> bool {
+    use crate::status::State;
+    match kind {
+        EventKind::Died => status.state == State::Down,
+        EventKind::Stalled => status.state == State::Stale,
+        EventKind::Conflict => status.state == State::Conflict,
+        EventKind::StandbyLost => status.no_standby.is_some(),
+        _ => status.state.severity() > State::Pending.severity(),
     }
 }
 

@@ -4,9 +4,11 @@
 //! of each other (the watchers of a process look on one grid, so steady
 //! jobs ask at the same moments) go to Redis as one call of the probe.
 //! A call Redis refuses for the jobs together (a user who may not read one
-//! of them, a job whose keys fail the script) is sent again one job at a
-//! time, each with its own answer, and the process reads one job at a time
-//! from then on, so the refusal is not logged again.
+//! of them) is sent again one job at a time, each with its own answer, and
+//! the process reads one job at a time from then on, so the refusal is not
+//! logged again; another error of the server (`LOADING` after a restart,
+//! `BUSY` under another's script) does that only after [`ODD_IN_A_ROW`] in
+//! a row. A call that found Redis unreachable is every job's answer.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +25,10 @@ use crate::snapshot::Snapshot;
 /// How long the first look asked waits for others to join it: the
 /// watchers woken by one tick of the grid all ask within this.
 const GATHER: Duration = Duration::from_millis(5);
+
+/// How many calls together in a row the server may fail with an error of
+/// its own before the looks go one job at a time for good.
+const ODD_IN_A_ROW: u32 = 3;
 
 /// A watcher's way to look.
 #[derive(Clone)]
@@ -71,7 +77,7 @@ pub(super) async fn gather(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut way = Way::default();
-    let mut together = true;
+    let (mut together, mut odd) = (true, 0u32);
     loop {
         let first = tokio::select! {
             first = asked.recv() => first,
@@ -87,12 +93,26 @@ pub(super) async fn gather(
         batch.retain(|ask| !ask.answer.is_closed());
         if batch.len() > 1 && together {
             match send_together(&shared, &mut batch, &mut way).await {
-                Ok(()) => continue,
-                Err(err) if matches!(err.redis_failure(), Some(RedisFailure::Permission | RedisFailure::Server)) => {
-                    tracing::info!(error = %err, "the jobs' looks go one call each from now on");
-                    together = false;
+                Ok(()) => {
+                    odd = 0;
+                    continue;
                 }
-                Err(err) => tracing::debug!(error = %err, "the jobs' look together failed"),
+                Err(err) if err.redis_failure() == Some(RedisFailure::Unreachable) => {
+                    // Each job alone would only find the same: this is their answer.
+                    for ask in batch {
+                        let _ = ask.answer.send((ask.known, Err(err.clone())));
+                    }
+                    continue;
+                }
+                Err(err) => {
+                    odd += 1;
+                    if err.redis_failure() == Some(RedisFailure::Permission) || odd >= ODD_IN_A_ROW {
+                        tracing::info!(error = %err, "the jobs' looks go one call each from now on");
+                        together = false;
+                    } else {
+                        tracing::debug!(error = %err, "the jobs' look together failed; each job is read alone this time");
+                    }
+                }
             }
         }
         // One at a time, each with its own answer (or its own error), all at once.

@@ -98,6 +98,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(mut cli: Cli) -> Result<u8> {
+    if cli.global.jobs() == [lockwatch::registry::EVERY_JOB] && matches!(cli.command, Command::Acl { .. }) {
+        // The registry is written by every worker's user: rights are not granted from it.
+        anyhow::bail!("acl --job '*': name the jobs whose rules to print, as --job outbound,inbound");
+    }
     if cli.global.jobs() == [lockwatch::registry::EVERY_JOB] && reads_several(&cli.command) {
         cli.global.job = every_job(&cli.global).await?.join(",");
     }
