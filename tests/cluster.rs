@@ -21,8 +21,8 @@ use common::server::connect;
 use common::spy::{Spy, window};
 use common::topology::{RedisCluster, query};
 use common::{
-    WorkerProcess, beat, enabled_and_replicated, eventually, flag, lockwatch_command, next_push, record_events,
-    record_statuses, redisson_lock, run_capturing, seed_fence, wait,
+    Recorded, WorkerProcess, beat, enabled_and_replicated, eventually, flag, lockwatch_command, next_push, record_each,
+    record_events, record_statuses, redisson_lock, run_capturing, seed_fence, wait,
 };
 use lockwatch::input::{ConnectionSpec, Topology};
 use lockwatch::watcher::{Options, Watcher};
@@ -673,7 +673,7 @@ async fn one_of_several_watched_jobs_whose_slot_moves_runs_on_and_the_others_hea
     let options = Options { poll: Duration::from_millis(200), ..Options::default() };
     let target = cluster_spec(&seed).target().unwrap();
     let watchers = Watcher::spawn_all(target, jobs.iter().map(|j| (Keys::new(j), options.clone())).collect());
-    let recorded: Vec<_> = watchers.iter().map(|w| (record_statuses(w), record_events(w))).collect();
+    let recorded = record_each(&watchers);
     let dir = tempfile::tempdir().unwrap();
     let journals: Vec<_> = jobs.iter().map(|job| dir.path().join(job)).collect();
     let mut workers = Vec::new();
@@ -682,11 +682,7 @@ async fn one_of_several_watched_jobs_whose_slot_moves_runs_on_and_the_others_hea
             workers.push(journal_worker_via(lockwatch(&seed).args(["--job", job]), node, "3s", j));
         }
     }
-    let all_running = || {
-        recorded
-            .iter()
-            .all(|((statuses, _), _)| statuses.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running))
-    };
+    let all_running = || recorded.iter().all(Recorded::running);
     eventually("every job to run", Duration::from_secs(30), || all_running().then_some(())).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
 
@@ -707,23 +703,16 @@ async fn one_of_several_watched_jobs_whose_slot_moves_runs_on_and_the_others_hea
         watcher.stop().await;
     }
 
-    for ((job, j), ((statuses, s_task), (events, e_task))) in jobs.iter().zip(&journals).zip(recorded) {
-        s_task.abort();
-        e_task.abort();
+    for ((job, j), r) in jobs.iter().zip(&journals).zip(&recorded) {
         assert_no_overlap(&journal(j));
-        let statuses = statuses.lock().unwrap();
-        let said: Vec<String> = statuses
-            .iter()
-            .filter(|(t, ..)| *t >= started)
-            .map(|(t, s, r)| format!("{:+.2}s {s:?}: {r}", t.duration_since(started).as_secs_f64()))
-            .collect();
+        let said = r.said_since(started);
         eprintln!("{job}: {said:#?}");
-        for (_, state, reason) in statuses.iter() {
+        for (_, state, reason) in r.statuses.lock().unwrap().iter() {
             assert_ne!(*state, State::Stopped, "{job} was said stopped: {reason}");
         }
         if *job != "outbound" {
             assert!(said.iter().all(|s| s.contains("Running")), "{job} heard of another job's move: {said:?}");
-            let told = events.lock().unwrap().iter().filter(|(t, ..)| *t >= started).count();
+            let told = r.events.lock().unwrap().iter().filter(|(t, ..)| *t >= started).count();
             assert_eq!(told, 0, "{job} was told of another job's move");
         }
     }

@@ -18,8 +18,8 @@ use common::server::connect;
 use common::spy::{Spy, window};
 use common::topology::{SentinelSet, is_primary, query};
 use common::{
-    WorkerProcess, beat, enabled_and_replicated, eventually, flag, free_port, record_events, record_statuses,
-    run_capturing,
+    Recorded, WorkerProcess, beat, enabled_and_replicated, eventually, flag, free_port, record_each, record_events,
+    record_statuses, run_capturing,
 };
 use lockwatch::input::{ConnectionSpec, Topology};
 use lockwatch::watcher::{Options, Watcher};
@@ -455,7 +455,7 @@ async fn several_jobs_watched_together_ride_out_a_kill_9_of_the_primary() {
 
     let target = sentinel_spec(&set).target().unwrap();
     let watchers = Watcher::spawn_all(target, jobs.iter().map(|j| (Keys::new(j), Options::default())).collect());
-    let recorded: Vec<_> = watchers.iter().map(|w| (record_statuses(w), record_events(w))).collect();
+    let recorded = record_each(&watchers);
     let dir = tempfile::tempdir().unwrap();
     let journals: Vec<_> = jobs.iter().map(|job| dir.path().join(job)).collect();
     let mut workers = Vec::new();
@@ -466,11 +466,7 @@ async fn several_jobs_watched_together_ride_out_a_kill_9_of_the_primary() {
             workers.push(journal_worker_via(&mut cmd, node, "30s", j));
         }
     }
-    let all_running = || {
-        recorded
-            .iter()
-            .all(|((statuses, _), _)| statuses.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running))
-    };
+    let all_running = || recorded.iter().all(Recorded::running);
     eventually("every job to run", Duration::from_secs(30), || all_running().then_some(())).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
 
@@ -492,21 +488,14 @@ async fn several_jobs_watched_together_ride_out_a_kill_9_of_the_primary() {
         watcher.stop().await;
     }
 
-    for ((job, j), ((statuses, s_task), (events, e_task))) in jobs.iter().zip(&journals).zip(recorded) {
-        s_task.abort();
-        e_task.abort();
+    for ((job, j), r) in jobs.iter().zip(&journals).zip(&recorded) {
         assert_no_overlap(&journal(j));
-        let statuses = statuses.lock().unwrap();
-        let said: Vec<String> = statuses
-            .iter()
-            .filter(|(t, ..)| *t >= started)
-            .map(|(t, s, r)| format!("{:+.2}s {s:?}: {r}", t.duration_since(started).as_secs_f64()))
-            .collect();
+        let said = r.said_since(started);
         eprintln!("{job}: {said:#?}");
-        for (_, state, reason) in statuses.iter() {
+        for (_, state, reason) in r.statuses.lock().unwrap().iter() {
             assert!(!matches!(state, State::Stopped | State::Stale), "{job} was said {state:?}: {reason}");
         }
-        for (_, event, reason) in events.lock().unwrap().iter() {
+        for (_, event, reason) in r.events.lock().unwrap().iter() {
             assert!(!matches!(event, EventKind::Stalled | EventKind::Died), "{job} was told {event:?}: {reason}");
         }
     }

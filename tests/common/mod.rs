@@ -442,6 +442,42 @@ pub fn record_events(watcher: &Watcher) -> (EventLog, tokio::task::JoinHandle<()
     (log, task)
 }
 
+/// One watcher's statuses and events, recorded until it is dropped.
+pub struct Recorded {
+    pub statuses: StatusLog,
+    pub events: EventLog,
+    tasks: [tokio::task::JoinHandle<()>; 2],
+}
+
+/// Records the statuses and events of each of `watchers`.
+pub fn record_each(watchers: &[Watcher]) -> Vec<Recorded> {
+    let each = |w: &Watcher| {
+        let ((statuses, s), (events, e)) = (record_statuses(w), record_events(w));
+        Recorded { statuses, events, tasks: [s, e] }
+    };
+    watchers.iter().map(each).collect()
+}
+
+impl Recorded {
+    /// Whether its last status is `running`.
+    pub fn running(&self) -> bool {
+        self.statuses.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running)
+    }
+
+    /// Its statuses since `started`, each a line: `+1.25s Running: why`.
+    pub fn said_since(&self, started: Instant) -> Vec<String> {
+        let statuses = self.statuses.lock().unwrap();
+        let since = statuses.iter().filter(|(t, ..)| *t >= started);
+        since.map(|(t, s, r)| format!("{:+.2}s {s:?}: {r}", t.duration_since(started).as_secs_f64())).collect()
+    }
+}
+
+impl Drop for Recorded {
+    fn drop(&mut self) {
+        self.tasks.iter().for_each(tokio::task::JoinHandle::abort);
+    }
+}
+
 /// Applies the rules `lockwatch acl --user USER` prints for this server (it
 /// asks the server its version), as an admin would; returns what it said on stderr.
 pub fn provision(server: &RedisServer, user: &str, password: &str) -> String {

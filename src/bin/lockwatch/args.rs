@@ -245,37 +245,24 @@ const SHOWN: &[(&str, &[&str])] = &[
     ("worker-gone", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     ("ack", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     ("unack", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
-    (
-        "history",
-        &[
-            "redis",
-            "tls_ca",
-            "sentinel",
-            "sentinel_master",
-            "cluster",
-            "job",
-            "lock_key",
-            "heartbeat_grace",
-            "failover_window",
-        ],
-    ),
-    (
-        "report",
-        &[
-            "redis",
-            "tls_ca",
-            "sentinel",
-            "sentinel_master",
-            "cluster",
-            "job",
-            "lock_key",
-            "heartbeat_grace",
-            "failover_window",
-        ],
-    ),
+    ("history", HISTORY),
+    ("report", HISTORY),
     ("acl", &["redis", "tls_ca", "sentinel", "sentinel_master", "cluster", "job", "lock_key"]),
     ("serve", WATCHING),
     ("demo", &["job"]),
+];
+
+/// What the commands that read the job's history (`history`, `report`) read.
+const HISTORY: &[&str] = &[
+    "redis",
+    "tls_ca",
+    "sentinel",
+    "sentinel_master",
+    "cluster",
+    "job",
+    "lock_key",
+    "heartbeat_grace",
+    "failover_window",
 ];
 
 /// What the commands that watch the job (`watch`, `serve`) read.
