@@ -45,7 +45,7 @@ pub struct Global {
     #[arg(long, global = true, env = "LOCKWATCH_CLUSTER", hide_env_values = true, action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new(), conflicts_with = "sentinel")]
     pub cluster: bool,
     /// The job's name; its keys are {JOB}:lock, {JOB}:fence, … `status`,
-    /// `watch`, `history` and `serve` read several: JOB,JOB,…
+    /// `watch`, `history`, `report`, `serve` and a supervisor's `acl` take several: JOB,JOB,…
     #[arg(long, global = true, env = "LOCKWATCH_JOB", hide_env_values = true, default_value = DEFAULT_JOB, value_parser = parse_jobs, value_name = "JOB")]
     pub job: String,
     /// Lock key, when it is not {JOB}:lock (an existing Redisson lock name).
@@ -112,7 +112,7 @@ pub enum Command {
     /// Print each job's figures over the last DURATION: uptime, runs, failovers, restarts, deaths,
     /// outages, who switched it off and why.
     Report {
-        /// The stretch reported, ending now (by Redis time), e.g. 24h or 168h.
+        /// The stretch reported, ending now (by Redis time), e.g. 24h or 7d.
         #[arg(long, value_parser = parse_duration, value_name = "DURATION", default_value = "24h")]
         since: Duration,
         /// One JSON object per job instead of text.
