@@ -1206,10 +1206,11 @@ async fn one_serve_for_three_jobs_tells_the_killed_jobs_failover_once_and_labels
 
 /// A death nobody takes on: the first-line robot is told at once, and the
 /// escalation robot (`escalate_after = "3s"`) once, 3 s later, naming the
-/// robot told first, though two serve processes watch the job. Then a
-/// second death acknowledged (`lockwatch ack`) before those 3 s: no
-/// escalation. Then, with one serve process left, a third death, a repeat
-/// within the window (counted; only webhooks get it): escalated all the same.
+/// robot told first, by the other of two serve processes when the one that
+/// posted the death is killed right after. Then a second death acknowledged
+/// (`lockwatch ack`) before those 3 s: no escalation. Then a third death, a
+/// repeat within the window (counted; only webhooks get it): escalated all
+/// the same.
 #[tokio::test]
 async fn a_death_nobody_takes_on_is_escalated_once_and_an_ack_before_stops_it() {
     let (_server, url, mut c) = server_with_flag("alice", true);
@@ -1219,14 +1220,15 @@ async fn a_death_nobody_takes_on_is_escalated_once_and_an_ack_before_stops_it() 
     let dir = tempfile::tempdir().unwrap();
     let file = robots_file(dir.path(), &[(&first, "name = \"warehouse\""), (&lead, "escalate_after = \"3s\"")]);
     let (log1, log2) = (dir.path().join("s1.log"), dir.path().join("s2.log"));
-    let _s1 = serve(&url, "serve-1", &file, &log1, &[]);
-    let mut s2 = serve(&url, "serve-2", &file, &log2, &[]);
+    let mut serves = [
+        ("serve-1", serve(&url, "serve-1", &file, &log1, &[])),
+        ("serve-2", serve(&url, "serve-2", &file, &log2, &[])),
+    ];
     serves_ready(&mut c, 2).await;
     let logs = || format!("{}{}", log_of(&log1), log_of(&log2));
 
-    for round in ["nobody on it", "alice on it", "a repeat, one serve left"] {
-        if round == "a repeat, one serve left" {
-            s2.kill9();
+    for round in ["nobody on it, its poster killed", "alice on it", "a repeat"] {
+        if round == "a repeat" {
             let out = lockwatch(&url, &["unack", "--user", "alice"]);
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         }
@@ -1240,6 +1242,13 @@ async fn a_death_nobody_takes_on_is_escalated_once_and_an_ack_before_stops_it() 
             first.taken().into_iter().skip(told_before).find(|g| g.body["event"] == "died")
         })
         .await;
+        if round == "nobody on it, its poster killed" {
+            // The serve process that claimed the death goes; the other escalates.
+            let claims: Vec<String> = redis::cmd("KEYS").arg("{outbound}:posted:died:*").query(&mut c).unwrap();
+            assert_eq!(claims.len(), 1, "{claims:?}");
+            let by: String = redis::cmd("HGET").arg(&claims[0]).arg(claim::BY).query(&mut c).unwrap();
+            serves.iter_mut().find(|(name, _)| *name == by).map(|(_, s)| s.kill9()).unwrap();
+        }
         if round == "alice on it" {
             let out = lockwatch(&url, &["ack", "--user", "alice", "--note", "restarting srv-a"]);
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
