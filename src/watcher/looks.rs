@@ -136,9 +136,7 @@ async fn send_together(shared: &Shared, batch: &mut Vec<Asked>, way: &mut Way) -
     let results = match results {
         Ok(results) => results,
         Err(err) => {
-            if err.redis_failure() == Some(RedisFailure::Unreachable) {
-                shared.broke(made).await;
-            }
+            shared.failed(made, &err).await;
             return Err(err);
         }
     };
@@ -152,10 +150,8 @@ async fn send_together(shared: &Shared, batch: &mut Vec<Asked>, way: &mut Way) -
 async fn alone(shared: &Shared, keys: &Keys, known: &mut Known) -> Result<Snapshot, Error> {
     let (made, mut conn) = shared.get().await?;
     let result = look(&mut conn, keys, shared.target().endpoint(), known).await;
-    if result.as_ref().err().and_then(Error::redis_failure) == Some(RedisFailure::Unreachable) {
-        // A fresh connection next time, for every watcher, rather than
-        // trusting a dead one (which may come back to a demoted server).
-        shared.broke(made).await;
+    if let Err(err) = &result {
+        shared.failed(made, err).await;
     }
     result
 }

@@ -15,7 +15,7 @@ use tokio::sync::{Notify, watch};
 
 use super::shared::Shared;
 use crate::connect::numsub_counts;
-use crate::error::{Action, RedisFailure, describe};
+use crate::error::{Action, describe};
 use crate::heard::Heard;
 use crate::keys::Keys;
 
@@ -69,10 +69,7 @@ pub(super) async fn roll_call(
             }
             Ok(Err(err)) => {
                 tracing::debug!(error = %err, "roll call failed");
-                let err = describe(err, Action::ReadingJob, shared.target().endpoint());
-                if err.redis_failure() == Some(RedisFailure::Unreachable) {
-                    shared.broke(made).await;
-                }
+                shared.failed(made, &describe(err, Action::ReadingJob, shared.target().endpoint())).await;
             }
             Err(_) => {}
         }

@@ -6,7 +6,7 @@
 use tokio::sync::Mutex;
 
 use crate::connect::{Conn, Target};
-use crate::error::Error;
+use crate::error::{Error, RedisFailure};
 
 /// The shared connection, or none yet; `made` counts those made, so a
 /// watcher that saw an older one break does not drop a newer one.
@@ -46,8 +46,14 @@ impl Shared {
         Ok((slot.0, conn))
     }
 
-    /// Drops the connection `made`-th, when it is still the one in use.
-    pub(super) async fn broke(&self, made: u64) {
+    /// After `err` on the connection `made`-th: when Redis could not be
+    /// reached, a fresh connection next time, for every watcher, rather
+    /// than trusting a dead one (which may come back to a demoted server).
+    /// One made since stays.
+    pub(super) async fn failed(&self, made: u64, err: &Error) {
+        if err.redis_failure() != Some(RedisFailure::Unreachable) {
+            return;
+        }
         let mut slot = self.slot.lock().await;
         if slot.0 == made {
             slot.1 = None;
