@@ -464,10 +464,10 @@ impl Recorded {
         self.statuses.lock().unwrap().last().is_some_and(|(_, s, _)| *s == State::Running)
     }
 
-    /// Its statuses since `started`, each a line: `+1.25s Running: why`.
-    pub fn said_since(&self, started: Instant) -> Vec<String> {
+    /// Its statuses from `started` until `ended`, each a line: `+1.25s Running: why`.
+    pub fn said_between(&self, started: Instant, ended: Instant) -> Vec<String> {
         let statuses = self.statuses.lock().unwrap();
-        let since = statuses.iter().filter(|(t, ..)| *t >= started);
+        let since = statuses.iter().filter(|(t, ..)| (started..ended).contains(t));
         since.map(|(t, s, r)| format!("{:+.2}s {s:?}: {r}", t.duration_since(started).as_secs_f64())).collect()
     }
 }
