@@ -13,9 +13,15 @@ baseline of the same Redis with nothing but the data; DESKS (default 0)
 separate `lockwatch watch` processes, each on the first DESK_JOBS (default
 1) jobs, the desks' cost (the connections Redis has are printed too);
 SETTLE_S (default 15) before the window (a desk settles to its steady pace
-after three poll intervals: give desks 45).
+after three poll intervals: give desks 45). PAIRS (default 0) with desks:
+that many pairs of windows more on the same Redis, the desks paused
+(SIGSTOP) in one and running in the other (RESUME_S, default 35, after
+they resume: a paused desk counts Redis as silent and looks again), and
+the desks' cost each desk as the difference, free of the workers' drift
+between runs.
 """
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -81,8 +87,27 @@ def main():
         print(f"{len(jobs)} job(s), {len(nodes)} worker(s) each, {desks} desk(s) on {watched.count(',') + 1} job(s), "
               f"lease {lease}: Redis CPU {per_30s:.0f} ms per 30 s ({per_30s / 300:.2f} % of a core), "
               f"{clients} connections")
-        for name, v in sorted(stats.items(), key=lambda kv: -kv[1]["usec"])[:10]:
+        for name, v in sorted(stats.items(), key=lambda kv: -kv[1]["usec"])[:int(os.environ.get("TOP", "10"))]:
             print(f"  {name:14} {v['calls']:7} calls  {v['usec_per_call']:8.1f} µs/call  {v['usec'] / 1000:8.1f} ms")
+        pairs = int(os.environ.get("PAIRS", "0")) if desks else 0
+        each = []
+        for _ in range(pairs):
+            for desk in children[-desks:]:
+                desk.send_signal(signal.SIGSTOP)
+            c0, t0 = cpu_s(r), time.monotonic()
+            time.sleep(window)
+            paused = (cpu_s(r) - c0) / (time.monotonic() - t0)
+            for desk in children[-desks:]:
+                desk.send_signal(signal.SIGCONT)
+            time.sleep(float(os.environ.get("RESUME_S", "35")))
+            c0, t0 = cpu_s(r), time.monotonic()
+            time.sleep(window)
+            running = (cpu_s(r) - c0) / (time.monotonic() - t0)
+            each.append(1e6 * (running - paused) / desks)
+            print(f"  paused {1000 * paused * 30:.0f} ms, running {1000 * running * 30:.0f} ms per 30 s: "
+                  f"{each[-1]:.0f} µs/s a desk")
+        if each:
+            print(f"each desk: {sum(each) / len(each):.0f} µs of Redis CPU per second ({min(each):.0f}–{max(each):.0f})")
     finally:
         for child in children:
             child.terminate()

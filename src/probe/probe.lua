@@ -325,8 +325,9 @@ local function fingerprint(K)
   }, '|')
 end
 
--- One job's reply, its keys K and arguments A as KEYS and ARGV above.
-local function read_job(K, A)
+-- One job's reply, its keys K and arguments A as KEYS and ARGV above, read at Redis
+-- time `now` (one for all the jobs of a call: a script runs at one instant).
+local function read_job(K, A, now)
   local known = A[5]
   local seen = nil
   if known ~= nil and K[5] ~= nil then
@@ -335,7 +336,7 @@ local function read_job(K, A)
       local names = redis.call('SMEMBERS', K[4])
       local beats = read_each(names, A[2], BEAT_READ)
       local lock = read_lock(K[1])
-      return {'glance', seen, redis.call('TIME'), lock, names, beats,
+      return {'glance', seen, now, lock, names, beats,
               read_presence(names, beats, A[4], holders_of(lock))}
     end
   end
@@ -345,7 +346,7 @@ local function read_job(K, A)
   local beats = read_each(nodes[3], A[2], BEAT_READ)
   local lock = read_lock(K[1])
   return {
-    redis.call('TIME'),
+    now,
     lock,
     read_fence(K[2]),
     users,
@@ -359,12 +360,13 @@ local function read_job(K, A)
   }
 end
 
+local now = redis.call('TIME')
 if ARGV[1] ~= MANY then
-  return read_job(KEYS, ARGV)
+  return read_job(KEYS, ARGV, now)
 end
 local out = {}
 for j = 1, #KEYS / 5 do
   out[j] = read_job({KEYS[5 * j - 4], KEYS[5 * j - 3], KEYS[5 * j - 2], KEYS[5 * j - 1], KEYS[5 * j]},
-                    {ARGV[5 * j - 3], ARGV[5 * j - 2], ARGV[5 * j - 1], ARGV[5 * j], ARGV[5 * j + 1]})
+                    {ARGV[5 * j - 3], ARGV[5 * j - 2], ARGV[5 * j - 1], ARGV[5 * j], ARGV[5 * j + 1]}, now)
 end
 return out

@@ -5,7 +5,8 @@
 //! lease running out, a heartbeat ageing past its grace). Most looks are
 //! glances ([`look`]): the full read comes when its fingerprint changed, a
 //! flip was announced, and every `full_every`. While a steady job's beats
-//! come (below), looks are three poll intervals apart.
+//! come (below), looks are three poll intervals apart (six, and full reads
+//! three times rarer, for the jobs of a process that calls their roll).
 //!
 //! Between looks it listens: one worker publishes the job's beat every
 //! 1.8 s ([`Heard`]), and while the beat comes Redis answers and the holder
@@ -44,7 +45,7 @@ use crate::probe::Known;
 use crate::snapshot::Snapshot;
 use crate::status::{self, Engine, Event, State, Status, Step};
 use looks::Looks;
-use pace::{Ask, Ears, Knobs, Looked, Pace};
+use pace::{Ask, Ears, Knobs, Looked, Pace, STEADY_POLLS};
 use shared::Shared;
 
 pub(crate) use listen::follow_channels;
@@ -152,7 +153,7 @@ impl Watcher {
         // each; a roll call of their holders costs it one command. (On a
         // Cluster each job's holders are counted on its own node.)
         let calling = jobs.len() >= ROLL_CALL_FROM && !target.is_cluster();
-        let pace = jobs.first().map(|(_, o)| (o.alive_every / 2, o.patience));
+        let pace = jobs.first().map(|(_, o)| (roll_call::every(o.patience), o.patience));
         for (keys, options) in jobs {
             let (status_tx, status) = watch::channel(None);
             let (events, _) = broadcast::channel(EVENTS_KEPT);
@@ -173,6 +174,7 @@ impl Watcher {
                 spread,
                 keys,
                 options,
+                rolled: calling,
                 status: status_tx,
                 events: events.clone(),
                 wake: wake.clone(),
@@ -244,6 +246,8 @@ struct Shell {
     spread: f64,
     keys: Keys,
     options: Options,
+    /// Whether its holder is asked after by the group's roll call.
+    rolled: bool,
     status: watch::Sender<Option<Status>>,
     events: broadcast::Sender<Event>,
     /// A message (a flip announced, an unlock, a keyspace event) or a
@@ -256,14 +260,16 @@ struct Shell {
 
 impl Shell {
     async fn run(self) {
-        let Shell { shared, looks, start, spread, keys, options, status, events, wake, entry, heard, mut stop } = self;
+        let Shell { shared, looks, start, spread, keys, options, rolled, status, events, wake, entry, heard, mut stop } =
+            self;
         // The pacing's clock: ms since the group began.
         let at = move |i: Instant| millis(i.saturating_duration_since(start));
         let knobs = Knobs {
             poll: millis(options.poll),
             alive_every: millis(options.alive_every),
             max_backoff: millis(options.max_backoff),
-            full_every: millis(options.full_every),
+            full_every: millis(options.full_every) * if rolled { ROLLED_FULL_FACTOR } else { 1 },
+            steady_polls: if rolled { ROLLED_STEADY_POLLS } else { STEADY_POLLS },
             confirmations: options.engine.confirmations,
             beat_every: millis(BEAT_EVERY),
             beat_late: millis(BEAT_LATE),
@@ -464,6 +470,18 @@ const EVENTS_KEPT: usize = 32;
 /// holders rather than hearing each one's beat ([`roll_call`]): one job's
 /// beat is about half a message a second, a roll call two commands.
 const ROLL_CALL_FROM: usize = 4;
+
+/// How a process calling the roll of its jobs paces the looks that only
+/// guard against what nobody announced: a steady job's look every six poll
+/// intervals (60 s by default, 30 s for fewer jobs), each job's full read
+/// every three `full_every` (15 minutes). These looks are most of what
+/// watching many jobs costs Redis, and what they alone would see is rare (a
+/// flag written by hand while no worker runs, an acknowledgement by an
+/// older client, a standby's heartbeat ageing); every change a worker
+/// records or a lockwatch client announces is read at once, as for one
+/// job, and the roll call asks after each holder every 1.2 s.
+const ROLLED_STEADY_POLLS: u64 = 2 * STEADY_POLLS;
+const ROLLED_FULL_FACTOR: u64 = 3;
 
 /// The shortest time between two reads a wake-up asks for. Anyone allowed
 /// to publish on `{job}:wake` (a supervisor, for her flips) could otherwise

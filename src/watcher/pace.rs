@@ -15,8 +15,9 @@
 //! wake, or a check that found something, asks for a look at once.
 
 /// How many poll intervals apart the looks at a steady job are while the
-/// workers' beats vouch for it (30 s with the defaults).
-const TRUSTED_POLLS: u64 = 3;
+/// workers' beats vouch for it (30 s with the defaults), unless the knobs
+/// say otherwise.
+pub const STEADY_POLLS: u64 = 3;
 
 /// What was heard between looks, as the shell's listeners keep it (ms).
 pub struct Ears<'a> {
@@ -59,6 +60,9 @@ pub struct Knobs {
     pub alive_every: u64,
     pub max_backoff: u64,
     pub full_every: u64,
+    /// How many poll intervals apart a steady job is looked at while it is
+    /// vouched for.
+    pub steady_polls: u64,
     /// Failed looks in a row before the backoff starts.
     pub confirmations: u32,
     /// How often a worker beats, and when a beat is late.
@@ -182,7 +186,7 @@ impl Pace {
             (false, _) => None,
         };
         // The grid point of the steady period at least a poll interval on.
-        let trusted_at = self.grid(now + self.knobs.poll, TRUSTED_POLLS);
+        let trusted_at = self.grid(now + self.knobs.poll, self.knobs.steady_polls);
         self.trusted = vouch.filter(|_| looked.steady).map(|node| (trusted_at, node));
     }
 
@@ -224,6 +228,7 @@ mod tests {
         alive_every: 1_000,
         max_backoff: 10_000,
         full_every: 300_000,
+        steady_polls: STEADY_POLLS,
         confirmations: 2,
         beat_every: 1_800,
         beat_late: 2_000,
