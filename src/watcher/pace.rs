@@ -278,6 +278,27 @@ mod tests {
     }
 
     #[test]
+    fn a_steady_job_of_a_roll_call_is_looked_at_every_six_polls_and_read_in_full_as_its_knobs_say() {
+        let knobs = Knobs { steady_polls: 2 * STEADY_POLLS, full_every: 900_000, ..KNOBS };
+        let mut p = Pace::new(knobs, 0, 0.0);
+        assert_eq!(p.ask(0, &ears(0, &|_| None)), Ask::Look { full: true });
+        p.looked(0, steady_on("a"));
+        // The roll call vouches every 1.2 s: no check, and no look before 60 s.
+        for t in (1_200..60_000).step_by(1_200) {
+            let beats = move |_: Option<&str>| Some(t);
+            let due = p.wait_until(t, &ears(t, &beats));
+            assert!(due > t && due <= 60_000, "at {t}: {due}");
+            assert!(due == 60_000 || due == t + KNOBS.beat_late, "at {t}: {due}");
+        }
+        let beats = |_: Option<&str>| Some(59_000);
+        assert_eq!(p.ask(60_000, &ears(59_000, &beats)), Ask::Look { full: false });
+        p.looked(60_000, steady_on("a"));
+        assert_eq!(p.ask(600_000, &ears(599_000, &|_| Some(599_000))), Ask::Look { full: false });
+        p.looked(600_000, steady_on("a"));
+        assert_eq!(p.ask(900_000, &ears(899_000, &|_| Some(899_000))), Ask::Look { full: true });
+    }
+
+    #[test]
     fn when_the_holders_beat_goes_quiet_its_presence_is_counted_and_a_missed_beat_is_a_silence() {
         let mut p = Pace::new(KNOBS, 0, 1.0);
         p.looked(0, steady_on("a"));
