@@ -5,8 +5,8 @@
 //! lease running out, a heartbeat ageing past its grace). Most looks are
 //! glances ([`look`]): the full read comes when its fingerprint changed, a
 //! flip was announced, and every `full_every`. While a steady job's beats
-//! come (below), looks are three poll intervals apart (six, and full reads
-//! three times rarer, for the jobs of a process that calls their roll).
+//! come (below), looks are three poll intervals apart (full reads three
+//! times rarer for the jobs of a process that calls their roll).
 //!
 //! Between looks it listens: one worker publishes the job's beat every
 //! 1.8 s ([`Heard`]), and while the beat comes Redis answers and the holder
@@ -269,7 +269,9 @@ impl Shell {
             alive_every: millis(options.alive_every),
             max_backoff: millis(options.max_backoff),
             full_every: millis(options.full_every) * if rolled { ROLLED_FULL_FACTOR } else { 1 },
-            steady_polls: if rolled { ROLLED_STEADY_POLLS } else { STEADY_POLLS },
+            // Not longer for a roll call's jobs: a holder's presence, which
+            // vouches for them there, outlives a frozen holder.
+            steady_polls: STEADY_POLLS,
             confirmations: options.engine.confirmations,
             beat_every: millis(BEAT_EVERY),
             beat_late: millis(BEAT_LATE),
@@ -471,16 +473,12 @@ const EVENTS_KEPT: usize = 32;
 /// beat is about half a message a second, a roll call two commands.
 const ROLL_CALL_FROM: usize = 4;
 
-/// How a process calling the roll of its jobs paces the looks that only
-/// guard against what nobody announced: a steady job's look every six poll
-/// intervals (60 s by default, 30 s for fewer jobs), each job's full read
-/// every three `full_every` (15 minutes). These looks are most of what
-/// watching many jobs costs Redis, and what they alone would see is rare (a
-/// flag written by hand while no worker runs, an acknowledgement by an
-/// older client, a standby's heartbeat ageing); every change a worker
-/// records or a lockwatch client announces is read at once, as for one
-/// job, and the roll call asks after each holder every 1.2 s.
-const ROLLED_STEADY_POLLS: u64 = 2 * STEADY_POLLS;
+/// How many times `full_every` apart a process calling the roll of its jobs
+/// reads each in full (15 minutes by default): the full reads are most of
+/// what watching many jobs costs Redis, and what they alone would see is
+/// rare (a flag written by hand while no worker runs, an acknowledgement
+/// while none runs); every change a worker records or a lockwatch client
+/// announces is read at once, as for one job.
 const ROLLED_FULL_FACTOR: u64 = 3;
 
 /// The shortest time between two reads a wake-up asks for. Anyone allowed
