@@ -110,6 +110,8 @@ def main():
             print(f"each desk: {sum(each) / len(each):.0f} µs of Redis CPU per second ({min(each):.0f}–{max(each):.0f})")
     finally:
         for child in children:
+            # A desk left paused would keep its SIGTERM pending.
+            child.send_signal(signal.SIGCONT)
             child.terminate()
         for child in children:
             child.wait()
