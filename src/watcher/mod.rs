@@ -45,7 +45,7 @@ use crate::probe::Known;
 use crate::snapshot::Snapshot;
 use crate::status::{self, Engine, Event, State, Status, Step};
 use looks::Looks;
-use pace::{Ask, Ears, Knobs, Looked, Pace, STEADY_POLLS};
+use pace::{Ask, Ears, Knobs, Looked, Pace};
 use shared::Shared;
 
 pub(crate) use listen::follow_channels;
@@ -269,9 +269,6 @@ impl Shell {
             alive_every: millis(options.alive_every),
             max_backoff: millis(options.max_backoff),
             full_every: millis(options.full_every) * if rolled { ROLLED_FULL_FACTOR } else { 1 },
-            // Not longer for a roll call's jobs: a holder's presence, which
-            // vouches for them there, outlives a frozen holder.
-            steady_polls: STEADY_POLLS,
             confirmations: options.engine.confirmations,
             beat_every: millis(BEAT_EVERY),
             beat_late: millis(BEAT_LATE),

@@ -15,9 +15,10 @@
 //! wake, or a check that found something, asks for a look at once.
 
 /// How many poll intervals apart the looks at a steady job are while the
-/// workers' beats vouch for it (30 s with the defaults), unless the knobs
-/// say otherwise.
-pub const STEADY_POLLS: u64 = 3;
+/// workers' beats vouch for it (30 s with the defaults). Not longer for the
+/// jobs of a roll call: a holder's presence, which vouches for them there,
+/// outlives a frozen holder.
+const TRUSTED_POLLS: u64 = 3;
 
 /// What was heard between looks, as the shell's listeners keep it (ms).
 pub struct Ears<'a> {
@@ -60,9 +61,6 @@ pub struct Knobs {
     pub alive_every: u64,
     pub max_backoff: u64,
     pub full_every: u64,
-    /// How many poll intervals apart a steady job is looked at while it is
-    /// vouched for.
-    pub steady_polls: u64,
     /// Failed looks in a row before the backoff starts.
     pub confirmations: u32,
     /// How often a worker beats, and when a beat is late.
@@ -186,7 +184,7 @@ impl Pace {
             (false, _) => None,
         };
         // The grid point of the steady period at least a poll interval on.
-        let trusted_at = self.grid(now + self.knobs.poll, self.knobs.steady_polls);
+        let trusted_at = self.grid(now + self.knobs.poll, TRUSTED_POLLS);
         self.trusted = vouch.filter(|_| looked.steady).map(|node| (trusted_at, node));
     }
 
@@ -228,7 +226,6 @@ mod tests {
         alive_every: 1_000,
         max_backoff: 10_000,
         full_every: 300_000,
-        steady_polls: STEADY_POLLS,
         confirmations: 2,
         beat_every: 1_800,
         beat_late: 2_000,
@@ -275,27 +272,6 @@ mod tests {
         }
         let beats = |_: Option<&str>| Some(29_000);
         assert_eq!(p.ask(30_000, &ears(29_000, &beats)), Ask::Look { full: false });
-    }
-
-    #[test]
-    fn a_steady_job_of_a_roll_call_is_looked_at_every_six_polls_and_read_in_full_as_its_knobs_say() {
-        let knobs = Knobs { steady_polls: 2 * STEADY_POLLS, full_every: 900_000, ..KNOBS };
-        let mut p = Pace::new(knobs, 0, 0.0);
-        assert_eq!(p.ask(0, &ears(0, &|_| None)), Ask::Look { full: true });
-        p.looked(0, steady_on("a"));
-        // The roll call vouches every 1.2 s: no check, and no look before 60 s.
-        for t in (1_200..60_000).step_by(1_200) {
-            let beats = move |_: Option<&str>| Some(t);
-            let due = p.wait_until(t, &ears(t, &beats));
-            assert!(due > t && due <= 60_000, "at {t}: {due}");
-            assert!(due == 60_000 || due == t + KNOBS.beat_late, "at {t}: {due}");
-        }
-        let beats = |_: Option<&str>| Some(59_000);
-        assert_eq!(p.ask(60_000, &ears(59_000, &beats)), Ask::Look { full: false });
-        p.looked(60_000, steady_on("a"));
-        assert_eq!(p.ask(600_000, &ears(599_000, &|_| Some(599_000))), Ask::Look { full: false });
-        p.looked(600_000, steady_on("a"));
-        assert_eq!(p.ask(900_000, &ears(899_000, &|_| Some(899_000))), Ask::Look { full: true });
     }
 
     #[test]
